@@ -1,0 +1,161 @@
+//! The boundary between the engine and a broker family. A driver creates what a run needs
+//! (topics, queues), and hands out producers and consumers that send, acknowledge and
+//! receive. Drivers know nothing about schedules, phases or histograms.
+
+mod envelope;
+
+use std::time::Duration;
+
+pub use envelope::{Envelope, EnvelopeError, ENVELOPE_HEADER_LEN, ENVELOPE_VERSION};
+
+/// Errors a driver reports while setting up or tearing down.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// The broker could not be reached; the CLI maps this to exit code 3.
+    #[error("cannot reach {broker} at {address}: {reason}\nhint: {hint}")]
+    Unreachable {
+        broker: &'static str,
+        address: String,
+        reason: String,
+        hint: String,
+    },
+    /// The broker refused the credentials; also exit code 3. Never includes the secret.
+    #[error("{broker} at {address} refused the credentials: {reason}")]
+    Authentication {
+        broker: &'static str,
+        address: String,
+        reason: String,
+    },
+    /// A topic or queue exists with settings other than the run asks for.
+    #[error("{0}")]
+    Conflict(String),
+    /// Anything else, with context.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// One stream of messages a workload asks for: a Kafka topic, a RabbitMQ exchange, ...
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicPlan {
+    /// Broker-side name.
+    pub name: String,
+    /// Partitions (Kafka) or the broker family's equivalent.
+    pub partitions: u32,
+}
+
+/// What the run needs from the broker.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    /// Short id of this run, unique enough to name groups and topics.
+    pub run_id: String,
+    /// Workload name.
+    pub workload: String,
+    pub topics: Vec<TopicPlan>,
+    /// Consumers per subscription.
+    pub consumers_per_topic: u32,
+}
+
+/// Identifies a consumer: which topic, which subscription of it, and its number inside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsumerSlot {
+    pub topic: u32,
+    /// Subscriptions of a topic each receive every message (Kafka: consumer groups).
+    pub subscription: u32,
+    /// Index of the consumer within its subscription.
+    pub member: u32,
+}
+
+/// A message to send. The payload already starts with the envelope header.
+#[derive(Debug, Clone, Copy)]
+pub struct OutgoingMessage<'a> {
+    pub key: Option<&'a [u8]>,
+    pub payload: &'a [u8],
+    /// Actual send time, ns since the UNIX epoch; returned unchanged in the [`Ack`].
+    pub sent_ns: u64,
+}
+
+/// The outcome the broker reported for one sent message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ack {
+    /// Envelope of the acknowledged message.
+    pub envelope: Envelope,
+    /// Actual send time given in [`OutgoingMessage::sent_ns`].
+    pub sent_ns: u64,
+    /// Payload length in bytes.
+    pub bytes: u32,
+    /// Ok, or the kind of failure (`snake_case`, e.g. `msg_timed_out`).
+    pub result: Result<(), String>,
+}
+
+/// Why a send did not happen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendError {
+    /// The client's buffer is full: poll for acknowledgements and try again.
+    Backpressure,
+    /// The send failed for good; the kind names why.
+    Failed(String),
+}
+
+/// Sends messages and reports acknowledgements. Owned by one producer task.
+pub trait Producer: Send {
+    /// Hands one message to the client library without waiting for the broker.
+    fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError>;
+    /// Collects acknowledgements that have arrived, waiting at most `timeout` for the first.
+    fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack));
+    /// Messages sent and not yet acknowledged or failed.
+    fn in_flight(&self) -> usize;
+    /// Gives up on messages still in flight (called at the end of the drain).
+    fn abandon(&mut self) {}
+    /// A note for the summary on what an acknowledgement means with this configuration
+    /// (e.g. Kafka's acks=0), or None.
+    fn ack_note(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A received message, borrowed from the client library.
+#[derive(Debug, Clone, Copy)]
+pub struct Delivery<'a> {
+    /// The partition or queue it came from, for the per-stream order check.
+    pub stream: u32,
+    pub payload: &'a [u8],
+}
+
+/// Receives messages. Owned by one consumer task.
+pub trait Consumer: Send {
+    /// Delivers messages that have arrived, waiting at most `timeout` for the first one.
+    /// Errors are returned as kinds and counted; they do not stop the consumer.
+    fn poll(&mut self, timeout: Duration, deliveries: &mut dyn FnMut(Delivery<'_>)) -> Result<(), String>;
+    /// Number of partitions or queues this consumer is currently assigned.
+    fn assigned(&self) -> usize;
+}
+
+/// A broker family: sets up the run and hands out producers and consumers.
+pub trait Driver: Send + Sync {
+    /// Short name, e.g. "kafka".
+    fn name(&self) -> &'static str;
+    /// Checks the broker answers, within a bounded time.
+    fn connect(&mut self) -> Result<(), DriverError>;
+    /// Broker version or description for the manifest, when known.
+    fn broker_version(&self) -> Option<String> {
+        None
+    }
+    /// Creates (or checks) the topics the run needs.
+    fn prepare(&mut self, topology: &Topology) -> Result<(), DriverError>;
+    /// Subscriptions per topic, each of which receives every message once.
+    fn subscriptions_per_topic(&self) -> u32 {
+        1
+    }
+    /// A producer for topic `topic`; `producer` is its run-wide id.
+    fn producer(&self, topic: u32, producer: u32) -> Result<Box<dyn Producer>, DriverError>;
+    /// A consumer for a slot.
+    fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError>;
+    /// Whether a subscription's consumers, with the given assigned counts, can start to
+    /// receive everything sent from now on.
+    fn subscription_ready(&self, topic: u32, assigned: &[usize]) -> bool {
+        let _ = topic;
+        assigned.iter().all(|&a| a > 0)
+    }
+    /// Removes what `prepare` created, if the driver file asks for it.
+    fn cleanup(&mut self) -> Result<(), DriverError>;
+}

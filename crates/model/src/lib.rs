@@ -1,0 +1,19 @@
+//! Shared vocabulary of brokerbench: validated workloads and driver configurations, units,
+//! and the result types that the engine produces and the reports read.
+
+pub mod driver_config;
+pub mod redact;
+pub mod result;
+pub mod spec;
+pub mod units;
+pub mod workload;
+
+pub use driver_config::{DriverConfig, KafkaDriverConfig};
+pub use result::*;
+pub use spec::{load_specs, SpecError, Specs};
+pub use workload::*;
+
+/// Length in bytes of the envelope header that starts every message payload: format version
+/// (1 byte), 3 reserved bytes, producer id (u32), sequence number (u64), intended send time
+/// (u64 ns since the UNIX epoch), all little-endian.
+pub const ENVELOPE_HEADER_LEN: usize = 24;

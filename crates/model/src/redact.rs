@@ -1,0 +1,75 @@
+//! Removes credentials from anything that is written or printed: config keys that name a
+//! secret, and passwords inside URIs.
+
+const SECRET_WORDS: &[&str] = &["password", "secret", "token", "jaas", "credential", "api.key", "apikey"];
+
+/// Whether a config key (e.g. `sasl.password`) holds a credential.
+pub fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    SECRET_WORDS.iter().any(|w| key.contains(w))
+}
+
+/// Replaces the password in `scheme://user:password@host` with `***`.
+pub fn redact_uri(text: &str) -> String {
+    if let Some(scheme_end) = text.find("://") {
+        let rest = &text[scheme_end + 3..];
+        if let Some(at) = rest.find('@') {
+            let userinfo = &rest[..at];
+            if let Some(colon) = userinfo.find(':') {
+                return format!(
+                    "{}://{}:***@{}",
+                    &text[..scheme_end],
+                    &userinfo[..colon],
+                    &rest[at + 1..]
+                );
+            }
+        }
+    }
+    text.to_string()
+}
+
+/// Redacts secret-named keys and URI passwords anywhere in a JSON tree.
+pub fn redact_json(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if is_secret_key(key) && !v.is_null() {
+                    *v = serde_json::Value::String("***".into());
+                } else {
+                    redact_json(v);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(redact_json),
+        serde_json::Value::String(s) => *s = redact_uri(s),
+        _ => {}
+    }
+}
+
+/// Redacts a `key=value` override as given on the command line.
+pub fn redact_assignment(assignment: &str) -> String {
+    match assignment.split_once('=') {
+        Some((key, _)) if is_secret_key(key) => format!("{key}=***"),
+        Some((key, value)) => format!("{key}={}", redact_uri(value)),
+        None => assignment.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_replaced() {
+        let mut v = serde_json::json!({
+            "producer_config": {"sasl.password": "hunter2", "acks": "1", "ssl.key.password": "x"},
+            "uri": "amqp://guest:guest@127.0.0.1:5672/%2f"
+        });
+        redact_json(&mut v);
+        let text = v.to_string();
+        assert!(!text.contains("hunter2") && !text.contains("guest@"), "{text}");
+        assert!(text.contains("\"acks\":\"1\""));
+        assert_eq!(redact_assignment("producer_config.sasl.password=pw"), "producer_config.sasl.password=***");
+        assert_eq!(redact_uri("http://host:1"), "http://host:1");
+    }
+}

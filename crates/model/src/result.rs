@@ -1,0 +1,249 @@
+//! What a run produces: per-second interval rows while it runs, and a summary at the end.
+//! Latencies are nanoseconds; counts are messages; rates are per second.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Lowest discernible latency value in the histograms: 1 ns.
+pub const HISTOGRAM_LOW: u64 = 1;
+/// Highest trackable latency: 1 hour in ns; larger values are clamped (and counted).
+pub const HISTOGRAM_HIGH: u64 = 3_600_000_000_000;
+/// Significant decimal digits kept by every histogram.
+pub const HISTOGRAM_DIGITS: u8 = 3;
+
+/// A new empty latency histogram with the project-wide range and precision.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(HISTOGRAM_LOW, HISTOGRAM_HIGH, HISTOGRAM_DIGITS)
+        .expect("static histogram bounds are valid")
+}
+
+/// Records a value, clamping it to the trackable range so a stall is never dropped.
+pub fn record_clamped(histogram: &mut Histogram<u64>, nanos: u64) {
+    histogram.saturating_record(nanos.clamp(HISTOGRAM_LOW, HISTOGRAM_HIGH));
+}
+
+/// Phase of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Load is offered but nothing counts towards the summary.
+    Warmup,
+    /// The measurement window.
+    Measurement,
+    /// Producers stopped; waiting for outstanding acknowledgements and deliveries.
+    Drain,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Warmup => "warmup",
+            Phase::Measurement => "measurement",
+            Phase::Drain => "drain",
+        }
+    }
+}
+
+/// One second of a run, over all producers and consumers.
+#[derive(Debug, Clone)]
+pub struct IntervalRow {
+    /// Index of the second since the run started (0 = first second of warm-up).
+    pub second: u64,
+    /// Phase at the start of this second.
+    pub phase: Phase,
+    /// Start of the interval, ns since the UNIX epoch.
+    pub start_ns: u64,
+    /// Messages handed to the client library in this second.
+    pub sent: u64,
+    /// Messages acknowledged by the broker in this second.
+    pub acknowledged: u64,
+    /// Messages whose send or acknowledgement failed in this second.
+    pub failed: u64,
+    /// Messages received by consumers in this second (every copy counts).
+    pub received: u64,
+    /// Payload bytes acknowledged in this second.
+    pub bytes_acknowledged: u64,
+    /// Payload bytes received in this second.
+    pub bytes_received: u64,
+    /// Messages acknowledged so far and expected by consumers, less those received so far.
+    pub backlog: i64,
+    /// Kafka-style one-minute exponentially weighted acknowledged rate (msg/s), updated on
+    /// 5-second ticks exactly like Kafka's MessagesInPerSec OneMinuteRate.
+    pub acknowledged_rate_1m: f64,
+    /// Publish latency (ack time − intended send time) of the acknowledgements in this second.
+    pub publish: Histogram<u64>,
+    /// End-to-end latency (receive time − intended send time) of the messages received in it.
+    pub end_to_end: Histogram<u64>,
+    /// Largest schedule lag (actual − intended send time) in this second, ns.
+    pub schedule_lag_max_ns: u64,
+}
+
+/// Latency distribution summary; all values in nanoseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub min_ns: u64,
+    pub mean_ns: f64,
+    pub p50_ns: u64,
+    pub p75_ns: u64,
+    pub p90_ns: u64,
+    pub p95_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub p9999_ns: u64,
+    pub max_ns: u64,
+}
+
+impl LatencySummary {
+    pub fn from_histogram(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        LatencySummary {
+            count: h.len(),
+            min_ns: h.min(),
+            mean_ns: h.mean(),
+            p50_ns: h.value_at_quantile(0.50),
+            p75_ns: h.value_at_quantile(0.75),
+            p90_ns: h.value_at_quantile(0.90),
+            p95_ns: h.value_at_quantile(0.95),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            p9999_ns: h.value_at_quantile(0.9999),
+            max_ns: h.max(),
+        }
+    }
+}
+
+/// Message and byte counts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    pub sent: u64,
+    pub acknowledged: u64,
+    pub failed: u64,
+    pub received: u64,
+    pub bytes_sent: u64,
+    pub bytes_acknowledged: u64,
+    pub bytes_received: u64,
+}
+
+/// Rates over the measurement window, per second.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Messages whose acknowledgement arrived in the window, per second.
+    pub acknowledged_per_s: f64,
+    /// Messages handed to the client in the window, per second.
+    pub sent_per_s: f64,
+    /// Messages received by consumers in the window, per second.
+    pub received_per_s: f64,
+    /// Acknowledged payload, MB (10^6 bytes) per second.
+    pub acknowledged_mb_per_s: f64,
+    /// Received payload, MB per second.
+    pub received_mb_per_s: f64,
+}
+
+/// What the delivery ledger found over the whole run (warm-up, measurement and drain).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Integrity {
+    /// Whether consumers ran, so that loss could be checked at all.
+    pub checked: bool,
+    /// Acknowledged, and never received by a subscription that should have received it.
+    pub lost: u64,
+    /// Received more than once by one subscription.
+    pub duplicated: u64,
+    /// Received with a lower sequence number than an earlier message of the same producer on
+    /// the same partition or queue.
+    pub out_of_order: u64,
+    /// Received although the send was reported failed or never acknowledged.
+    pub received_unacknowledged: u64,
+    /// Sent but neither acknowledged nor failed when the drain ended.
+    pub unacknowledged: u64,
+    /// Messages read that were not sent by this run (older data in a reused topic); ignored.
+    pub foreign: u64,
+}
+
+impl Integrity {
+    pub fn is_clean(&self) -> bool {
+        self.lost == 0 && self.duplicated == 0 && self.out_of_order == 0 && self.unacknowledged == 0
+    }
+}
+
+/// What the run cost the client (this process).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientCost {
+    /// User CPU seconds used by brokerbench during the measurement window.
+    pub cpu_user_s: f64,
+    /// System CPU seconds used by brokerbench during the measurement window.
+    pub cpu_system_s: f64,
+    /// (user + system) CPU seconds per million acknowledged messages in the window.
+    pub cpu_s_per_million_messages: f64,
+    /// Peak resident set size of the process, bytes.
+    pub peak_rss_bytes: u64,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Complete,
+    Interrupted,
+    Failed,
+}
+
+/// Latency distributions of the measurement window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latencies {
+    /// Acknowledgement time − intended send time: the headline, free of coordinated omission.
+    pub publish: LatencySummary,
+    /// Receive time − intended send time, from the envelope.
+    pub end_to_end: LatencySummary,
+    /// Acknowledgement time − actual send time (diagnostic).
+    pub service_time: LatencySummary,
+    /// Actual send time − intended send time (diagnostic).
+    pub schedule_lag: LatencySummary,
+}
+
+/// Everything a run measured, as written to summary.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub status: RunStatus,
+    pub workload: String,
+    pub driver: String,
+    /// "open-loop" (latency from intended send times) or "max-rate" (closed loop).
+    pub mode: String,
+    /// Target messages per second over all producers; None in max-rate mode.
+    pub target_rate: Option<f64>,
+    /// Length of the measurement window actually run, seconds.
+    pub measurement_s: f64,
+    /// Counts inside the measurement window.
+    pub window: Counts,
+    /// Counts over the whole run, warm-up and drain included.
+    pub total: Counts,
+    pub throughput: Throughput,
+    pub latency: Latencies,
+    pub integrity: Integrity,
+    /// Failures by kind (e.g. `msg_timed_out`, `queue_full`), whole run.
+    pub errors: BTreeMap<String, u64>,
+    pub client: ClientCost,
+    /// True when schedule lag kept growing: the load generator or the client buffer, not the
+    /// broker, limited the rate, so the offered load was not the target.
+    pub client_bound: bool,
+    /// Things the reader must know to interpret the numbers.
+    pub notes: Vec<String>,
+}
+
+impl Summary {
+    /// Whether the run completed with no failures, losses or unacknowledged messages.
+    pub fn is_clean(&self) -> bool {
+        self.status == RunStatus::Complete && self.errors.is_empty() && self.integrity.is_clean()
+    }
+}
+
+/// Receives interval rows and phase changes as a run goes; implemented by the exporters and
+/// the live display.
+pub trait RunObserver {
+    fn phase_started(&mut self, _phase: Phase, _at_ns: u64) {}
+    fn interval(&mut self, row: &IntervalRow);
+}

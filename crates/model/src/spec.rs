@@ -1,0 +1,406 @@
+//! Loading workload and driver files: read YAML, apply `--set field=value` overrides, reject
+//! unknown fields with a did-you-mean, deserialize, validate. Every error names the file, the
+//! field path, the bad value and what is allowed.
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde_yaml::{Mapping, Value};
+
+use crate::driver_config::{DriverConfig, KafkaDriverConfig, DRIVER_NAMES, KAFKA_DRIVER_FIELDS};
+use crate::workload::{RawWorkload, Workload, WORKLOAD_FIELDS};
+
+/// The bundled default workload (`workloads/quickstart.yaml`).
+pub const QUICKSTART_WORKLOAD: &str = include_str!("../../../workloads/quickstart.yaml");
+/// The bundled default Kafka driver file (managed local broker).
+pub const DEFAULT_KAFKA_DRIVER: &str = include_str!("../../../workloads/drivers/kafka.yaml");
+
+/// What went wrong with a workload or driver specification.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("cannot read {file}: {source}")]
+    Read {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}: not valid YAML: {message}")]
+    Syntax { file: String, message: String },
+    #[error("{file}: field `{field}`: {message}")]
+    Field {
+        file: String,
+        field: String,
+        message: String,
+    },
+    #[error("--set {assignment}: {message}")]
+    Override { assignment: String, message: String },
+}
+
+/// A validated pair of workload and driver configuration, with where each came from.
+#[derive(Debug, Clone)]
+pub struct Specs {
+    pub workload: Workload,
+    pub driver: DriverConfig,
+    /// File path of the workload, or "built-in quickstart".
+    pub workload_source: String,
+    /// File path of the driver file, or "built-in kafka driver".
+    pub driver_source: String,
+}
+
+/// One source text with its display name.
+struct Source {
+    name: String,
+    value: Value,
+}
+
+fn read_source(path: Option<&Path>, builtin_name: &str, builtin: &str) -> Result<Source, SpecError> {
+    let (name, text) = match path {
+        Some(p) => {
+            let name = p.display().to_string();
+            let text = std::fs::read_to_string(p).map_err(|source| SpecError::Read {
+                file: name.clone(),
+                source,
+            })?;
+            (name, text)
+        }
+        None => (builtin_name.to_string(), builtin.to_string()),
+    };
+    parse_source(name, &text)
+}
+
+fn parse_source(name: String, text: &str) -> Result<Source, SpecError> {
+    let value: Value = serde_yaml::from_str(text).map_err(|e| SpecError::Syntax {
+        file: name.clone(),
+        message: e.to_string(),
+    })?;
+    let value = match value {
+        Value::Null => Value::Mapping(Mapping::new()),
+        Value::Mapping(_) => value,
+        _ => {
+            return Err(SpecError::Syntax {
+                file: name,
+                message: "the top level must be a mapping of field: value".into(),
+            })
+        }
+    };
+    Ok(Source { name, value })
+}
+
+/// Loads the workload and driver files (or the built-in defaults), applies overrides and
+/// validates everything before any I/O towards a broker.
+pub fn load_specs(
+    workload: Option<&Path>,
+    driver: Option<&Path>,
+    overrides: &[String],
+) -> Result<Specs, SpecError> {
+    let mut workload_source = read_source(workload, "built-in quickstart", QUICKSTART_WORKLOAD)?;
+    let mut driver_source = read_source(driver, "built-in kafka driver", DEFAULT_KAFKA_DRIVER)?;
+    for assignment in overrides {
+        let (key, value) = assignment.split_once('=').ok_or_else(|| SpecError::Override {
+            assignment: crate::redact::redact_assignment(assignment),
+            message: "write it as field=value, e.g. --set rate=20000".into(),
+        })?;
+        let key = key.trim();
+        let top = key.split('.').next().unwrap_or_default();
+        let target = if WORKLOAD_FIELDS.contains(&top) {
+            &mut workload_source
+        } else if KAFKA_DRIVER_FIELDS.contains(&top) {
+            &mut driver_source
+        } else {
+            let all: Vec<&str> = WORKLOAD_FIELDS.iter().chain(KAFKA_DRIVER_FIELDS).copied().collect();
+            return Err(SpecError::Override {
+                assignment: crate::redact::redact_assignment(assignment),
+                message: format!("unknown field `{top}`{}", did_you_mean(top, &all)),
+            });
+        };
+        set_path(&mut target.value, key, parse_scalar(value)).map_err(|message| SpecError::Override {
+            assignment: crate::redact::redact_assignment(assignment),
+            message,
+        })?;
+    }
+    Ok(Specs {
+        workload: workload_from(&workload_source)?,
+        driver: driver_from(&driver_source)?,
+        workload_source: workload_source.name,
+        driver_source: driver_source.name,
+    })
+}
+
+/// Validates one file on its own: a driver file if it has a `driver` field, else a workload.
+pub fn validate_file(path: &Path) -> Result<&'static str, SpecError> {
+    let source = read_source(Some(path), "", "")?;
+    if source.value.get("driver").is_some() {
+        driver_from(&source)?;
+        Ok("driver")
+    } else {
+        workload_from(&source)?;
+        Ok("workload")
+    }
+}
+
+fn parse_scalar(text: &str) -> Value {
+    serde_yaml::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+}
+
+/// Sets `key` (dot-separated) in a YAML tree. Inside a `*_config` map the rest of the key is
+/// one config name that may itself contain dots (`producer_config.batch.size`).
+fn set_path(root: &mut Value, key: &str, value: Value) -> Result<(), String> {
+    let mut segments: Vec<String> = Vec::new();
+    let mut parts = key.split('.');
+    while let Some(part) = parts.next() {
+        if part.is_empty() {
+            return Err(format!("`{key}` has an empty field name"));
+        }
+        segments.push(part.to_string());
+        if part.ends_with("_config") {
+            let rest: Vec<&str> = parts.by_ref().collect();
+            if !rest.is_empty() {
+                segments.push(rest.join("."));
+            }
+            break;
+        }
+    }
+    let (last, parents) = segments.split_last().expect("at least one segment");
+    let mut node = root;
+    for segment in parents {
+        let map = node
+            .as_mapping_mut()
+            .ok_or_else(|| format!("cannot set `{key}`: the value above `{segment}` is not a mapping"))?;
+        let entry = map
+            .entry(Value::String(segment.clone()))
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
+        if entry.is_null() {
+            *entry = Value::Mapping(Mapping::new());
+        }
+        node = entry;
+    }
+    let map = node
+        .as_mapping_mut()
+        .ok_or_else(|| format!("cannot set `{key}`: its parent is not a mapping"))?;
+    map.insert(Value::String(last.clone()), value);
+    Ok(())
+}
+
+fn deserialize<T: DeserializeOwned>(source: &Source, value: Value) -> Result<T, SpecError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let field = e.path().to_string();
+        let message = explain(&e.inner().to_string());
+        SpecError::Field {
+            file: source.name.clone(),
+            field: if field == "." { "(top level)".into() } else { field },
+            message,
+        }
+    })
+}
+
+fn workload_from(source: &Source) -> Result<Workload, SpecError> {
+    let raw: RawWorkload = deserialize(source, source.value.clone())?;
+    raw.validate().map_err(|e| SpecError::Field {
+        file: source.name.clone(),
+        field: e.field,
+        message: e.message,
+    })
+}
+
+fn driver_from(source: &Source) -> Result<DriverConfig, SpecError> {
+    let mut map = source.value.as_mapping().cloned().unwrap_or_default();
+    let name = match map.remove("driver") {
+        Some(Value::String(name)) => name,
+        Some(other) => {
+            return Err(SpecError::Field {
+                file: source.name.clone(),
+                field: "driver".into(),
+                message: format!("{other:?} is not a driver name; use one of: {}", DRIVER_NAMES.join(", ")),
+            })
+        }
+        None => {
+            return Err(SpecError::Field {
+                file: source.name.clone(),
+                field: "driver".into(),
+                message: format!("missing; add `driver: kafka` (known drivers: {})", DRIVER_NAMES.join(", ")),
+            })
+        }
+    };
+    match name.as_str() {
+        "kafka" => {
+            let config: KafkaDriverConfig = deserialize(source, Value::Mapping(map))?;
+            if config.replication_factor == 0 {
+                return Err(SpecError::Field {
+                    file: source.name.clone(),
+                    field: "replication_factor".into(),
+                    message: "must be at least 1".into(),
+                });
+            }
+            Ok(DriverConfig::Kafka(config))
+        }
+        other => Err(SpecError::Field {
+            file: source.name.clone(),
+            field: "driver".into(),
+            message: format!(
+                "unknown driver `{other}`; known drivers: {}{}",
+                DRIVER_NAMES.join(", "),
+                did_you_mean(other, DRIVER_NAMES)
+            ),
+        }),
+    }
+}
+
+/// Rewrites serde's "unknown field/variant `x`, expected one of `a`, `b`" into a message with
+/// the allowed values and the closest one.
+fn explain(message: &str) -> String {
+    let ticked: Vec<&str> = message.split('`').skip(1).step_by(2).collect();
+    let unknown_kind = ["unknown field", "unknown variant"]
+        .into_iter()
+        .find(|p| message.starts_with(p));
+    match (unknown_kind, ticked.split_first()) {
+        (Some(kind), Some((bad, allowed))) => {
+            let what = if kind == "unknown field" { "fields" } else { "values" };
+            let allowed_list = if allowed.is_empty() {
+                "none".to_string()
+            } else {
+                allowed.join(", ")
+            };
+            format!(
+                "{kind} `{bad}`; allowed {what}: {allowed_list}{}",
+                did_you_mean(bad, allowed)
+            )
+        }
+        _ => message.to_string(),
+    }
+}
+
+/// "; did you mean `x`?" for the closest candidate, or nothing when none is close.
+pub fn did_you_mean(word: &str, candidates: &[&str]) -> String {
+    candidates
+        .iter()
+        .map(|c| (strsim::levenshtein(word, c), c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .min()
+        .map(|(_, c)| format!("; did you mean `{c}`?"))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Rate;
+    use std::io::Write;
+
+    fn file(text: &str) -> tempfile_lite::TempFile {
+        tempfile_lite::TempFile::new(text)
+    }
+
+    /// A tiny temp-file helper so the model crate needs no dev-dependency.
+    mod tempfile_lite {
+        use super::*;
+        pub struct TempFile(pub std::path::PathBuf);
+        impl TempFile {
+            pub fn new(text: &str) -> Self {
+                static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+                let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let path = std::env::temp_dir().join(format!("bb-spec-{}-{n}.yaml", std::process::id()));
+                std::fs::File::create(&path).unwrap().write_all(text.as_bytes()).unwrap();
+                TempFile(path)
+            }
+        }
+        impl Drop for TempFile {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_file(&self.0);
+            }
+        }
+    }
+
+    #[test]
+    fn builtin_defaults_load() {
+        let specs = load_specs(None, None, &[]).unwrap();
+        assert_eq!(specs.workload.name, "quickstart");
+        let DriverConfig::Kafka(k) = &specs.driver;
+        assert_eq!(k.bootstrap_servers, None, "the default driver uses the managed broker");
+        assert_eq!(k.producer_config.get("acks").map(String::as_str), Some("1"));
+    }
+
+    #[test]
+    fn overrides_reach_both_files_and_dotted_config_keys() {
+        let sets = [
+            "rate=20000".to_string(),
+            "producer_config.acks=all".to_string(),
+            "producer_config.batch.size=65536".to_string(),
+            "payload.kind=sensor".to_string(),
+            "bootstrap_servers=127.0.0.1:9999".to_string(),
+        ];
+        let specs = load_specs(None, None, &sets).unwrap();
+        assert_eq!(specs.workload.rate, Rate::PerSecond(20000.0));
+        assert_eq!(specs.workload.payload, crate::Payload::Sensor);
+        let DriverConfig::Kafka(k) = &specs.driver;
+        assert_eq!(k.producer_config["acks"], "all");
+        assert_eq!(k.producer_config["batch.size"], "65536");
+        assert_eq!(k.bootstrap_servers.as_deref(), Some("127.0.0.1:9999"));
+    }
+
+    #[test]
+    fn unknown_field_names_file_field_and_suggestion() {
+        let f = file("name: x\nrat: 100\n");
+        let err = load_specs(Some(&f.0), None, &[]).unwrap_err().to_string();
+        assert!(err.contains(&f.0.display().to_string()), "{err}");
+        assert!(err.contains("unknown field `rat`"), "{err}");
+        assert!(err.contains("did you mean `rate`?"), "{err}");
+    }
+
+    #[test]
+    fn bad_variant_and_bad_value_name_the_field() {
+        let f = file("payload: {kind: randon}\n");
+        let err = load_specs(Some(&f.0), None, &[]).unwrap_err().to_string();
+        assert!(err.contains("payload"), "{err}");
+        assert!(err.contains("did you mean `random`?"), "{err}");
+
+        let f = file("message_size: 12 apples\n");
+        let err = load_specs(Some(&f.0), None, &[]).unwrap_err().to_string();
+        assert!(err.contains("field `message_size`") && err.contains("unknown size unit"), "{err}");
+
+        let f = file("topics: many\n");
+        let err = load_specs(Some(&f.0), None, &[]).unwrap_err().to_string();
+        assert!(err.contains("field `topics`"), "{err}");
+    }
+
+    #[test]
+    fn bad_driver_files() {
+        let f = file("driver: kafak\n");
+        let err = load_specs(None, Some(&f.0), &[]).unwrap_err().to_string();
+        assert!(err.contains("did you mean `kafka`?"), "{err}");
+        let f = file("driver: kafka\nproducer_confg: {}\n");
+        let err = load_specs(None, Some(&f.0), &[]).unwrap_err().to_string();
+        assert!(err.contains("did you mean `producer_config`?"), "{err}");
+        let f = file("bootstrap_servers: x:1\n");
+        let err = load_specs(None, Some(&f.0), &[]).unwrap_err().to_string();
+        assert!(err.contains("add `driver: kafka`"), "{err}");
+    }
+
+    #[test]
+    fn bad_override() {
+        let err = load_specs(None, None, &["rtae=5".into()]).unwrap_err().to_string();
+        assert!(err.contains("did you mean `rate`?"), "{err}");
+        let err = load_specs(None, None, &["rate".into()]).unwrap_err().to_string();
+        assert!(err.contains("field=value"), "{err}");
+        let err = load_specs(None, None, &["rate=fast".into()]).unwrap_err().to_string();
+        assert!(err.contains("field `rate`"), "{err}");
+    }
+
+    #[test]
+    fn workload_field_list_matches_the_struct() {
+        let err = load_specs(None, None, &["nosuch=1".into()]).unwrap_err();
+        assert!(matches!(err, SpecError::Override { .. }));
+        let f = file("zzz: 1\n");
+        let err = load_specs(Some(&f.0), None, &[]).unwrap_err().to_string();
+        for field in WORKLOAD_FIELDS {
+            assert!(err.contains(field), "serde lists {field}? {err}");
+        }
+    }
+
+    #[test]
+    fn validate_detects_the_kind_of_file() {
+        let f = file("driver: kafka\n");
+        assert_eq!(validate_file(&f.0).unwrap(), "driver");
+        let f = file("rate: 10\n");
+        assert_eq!(validate_file(&f.0).unwrap(), "workload");
+    }
+}

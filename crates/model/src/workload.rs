@@ -1,0 +1,371 @@
+//! The workload: what load to offer (topics, producers, consumers, message size, payload,
+//! rate, arrival process) and for how long. Parsed from YAML in two stages: `RawWorkload`
+//! mirrors the file, `Workload` is the validated form with defaults merged.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::units::{parse_bytes, parse_duration, parse_rate};
+use crate::ENVELOPE_HEADER_LEN;
+
+/// A validation failure: the field path (as written in YAML), and what is wrong with how to fix it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: &str, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// How producers choose message keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyDistribution {
+    /// No key: the client spreads messages over partitions itself.
+    None,
+    /// Keys cycle through a fixed set of `KEY_SPACE` keys in order.
+    RoundRobin,
+    /// A uniformly random key per message from a set of `KEY_SPACE` keys.
+    Random,
+}
+
+/// Number of distinct keys used by the round-robin and random key distributions.
+pub const KEY_SPACE: u64 = 10_000;
+
+/// How intended send times are spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arrival {
+    /// Evenly spaced: message i of a producer is due at t0 + i / rate.
+    Uniform,
+    /// Exponentially distributed gaps with mean 1 / rate (a Poisson process).
+    Poisson,
+}
+
+/// Where message bodies (after the envelope header) come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Payload {
+    /// Random bytes from a pool of `pool` pre-generated bodies of `message_size` bytes.
+    Random {
+        #[serde(default = "default_pool")]
+        pool: usize,
+    },
+    /// One record per line of a file, replayed in a loop; the message is header + record.
+    File {
+        path: PathBuf,
+        /// true: load the whole file before the run; false: read it from disk while sending.
+        #[serde(default = "default_true")]
+        read_in_ram: bool,
+    },
+    /// Generated manufacturing-sensor records (the DEBS 2012 Grand Challenge shape).
+    Sensor,
+}
+
+fn default_pool() -> usize {
+    1000
+}
+fn default_true() -> bool {
+    true
+}
+
+/// Target send rate over all producers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Rate {
+    /// Messages per second, open loop.
+    PerSecond(f64),
+    /// Closed loop as fast as the broker acknowledges, with a bounded number in flight.
+    #[serde(serialize_with = "serialize_max")]
+    Max,
+}
+
+fn serialize_max<S: serde::Serializer>(s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str("max")
+}
+
+/// A YAML scalar that may be a number or a string with a unit.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Scalar {
+    Number(f64),
+    Text(String),
+}
+
+impl Scalar {
+    fn text(&self) -> String {
+        match self {
+            Scalar::Number(n) => n.to_string(),
+            Scalar::Text(t) => t.clone(),
+        }
+    }
+}
+
+/// The workload as written in the file; every field optional, unknown fields rejected.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWorkload {
+    pub name: Option<String>,
+    pub topics: Option<u32>,
+    pub partitions_per_topic: Option<u32>,
+    pub producers_per_topic: Option<u32>,
+    pub consumers_per_topic: Option<u32>,
+    pub message_size: Option<Scalar>,
+    pub keys: Option<KeyDistribution>,
+    pub payload: Option<Payload>,
+    pub rate: Option<Scalar>,
+    pub arrival: Option<Arrival>,
+    pub warmup: Option<Scalar>,
+    pub duration: Option<Scalar>,
+    pub drain_timeout: Option<Scalar>,
+    pub max_in_flight: Option<u32>,
+    pub seed: Option<u64>,
+}
+
+/// Top-level workload field names, used to route `--set` overrides to the workload file.
+pub const WORKLOAD_FIELDS: &[&str] = &[
+    "name",
+    "topics",
+    "partitions_per_topic",
+    "producers_per_topic",
+    "consumers_per_topic",
+    "message_size",
+    "keys",
+    "payload",
+    "rate",
+    "arrival",
+    "warmup",
+    "duration",
+    "drain_timeout",
+    "max_in_flight",
+    "seed",
+];
+
+/// A validated workload with every default filled in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Workload {
+    /// Name used in result folder names and topic names.
+    pub name: String,
+    /// Number of topics; each has its own producers and consumer group.
+    pub topics: u32,
+    pub partitions_per_topic: u32,
+    pub producers_per_topic: u32,
+    /// Consumers in one group per topic; 0 means produce only.
+    pub consumers_per_topic: u32,
+    /// Size of each message in bytes, envelope header included (random payloads).
+    pub message_size: u64,
+    pub keys: KeyDistribution,
+    pub payload: Payload,
+    pub rate: Rate,
+    pub arrival: Arrival,
+    /// Load before measurement starts; recorded nowhere in the summary.
+    #[serde(with = "duration_text")]
+    pub warmup: Duration,
+    /// Length of the measurement window.
+    #[serde(with = "duration_text")]
+    pub duration: Duration,
+    /// How long, after producers stop, to wait for outstanding acknowledgements and deliveries.
+    #[serde(with = "duration_text")]
+    pub drain_timeout: Duration,
+    /// Messages in flight per producer at most, in max-rate mode.
+    pub max_in_flight: u32,
+    /// Seed for random payloads, keys and Poisson gaps (reproducible runs).
+    pub seed: u64,
+}
+
+/// Serializes durations as text such as "5s" so that a manifest reads like the workload file.
+pub mod duration_text {
+    use std::time::Duration;
+
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        let ms = d.as_millis();
+        if ms % 1000 == 0 {
+            s.serialize_str(&format!("{}s", ms / 1000))
+        } else {
+            s.serialize_str(&format!("{ms}ms"))
+        }
+    }
+}
+
+impl Workload {
+    /// Total producers over all topics.
+    pub fn producer_count(&self) -> u32 {
+        self.topics * self.producers_per_topic
+    }
+
+    /// Target rate of one producer, or None in max-rate mode.
+    pub fn rate_per_producer(&self) -> Option<f64> {
+        match self.rate {
+            Rate::PerSecond(r) => Some(r / self.producer_count() as f64),
+            Rate::Max => None,
+        }
+    }
+}
+
+fn positive(field: &str, value: Option<u32>, default: u32, min: u32) -> Result<u32, FieldError> {
+    let v = value.unwrap_or(default);
+    if v < min {
+        return Err(FieldError::new(
+            field,
+            format!("{v} is too small; it must be at least {min}"),
+        ));
+    }
+    Ok(v)
+}
+
+fn duration_field(field: &str, value: &Option<Scalar>, default: &str) -> Result<Duration, FieldError> {
+    let text = value.as_ref().map(Scalar::text).unwrap_or_else(|| default.to_string());
+    parse_duration(&text).map_err(|m| FieldError::new(field, m))
+}
+
+impl RawWorkload {
+    /// Merges defaults and checks every field; the first problem found is returned.
+    pub fn validate(self) -> Result<Workload, FieldError> {
+        let name = self.name.unwrap_or_else(|| "workload".to_string());
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        {
+            return Err(FieldError::new(
+                "name",
+                format!("'{name}' must be non-empty and use only letters, digits, '-', '_' and '.' (it becomes part of topic and folder names)"),
+            ));
+        }
+        let topics = positive("topics", self.topics, 1, 1)?;
+        let partitions_per_topic = positive("partitions_per_topic", self.partitions_per_topic, 1, 1)?;
+        let producers_per_topic = positive("producers_per_topic", self.producers_per_topic, 1, 1)?;
+        let consumers_per_topic = positive("consumers_per_topic", self.consumers_per_topic, 1, 0)?;
+        let payload = self.payload.unwrap_or(Payload::Random { pool: 1000 });
+        let message_size = match &self.message_size {
+            None => 100,
+            Some(s) => parse_bytes(&s.text()).map_err(|m| FieldError::new("message_size", m))?,
+        };
+        if message_size < ENVELOPE_HEADER_LEN as u64 {
+            return Err(FieldError::new(
+                "message_size",
+                format!(
+                    "{message_size} B is smaller than the {ENVELOPE_HEADER_LEN}-byte envelope header every message carries; use at least {ENVELOPE_HEADER_LEN}B"
+                ),
+            ));
+        }
+        if message_size > 64 << 20 {
+            return Err(FieldError::new(
+                "message_size",
+                format!("{message_size} B is larger than the 64 MiB this tool supports"),
+            ));
+        }
+        match &payload {
+            Payload::Random { pool } if *pool == 0 => {
+                return Err(FieldError::new("payload.pool", "must be at least 1"));
+            }
+            Payload::File { path, .. } if path.as_os_str().is_empty() => {
+                return Err(FieldError::new("payload.path", "must name a file with one record per line"));
+            }
+            _ => {}
+        }
+        let rate = match &self.rate {
+            None => Rate::PerSecond(50_000.0),
+            Some(s) => match parse_rate(&s.text()).map_err(|m| FieldError::new("rate", m))? {
+                None => Rate::Max,
+                Some(r) if r > 0.0 && r.is_finite() => Rate::PerSecond(r),
+                Some(r) => {
+                    return Err(FieldError::new(
+                        "rate",
+                        format!("{r} must be a positive number of messages per second, or max"),
+                    ))
+                }
+            },
+        };
+        let warmup = duration_field("warmup", &self.warmup, "5s")?;
+        let duration = duration_field("duration", &self.duration, "30s")?;
+        let drain_timeout = duration_field("drain_timeout", &self.drain_timeout, "10s")?;
+        if duration.is_zero() {
+            return Err(FieldError::new("duration", "must be longer than 0s, e.g. 30s"));
+        }
+        let max_in_flight = positive("max_in_flight", self.max_in_flight, 100_000, 1)?;
+        Ok(Workload {
+            name,
+            topics,
+            partitions_per_topic,
+            producers_per_topic,
+            consumers_per_topic,
+            message_size,
+            keys: self.keys.unwrap_or(KeyDistribution::None),
+            payload,
+            rate,
+            arrival: self.arrival.unwrap_or(Arrival::Uniform),
+            warmup,
+            duration,
+            drain_timeout,
+            max_in_flight,
+            seed: self.seed.unwrap_or(0x6272_6f6b_6572),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Workload {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        RawWorkload::deserialize(d)?
+            .validate()
+            .map_err(|e| serde::de::Error::custom(format!("{}: {}", e.field, e.message)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(yaml: &str) -> Result<Workload, FieldError> {
+        serde_yaml::from_str::<RawWorkload>(yaml).unwrap().validate()
+    }
+
+    #[test]
+    fn defaults_fill_an_empty_file() {
+        let w = parse("{}").unwrap();
+        assert_eq!(w.message_size, 100);
+        assert_eq!(w.rate, Rate::PerSecond(50_000.0));
+        assert_eq!(w.warmup, Duration::from_secs(5));
+        assert_eq!(w.payload, Payload::Random { pool: 1000 });
+    }
+
+    #[test]
+    fn units_and_max_rate() {
+        let w = parse("message_size: 1KiB\nrate: max\nduration: 500ms\npayload: {kind: sensor}").unwrap();
+        assert_eq!(w.message_size, 1024);
+        assert_eq!(w.rate, Rate::Max);
+        assert_eq!(w.duration, Duration::from_millis(500));
+        assert_eq!(w.rate_per_producer(), None);
+    }
+
+    #[test]
+    fn message_smaller_than_header_is_rejected() {
+        let e = parse("message_size: 10B").unwrap_err();
+        assert_eq!(e.field, "message_size");
+        assert!(e.message.contains("envelope header"), "{}", e.message);
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        assert_eq!(parse("rate: -5").unwrap_err().field, "rate");
+        assert_eq!(parse("topics: 0").unwrap_err().field, "topics");
+        assert_eq!(parse("duration: 0s").unwrap_err().field, "duration");
+        assert_eq!(parse("name: 'a b'").unwrap_err().field, "name");
+        assert_eq!(parse("payload: {kind: random, pool: 0}").unwrap_err().field, "payload.pool");
+    }
+
+    #[test]
+    fn rate_is_split_over_producers() {
+        let w = parse("topics: 2\nproducers_per_topic: 2\nrate: 10k").unwrap();
+        assert_eq!(w.rate_per_producer(), Some(2500.0));
+    }
+}
