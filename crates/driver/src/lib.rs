@@ -3,6 +3,7 @@
 //! receive. Drivers know nothing about schedules, phases or histograms.
 
 mod envelope;
+pub mod mock;
 
 use std::time::Duration;
 
@@ -34,23 +35,17 @@ pub enum DriverError {
     Other(String),
 }
 
-/// One stream of messages a workload asks for: a Kafka topic, a RabbitMQ exchange, ...
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopicPlan {
-    /// Broker-side name.
-    pub name: String,
-    /// Partitions (Kafka) or the broker family's equivalent.
-    pub partitions: u32,
-}
-
-/// What the run needs from the broker.
+/// What the run needs from the broker. The driver chooses broker-side names.
 #[derive(Debug, Clone)]
 pub struct Topology {
     /// Short id of this run, unique enough to name groups and topics.
     pub run_id: String,
     /// Workload name.
     pub workload: String,
-    pub topics: Vec<TopicPlan>,
+    /// Number of topics (Kafka topics, RabbitMQ exchanges, ...).
+    pub topics: u32,
+    /// Partitions per topic (Kafka) or the broker family's equivalent.
+    pub partitions_per_topic: u32,
     /// Consumers per subscription.
     pub consumers_per_topic: u32,
 }

@@ -1,0 +1,150 @@
+//! An in-memory driver for testing the engine and the reports without a broker: messages go
+//! into per-subscription queues in this process. It can drop or duplicate every n-th message
+//! so that the delivery ledger can be checked. Never a substitute for the real drivers.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::{Ack, ConsumerSlot, Consumer, Delivery, Driver, DriverError, Envelope, OutgoingMessage, Producer, SendError, Topology};
+
+/// Faults the mock injects on the way to consumers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MockFaults {
+    /// Acknowledge but never deliver every n-th message.
+    pub drop_every: Option<u64>,
+    /// Deliver every n-th message twice.
+    pub duplicate_every: Option<u64>,
+}
+
+type Queues = Arc<Mutex<Vec<VecDeque<Vec<u8>>>>>;
+
+/// The in-memory driver.
+#[derive(Debug, Default)]
+pub struct MockDriver {
+    faults: MockFaults,
+    subscriptions: u32,
+    queues: Queues,
+}
+
+impl MockDriver {
+    pub fn new(faults: MockFaults, subscriptions_per_topic: u32) -> Self {
+        MockDriver {
+            faults,
+            subscriptions: subscriptions_per_topic.max(1),
+            queues: Queues::default(),
+        }
+    }
+}
+
+impl Driver for MockDriver {
+    fn name(&self) -> &'static str {
+        "mock"
+    }
+    fn connect(&mut self) -> Result<(), DriverError> {
+        Ok(())
+    }
+    fn prepare(&mut self, topology: &Topology) -> Result<(), DriverError> {
+        let n = (topology.topics * self.subscriptions) as usize;
+        *self.queues.lock().expect("queues") = vec![VecDeque::new(); n];
+        Ok(())
+    }
+    fn subscriptions_per_topic(&self) -> u32 {
+        self.subscriptions
+    }
+    fn producer(&self, topic: u32, _producer: u32) -> Result<Box<dyn Producer>, DriverError> {
+        Ok(Box::new(MockProducer {
+            topic,
+            subscriptions: self.subscriptions,
+            faults: self.faults,
+            queues: self.queues.clone(),
+            pending: VecDeque::new(),
+            count: 0,
+        }))
+    }
+    fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError> {
+        Ok(Box::new(MockConsumer {
+            queue: (slot.topic * self.subscriptions + slot.subscription) as usize,
+            queues: self.queues.clone(),
+        }))
+    }
+    fn cleanup(&mut self) -> Result<(), DriverError> {
+        Ok(())
+    }
+}
+
+struct MockProducer {
+    topic: u32,
+    subscriptions: u32,
+    faults: MockFaults,
+    queues: Queues,
+    pending: VecDeque<(Vec<u8>, u64)>,
+    count: u64,
+}
+
+impl Producer for MockProducer {
+    fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
+        if self.pending.len() >= 100_000 {
+            return Err(SendError::Backpressure);
+        }
+        self.pending.push_back((message.payload.to_vec(), message.sent_ns));
+        Ok(())
+    }
+
+    fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
+        if self.pending.is_empty() {
+            std::thread::sleep(timeout.min(Duration::from_millis(1)));
+            return;
+        }
+        let mut queues = self.queues.lock().expect("queues");
+        while let Some((payload, sent_ns)) = self.pending.pop_front() {
+            self.count += 1;
+            let dropped = self.faults.drop_every.is_some_and(|n| self.count % n == 0);
+            let copies = if self.faults.duplicate_every.is_some_and(|n| self.count % n == 0) { 2 } else { 1 };
+            if !dropped {
+                for s in 0..self.subscriptions {
+                    for _ in 0..copies {
+                        queues[(self.topic * self.subscriptions + s) as usize].push_back(payload.clone());
+                    }
+                }
+            }
+            acks(Ack {
+                envelope: Envelope::read(&payload).expect("the engine writes envelopes"),
+                sent_ns,
+                bytes: payload.len() as u32,
+                result: Ok(()),
+            });
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+}
+
+struct MockConsumer {
+    queue: usize,
+    queues: Queues,
+}
+
+impl Consumer for MockConsumer {
+    fn poll(&mut self, timeout: Duration, deliveries: &mut dyn FnMut(Delivery<'_>)) -> Result<(), String> {
+        let batch: Vec<Vec<u8>> = {
+            let mut queues = self.queues.lock().expect("queues");
+            let q = &mut queues[self.queue];
+            let n = q.len().min(10_000);
+            q.drain(..n).collect()
+        };
+        if batch.is_empty() {
+            std::thread::sleep(timeout.min(Duration::from_millis(1)));
+        }
+        for payload in &batch {
+            deliveries(Delivery { stream: 0, payload });
+        }
+        Ok(())
+    }
+
+    fn assigned(&self) -> usize {
+        1
+    }
+}

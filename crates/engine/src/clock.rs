@@ -1,0 +1,51 @@
+//! One process-wide time base: the wall clock read once, plus monotonic time elapsed since.
+//! Timestamps are ns since the UNIX epoch, monotonic within the process and comparable
+//! between processes on one host.
+
+use std::sync::OnceLock;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// A clock anchored at one (wall time, monotonic instant) pair.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    anchor_wall_ns: u64,
+    anchor: Instant,
+}
+
+impl Clock {
+    /// The process-wide clock, anchored on first use.
+    pub fn process() -> Clock {
+        static CLOCK: OnceLock<Clock> = OnceLock::new();
+        *CLOCK.get_or_init(|| {
+            let anchor = Instant::now();
+            let wall = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .expect("the system clock is after 1970");
+            Clock {
+                anchor_wall_ns: wall.as_nanos() as u64,
+                anchor,
+            }
+        })
+    }
+
+    /// Now, in ns since the UNIX epoch.
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.anchor_wall_ns + self.anchor.elapsed().as_nanos() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monotonic_and_close_to_wall_time() {
+        let c = Clock::process();
+        let a = c.now_ns();
+        let b = c.now_ns();
+        assert!(b >= a);
+        let wall = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as i128;
+        assert!((wall - a as i128).abs() < 1_000_000_000);
+    }
+}

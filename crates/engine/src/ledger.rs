@@ -1,0 +1,252 @@
+//! The delivery ledger: which sequence numbers each producer had acknowledged and each
+//! subscription received, to count lost, duplicated and out-of-order messages.
+
+use std::collections::HashMap;
+
+use brokerbench_driver::Envelope;
+use brokerbench_model::Integrity;
+
+/// A growable set of sequence numbers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SequenceSet {
+    words: Vec<u64>,
+}
+
+impl SequenceSet {
+    /// Adds `sequence`; returns false if it was already there.
+    #[inline]
+    pub fn insert(&mut self, sequence: u64) -> bool {
+        let word = (sequence / 64) as usize;
+        if word >= self.words.len() {
+            self.words.resize((word + 1).next_power_of_two(), 0);
+        }
+        let bit = 1u64 << (sequence % 64);
+        let fresh = self.words[word] & bit == 0;
+        self.words[word] |= bit;
+        fresh
+    }
+
+    pub fn contains(&self, sequence: u64) -> bool {
+        let word = (sequence / 64) as usize;
+        word < self.words.len() && self.words[word] & (1u64 << (sequence % 64)) != 0
+    }
+
+    pub fn len(&self) -> u64 {
+        self.words.iter().map(|w| w.count_ones() as u64).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|&w| w == 0)
+    }
+
+    /// Adds all of `other`; returns how many of them were already here.
+    pub fn union_counting_overlap(&mut self, other: &SequenceSet) -> u64 {
+        if other.words.len() > self.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        let mut overlap = 0;
+        for (mine, theirs) in self.words.iter_mut().zip(&other.words) {
+            overlap += (*mine & *theirs).count_ones() as u64;
+            *mine |= *theirs;
+        }
+        overlap
+    }
+
+    /// How many members of `self` are not in `other`.
+    pub fn count_missing_from(&self, other: &SequenceSet) -> u64 {
+        self.words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w & !other.words.get(i).copied().unwrap_or(0)).count_ones() as u64)
+            .sum()
+    }
+}
+
+/// What one consumer saw.
+#[derive(Debug, Clone, Default)]
+pub struct ConsumerLedger {
+    /// Received sequence numbers per producer id.
+    pub received: Vec<SequenceSet>,
+    /// Highest sequence seen per (stream, producer), for the order check.
+    last: HashMap<(u32, u32), u64>,
+    pub duplicated: u64,
+    pub out_of_order: u64,
+    /// Distinct messages received.
+    pub unique: u64,
+}
+
+impl ConsumerLedger {
+    /// Records one received message; returns true if this consumer had not seen it before.
+    #[inline]
+    pub fn record(&mut self, stream: u32, envelope: &Envelope) -> bool {
+        let producer = envelope.producer as usize;
+        if producer >= self.received.len() {
+            self.received.resize_with(producer + 1, SequenceSet::default);
+        }
+        let fresh = self.received[producer].insert(envelope.sequence);
+        if fresh {
+            self.unique += 1;
+        } else {
+            self.duplicated += 1;
+        }
+        match self.last.entry((stream, envelope.producer)) {
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                if envelope.sequence < *e.get() {
+                    self.out_of_order += 1;
+                } else {
+                    e.insert(envelope.sequence);
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(envelope.sequence);
+            }
+        }
+        fresh
+    }
+}
+
+/// What one producer had acknowledged, and what became of the rest.
+#[derive(Debug, Clone, Default)]
+pub struct ProducerLedger {
+    /// Topic index the producer sent to.
+    pub topic: u32,
+    pub acknowledged: SequenceSet,
+    /// Sent but neither acknowledged nor failed when the producer gave up.
+    pub unacknowledged: u64,
+}
+
+/// One subscription's consumers (e.g. one Kafka consumer group).
+#[derive(Debug, Clone, Default)]
+pub struct SubscriptionLedger {
+    pub topic: u32,
+    pub members: Vec<ConsumerLedger>,
+}
+
+/// Compares what was acknowledged with what every subscription received.
+/// `foreign` counts messages read that this run did not send.
+pub fn reconcile(producers: &[ProducerLedger], subscriptions: &[SubscriptionLedger], foreign: u64) -> Integrity {
+    let mut integrity = Integrity {
+        checked: !subscriptions.is_empty(),
+        unacknowledged: producers.iter().map(|p| p.unacknowledged).sum(),
+        foreign,
+        ..Integrity::default()
+    };
+    for subscription in subscriptions {
+        let mut received: Vec<SequenceSet> = vec![SequenceSet::default(); producers.len()];
+        for member in &subscription.members {
+            integrity.duplicated += member.duplicated;
+            integrity.out_of_order += member.out_of_order;
+            for (producer, set) in member.received.iter().enumerate() {
+                if producer < received.len() {
+                    integrity.duplicated += received[producer].union_counting_overlap(set);
+                }
+            }
+        }
+        for (id, producer) in producers.iter().enumerate() {
+            if producer.topic != subscription.topic {
+                continue;
+            }
+            integrity.lost += producer.acknowledged.count_missing_from(&received[id]);
+            integrity.received_unacknowledged += received[id].count_missing_from(&producer.acknowledged);
+        }
+    }
+    integrity
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(producer: u32, sequence: u64) -> Envelope {
+        Envelope {
+            producer,
+            sequence,
+            intended_ns: 0,
+        }
+    }
+
+    fn acked(topic: u32, sequences: impl IntoIterator<Item = u64>) -> ProducerLedger {
+        let mut p = ProducerLedger {
+            topic,
+            ..Default::default()
+        };
+        for s in sequences {
+            p.acknowledged.insert(s);
+        }
+        p
+    }
+
+    #[test]
+    fn sets() {
+        let mut s = SequenceSet::default();
+        assert!(s.insert(3) && s.insert(700) && !s.insert(3));
+        assert!(s.contains(700) && !s.contains(4));
+        assert_eq!(s.len(), 2);
+        let mut t = SequenceSet::default();
+        t.insert(3);
+        t.insert(5);
+        assert_eq!(s.count_missing_from(&t), 1);
+        assert_eq!(s.union_counting_overlap(&t), 1);
+        assert_eq!(s.len(), 3);
+    }
+
+    #[test]
+    fn clean_delivery() {
+        let mut c = ConsumerLedger::default();
+        for i in 0..100 {
+            assert!(c.record(0, &env(0, i)));
+        }
+        let subs = [SubscriptionLedger { topic: 0, members: vec![c] }];
+        let i = reconcile(&[acked(0, 0..100)], &subs, 0);
+        assert!(i.is_clean() && i.checked, "{i:?}");
+    }
+
+    #[test]
+    fn loss_duplicate_and_reorder() {
+        let mut c = ConsumerLedger::default();
+        for s in [0, 1, 3, 2, 3, 5] {
+            c.record(0, &env(0, s));
+        }
+        let subs = [SubscriptionLedger { topic: 0, members: vec![c] }];
+        let i = reconcile(&[acked(0, 0..6)], &subs, 0);
+        assert_eq!(i.lost, 1, "4 never arrived");
+        assert_eq!(i.duplicated, 1, "3 arrived twice");
+        assert_eq!(i.out_of_order, 1, "2 arrived after 3; the repeated 3 is a duplicate, not a reorder");
+    }
+
+    #[test]
+    fn order_is_per_stream_and_duplicates_across_members_count() {
+        let mut a = ConsumerLedger::default();
+        let mut b = ConsumerLedger::default();
+        a.record(0, &env(0, 1));
+        a.record(1, &env(0, 0)); // other partition: not out of order
+        b.record(2, &env(0, 1)); // redelivered to another member after a rebalance
+        let subs = [SubscriptionLedger { topic: 0, members: vec![a, b] }];
+        let i = reconcile(&[acked(0, 0..2)], &subs, 3);
+        assert_eq!((i.out_of_order, i.duplicated, i.lost, i.foreign), (0, 1, 0, 3));
+    }
+
+    #[test]
+    fn subscriptions_only_answer_for_their_topic() {
+        let mut c = ConsumerLedger::default();
+        c.record(0, &env(1, 0));
+        let subs = [SubscriptionLedger { topic: 1, members: vec![c] }];
+        let i = reconcile(&[acked(0, 0..5), acked(1, 0..1)], &subs, 0);
+        assert_eq!(i.lost, 0, "producer 0 writes to topic 0, which nobody consumes");
+        let i = reconcile(&[acked(0, 0..5), acked(1, 0..2)], &subs, 0);
+        assert_eq!(i.lost, 1);
+    }
+
+    #[test]
+    fn received_but_not_acknowledged() {
+        let mut c = ConsumerLedger::default();
+        c.record(0, &env(0, 0));
+        c.record(0, &env(0, 1));
+        let mut p = acked(0, [0]);
+        p.unacknowledged = 1;
+        let subs = [SubscriptionLedger { topic: 0, members: vec![c] }];
+        let i = reconcile(&[p], &subs, 0);
+        assert_eq!((i.received_unacknowledged, i.unacknowledged, i.lost), (1, 1, 0));
+        assert!(!i.is_clean());
+    }
+}

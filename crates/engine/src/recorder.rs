@@ -1,0 +1,357 @@
+//! Per-task measurement state. Each producer and consumer task owns one recorder (no shared
+//! counters on the hot path), rolls its one-second interval over by itself and sends finished
+//! intervals and its final result to the collector.
+
+use std::collections::HashMap;
+use std::sync::mpsc::Sender;
+
+use hdrhistogram::Histogram;
+
+use brokerbench_driver::{Ack, Delivery, Envelope};
+use brokerbench_model::{new_histogram, record_clamped, Counts};
+
+use crate::ledger::{ConsumerLedger, ProducerLedger};
+
+const SECOND_NS: u64 = 1_000_000_000;
+
+/// The fixed times of a run, ns since the UNIX epoch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Times {
+    /// Start of warm-up; interval 0 starts here.
+    pub start_ns: u64,
+    /// Start of the measurement window.
+    pub warmup_end_ns: u64,
+    /// End of the measurement window: producers stop here.
+    pub measure_end_ns: u64,
+}
+
+impl Times {
+    #[inline]
+    pub fn in_window(&self, t: u64) -> bool {
+        t >= self.warmup_end_ns && t < self.measure_end_ns
+    }
+
+    #[inline]
+    pub fn interval_of(&self, t: u64) -> u64 {
+        t.saturating_sub(self.start_ns) / SECOND_NS
+    }
+}
+
+/// One task's counts and histograms for one second.
+#[derive(Debug, Clone)]
+pub(crate) struct Interval {
+    pub index: u64,
+    pub sent: u64,
+    pub acknowledged: u64,
+    pub failed: u64,
+    pub received: u64,
+    pub bytes_acknowledged: u64,
+    pub bytes_received: u64,
+    pub publish: Histogram<u64>,
+    pub end_to_end: Histogram<u64>,
+    pub schedule_lag_max_ns: u64,
+}
+
+impl Interval {
+    pub fn new(index: u64) -> Self {
+        Interval {
+            index,
+            sent: 0,
+            acknowledged: 0,
+            failed: 0,
+            received: 0,
+            bytes_acknowledged: 0,
+            bytes_received: 0,
+            publish: new_histogram(),
+            end_to_end: new_histogram(),
+            schedule_lag_max_ns: 0,
+        }
+    }
+
+    pub fn merge(&mut self, other: &Interval) {
+        self.sent += other.sent;
+        self.acknowledged += other.acknowledged;
+        self.failed += other.failed;
+        self.received += other.received;
+        self.bytes_acknowledged += other.bytes_acknowledged;
+        self.bytes_received += other.bytes_received;
+        self.publish.add(&other.publish).expect("same histogram bounds");
+        self.end_to_end.add(&other.end_to_end).expect("same histogram bounds");
+        self.schedule_lag_max_ns = self.schedule_lag_max_ns.max(other.schedule_lag_max_ns);
+    }
+}
+
+/// A producer's final measurements.
+#[derive(Debug)]
+pub(crate) struct ProducerResult {
+    pub publish: Histogram<u64>,
+    pub service_time: Histogram<u64>,
+    pub schedule_lag: Histogram<u64>,
+    pub window: Counts,
+    pub total: Counts,
+    pub errors: HashMap<String, u64>,
+    pub ledger: ProducerLedger,
+    pub ack_note: Option<String>,
+}
+
+/// A consumer's final measurements.
+#[derive(Debug)]
+pub(crate) struct ConsumerResult {
+    pub topic: u32,
+    pub subscription: u32,
+    pub end_to_end: Histogram<u64>,
+    pub window: Counts,
+    pub total: Counts,
+    pub errors: HashMap<String, u64>,
+    pub ledger: ConsumerLedger,
+    pub foreign: u64,
+}
+
+/// What tasks send to the collector.
+#[derive(Debug)]
+pub(crate) enum Report {
+    Interval { task: usize, interval: Interval },
+    ProducerDone { task: usize, result: Box<ProducerResult> },
+    ConsumerDone { task: usize, result: Box<ConsumerResult> },
+}
+
+/// Rolls a task's interval over when a new second starts.
+struct IntervalState {
+    task: usize,
+    times: Times,
+    current: Interval,
+    reports: Sender<Report>,
+}
+
+impl IntervalState {
+    fn new(task: usize, times: Times, reports: Sender<Report>) -> Self {
+        IntervalState {
+            task,
+            times,
+            current: Interval::new(0),
+            reports,
+        }
+    }
+
+    #[inline]
+    fn roll(&mut self, now_ns: u64) -> &mut Interval {
+        let index = self.times.interval_of(now_ns);
+        if index > self.current.index {
+            let finished = std::mem::replace(&mut self.current, Interval::new(index));
+            // The collector may already be gone when a run is torn down; nothing to do then.
+            let _ = self.reports.send(Report::Interval {
+                task: self.task,
+                interval: finished,
+            });
+        }
+        &mut self.current
+    }
+
+    fn finish(mut self) -> Sender<Report> {
+        let last = std::mem::replace(&mut self.current, Interval::new(0));
+        let _ = self.reports.send(Report::Interval {
+            task: self.task,
+            interval: last,
+        });
+        self.reports
+    }
+}
+
+fn count_error(errors: &mut HashMap<String, u64>, kind: &str) {
+    match errors.get_mut(kind) {
+        Some(n) => *n += 1,
+        None => {
+            errors.insert(kind.to_string(), 1);
+        }
+    }
+}
+
+/// A producer task's recorder.
+pub(crate) struct ProducerRecorder {
+    interval: IntervalState,
+    times: Times,
+    result: ProducerResult,
+}
+
+impl ProducerRecorder {
+    pub fn new(task: usize, topic: u32, times: Times, reports: Sender<Report>) -> Self {
+        ProducerRecorder {
+            interval: IntervalState::new(task, times, reports),
+            times,
+            result: ProducerResult {
+                publish: new_histogram(),
+                service_time: new_histogram(),
+                schedule_lag: new_histogram(),
+                window: Counts::default(),
+                total: Counts::default(),
+                errors: HashMap::new(),
+                ledger: ProducerLedger {
+                    topic,
+                    ..ProducerLedger::default()
+                },
+                ack_note: None,
+            },
+        }
+    }
+
+    #[inline]
+    pub fn roll(&mut self, now_ns: u64) {
+        self.interval.roll(now_ns);
+    }
+
+    /// A message was handed to the client at `sent_ns`, intended for `intended_ns`.
+    #[inline]
+    pub fn sent(&mut self, intended_ns: u64, sent_ns: u64, bytes: usize) {
+        let lag = sent_ns.saturating_sub(intended_ns);
+        let interval = self.interval.roll(sent_ns);
+        interval.sent += 1;
+        interval.schedule_lag_max_ns = interval.schedule_lag_max_ns.max(lag);
+        let r = &mut self.result;
+        r.total.sent += 1;
+        r.total.bytes_sent += bytes as u64;
+        if self.times.in_window(sent_ns) {
+            r.window.sent += 1;
+            r.window.bytes_sent += bytes as u64;
+        }
+        if self.times.in_window(intended_ns) {
+            record_clamped(&mut r.schedule_lag, lag);
+        }
+    }
+
+    /// A send failed before reaching the broker.
+    pub fn send_failed(&mut self, kind: &str, now_ns: u64) {
+        self.interval.roll(now_ns).failed += 1;
+        self.result.total.failed += 1;
+        if self.times.in_window(now_ns) {
+            self.result.window.failed += 1;
+        }
+        count_error(&mut self.result.errors, kind);
+    }
+
+    /// The broker's answer for one message arrived at `now_ns`.
+    #[inline]
+    pub fn acknowledged(&mut self, ack: &Ack, now_ns: u64) {
+        if let Err(kind) = &ack.result {
+            self.send_failed(kind, now_ns);
+            return;
+        }
+        let intended = ack.envelope.intended_ns;
+        let publish = now_ns.saturating_sub(intended);
+        let interval = self.interval.roll(now_ns);
+        interval.acknowledged += 1;
+        interval.bytes_acknowledged += ack.bytes as u64;
+        record_clamped(&mut interval.publish, publish);
+        let r = &mut self.result;
+        r.total.acknowledged += 1;
+        r.total.bytes_acknowledged += ack.bytes as u64;
+        if self.times.in_window(now_ns) {
+            r.window.acknowledged += 1;
+            r.window.bytes_acknowledged += ack.bytes as u64;
+        }
+        if self.times.in_window(intended) {
+            record_clamped(&mut r.publish, publish);
+            record_clamped(&mut r.service_time, now_ns.saturating_sub(ack.sent_ns));
+        }
+        r.ledger.acknowledged.insert(ack.envelope.sequence);
+    }
+
+    /// Sends the last interval and the final result to the collector.
+    pub fn finish(mut self, unacknowledged: u64, ack_note: Option<String>) {
+        self.result.ledger.unacknowledged = unacknowledged;
+        self.result.ack_note = ack_note;
+        let task = self.interval.task;
+        let reports = self.interval.finish();
+        let _ = reports.send(Report::ProducerDone {
+            task,
+            result: Box::new(self.result),
+        });
+    }
+}
+
+/// A consumer task's recorder.
+pub(crate) struct ConsumerRecorder {
+    interval: IntervalState,
+    times: Times,
+    producers: u32,
+    result: ConsumerResult,
+}
+
+impl ConsumerRecorder {
+    pub fn new(task: usize, topic: u32, subscription: u32, producers: u32, times: Times, reports: Sender<Report>) -> Self {
+        ConsumerRecorder {
+            interval: IntervalState::new(task, times, reports),
+            times,
+            producers,
+            result: ConsumerResult {
+                topic,
+                subscription,
+                end_to_end: new_histogram(),
+                window: Counts::default(),
+                total: Counts::default(),
+                errors: HashMap::new(),
+                ledger: ConsumerLedger::default(),
+                foreign: 0,
+            },
+        }
+    }
+
+    /// Times are not known while consumers wait for their partitions; set them before load starts.
+    pub fn set_times(&mut self, times: Times) {
+        self.times = times;
+        self.interval.times = times;
+        self.interval.current = Interval::new(0);
+    }
+
+    #[inline]
+    pub fn roll(&mut self, now_ns: u64) {
+        self.interval.roll(now_ns);
+    }
+
+    /// Distinct messages of this run received so far.
+    pub fn unique(&self) -> u64 {
+        self.result.ledger.unique
+    }
+
+    /// One message arrived at `now_ns`. Messages not sent by this run (older data in a
+    /// reused topic, or not brokerbench's at all) are counted as foreign and otherwise ignored.
+    #[inline]
+    pub fn received(&mut self, delivery: &Delivery<'_>, now_ns: u64, run_floor_ns: u64) {
+        let envelope = match Envelope::read(delivery.payload) {
+            Ok(e) if e.producer < self.producers && e.intended_ns >= run_floor_ns => e,
+            _ => {
+                self.result.foreign += 1;
+                return;
+            }
+        };
+        let bytes = delivery.payload.len() as u64;
+        let e2e = now_ns.saturating_sub(envelope.intended_ns);
+        let interval = self.interval.roll(now_ns);
+        interval.received += 1;
+        interval.bytes_received += bytes;
+        record_clamped(&mut interval.end_to_end, e2e);
+        let r = &mut self.result;
+        r.total.received += 1;
+        r.total.bytes_received += bytes;
+        if self.times.in_window(now_ns) {
+            r.window.received += 1;
+            r.window.bytes_received += bytes;
+        }
+        if self.times.in_window(envelope.intended_ns) {
+            record_clamped(&mut r.end_to_end, e2e);
+        }
+        r.ledger.record(delivery.stream, &envelope);
+    }
+
+    pub fn error(&mut self, kind: &str) {
+        count_error(&mut self.result.errors, kind);
+    }
+
+    pub fn finish(self) {
+        let task = self.interval.task;
+        let reports = self.interval.finish();
+        let _ = reports.send(Report::ConsumerDone {
+            task,
+            result: Box::new(self.result),
+        });
+    }
+}

@@ -1,0 +1,109 @@
+//! The engine end to end over the in-memory mock driver: phases, rows, counts and the ledger.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use brokerbench_driver::mock::{MockDriver, MockFaults};
+use brokerbench_engine::{run, RunControl};
+use brokerbench_model::{IntervalRow, Phase, RunObserver, RunStatus, Workload};
+
+#[derive(Default)]
+struct Rows(Vec<(u64, Phase, u64, u64, Option<i64>)>, Vec<Phase>);
+
+impl RunObserver for Rows {
+    fn phase_started(&mut self, phase: Phase, _at_ns: u64) {
+        self.1.push(phase);
+    }
+    fn interval(&mut self, row: &IntervalRow) {
+        self.0.push((row.second, row.phase, row.acknowledged, row.received, row.backlog));
+    }
+}
+
+fn workload(yaml: &str) -> Workload {
+    serde_yaml::from_str(yaml).unwrap()
+}
+
+fn control() -> RunControl {
+    RunControl {
+        run_id: "test".into(),
+        stop: Arc::new(AtomicBool::new(false)),
+    }
+}
+
+#[test]
+fn clean_run_counts_everything_once() {
+    let w = workload("rate: 2000\nwarmup: 1s\nduration: 2s\ndrain_timeout: 2s\nproducers_per_topic: 2\nconsumers_per_topic: 1");
+    let mut driver = MockDriver::new(MockFaults::default(), 1);
+    let mut rows = Rows::default();
+    let out = run(&w, &mut driver, &mut rows, &control()).unwrap();
+    let s = &out.summary;
+    assert_eq!(s.status, RunStatus::Complete);
+    assert!(s.integrity.is_clean() && s.integrity.checked, "{:?}", s.integrity);
+    assert_eq!(s.total.sent, 6000, "3 s at 2000 msg/s");
+    assert_eq!(s.total.acknowledged, s.total.sent);
+    assert_eq!(s.total.received, s.total.sent);
+    assert!((s.throughput.acknowledged_per_s - 2000.0).abs() < 100.0, "{:?}", s.throughput);
+    assert_eq!(s.latency.publish.count, 4000, "measurement window only");
+    assert!(s.latency.end_to_end.count > 3900);
+    assert!(!s.client_bound);
+    assert_eq!(rows.1, vec![Phase::Warmup, Phase::Measurement, Phase::Drain]);
+    let seconds: Vec<u64> = rows.0.iter().map(|r| r.0).collect();
+    assert_eq!(seconds, (0..seconds.len() as u64).collect::<Vec<_>>(), "one row per second, in order");
+    assert_eq!(rows.0.iter().map(|r| r.2).sum::<u64>(), 6000, "rows add up to the total");
+    assert_eq!(rows.0[0].1, Phase::Warmup);
+    assert_eq!(rows.0[1].1, Phase::Measurement);
+    assert_eq!(rows.0.last().unwrap().4, Some(0), "nothing left behind");
+}
+
+#[test]
+fn the_ledger_sees_loss_and_duplicates() {
+    let w = workload("rate: 1000\nwarmup: 0s\nduration: 1s\ndrain_timeout: 1s");
+    let faults = MockFaults {
+        drop_every: Some(100),
+        duplicate_every: Some(250),
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    let i = &out.summary.integrity;
+    assert_eq!(i.lost, 10, "{i:?}");
+    assert_eq!(i.duplicated, 2, "250 and 750 are duplicated; 500 and 1000 were dropped: {i:?}");
+}
+
+#[test]
+fn fanout_subscriptions_each_receive_everything() {
+    let w = workload("rate: 1000\nwarmup: 0s\nduration: 1s\ndrain_timeout: 1s\nconsumers_per_topic: 1");
+    let mut driver = MockDriver::new(MockFaults::default(), 3);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    assert_eq!(out.summary.total.received, 3 * out.summary.total.acknowledged);
+    assert!(out.summary.integrity.is_clean());
+}
+
+#[test]
+fn max_rate_and_produce_only() {
+    let w = workload("rate: max\nwarmup: 0s\nduration: 1s\nconsumers_per_topic: 0\nmax_in_flight: 1000");
+    let mut driver = MockDriver::new(MockFaults::default(), 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    let s = &out.summary;
+    assert_eq!(s.mode, "max-rate");
+    assert!(s.total.acknowledged > 10_000, "{:?}", s.total);
+    assert!(!s.integrity.checked);
+    assert!(s.notes.iter().any(|n| n.contains("not open-loop")));
+}
+
+#[test]
+fn stop_flag_ends_the_run_as_interrupted() {
+    let w = workload("rate: 1000\nwarmup: 0s\nduration: 60s");
+    let mut driver = MockDriver::new(MockFaults::default(), 1);
+    let c = control();
+    let stop = c.stop.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let started = std::time::Instant::now();
+    let out = run(&w, &mut driver, &mut Rows::default(), &c).unwrap();
+    assert!(started.elapsed().as_secs() < 10);
+    assert_eq!(out.summary.status, RunStatus::Interrupted);
+    assert!(out.summary.measurement_s > 1.0 && out.summary.measurement_s < 3.0);
+    assert!(out.summary.integrity.is_clean());
+}
