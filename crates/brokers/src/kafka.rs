@@ -1,0 +1,932 @@
+//! A managed single-node Apache Kafka (KRaft, broker and controller in one JVM) on loopback.
+//!
+//! Layout under `<home>/kafka/`:
+//!
+//! ```text
+//! 4.1.1/pom.xml        the embedded pom, as handed to Maven
+//! 4.1.1/lib/           the broker's jars (`install`)
+//! server.properties    rewritten by every `up` that starts the broker
+//! log4j2.properties    rewritten likewise
+//! cluster.id           generated once, kept across `data/` wipes of the same home
+//! data/                log.dirs, formatted on first start
+//! logs/server.log      stdout, stderr and log4j2 output of the broker (previous start: .1)
+//! broker.pid           the JVM's pid while it runs
+//! ```
+
+use std::ffi::OsString;
+use std::fs::{self, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::KafkaError;
+use rdkafka::ClientContext;
+
+use crate::process::{self, Lock};
+use crate::{BrokerError, BrokerStatus};
+
+/// The Kafka version the embedded pom installs.
+pub const VERSION: &str = "4.1.1";
+
+/// The name of this broker on the command line and in [`BrokerStatus::name`].
+const NAME: &str = "kafka";
+/// Resolves the broker, its tools and an SLF4J → log4j2 binding from Maven Central.
+const POM: &str = include_str!("../kafka/pom.xml");
+/// Jars whose presence means `install` finished (it fills a side folder, then renames it).
+const REQUIRED_JARS: [&str; 3] = ["kafka_2.13", "kafka-clients", "kafka-tools"];
+const DEFAULT_PORT: u16 = 9092;
+const PORT_VARIABLE: &str = "BROKERBENCH_KAFKA_PORT";
+const DEFAULT_HEAP: &str = "1g";
+/// The broker's main class; with our properties path it identifies our JVM in `/proc`.
+const MAIN_CLASS: &str = "kafka.Kafka";
+/// How long `up` waits for the broker to answer metadata requests.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long `down` waits after SIGTERM before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+/// Lines of the broker log quoted in error messages.
+const LOG_TAIL_LINES: usize = 20;
+
+/// A single-node Kafka managed under `<home>/kafka/`, listening on 127.0.0.1.
+#[derive(Debug, Clone)]
+pub struct Kafka {
+    /// The brokerbench home (see [`crate::home`]); Kafka keeps everything in `kafka/` below it.
+    home: PathBuf,
+    /// Client (PLAINTEXT) port; the KRaft controller listens on `port + 1`.
+    port: u16,
+    /// JVM heap, used for both -Xms and -Xmx (a fixed heap avoids resize pauses mid-run).
+    heap: String,
+    /// BROKERBENCH_KAFKA_PORT as given, when it was not a usable port; reported by `up`.
+    invalid_port_variable: Option<String>,
+}
+
+impl Kafka {
+    /// Kafka under `home`, on port `$BROKERBENCH_KAFKA_PORT` if set, else 9092.
+    pub fn new(home: &Path) -> Self {
+        let (port, invalid_port_variable) = port_from_variable(std::env::var_os(PORT_VARIABLE));
+        // The ownership check compares the properties path on the JVM's command line, so
+        // it has to be the same string whatever the working directory of a later call.
+        let home = std::path::absolute(home).unwrap_or_else(|_| home.to_path_buf());
+        Kafka {
+            home,
+            port,
+            heap: DEFAULT_HEAP.to_string(),
+            invalid_port_variable,
+        }
+    }
+
+    /// The same broker on another client port (the controller takes `port + 1`).
+    pub fn with_port(self, port: u16) -> Self {
+        Kafka {
+            port,
+            invalid_port_variable: None,
+            ..self
+        }
+    }
+
+    /// The same broker with another JVM heap size, in `-Xmx` syntax (`512m`, `2g`).
+    pub fn with_heap(self, heap: &str) -> Self {
+        Kafka {
+            heap: heap.to_string(),
+            ..self
+        }
+    }
+
+    /// The client port `up` starts the broker on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Where Kafka keeps its configuration, data, logs and pid file: `<home>/kafka`.
+    pub fn dir(&self) -> PathBuf {
+        self.home.join(NAME)
+    }
+
+    /// Where `install` puts the broker's jars: `<home>/kafka/4.1.1/lib`.
+    pub fn lib_dir(&self) -> PathBuf {
+        self.version_dir().join("lib")
+    }
+
+    /// The broker's partitions (`log.dirs`); kept by `down`.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir().join("data")
+    }
+
+    /// The broker's log: stdout, stderr and log4j2 output.
+    pub fn log_file(&self) -> PathBuf {
+        self.logs_dir().join("server.log")
+    }
+
+    fn version_dir(&self) -> PathBuf {
+        self.dir().join(VERSION)
+    }
+
+    fn logs_dir(&self) -> PathBuf {
+        self.dir().join("logs")
+    }
+
+    fn properties_file(&self) -> PathBuf {
+        self.dir().join("server.properties")
+    }
+
+    fn log4j2_file(&self) -> PathBuf {
+        self.dir().join("log4j2.properties")
+    }
+
+    fn pid_file(&self) -> PathBuf {
+        self.dir().join("broker.pid")
+    }
+
+    /// True when the jars of Kafka [`VERSION`] are in [`Kafka::lib_dir`].
+    pub fn is_installed(&self) -> bool {
+        let lib = self.lib_dir();
+        REQUIRED_JARS
+            .iter()
+            .all(|jar| lib.join(format!("{jar}-{VERSION}.jar")).is_file())
+    }
+
+    /// Fetches the broker's jars with Maven (from ~/.m2, else Maven Central) into
+    /// [`Kafka::lib_dir`]. Does nothing when they are there already.
+    pub fn install(&self) -> Result<(), BrokerError> {
+        if self.is_installed() {
+            return Ok(());
+        }
+        let version_dir = self.version_dir();
+        fs::create_dir_all(&version_dir).map_err(BrokerError::io("creating", &version_dir))?;
+        let pom = version_dir.join("pom.xml");
+        process::write_atomically(&pom, POM.as_bytes())?;
+
+        // Fill a side folder and rename it: an interrupted install never looks complete.
+        let partial = version_dir.join("lib.partial");
+        let lib = self.lib_dir();
+        for stale in [&partial, &lib] {
+            if stale.exists() {
+                fs::remove_dir_all(stale).map_err(BrokerError::io("removing", stale))?;
+            }
+        }
+        let mut maven = Command::new("mvn");
+        maven
+            .args(["-q", "-B", "-Dstyle.color=never", "-f"])
+            .arg(&pom)
+            .arg("dependency:copy-dependencies")
+            .arg(concat_os("-DoutputDirectory=", &partial))
+            .current_dir(&version_dir)
+            .stdin(Stdio::null());
+        let output = maven
+            .output()
+            .map_err(|source| BrokerError::MavenNotFound {
+                program: "mvn".to_string(),
+                source,
+            })?;
+        if !output.status.success() {
+            let mut printed = String::from_utf8_lossy(&output.stdout).into_owned();
+            printed.push_str(&String::from_utf8_lossy(&output.stderr));
+            return Err(BrokerError::MavenFailed {
+                what: format!("the Kafka {VERSION} jars"),
+                status: output.status,
+                output: last_lines(&strip_ansi(&printed), LOG_TAIL_LINES),
+            });
+        }
+        fs::rename(&partial, &lib).map_err(BrokerError::io("renaming to", &lib))?;
+        if !self.is_installed() {
+            return Err(BrokerError::NotInstalled {
+                broker: NAME,
+                dir: lib,
+            });
+        }
+        Ok(())
+    }
+
+    /// Starts the broker unless it runs already, and waits until it answers metadata
+    /// requests. Returns its status and whether it was already running (then it keeps the
+    /// port it was started with, which [`BrokerStatus::address`] reports).
+    pub fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
+        self.check_port()?;
+        if !self.is_installed() {
+            return Err(BrokerError::NotInstalled {
+                broker: NAME,
+                dir: self.lib_dir(),
+            });
+        }
+        let dir = self.dir();
+        fs::create_dir_all(&dir).map_err(BrokerError::io("creating", &dir))?;
+        let _lock = Lock::acquire(&dir.join(".lock"))?;
+
+        if let Some(pid) = self.running_pid() {
+            let status = self.status_of(pid);
+            self.wait_until_ready(&status, None)?;
+            return Ok((status, true));
+        }
+        for port in [self.port, self.port + 1] {
+            if process::port_in_use(port) {
+                return Err(BrokerError::PortInUse {
+                    broker: NAME,
+                    port,
+                    dir,
+                });
+            }
+        }
+
+        self.write_configuration()?;
+        self.rotate_log()?;
+        self.format_storage_once()?;
+        let child = self.spawn_broker()?;
+        let status = self.status_of(child.id());
+        process::write_pid_file(&self.pid_file(), status.pid)?;
+        if let Err(error) = self.wait_until_ready(&status, Some(child)) {
+            // Half-started brokers only confuse the next run: take it down again (a no-op if
+            // it died) and report why it failed.
+            if process::is_ours(status.pid, &self.ownership_arguments()) {
+                let _ = process::stop(NAME, status.pid, STOP_GRACE);
+            }
+            process::remove_pid_file(&self.pid_file())?;
+            return Err(error);
+        }
+        Ok((status, false))
+    }
+
+    /// Stops the broker this home started (SIGTERM, then SIGKILL after 30 s). Returns the pid
+    /// it stopped, or `None` when none was running.
+    pub fn down(&self) -> Result<Option<u32>, BrokerError> {
+        let dir = self.dir();
+        if !dir.is_dir() {
+            return Ok(None);
+        }
+        let _lock = Lock::acquire(&dir.join(".lock"))?;
+        let stopped = match self.running_pid() {
+            Some(pid) => {
+                process::stop(NAME, pid, STOP_GRACE)?;
+                Some(pid)
+            }
+            None => None,
+        };
+        process::remove_pid_file(&self.pid_file())?;
+        Ok(stopped)
+    }
+
+    /// The running broker of this home, or `None`. Does not check that it answers requests.
+    pub fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
+        Ok(self.running_pid().map(|pid| self.status_of(pid)))
+    }
+
+    fn check_port(&self) -> Result<(), BrokerError> {
+        if let Some(value) = &self.invalid_port_variable {
+            return Err(BrokerError::InvalidPortVariable {
+                value: value.clone(),
+            });
+        }
+        if self.port == 0 || self.port == u16::MAX {
+            return Err(BrokerError::InvalidPort {
+                broker: NAME,
+                port: self.port,
+            });
+        }
+        Ok(())
+    }
+
+    /// Arguments that only our broker's JVM has on its command line.
+    fn ownership_arguments(&self) -> [OsString; 2] {
+        [MAIN_CLASS.into(), self.properties_file().into_os_string()]
+    }
+
+    fn running_pid(&self) -> Option<u32> {
+        process::find_ours(&self.pid_file(), &self.ownership_arguments())
+    }
+
+    fn status_of(&self, pid: u32) -> BrokerStatus {
+        // A running broker keeps the port it was started with, whatever this handle says.
+        let port = fs::read_to_string(self.properties_file())
+            .ok()
+            .and_then(|properties| listener_port(&properties))
+            .unwrap_or(self.port);
+        BrokerStatus {
+            name: NAME,
+            address: format!("127.0.0.1:{port}"),
+            pid,
+            version: VERSION.to_string(),
+            data_dir: self.data_dir(),
+            log_file: self.log_file(),
+        }
+    }
+
+    fn write_configuration(&self) -> Result<(), BrokerError> {
+        for dir in [self.data_dir(), self.logs_dir()] {
+            fs::create_dir_all(&dir).map_err(BrokerError::io("creating", &dir))?;
+        }
+        let properties = server_properties(self.port, &self.data_dir());
+        process::write_atomically(&self.properties_file(), properties.as_bytes())?;
+        process::write_atomically(&self.log4j2_file(), LOG4J2_PROPERTIES.as_bytes())
+    }
+
+    /// Keeps the previous start's log as `server.log.1`, so the tail quoted on failure is
+    /// about this start only.
+    fn rotate_log(&self) -> Result<(), BrokerError> {
+        let log = self.log_file();
+        if log.exists() {
+            let previous = log.with_extension("log.1");
+            fs::rename(&log, &previous).map_err(BrokerError::io("renaming to", &previous))?;
+        }
+        Ok(())
+    }
+
+    /// Formats `data/` for KRaft the first time only; later starts reuse it.
+    fn format_storage_once(&self) -> Result<(), BrokerError> {
+        let data = self.data_dir();
+        if data.join("meta.properties").is_file() {
+            return Ok(());
+        }
+        let cluster_id = self.cluster_id()?;
+        let mut format = self.java_command("256m");
+        format
+            .arg("kafka.tools.StorageTool")
+            .arg("format")
+            .arg("--cluster-id")
+            .arg(&cluster_id)
+            .arg("--config")
+            .arg(self.properties_file())
+            // A data dir formatted before with the same cluster id (meta.properties lost
+            // while the rest remained) is fine to reuse.
+            .arg("--ignore-formatted");
+        self.redirect_to_log(&mut format)?;
+        let status = format
+            .stdin(Stdio::null())
+            .status()
+            .map_err(|source| self.java_not_found(source))?;
+        if !status.success() {
+            return Err(BrokerError::CommandFailed {
+                what: format!("formatting the Kafka data directory {}", data.display()),
+                status,
+                log_file: self.log_file(),
+                log_tail: process::log_tail(&self.log_file(), LOG_TAIL_LINES),
+            });
+        }
+        Ok(())
+    }
+
+    /// The cluster id of this home, generated on first use and kept in `cluster.id`.
+    fn cluster_id(&self) -> Result<String, BrokerError> {
+        let path = self.dir().join("cluster.id");
+        if let Ok(id) = fs::read_to_string(&path) {
+            let id = id.trim();
+            if is_cluster_id(id) {
+                return Ok(id.to_string());
+            }
+        }
+        let id = random_cluster_id().map_err(BrokerError::io("reading", Path::new(RANDOM)))?;
+        process::write_atomically(&path, format!("{id}\n").as_bytes())?;
+        Ok(id)
+    }
+
+    /// `java` with the JVM options shared by the broker and its tools.
+    fn java_command(&self, heap: &str) -> Command {
+        let mut java = Command::new(java_program());
+        java.arg(format!("-Xms{heap}"))
+            .arg(format!("-Xmx{heap}"))
+            .args(["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"])
+            .arg("-Djava.awt.headless=true")
+            .arg(concat_os("-Dkafka.logs.dir=", &self.logs_dir()))
+            .arg(concat_os(
+                "-Dlog4j2.configurationFile=",
+                &self.log4j2_file(),
+            ))
+            .arg("-cp")
+            // The JVM expands `dir/*` itself: no shell involved.
+            .arg(concat_os("", &self.lib_dir().join("*")))
+            .current_dir(self.dir());
+        java
+    }
+
+    /// The broker's command line: `java … kafka.Kafka <dir>/server.properties`.
+    fn broker_command(&self) -> Command {
+        let mut broker = self.java_command(&self.heap);
+        broker.arg(MAIN_CLASS).arg(self.properties_file());
+        broker
+    }
+
+    /// Sends a command's stdout and stderr to the end of the broker log.
+    fn redirect_to_log(&self, command: &mut Command) -> Result<(), BrokerError> {
+        let path = self.log_file();
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(BrokerError::io("opening", &path))?;
+        let log_for_stderr = log.try_clone().map_err(BrokerError::io("opening", &path))?;
+        command.stdout(log).stderr(log_for_stderr);
+        Ok(())
+    }
+
+    fn spawn_broker(&self) -> Result<Child, BrokerError> {
+        let mut broker = self.broker_command();
+        self.redirect_to_log(&mut broker)?;
+        process::spawn_detached(&mut broker).map_err(|source| self.java_not_found(source))
+    }
+
+    fn java_not_found(&self, source: std::io::Error) -> BrokerError {
+        BrokerError::JavaNotFound {
+            program: java_program(),
+            source,
+        }
+    }
+
+    /// Polls the broker with metadata requests until one lists a broker. When `child` is the
+    /// JVM we just started and it exits meanwhile, fails at once with the log tail.
+    fn wait_until_ready(
+        &self,
+        status: &BrokerStatus,
+        mut child: Option<Child>,
+    ) -> Result<(), BrokerError> {
+        let failed = |reason: String| BrokerError::StartFailed {
+            broker: NAME,
+            reason,
+            log_file: self.log_file(),
+            log_tail: process::log_tail(&self.log_file(), LOG_TAIL_LINES),
+        };
+        let client = metadata_client(&status.address).map_err(|error| {
+            failed(format!(
+                "could not create a Kafka client for {}: {error}",
+                status.address
+            ))
+        })?;
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            let attempt = Instant::now();
+            match client.fetch_metadata(None, Duration::from_millis(500)) {
+                Ok(metadata) if !metadata.brokers().is_empty() => return Ok(()),
+                _ => {}
+            }
+            let exited = match child.as_mut() {
+                Some(jvm) => jvm.try_wait().ok().flatten().map(|code| code.to_string()),
+                None => (!process::is_alive(status.pid)).then(|| "it exited".to_string()),
+            };
+            if let Some(exit) = exited {
+                return Err(failed(format!(
+                    "the JVM (pid {}) exited: {exit}",
+                    status.pid
+                )));
+            }
+            if Instant::now() >= deadline {
+                return Err(failed(format!(
+                    "it (pid {}) did not answer metadata requests on {} within {} s",
+                    status.pid,
+                    status.address,
+                    READY_TIMEOUT.as_secs()
+                )));
+            }
+            // Refused connections fail fast; do not spin on them.
+            thread::sleep(Duration::from_millis(100).saturating_sub(attempt.elapsed()));
+        }
+    }
+}
+
+/// Reads BROKERBENCH_KAFKA_PORT: its port, or the default and the bad value to report.
+fn port_from_variable(value: Option<OsString>) -> (u16, Option<String>) {
+    let Some(value) = value.filter(|value| !value.is_empty()) else {
+        return (DEFAULT_PORT, None);
+    };
+    let text = value.to_string_lossy();
+    match text.trim().parse::<u16>() {
+        Ok(port) if port != 0 && port != u16::MAX => (port, None),
+        _ => (DEFAULT_PORT, Some(text.into_owned())),
+    }
+}
+
+/// `$JAVA_HOME/bin/java` when JAVA_HOME is set, else `java` from PATH.
+fn java_program() -> PathBuf {
+    match std::env::var_os("JAVA_HOME").filter(|home| !home.is_empty()) {
+        Some(home) => Path::new(&home).join("bin/java"),
+        None => PathBuf::from("java"),
+    }
+}
+
+fn concat_os(prefix: &str, path: &Path) -> OsString {
+    let mut argument = OsString::from(prefix);
+    argument.push(path);
+    argument
+}
+
+/// Removes ANSI colour sequences: Maven 3.8 emits resets even with `-B -Dstyle.color=never`.
+fn strip_ansi(text: &str) -> String {
+    let mut plain = String::with_capacity(text.len());
+    let mut characters = text.chars();
+    while let Some(character) = characters.next() {
+        if character == '\u{1b}' {
+            // CSI sequences end with a letter: `ESC [ 0 m`.
+            for sequence in characters.by_ref() {
+                if sequence.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            plain.push(character);
+        }
+    }
+    plain
+}
+
+fn last_lines(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// `server.properties` for a single-node KRaft cluster (broker and controller in one JVM) on
+/// 127.0.0.1: clients on `port`, the controller quorum on `port + 1`.
+fn server_properties(port: u16, data_dir: &Path) -> String {
+    let controller_port = port + 1;
+    format!(
+        "\
+# Written by brokerbench on every start; edits are overwritten.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{controller_port}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+log.dirs={data_dir}
+# One node: internal topics cannot have more than one replica.
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+# Benchmarks create their topics explicitly and delete them afterwards.
+auto.create.topics.enable=false
+delete.topic.enable=true
+num.partitions=1
+# Consumers of a fresh group start at once instead of after 3 s.
+group.initial.rebalance.delay.ms=0
+",
+        data_dir = data_dir.display()
+    )
+}
+
+/// The client port of the `PLAINTEXT` listener in a `server.properties`.
+fn listener_port(properties: &str) -> Option<u16> {
+    properties
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("listeners="))?
+        .split(',')
+        .find_map(|listener| listener.trim().strip_prefix("PLAINTEXT://"))?
+        .rsplit_once(':')?
+        .1
+        .parse()
+        .ok()
+}
+
+/// All broker output to one file, `${kafka.logs.dir}/server.log`. The distribution's
+/// config splits controller and state-change logs into separate files; for a benchmark
+/// broker one file with everything at INFO is easier to read after a failure.
+const LOG4J2_PROPERTIES: &str = "\
+# Written by brokerbench on every start; edits are overwritten.
+status = warn
+appender.server.type = File
+appender.server.name = server
+appender.server.fileName = ${sys:kafka.logs.dir}/server.log
+appender.server.append = true
+appender.server.layout.type = PatternLayout
+appender.server.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.server.ref = server
+# Per-request logging would flood the log under benchmark load.
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+";
+
+const RANDOM: &str = "/dev/urandom";
+
+/// A random cluster id in Kafka's format: a version-4 UUID, base64url without padding
+/// (22 characters), as `kafka-storage.sh random-uuid` prints, without starting a JVM.
+fn random_cluster_id() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut random = fs::File::open(RANDOM)?;
+    loop {
+        let mut bytes = [0u8; 16];
+        random.read_exact(&mut bytes)?;
+        bytes[6] = (bytes[6] & 0x0f) | 0x40;
+        bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        let id = base64_url(&bytes);
+        // Kafka never hands out ids starting with '-': they read as a command-line flag.
+        if !id.starts_with('-') {
+            return Ok(id);
+        }
+    }
+}
+
+fn is_cluster_id(id: &str) -> bool {
+    id.len() == 22
+        && !id.starts_with('-')
+        && id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
+}
+
+/// Base64 with the URL-safe alphabet and no padding (RFC 4648 §5).
+fn base64_url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let group = chunk.iter().enumerate().fold(0u32, |group, (i, &byte)| {
+            group | u32::from(byte) << (16 - 8 * i)
+        });
+        for i in 0..=chunk.len() {
+            text.push(char::from(ALPHABET[(group >> (18 - 6 * i)) as usize & 63]));
+        }
+    }
+    text
+}
+
+/// A client used only to ask for metadata. It stays silent: while the broker boots, every
+/// refused connection would otherwise be logged, and the terminal is the user's.
+fn metadata_client(address: &str) -> Result<BaseConsumer<Silent>, KafkaError> {
+    ClientConfig::new()
+        .set("bootstrap.servers", address)
+        // Retry refused connections quickly instead of backing off towards 10 s.
+        .set("reconnect.backoff.ms", "50")
+        .set("reconnect.backoff.max.ms", "200")
+        .set_log_level(RDKafkaLogLevel::Emerg)
+        .create_with_context(Silent)
+}
+
+/// A librdkafka context that drops log lines and error events.
+struct Silent;
+
+impl ClientContext for Silent {
+    fn log(&self, _level: RDKafkaLogLevel, _facility: &str, _message: &str) {}
+
+    fn error(&self, _error: KafkaError, _reason: &str) {}
+}
+
+impl ConsumerContext for Silent {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::ffi::OsStr;
+
+    fn parse(properties: &str) -> HashMap<&str, &str> {
+        properties
+            .lines()
+            .filter(|line| !line.starts_with('#') && !line.is_empty())
+            .map(|line| line.split_once('=').expect(line))
+            .collect()
+    }
+
+    #[test]
+    fn properties_describe_a_single_node_kraft_cluster_on_loopback() {
+        let text = server_properties(19092, Path::new("/h/kafka/data"));
+        let properties = parse(&text);
+        let expected = [
+            ("process.roles", "broker,controller"),
+            ("node.id", "1"),
+            ("controller.quorum.voters", "1@127.0.0.1:19093"),
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093",
+            ),
+            ("advertised.listeners", "PLAINTEXT://127.0.0.1:19092"),
+            ("controller.listener.names", "CONTROLLER"),
+            ("log.dirs", "/h/kafka/data"),
+            ("offsets.topic.replication.factor", "1"),
+            ("transaction.state.log.replication.factor", "1"),
+            ("transaction.state.log.min.isr", "1"),
+            ("group.initial.rebalance.delay.ms", "0"),
+            ("auto.create.topics.enable", "false"),
+            ("num.partitions", "1"),
+            ("delete.topic.enable", "true"),
+        ];
+        for (key, value) in expected {
+            assert_eq!(properties.get(key), Some(&value), "{key} in\n{text}");
+        }
+        assert_eq!(listener_port(&text), Some(19092));
+    }
+
+    #[test]
+    fn listener_port_reads_the_plaintext_listener() {
+        let text = "listeners=CONTROLLER://127.0.0.1:9,PLAINTEXT://127.0.0.1:29092\n";
+        assert_eq!(listener_port(text), Some(29092));
+        assert_eq!(listener_port("node.id=1\n"), None);
+    }
+
+    #[test]
+    fn maven_colour_codes_are_stripped() {
+        assert_eq!(
+            strip_ansi("\u{1b}[0m\u{1b}[1;31m[ERROR]\u{1b}[m boom"),
+            "[ERROR] boom"
+        );
+    }
+
+    #[test]
+    fn port_variable_is_validated() {
+        assert_eq!(port_from_variable(None), (9092, None));
+        assert_eq!(port_from_variable(Some("".into())), (9092, None));
+        assert_eq!(port_from_variable(Some("19092".into())), (19092, None));
+        assert_eq!(
+            port_from_variable(Some("nine".into())),
+            (9092, Some("nine".to_string()))
+        );
+        assert_eq!(
+            port_from_variable(Some("65535".into())),
+            (9092, Some("65535".to_string()))
+        );
+    }
+
+    #[test]
+    fn invalid_ports_are_reported_by_up() {
+        let home = tempfile::tempdir().unwrap();
+        let kafka = Kafka::new(home.path()).with_port(0);
+        assert!(matches!(
+            kafka.up(),
+            Err(BrokerError::InvalidPort { port: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn up_without_install_says_how_to_install() {
+        let home = tempfile::tempdir().unwrap();
+        let kafka = Kafka::new(home.path()).with_port(19992);
+        assert!(!kafka.is_installed());
+        let message = kafka.up().unwrap_err().to_string();
+        assert!(
+            message.contains("brokerbench broker install kafka"),
+            "{message}"
+        );
+        assert_eq!(kafka.status().unwrap(), None);
+        assert_eq!(kafka.down().unwrap(), None);
+    }
+
+    #[test]
+    fn broker_command_line_is_the_documented_one() {
+        let kafka = Kafka::new(Path::new("/h")).with_port(19092);
+        let command = kafka.broker_command();
+        let arguments: Vec<&OsStr> = command.get_args().collect();
+        let expected = [
+            "-Xms1g",
+            "-Xmx1g",
+            "-XX:+UseG1GC",
+            "-XX:MaxGCPauseMillis=20",
+            "-Djava.awt.headless=true",
+            "-Dkafka.logs.dir=/h/kafka/logs",
+            "-Dlog4j2.configurationFile=/h/kafka/log4j2.properties",
+            "-cp",
+            "/h/kafka/4.1.1/lib/*",
+            "kafka.Kafka",
+            "/h/kafka/server.properties",
+        ];
+        assert_eq!(arguments, expected.map(OsStr::new));
+        // What `down` looks for on the JVM's command line is exactly what we pass.
+        let cmdline: Vec<u8> = arguments
+            .iter()
+            .flat_map(|argument| argument.as_encoded_bytes().iter().copied().chain([0]))
+            .collect();
+        assert!(process::cmdline_has_arguments(
+            &cmdline,
+            &kafka.ownership_arguments()
+        ));
+        // Another home's broker is not ours.
+        let other = Kafka::new(Path::new("/elsewhere")).ownership_arguments();
+        assert!(!process::cmdline_has_arguments(&cmdline, &other));
+    }
+
+    #[test]
+    fn relative_homes_become_absolute() {
+        let kafka = Kafka::new(Path::new("relative/home"));
+        assert!(kafka.properties_file().is_absolute());
+    }
+
+    #[test]
+    fn cluster_ids_look_like_kafka_uuids() {
+        for _ in 0..100 {
+            let id = random_cluster_id().unwrap();
+            assert!(is_cluster_id(&id), "{id}");
+        }
+        // Known vector: the nil UUID and an all-ones UUID.
+        assert_eq!(base64_url(&[0; 16]), "AAAAAAAAAAAAAAAAAAAAAA");
+        assert_eq!(base64_url(&[0xff; 16]), "_____________________w");
+        assert_eq!(base64_url(b"foob"), "Zm9vYg");
+    }
+
+    #[test]
+    fn cluster_id_is_generated_once_and_kept() {
+        let home = tempfile::tempdir().unwrap();
+        let kafka = Kafka::new(home.path());
+        fs::create_dir_all(kafka.dir()).unwrap();
+        let first = kafka.cluster_id().unwrap();
+        assert_eq!(kafka.cluster_id().unwrap(), first);
+    }
+
+    #[test]
+    fn pom_names_the_broker_tools_and_log_binding() {
+        for artifact in ["kafka_2.13", "kafka-tools", "log4j-slf4j-impl"] {
+            assert!(
+                POM.contains(&format!("<artifactId>{artifact}</artifactId>")),
+                "{artifact}"
+            );
+        }
+        assert!(POM.contains(&format!("<kafka.version>{VERSION}</kafka.version>")));
+    }
+
+    /// Installs (when needed), starts, checks and stops a real broker on ports 19092/19093
+    /// in a temporary home. Needs Java 17+ and Maven; the jars come from ~/.m2 after the
+    /// first resolve.
+    #[test]
+    fn real_broker_lifecycle() {
+        /// Stops the broker even when an assertion fails, so no JVM outlives its deleted home.
+        struct DownOnDrop<'a>(&'a Kafka);
+        impl Drop for DownOnDrop<'_> {
+            fn drop(&mut self) {
+                let _ = self.0.down();
+            }
+        }
+
+        let home = tempfile::tempdir().unwrap();
+        let kafka = Kafka::new(home.path()).with_port(19092);
+        let _down_on_drop = DownOnDrop(&kafka);
+
+        let started = Instant::now();
+        kafka.install().expect("install");
+        assert!(kafka.is_installed());
+        kafka.install().expect("second install is a no-op");
+        eprintln!("install: {:?}", started.elapsed());
+
+        assert_eq!(kafka.status().unwrap(), None);
+        let started = Instant::now();
+        let (status, already_running) = kafka.up().expect("up");
+        eprintln!("up (cold start): {:?}", started.elapsed());
+        assert!(!already_running);
+        assert_eq!(status.name, "kafka");
+        assert_eq!(status.address, "127.0.0.1:19092");
+        assert_eq!(status.version, VERSION);
+        assert_eq!(status.data_dir, kafka.data_dir());
+        assert!(status.data_dir.join("meta.properties").is_file());
+        assert_eq!(process::read_pid_file(&kafka.pid_file()), Some(status.pid));
+        assert_eq!(kafka.status().unwrap(), Some(status.clone()));
+
+        let started = Instant::now();
+        let (again, already_running) = kafka.up().expect("second up");
+        eprintln!("up (already running): {:?}", started.elapsed());
+        assert!(already_running);
+        assert_eq!(again, status);
+
+        // Another home cannot take the same port, and says so.
+        let other_home = tempfile::tempdir().unwrap();
+        let other = Kafka::new(other_home.path()).with_port(19092);
+        fs::create_dir_all(other.lib_dir()).unwrap();
+        for jar in REQUIRED_JARS {
+            fs::write(other.lib_dir().join(format!("{jar}-{VERSION}.jar")), "").unwrap();
+        }
+        let error = other.up().unwrap_err();
+        assert!(
+            matches!(error, BrokerError::PortInUse { port: 19092, .. }),
+            "{error}"
+        );
+        assert_eq!(other.down().unwrap(), None);
+
+        let log = fs::read_to_string(&status.log_file).unwrap();
+        assert!(
+            log.contains("Kafka Server started"),
+            "log4j2 output in {log}"
+        );
+
+        let started = Instant::now();
+        assert_eq!(kafka.down().expect("down"), Some(status.pid));
+        eprintln!("down: {:?}", started.elapsed());
+        assert!(!process::is_alive(status.pid));
+        assert!(!kafka.pid_file().exists());
+        assert_eq!(kafka.status().unwrap(), None);
+        assert_eq!(kafka.down().unwrap(), None);
+        let log = fs::read_to_string(&status.log_file).unwrap();
+        assert!(
+            log.contains("shut down completed"),
+            "clean shutdown in {log}"
+        );
+
+        // A JVM that dies during start fails `up` at once, quoting the log.
+        let started = Instant::now();
+        let error = kafka.clone().with_heap("lots").up().unwrap_err();
+        let message = error.to_string();
+        assert!(
+            matches!(error, BrokerError::StartFailed { .. }),
+            "{message}"
+        );
+        assert!(message.contains("Invalid initial heap size"), "{message}");
+        assert!(
+            message.contains(&status.log_file.display().to_string()),
+            "{message}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "{message}");
+        assert!(!kafka.pid_file().exists());
+        eprintln!("failed start reported as:\n{message}");
+
+        // A second start reuses the formatted data directory.
+        let started = Instant::now();
+        let (status, already_running) = kafka.up().expect("warm up");
+        eprintln!("up (formatted data): {:?}", started.elapsed());
+        assert!(!already_running);
+        assert_eq!(kafka.down().unwrap(), Some(status.pid));
+    }
+}

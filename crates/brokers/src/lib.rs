@@ -1,0 +1,229 @@
+//! Managed local brokers: install from Maven Central, start, wait until ready, stop.
+//!
+//! A managed broker lives under [`home()`] (one folder per broker: configuration, data, logs
+//! and a pid file) and runs detached in its own session, so a Ctrl-C in the terminal of a
+//! benchmark never takes it down. Only a process whose command line names our own
+//! configuration file is ever treated as ours: nothing here signals a foreign process.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub mod kafka;
+mod process;
+
+/// The folder that holds managed brokers: `$BROKERBENCH_HOME`, else
+/// `$XDG_DATA_HOME/brokerbench`, else `$HOME/.local/share/brokerbench`.
+pub fn home() -> PathBuf {
+    home_from(|name| std::env::var_os(name))
+}
+
+/// [`home()`] with the environment passed in, so the precedence can be tested without
+/// touching the process environment.
+fn home_from(env: impl Fn(&str) -> Option<OsString>) -> PathBuf {
+    // Empty values count as unset, and XDG_DATA_HOME must be absolute (XDG base directory spec).
+    let set = |name: &str| {
+        env(name)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(home) = set("BROKERBENCH_HOME") {
+        return home;
+    }
+    if let Some(data) = set("XDG_DATA_HOME").filter(|path| path.is_absolute()) {
+        return data.join("brokerbench");
+    }
+    match set("HOME") {
+        Some(user_home) => user_home.join(".local/share/brokerbench"),
+        // No HOME at all (a bare container or service): stay inside the working directory
+        // rather than guess a shared system path.
+        None => PathBuf::from(".brokerbench"),
+    }
+}
+
+/// A running managed broker, as reported by `up` and `status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerStatus {
+    /// Which broker this is, as named on the command line: `"kafka"`.
+    pub name: &'static str,
+    /// Where clients connect (bootstrap address), `host:port`, e.g. `"127.0.0.1:9092"`.
+    pub address: String,
+    /// Process id of the broker (the JVM for Kafka); `down` signals exactly this process.
+    pub pid: u32,
+    /// Broker version the installed jars provide, e.g. `"4.1.1"`.
+    pub version: String,
+    /// Where the broker keeps its partitions (Kafka `log.dirs`); survives `down`.
+    pub data_dir: PathBuf,
+    /// The broker's own log (its stdout, stderr and log4j2 output); read it when it misbehaves.
+    pub log_file: PathBuf,
+}
+
+/// Why installing, starting or stopping a managed broker failed. Each message says what
+/// failed and what to do about it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BrokerError {
+    #[error("{broker} is not installed in {}: run `brokerbench broker install {broker}` (needs Maven)", dir.display())]
+    NotInstalled {
+        /// Broker name as used on the command line, e.g. `kafka`.
+        broker: &'static str,
+        /// Folder that should hold the broker's jars.
+        dir: PathBuf,
+    },
+
+    #[error("could not run Maven (`{program}`): {source}; install Maven and Java 17+ (e.g. `sudo apt-get install maven default-jdk-headless`, or run scripts/setup)")]
+    MavenNotFound {
+        program: String,
+        #[source]
+        source: io::Error,
+    },
+
+    #[error("Maven could not fetch {what} ({status}); check access to Maven Central (or the mirrors in ~/.m2/settings.xml), then rerun `brokerbench broker install kafka`. Maven said:\n{output}")]
+    MavenFailed {
+        /// What was being fetched, e.g. `Kafka 4.1.1 jars`.
+        what: String,
+        /// How Maven exited.
+        status: std::process::ExitStatus,
+        /// The last lines Maven printed.
+        output: String,
+    },
+
+    #[error("could not run Java (`{}`): {source}; install Java 17+ (e.g. `sudo apt-get install default-jdk-headless`) or set JAVA_HOME", program.display())]
+    JavaNotFound {
+        program: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
+    #[error("BROKERBENCH_KAFKA_PORT={value:?} is not a usable port: give a number from 1 to 65534 (the controller listens on the port after it)")]
+    InvalidPortVariable { value: String },
+
+    #[error("port {port} is not usable for {broker}: it must be from 1 to 65534, because the controller listens on port + 1")]
+    InvalidPort { broker: &'static str, port: u16 },
+
+    #[error("127.0.0.1:{port} is already in use by another process (not a {broker} broker managed by brokerbench in {}): stop that process, or pick free ports with BROKERBENCH_KAFKA_PORT=<port> ({broker} also needs <port>+1)", dir.display())]
+    PortInUse {
+        broker: &'static str,
+        port: u16,
+        /// Our broker folder, to tell it apart from other installations.
+        dir: PathBuf,
+    },
+
+    #[error("{what} failed ({status}); see {} — last lines:\n{log_tail}", log_file.display())]
+    CommandFailed {
+        /// The step that failed, e.g. `formatting the Kafka data directory /x/data`.
+        what: String,
+        status: std::process::ExitStatus,
+        log_file: PathBuf,
+        log_tail: String,
+    },
+
+    #[error("{broker} did not start: {reason}; see {} — last lines:\n{log_tail}", log_file.display())]
+    StartFailed {
+        broker: &'static str,
+        /// What went wrong, e.g. `the JVM exited with exit status: 1`.
+        reason: String,
+        log_file: PathBuf,
+        log_tail: String,
+    },
+
+    #[error("{broker} (pid {pid}) did not stop within {timeout:?}, not even after SIGKILL; check it with `ps -p {pid}`")]
+    StopFailed {
+        broker: &'static str,
+        pid: u32,
+        timeout: Duration,
+    },
+
+    #[error("could not signal {broker} (pid {pid}): {source}; is it running as another user? Stop it as that user")]
+    Signal {
+        broker: &'static str,
+        pid: u32,
+        #[source]
+        source: io::Error,
+    },
+
+    #[error("{action} {}: {source}", path.display())]
+    Io {
+        /// What was being done to `path`, e.g. `writing`.
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl BrokerError {
+    /// Wraps an I/O error with what was being done and to which file.
+    fn io(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> BrokerError {
+        let path = path.to_path_buf();
+        move |source| BrokerError::Io {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn home_with(vars: &[(&str, &str)]) -> PathBuf {
+        let vars: HashMap<String, OsString> = vars
+            .iter()
+            .map(|(name, value)| (name.to_string(), OsString::from(value)))
+            .collect();
+        home_from(|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn brokerbench_home_wins_over_everything() {
+        let home = home_with(&[
+            ("BROKERBENCH_HOME", "/srv/bb"),
+            ("XDG_DATA_HOME", "/data"),
+            ("HOME", "/home/u"),
+        ]);
+        assert_eq!(home, PathBuf::from("/srv/bb"));
+    }
+
+    #[test]
+    fn xdg_data_home_comes_next() {
+        let home = home_with(&[("XDG_DATA_HOME", "/data"), ("HOME", "/home/u")]);
+        assert_eq!(home, PathBuf::from("/data/brokerbench"));
+    }
+
+    #[test]
+    fn home_is_the_fallback() {
+        let home = home_with(&[("HOME", "/home/u")]);
+        assert_eq!(home, PathBuf::from("/home/u/.local/share/brokerbench"));
+    }
+
+    #[test]
+    fn empty_and_relative_values_are_ignored() {
+        let home = home_with(&[
+            ("BROKERBENCH_HOME", ""),
+            ("XDG_DATA_HOME", "relative/data"),
+            ("HOME", "/home/u"),
+        ]);
+        assert_eq!(home, PathBuf::from("/home/u/.local/share/brokerbench"));
+    }
+
+    #[test]
+    fn no_home_at_all_stays_in_the_working_directory() {
+        assert_eq!(home_with(&[]), PathBuf::from(".brokerbench"));
+    }
+
+    #[test]
+    fn not_installed_message_says_how_to_install() {
+        let error = BrokerError::NotInstalled {
+            broker: "kafka",
+            dir: PathBuf::from("/h/kafka/4.1.1/lib"),
+        };
+        assert_eq!(
+            error.to_string(),
+            "kafka is not installed in /h/kafka/4.1.1/lib: run `brokerbench broker install kafka` (needs Maven)"
+        );
+    }
+}

@@ -1,0 +1,329 @@
+//! Process plumbing shared by managed brokers: pid files, ownership checks, detached spawn,
+//! stopping, port probes, log tails and a lock against concurrent `up`/`down`.
+
+use std::ffi::OsStr;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::io::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::BrokerError;
+
+/// How often to look again while waiting for a process to exit.
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// The pid a pid file names, if it names one.
+pub(crate) fn read_pid_file(path: &Path) -> Option<u32> {
+    parse_pid(&fs::read_to_string(path).ok()?)
+}
+
+fn parse_pid(text: &str) -> Option<u32> {
+    text.trim().parse().ok().filter(|&pid| pid > 0)
+}
+
+/// Writes the pid file atomically, so a concurrent reader never sees half a number.
+pub(crate) fn write_pid_file(path: &Path, pid: u32) -> Result<(), BrokerError> {
+    write_atomically(path, format!("{pid}\n").as_bytes())
+}
+
+/// Removes a pid file; one that is already gone is fine.
+pub(crate) fn remove_pid_file(path: &Path) -> Result<(), BrokerError> {
+    match fs::remove_file(path) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => {
+            Err(BrokerError::io("removing", path)(error))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes through a temporary file and a rename, so readers see the old or the new content.
+pub(crate) fn write_atomically(path: &Path, content: &[u8]) -> Result<(), BrokerError> {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
+    let temporary = Path::new(&temporary);
+    fs::write(temporary, content).map_err(BrokerError::io("writing", temporary))?;
+    fs::rename(temporary, path).map_err(BrokerError::io("renaming to", path))
+}
+
+/// True when a `/proc/PID/cmdline` (NUL-separated arguments) contains every one of
+/// `required` as a whole argument. This is what makes a pid "ours": a recycled pid, or
+/// another broker started from a different folder, does not contain our configuration path.
+pub(crate) fn cmdline_has_arguments(cmdline: &[u8], required: &[impl AsRef<OsStr>]) -> bool {
+    let arguments: Vec<&[u8]> = cmdline.split(|&byte| byte == 0).collect();
+    required
+        .iter()
+        .all(|wanted| arguments.contains(&wanted.as_ref().as_bytes()))
+}
+
+/// True when `pid` is a live (not zombie) process whose command line contains `required`.
+pub(crate) fn is_ours(pid: u32, required: &[impl AsRef<OsStr>]) -> bool {
+    is_alive(pid)
+        && fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|cmdline| cmdline_has_arguments(&cmdline, required))
+}
+
+/// The live process that is ours: the pid file's if it checks out, else one found by scanning
+/// `/proc` (the pid file may have been lost, e.g. removed by hand while the broker ran).
+pub(crate) fn find_ours(pid_file: &Path, required: &[impl AsRef<OsStr>]) -> Option<u32> {
+    if let Some(pid) = read_pid_file(pid_file).filter(|&pid| is_ours(pid, required)) {
+        return Some(pid);
+    }
+    fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find(|&pid| pid != std::process::id() && is_ours(pid, required))
+}
+
+/// True while `pid` exists and has not exited (a zombie has exited: it only waits to be reaped).
+pub(crate) fn is_alive(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => process_state(&stat).is_some_and(|state| !matches!(state, 'Z' | 'X' | 'x')),
+        Err(_) => false,
+    }
+}
+
+/// The state letter of a `/proc/PID/stat` line. The command name in parentheses may itself
+/// contain spaces and parentheses, so look after the last `)`.
+fn process_state(stat: &str) -> Option<char> {
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+/// Reaps `pid` if it is a child of this process, so it does not linger as a zombie when the
+/// same process that started the broker also stops it.
+fn reap(pid: u32) {
+    let mut status = 0;
+    // SAFETY: waitpid with WNOHANG only inspects the child table; for a pid that is not our
+    // child it fails with ECHILD, which is fine to ignore.
+    unsafe {
+        libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG);
+    }
+}
+
+fn signal(pid: u32, signal: libc::c_int) -> io::Result<()> {
+    // SAFETY: kill has no memory-safety preconditions.
+    if unsafe { libc::kill(pid as libc::pid_t, signal) } == 0 {
+        return Ok(());
+    }
+    match io::Error::last_os_error() {
+        // Exited between our check and the signal: that is what we wanted anyway.
+        error if error.raw_os_error() == Some(libc::ESRCH) => Ok(()),
+        error => Err(error),
+    }
+}
+
+/// Waits until `pid` has exited, reaping it if it is our child. False on timeout.
+fn wait_for_exit(pid: u32, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        reap(pid);
+        if !is_alive(pid) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// Sends SIGTERM, waits up to `grace` for a clean shutdown, then SIGKILL.
+/// The caller has checked that `pid` is ours.
+pub(crate) fn stop(broker: &'static str, pid: u32, grace: Duration) -> Result<(), BrokerError> {
+    let signal_error = |source| BrokerError::Signal {
+        broker,
+        pid,
+        source,
+    };
+    signal(pid, libc::SIGTERM).map_err(signal_error)?;
+    if wait_for_exit(pid, grace) {
+        return Ok(());
+    }
+    signal(pid, libc::SIGKILL).map_err(signal_error)?;
+    const AFTER_KILL: Duration = Duration::from_secs(5);
+    if wait_for_exit(pid, AFTER_KILL) {
+        return Ok(());
+    }
+    Err(BrokerError::StopFailed {
+        broker,
+        pid,
+        timeout: grace + AFTER_KILL,
+    })
+}
+
+/// Starts `command` in a session of its own with stdin from /dev/null: a Ctrl-C (SIGINT to
+/// the terminal's foreground process group) or a closed terminal (SIGHUP) cannot reach it.
+pub(crate) fn spawn_detached(command: &mut Command) -> io::Result<Child> {
+    command.stdin(std::process::Stdio::null());
+    // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
+    // functions (setsid, signal); it allocates nothing and takes no locks.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            // An ignored signal stays ignored across exec. If our caller ignores SIGTERM or
+            // SIGINT, the JVM would inherit that and skip its clean-shutdown hook.
+            for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    command.spawn()
+}
+
+/// True when something accepts TCP connections on 127.0.0.1:`port`.
+pub(crate) fn port_in_use(port: u16) -> bool {
+    let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    TcpStream::connect_timeout(&address, Duration::from_millis(500)).is_ok()
+}
+
+/// The last `lines` lines of a log file, for error messages; a note if it cannot be read.
+pub(crate) fn log_tail(path: &Path, lines: usize) -> String {
+    // Read only the end: a broker log can be large, and the tail is what explains a failure.
+    const MAX_BYTES: u64 = 64 * 1024;
+    let read = || -> io::Result<String> {
+        let mut file = File::open(path)?;
+        let length = file.metadata()?.len();
+        file.seek(SeekFrom::Start(length.saturating_sub(MAX_BYTES)))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    match read() {
+        Ok(text) => last_lines(&text, lines),
+        Err(error) => format!("(could not read {}: {error})", path.display()),
+    }
+}
+
+fn last_lines(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// An exclusive advisory lock on a file, held until dropped, so two `up` (or an `up` and a
+/// `down`) in parallel cannot both start a broker or race on its pid file.
+pub(crate) struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    pub(crate) fn acquire(path: &Path) -> Result<Lock, BrokerError> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(BrokerError::io("opening lock file", path))?;
+        // SAFETY: flock on a descriptor we own; the lock is released when the file closes.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(BrokerError::io("locking", path)(io::Error::last_os_error()));
+        }
+        Ok(Lock { _file: file })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    #[test]
+    fn pid_files_are_parsed_strictly() {
+        assert_eq!(parse_pid("1234\n"), Some(1234));
+        assert_eq!(parse_pid("  42  "), Some(42));
+        assert_eq!(parse_pid("0"), None);
+        assert_eq!(parse_pid("-5"), None);
+        assert_eq!(parse_pid("12ab"), None);
+        assert_eq!(parse_pid(""), None);
+    }
+
+    #[test]
+    fn pid_file_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("broker.pid");
+        assert_eq!(read_pid_file(&path), None);
+        write_pid_file(&path, 31337).unwrap();
+        assert_eq!(read_pid_file(&path), Some(31337));
+        remove_pid_file(&path).unwrap();
+        remove_pid_file(&path).unwrap();
+        assert_eq!(read_pid_file(&path), None);
+    }
+
+    #[test]
+    fn cmdline_must_contain_every_argument_whole() {
+        let properties = OsString::from("/h/kafka/server.properties");
+        let required = [OsStr::new("kafka.Kafka"), properties.as_os_str()];
+        let ours =
+            b"java\0-Xmx1g\0-cp\0/h/kafka/4.1.1/lib/*\0kafka.Kafka\0/h/kafka/server.properties\0";
+        assert!(cmdline_has_arguments(ours, &required));
+
+        // Another home's broker: same main class, different configuration.
+        let other = b"java\0kafka.Kafka\0/other/kafka/server.properties\0";
+        assert!(!cmdline_has_arguments(other, &required));
+        // A path that merely starts with ours is not ours.
+        let longer = b"java\0kafka.Kafka\0/h/kafka/server.properties.bak\0";
+        assert!(!cmdline_has_arguments(longer, &required));
+        // An editor that has our configuration open is not the broker.
+        let editor = b"vi\0/h/kafka/server.properties\0";
+        assert!(!cmdline_has_arguments(editor, &required));
+        // Zombies and kernel threads have an empty command line.
+        assert!(!cmdline_has_arguments(b"", &required));
+    }
+
+    #[test]
+    fn this_process_is_alive_and_checked_by_cmdline() {
+        let pid = std::process::id();
+        assert!(is_alive(pid));
+        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+        let program = OsStr::from_bytes(cmdline.split(|&b| b == 0).next().unwrap()).to_owned();
+        assert!(is_ours(pid, &[program.as_os_str()]));
+        assert!(!is_ours(pid, &[OsStr::new("/no/such/server.properties")]));
+    }
+
+    #[test]
+    fn state_is_read_after_the_last_parenthesis() {
+        assert_eq!(process_state("12 (java) S 1 2 3"), Some('S'));
+        assert_eq!(process_state("12 (a) b) (c)) Z 1 2"), Some('Z'));
+        assert_eq!(process_state("garbage"), None);
+    }
+
+    #[test]
+    fn exited_children_count_as_dead_and_stop_ends_a_process() {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        assert!(is_alive(pid));
+        stop("test", pid, Duration::from_secs(5)).unwrap();
+        assert!(!is_alive(pid));
+        // stop reaped it already; waiting again must not hang.
+        let _ = child.try_wait();
+    }
+
+    #[test]
+    fn detached_children_get_their_own_session() {
+        let mut child = spawn_detached(Command::new("sleep").arg("30")).unwrap();
+        let pid = child.id();
+        // SAFETY: getsid has no memory-safety preconditions.
+        let session = unsafe { libc::getsid(pid as libc::pid_t) };
+        assert_eq!(session, pid as libc::pid_t);
+        // SAFETY: as above, for our own session.
+        assert_ne!(session, unsafe { libc::getsid(0) });
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn log_tail_keeps_the_last_lines() {
+        assert_eq!(last_lines("a\nb\nc\nd\n", 2), "c\nd");
+        assert_eq!(last_lines("a\n", 5), "a");
+        let dir = tempfile::tempdir().unwrap();
+        let missing = log_tail(&dir.path().join("none.log"), 3);
+        assert!(missing.starts_with("(could not read"), "{missing}");
+    }
+}
