@@ -7,7 +7,7 @@ use std::sync::mpsc::Sender;
 
 use hdrhistogram::Histogram;
 
-use brokerbench_driver::{Ack, Delivery, Envelope};
+use brokerbench_driver::{Ack, ConsumerSlot, Delivery, Envelope};
 use brokerbench_model::{new_histogram, record_clamped, Counts};
 
 use crate::ledger::{ConsumerLedger, ProducerLedger};
@@ -99,6 +99,7 @@ pub(crate) struct ProducerResult {
 pub(crate) struct ConsumerResult {
     pub topic: u32,
     pub subscription: u32,
+    pub member: u32,
     pub end_to_end: Histogram<u64>,
     pub window: Counts,
     pub total: Counts,
@@ -277,14 +278,15 @@ pub(crate) struct ConsumerRecorder {
 }
 
 impl ConsumerRecorder {
-    pub fn new(task: usize, topic: u32, subscription: u32, producers: u32, times: Times, reports: Sender<Report>) -> Self {
+    pub fn new(task: usize, slot: ConsumerSlot, producers: u32, times: Times, reports: Sender<Report>) -> Self {
         ConsumerRecorder {
             interval: IntervalState::new(task, times, reports),
             times,
             producers,
             result: ConsumerResult {
-                topic,
-                subscription,
+                topic: slot.topic,
+                subscription: slot.subscription,
+                member: slot.member,
                 end_to_end: new_histogram(),
                 window: Counts::default(),
                 total: Counts::default(),

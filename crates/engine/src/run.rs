@@ -13,7 +13,7 @@ use brokerbench_driver::{
     ConsumerSlot, Driver, DriverError, Envelope, OutgoingMessage, Producer, SendError, Topology,
 };
 use brokerbench_model::{
-    ClientCost, Counts, IntervalRow, Latencies, LatencySummary, Phase, Rate, RunObserver, RunStatus, Summary,
+    ClientCost, ConsumerShare, Counts, IntervalRow, Latencies, LatencySummary, Phase, Rate, RunObserver, RunStatus, Summary,
     Throughput, Workload,
 };
 
@@ -304,14 +304,7 @@ fn consumer_loop(mut task: ConsumerTask, producers: u32, shared: Arc<Shared>, re
         warmup_end_ns: u64::MAX,
         measure_end_ns: u64::MAX,
     };
-    let mut recorder = ConsumerRecorder::new(
-        task.task,
-        task.slot.topic,
-        task.slot.subscription,
-        producers,
-        placeholder,
-        reports,
-    );
+    let mut recorder = ConsumerRecorder::new(task.task, task.slot, producers, placeholder, reports);
     let index = task.task - producers as usize;
     let mut started = false;
     let clock = shared.clock;
@@ -721,6 +714,17 @@ fn summarize(workload: &Workload, driver: &str, control: &RunControl, times: Tim
     }
     let mut subscriptions: BTreeMap<(u32, u32), SubscriptionLedger> = BTreeMap::new();
     let mut foreign = 0;
+    let mut consumers: Vec<ConsumerShare> = collected
+        .consumers
+        .iter()
+        .map(|c| ConsumerShare {
+            topic: c.topic,
+            subscription: c.subscription,
+            member: c.member,
+            received: c.total.received,
+        })
+        .collect();
+    consumers.sort_by_key(|c| (c.topic, c.subscription, c.member));
     for c in collected.consumers {
         end_to_end.add(&c.end_to_end).expect("same bounds");
         add_counts(&mut window, &c.window);
@@ -821,6 +825,7 @@ fn summarize(workload: &Workload, driver: &str, control: &RunControl, times: Tim
             schedule_lag: LatencySummary::from_histogram(&schedule_lag),
         },
         integrity,
+        consumers,
         errors,
         client,
         client_bound: is_client_bound,

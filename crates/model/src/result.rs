@@ -67,8 +67,9 @@ pub struct IntervalRow {
     pub bytes_acknowledged: u64,
     /// Payload bytes received in this second.
     pub bytes_received: u64,
-    /// Messages acknowledged so far and expected by consumers, less those received so far.
-    pub backlog: i64,
+    /// Messages acknowledged so far and expected by consumers, less those received so far;
+    /// None when the workload has no consumers.
+    pub backlog: Option<i64>,
     /// Kafka-style one-minute exponentially weighted acknowledged rate (msg/s), updated on
     /// 5-second ticks exactly like Kafka's MessagesInPerSec OneMinuteRate.
     pub acknowledged_rate_1m: f64,
@@ -183,6 +184,18 @@ pub struct ClientCost {
     pub peak_rss_bytes: u64,
 }
 
+/// What one consumer received over the whole run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConsumerShare {
+    pub topic: u32,
+    /// Subscription (Kafka: consumer group) of the topic.
+    pub subscription: u32,
+    /// Index of the consumer inside its subscription.
+    pub member: u32,
+    /// Messages received by this consumer, duplicates included.
+    pub received: u64,
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -224,6 +237,8 @@ pub struct Summary {
     pub throughput: Throughput,
     pub latency: Latencies,
     pub integrity: Integrity,
+    /// Messages received per consumer, to see how partitions were shared.
+    pub consumers: Vec<ConsumerShare>,
     /// Failures by kind (e.g. `msg_timed_out`, `queue_full`), whole run.
     pub errors: BTreeMap<String, u64>,
     pub client: ClientCost,

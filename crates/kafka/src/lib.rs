@@ -1,0 +1,500 @@
+//! The Kafka driver: topics through the admin API, producers whose delivery reports become
+//! acknowledgements, consumers in a group per topic. Works with any Kafka-API broker.
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use futures_executor::block_on;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::consumer::{BaseConsumer, Consumer as _};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer as _, ProducerContext};
+use rdkafka::ClientContext;
+
+use brokerbench_driver::{
+    Ack, ConsumerSlot, Consumer, Delivery, Driver, DriverError, Envelope, OutgoingMessage, Producer, SendError,
+    Topology,
+};
+use brokerbench_model::KafkaDriverConfig;
+
+/// How long the broker has to answer a metadata request before the run fails as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long topic creation and metadata propagation may take.
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The Kafka driver.
+pub struct KafkaDriver {
+    config: KafkaDriverConfig,
+    bootstrap: String,
+    topics: Vec<String>,
+    /// Topics this run created (and so may delete, and may read from the beginning).
+    created: Vec<String>,
+    partitions: u32,
+    run_id: String,
+}
+
+impl KafkaDriver {
+    /// A driver for the brokers at `bootstrap` (host:port list).
+    pub fn new(config: KafkaDriverConfig, bootstrap: String) -> Self {
+        KafkaDriver {
+            config,
+            bootstrap,
+            topics: Vec::new(),
+            created: Vec::new(),
+            partitions: 1,
+            run_id: String::new(),
+        }
+    }
+
+    fn base_config(&self) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", &self.bootstrap)
+            .set("client.id", "brokerbench")
+            .set_log_level(RDKafkaLogLevel::Emerg);
+        c
+    }
+
+    fn admin(&self) -> Result<AdminClient<DefaultClientContext>, DriverError> {
+        self.base_config()
+            .create()
+            .map_err(|e| DriverError::Other(format!("creating a Kafka admin client: {e}")))
+    }
+
+    fn unreachable(&self, reason: String) -> DriverError {
+        DriverError::Unreachable {
+            broker: "kafka",
+            address: self.bootstrap.clone(),
+            reason,
+            hint: "start a local broker with `brokerbench broker up kafka`, or leave bootstrap_servers out of the driver file to use the managed one".into(),
+        }
+    }
+
+    /// Names of the run's topics, in topic-index order.
+    pub fn topic_names(&self) -> &[String] {
+        &self.topics
+    }
+
+    fn check_existing(&self, admin: &AdminClient<DefaultClientContext>, name: &str) -> Result<(), DriverError> {
+        let metadata = admin
+            .inner()
+            .fetch_metadata(Some(name), ADMIN_TIMEOUT)
+            .map_err(|e| DriverError::Other(format!("reading metadata of topic '{name}': {e}")))?;
+        let topic = metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == name)
+            .ok_or_else(|| DriverError::Other(format!("topic '{name}' exists but has no metadata")))?;
+        let fix = "delete the topic, choose another topic_prefix, or set unique_topics: true";
+        let partitions = topic.partitions().len() as u32;
+        if partitions != self.partitions {
+            return Err(DriverError::Conflict(format!(
+                "topic '{name}' exists with {partitions} partitions, the workload asks for partitions_per_topic: {}; {fix}",
+                self.partitions
+            )));
+        }
+        let replicas = topic.partitions().first().map(|p| p.replicas().len()).unwrap_or(0) as u16;
+        if replicas != self.config.replication_factor {
+            return Err(DriverError::Conflict(format!(
+                "topic '{name}' exists with replication factor {replicas}, the driver asks for replication_factor: {}; {fix}",
+                self.config.replication_factor
+            )));
+        }
+        if !self.config.topic_config.is_empty() {
+            let resource = ResourceSpecifier::Topic(name);
+            let described = block_on(admin.describe_configs([&resource], &AdminOptions::new()))
+                .map_err(|e| DriverError::Other(format!("describing topic '{name}': {e}")))?;
+            let Some(Ok(resource)) = described.into_iter().next() else {
+                return Err(DriverError::Other(format!("describing topic '{name}' failed")));
+            };
+            let entries = resource.entry_map();
+            for (key, want) in &self.config.topic_config {
+                let have = entries.get(key.as_str()).and_then(|e| e.value.clone());
+                if have.as_deref() != Some(want.as_str()) {
+                    return Err(DriverError::Conflict(format!(
+                        "topic '{name}' exists with {key}={}, the driver asks for topic_config.{key}: {want}; {fix}",
+                        have.unwrap_or_else(|| "(unset)".into())
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn wait_for_leaders(&self, admin: &AdminClient<DefaultClientContext>) -> Result<(), DriverError> {
+        let deadline = Instant::now() + ADMIN_TIMEOUT;
+        loop {
+            let ready = admin
+                .inner()
+                .fetch_metadata(None, Duration::from_secs(5))
+                .map(|m| {
+                    self.topics.iter().all(|name| {
+                        m.topics().iter().any(|t| {
+                            t.name() == name
+                                && t.error().is_none()
+                                && t.partitions().len() as u32 == self.partitions
+                                && t.partitions().iter().all(|p| p.leader() >= 0)
+                        })
+                    })
+                })
+                .unwrap_or(false);
+            if ready {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(DriverError::Other(format!(
+                    "topics {:?} did not get partition leaders within {ADMIN_TIMEOUT:?}",
+                    self.topics
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// `MessageTimedOut` → `msg_timed_out`-style snake case for error kinds.
+fn kind_of(code: RDKafkaErrorCode) -> String {
+    let name = format!("{code:?}");
+    let mut kind = String::with_capacity(name.len() + 4);
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                kind.push('_');
+            }
+            kind.push(c.to_ascii_lowercase());
+        } else {
+            kind.push(c);
+        }
+    }
+    kind
+}
+
+fn error_kind(error: &KafkaError) -> String {
+    match error.rdkafka_error_code() {
+        Some(code) => kind_of(code),
+        None => "client_error".into(),
+    }
+}
+
+impl Driver for KafkaDriver {
+    fn name(&self) -> &'static str {
+        "kafka"
+    }
+
+    fn connect(&mut self) -> Result<(), DriverError> {
+        // A refused TCP connection is known at once; librdkafka alone would retry until the timeout.
+        let mut reasons = Vec::new();
+        let mut any_open = false;
+        for server in self.bootstrap.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match server.to_socket_addrs() {
+                Ok(addrs) => {
+                    for addr in addrs {
+                        match TcpStream::connect_timeout(&addr, Duration::from_secs(3)) {
+                            Ok(_) => any_open = true,
+                            Err(e) => reasons.push(format!("{addr}: {e}")),
+                        }
+                    }
+                }
+                Err(e) => reasons.push(format!("{server}: {e}")),
+            }
+        }
+        if !any_open {
+            return Err(self.unreachable(if reasons.is_empty() {
+                "no bootstrap server given".into()
+            } else {
+                reasons.join("; ")
+            }));
+        }
+        let admin = self.admin()?;
+        let metadata = admin
+            .inner()
+            .fetch_metadata(None, CONNECT_TIMEOUT)
+            .map_err(|e| self.unreachable(format!("no answer to a metadata request within {CONNECT_TIMEOUT:?} ({e})")))?;
+        if metadata.brokers().is_empty() {
+            return Err(self.unreachable("the metadata lists no brokers".into()));
+        }
+        Ok(())
+    }
+
+    fn prepare(&mut self, topology: &Topology) -> Result<(), DriverError> {
+        self.partitions = topology.partitions_per_topic;
+        self.run_id = topology.run_id.clone();
+        self.topics = (0..topology.topics)
+            .map(|i| {
+                if self.config.unique_topics {
+                    format!("{}-{}-{}-{i}", self.config.topic_prefix, topology.workload, topology.run_id)
+                } else {
+                    format!("{}-{}-{i}", self.config.topic_prefix, topology.workload)
+                }
+            })
+            .collect();
+        let admin = self.admin()?;
+        let new_topics: Vec<NewTopic> = self
+            .topics
+            .iter()
+            .map(|name| {
+                let mut topic = NewTopic::new(
+                    name,
+                    self.partitions as i32,
+                    TopicReplication::Fixed(self.config.replication_factor as i32),
+                );
+                for (key, value) in &self.config.topic_config {
+                    topic = topic.set(key, value);
+                }
+                topic
+            })
+            .collect();
+        let options = AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT));
+        let results = block_on(admin.create_topics(&new_topics, &options))
+            .map_err(|e| DriverError::Other(format!("creating topics: {e}")))?;
+        for result in results {
+            match result {
+                Ok(name) => self.created.push(name),
+                Err((name, RDKafkaErrorCode::TopicAlreadyExists)) => self.check_existing(&admin, &name)?,
+                Err((name, code)) => {
+                    return Err(DriverError::Other(format!(
+                        "creating topic '{name}' failed: {code} (check replication_factor against the number of brokers, and topic_config names)"
+                    )))
+                }
+            }
+        }
+        self.wait_for_leaders(&admin)
+    }
+
+    fn producer(&self, topic: u32, _producer: u32) -> Result<Box<dyn Producer>, DriverError> {
+        let mut config = self.base_config();
+        for (key, value) in &self.config.producer_config {
+            config.set(key, value);
+        }
+        let acks = self.config.producer_config.get("acks").cloned();
+        let producer: BaseProducer<AckCollector> = config
+            .create_with_context(AckCollector::default())
+            .map_err(|e| DriverError::Other(format!("creating a Kafka producer (check producer_config): {e}")))?;
+        Ok(Box::new(KafkaProducer {
+            producer,
+            topic: self.topics[topic as usize].clone(),
+            in_flight: 0,
+            batch: Vec::with_capacity(1024),
+            acks,
+        }))
+    }
+
+    fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError> {
+        let topic = &self.topics[slot.topic as usize];
+        let mut config = self.base_config();
+        // A topic this run created holds only this run's messages: reading it from the start
+        // cannot miss the first ones. A reused topic is read from its end.
+        let reset = if self.created.contains(topic) { "earliest" } else { "latest" };
+        config
+            .set(
+                "group.id",
+                format!("{}-{}-{}-{}", self.config.topic_prefix, self.run_id, slot.topic, slot.subscription),
+            )
+            .set("auto.offset.reset", reset)
+            .set("enable.partition.eof", "false");
+        for (key, value) in &self.config.consumer_config {
+            config.set(key, value);
+        }
+        let consumer: BaseConsumer = config
+            .create()
+            .map_err(|e| DriverError::Other(format!("creating a Kafka consumer (check consumer_config): {e}")))?;
+        consumer
+            .subscribe(&[topic])
+            .map_err(|e| DriverError::Other(format!("subscribing to '{topic}': {e}")))?;
+        Ok(Box::new(KafkaConsumer {
+            consumer,
+            assigned: 0,
+            assignment_checked: None,
+        }))
+    }
+
+    fn subscription_ready(&self, _topic: u32, assigned: &[usize]) -> bool {
+        let partitions = self.partitions as usize;
+        let total: usize = assigned.iter().sum();
+        // Every partition owned once, and no consumer still waiting for its share.
+        total == partitions && (assigned.len() > partitions || assigned.iter().all(|&a| a > 0))
+    }
+
+    fn cleanup(&mut self) -> Result<(), DriverError> {
+        if !self.config.delete_topics || self.created.is_empty() {
+            return Ok(());
+        }
+        let admin = self.admin()?;
+        let names: Vec<&str> = self.created.iter().map(String::as_str).collect();
+        let results = block_on(admin.delete_topics(&names, &AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT))))
+            .map_err(|e| DriverError::Other(format!("deleting topics: {e}")))?;
+        for result in results {
+            if let Err((name, code)) = result {
+                return Err(DriverError::Other(format!("deleting topic '{name}' failed: {code}")));
+            }
+        }
+        self.created.clear();
+        Ok(())
+    }
+}
+
+/// Collects delivery reports during `poll` so they can be handed to the engine afterwards.
+#[derive(Default)]
+struct AckCollector {
+    acks: Mutex<Vec<Ack>>,
+}
+
+impl ClientContext for AckCollector {}
+
+impl ProducerContext for AckCollector {
+    /// The actual send time, ns since the UNIX epoch.
+    type DeliveryOpaque = usize;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, sent_ns: usize) {
+        let (message, outcome) = match result {
+            Ok(m) => (m, Ok(())),
+            Err((e, m)) => (m, Err(error_kind(e))),
+        };
+        let payload = message.payload().unwrap_or_default();
+        let Ok(envelope) = Envelope::read(payload) else {
+            return;
+        };
+        let ack = Ack {
+            envelope,
+            sent_ns: sent_ns as u64,
+            bytes: payload.len() as u32,
+            result: outcome,
+        };
+        self.acks.lock().unwrap_or_else(|e| e.into_inner()).push(ack);
+    }
+}
+
+struct KafkaProducer {
+    producer: BaseProducer<AckCollector>,
+    topic: String,
+    in_flight: usize,
+    /// Reused buffer the collected acknowledgements are swapped into.
+    batch: Vec<Ack>,
+    acks: Option<String>,
+}
+
+impl Producer for KafkaProducer {
+    #[inline]
+    fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
+        let mut record: BaseRecord<'_, [u8], [u8], usize> =
+            BaseRecord::with_opaque_to(&self.topic, message.sent_ns as usize).payload(message.payload);
+        if let Some(key) = message.key {
+            record = record.key(key);
+        }
+        match self.producer.send(record) {
+            Ok(()) => {
+                self.in_flight += 1;
+                Ok(())
+            }
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => Err(SendError::Backpressure),
+            Err((e, _)) => Err(SendError::Failed(error_kind(&e))),
+        }
+    }
+
+    fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
+        self.producer.poll(timeout);
+        {
+            let mut collected = self.producer.context().acks.lock().unwrap_or_else(|e| e.into_inner());
+            if collected.is_empty() {
+                return;
+            }
+            std::mem::swap(&mut *collected, &mut self.batch);
+        }
+        self.in_flight -= self.batch.len().min(self.in_flight);
+        for ack in self.batch.drain(..) {
+            acks(ack);
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    fn abandon(&mut self) {
+        self.producer
+            .purge(rdkafka::producer::PurgeConfig::default().queue().inflight());
+    }
+
+    fn ack_note(&self) -> Option<String> {
+        match self.acks.as_deref() {
+            Some("0") => Some(
+                "acks=0: an acknowledgement means librdkafka wrote the message to the socket; the broker confirmed nothing, so publish latency is not broker latency".into(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+struct KafkaConsumer {
+    consumer: BaseConsumer,
+    assigned: usize,
+    assignment_checked: Option<Instant>,
+}
+
+impl Consumer for KafkaConsumer {
+    fn poll(&mut self, timeout: Duration, deliveries: &mut dyn FnMut(Delivery<'_>)) -> Result<(), String> {
+        let mut first_error = None;
+        let mut wait = timeout;
+        for _ in 0..10_000 {
+            match self.consumer.poll(wait) {
+                None => break,
+                Some(Ok(message)) => deliveries(Delivery {
+                    stream: message.partition() as u32,
+                    payload: message.payload().unwrap_or_default(),
+                }),
+                Some(Err(e)) => {
+                    first_error.get_or_insert_with(|| error_kind(&e));
+                    break;
+                }
+            }
+            wait = Duration::ZERO;
+        }
+        if self
+            .assignment_checked
+            .is_none_or(|t| t.elapsed() > Duration::from_millis(100))
+        {
+            self.assigned = self.consumer.assignment().map(|a| a.count()).unwrap_or(0);
+            self.assignment_checked = Some(Instant::now());
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn assigned(&self) -> usize {
+        self.assigned
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_kinds_are_snake_case() {
+        assert_eq!(kind_of(RDKafkaErrorCode::MessageTimedOut), "message_timed_out");
+        assert_eq!(kind_of(RDKafkaErrorCode::QueueFull), "queue_full");
+    }
+
+    #[test]
+    fn a_subscription_is_ready_when_every_partition_is_owned_once() {
+        let mut d = KafkaDriver::new(KafkaDriverConfig::default(), "127.0.0.1:1".into());
+        d.partitions = 3;
+        assert!(d.subscription_ready(0, &[1, 1, 1]));
+        assert!(!d.subscription_ready(0, &[3, 0, 0]), "rebalance still to come");
+        assert!(!d.subscription_ready(0, &[2, 0]));
+        assert!(d.subscription_ready(0, &[2, 1]));
+        d.partitions = 1;
+        assert!(d.subscription_ready(0, &[1, 0]), "more consumers than partitions");
+    }
+
+    #[test]
+    fn refused_connection_fails_fast_naming_the_address() {
+        let mut d = KafkaDriver::new(KafkaDriverConfig::default(), "127.0.0.1:1".into());
+        let started = Instant::now();
+        let e = d.connect().unwrap_err().to_string();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(e.contains("127.0.0.1:1") && e.contains("brokerbench broker up kafka"), "{e}");
+    }
+}
