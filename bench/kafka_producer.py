@@ -7,7 +7,7 @@ Runs, alternating, ROUNDS rounds of:
   - a bare librdkafka send loop (crates/kafka/examples/bare_send.rs: no measuring at all),
 all with 100-byte messages, 1 partition, acks=1 and the same batch.size / linger.ms.
 Reports msg/s and client CPU seconds per million messages (user+sys of the whole client
-process, from the kernel's rusage of the child), medians over the rounds, and ratios.
+process, from the kernel's rusage of that child alone, via wait4), medians over the rounds, and ratios.
 
 Usage: bench/kafka_producer.py [--rounds 3] [--seconds 10] [--batch-size 1000000] [--linger-ms 5]
 Needs: scripts/setup done; the managed Kafka is started if it is not running.
@@ -17,10 +17,10 @@ import argparse
 import glob
 import os
 import re
-import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,13 +36,17 @@ def home():
     return os.path.join(base, "brokerbench")
 
 
-def timed(cmd, **kw):
-    """Runs cmd; returns (stdout, cpu seconds, peak RSS MB) of that child alone."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return out.stdout + out.stderr, cpu, after.ru_maxrss / 1024
+def timed(cmd):
+    """Runs cmd; returns (output, CPU seconds, peak RSS MB) of that child process alone."""
+    with tempfile.TemporaryFile("w+") as out:
+        child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read()
+    if child.returncode != 0:
+        sys.exit(f"{cmd[0]} failed ({child.returncode}):\n{text[-3000:]}")
+    return text, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def java_cp():

@@ -71,8 +71,16 @@ mod tests {
         let mut buf = vec![0xAAu8; 100];
         e.write(&mut buf);
         assert_eq!(Envelope::read(&buf), Ok(e));
-        assert_eq!(&buf[ENVELOPE_HEADER_LEN..], &[0xAA; 76][..], "body untouched");
-        assert_eq!(buf[4..8], 7u32.to_le_bytes(), "little-endian producer id at byte 4");
+        assert_eq!(
+            &buf[ENVELOPE_HEADER_LEN..],
+            &[0xAA; 76][..],
+            "body untouched"
+        );
+        assert_eq!(
+            buf[4..8],
+            7u32.to_le_bytes(),
+            "little-endian producer id at byte 4"
+        );
     }
 
     #[test]

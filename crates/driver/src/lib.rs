@@ -120,7 +120,11 @@ pub struct Delivery<'a> {
 pub trait Consumer: Send {
     /// Delivers messages that have arrived, waiting at most `timeout` for the first one.
     /// Errors are returned as kinds and counted; they do not stop the consumer.
-    fn poll(&mut self, timeout: Duration, deliveries: &mut dyn FnMut(Delivery<'_>)) -> Result<(), String>;
+    fn poll(
+        &mut self,
+        timeout: Duration,
+        deliveries: &mut dyn FnMut(Delivery<'_>),
+    ) -> Result<(), String>;
     /// Number of partitions or queues this consumer is currently assigned.
     fn assigned(&self) -> usize;
 }

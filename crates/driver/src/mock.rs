@@ -6,7 +6,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::{Ack, ConsumerSlot, Consumer, Delivery, Driver, DriverError, Envelope, OutgoingMessage, Producer, SendError, Topology};
+use crate::{
+    Ack, Consumer, ConsumerSlot, Delivery, Driver, DriverError, Envelope, OutgoingMessage,
+    Producer, SendError, Topology,
+};
 
 /// Faults the mock injects on the way to consumers.
 #[derive(Debug, Clone, Copy, Default)]
@@ -87,7 +90,8 @@ impl Producer for MockProducer {
         if self.pending.len() >= 100_000 {
             return Err(SendError::Backpressure);
         }
-        self.pending.push_back((message.payload.to_vec(), message.sent_ns));
+        self.pending
+            .push_back((message.payload.to_vec(), message.sent_ns));
         Ok(())
     }
 
@@ -100,11 +104,20 @@ impl Producer for MockProducer {
         while let Some((payload, sent_ns)) = self.pending.pop_front() {
             self.count += 1;
             let dropped = self.faults.drop_every.is_some_and(|n| self.count % n == 0);
-            let copies = if self.faults.duplicate_every.is_some_and(|n| self.count % n == 0) { 2 } else { 1 };
+            let copies = if self
+                .faults
+                .duplicate_every
+                .is_some_and(|n| self.count % n == 0)
+            {
+                2
+            } else {
+                1
+            };
             if !dropped {
                 for s in 0..self.subscriptions {
                     for _ in 0..copies {
-                        queues[(self.topic * self.subscriptions + s) as usize].push_back(payload.clone());
+                        queues[(self.topic * self.subscriptions + s) as usize]
+                            .push_back(payload.clone());
                     }
                 }
             }
@@ -128,7 +141,11 @@ struct MockConsumer {
 }
 
 impl Consumer for MockConsumer {
-    fn poll(&mut self, timeout: Duration, deliveries: &mut dyn FnMut(Delivery<'_>)) -> Result<(), String> {
+    fn poll(
+        &mut self,
+        timeout: Duration,
+        deliveries: &mut dyn FnMut(Delivery<'_>),
+    ) -> Result<(), String> {
         let batch: Vec<Vec<u8>> = {
             let mut queues = self.queues.lock().expect("queues");
             let q = &mut queues[self.queue];

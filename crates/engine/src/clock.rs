@@ -45,7 +45,10 @@ mod tests {
         let a = c.now_ns();
         let b = c.now_ns();
         assert!(b >= a);
-        let wall = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as i128;
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as i128;
         assert!((wall - a as i128).abs() < 1_000_000_000);
     }
 }

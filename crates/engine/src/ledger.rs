@@ -81,7 +81,8 @@ impl ConsumerLedger {
     pub fn record(&mut self, stream: u32, envelope: &Envelope) -> bool {
         let producer = envelope.producer as usize;
         if producer >= self.received.len() {
-            self.received.resize_with(producer + 1, SequenceSet::default);
+            self.received
+                .resize_with(producer + 1, SequenceSet::default);
         }
         let fresh = self.received[producer].insert(envelope.sequence);
         if fresh {
@@ -124,7 +125,11 @@ pub struct SubscriptionLedger {
 
 /// Compares what was acknowledged with what every subscription received.
 /// `foreign` counts messages read that this run did not send.
-pub fn reconcile(producers: &[ProducerLedger], subscriptions: &[SubscriptionLedger], foreign: u64) -> Integrity {
+pub fn reconcile(
+    producers: &[ProducerLedger],
+    subscriptions: &[SubscriptionLedger],
+    foreign: u64,
+) -> Integrity {
     let mut integrity = Integrity {
         checked: !subscriptions.is_empty(),
         unacknowledged: producers.iter().map(|p| p.unacknowledged).sum(),
@@ -147,7 +152,8 @@ pub fn reconcile(producers: &[ProducerLedger], subscriptions: &[SubscriptionLedg
                 continue;
             }
             integrity.lost += producer.acknowledged.count_missing_from(&received[id]);
-            integrity.received_unacknowledged += received[id].count_missing_from(&producer.acknowledged);
+            integrity.received_unacknowledged +=
+                received[id].count_missing_from(&producer.acknowledged);
         }
     }
     integrity
@@ -196,7 +202,10 @@ mod tests {
         for i in 0..100 {
             assert!(c.record(0, &env(0, i)));
         }
-        let subs = [SubscriptionLedger { topic: 0, members: vec![c] }];
+        let subs = [SubscriptionLedger {
+            topic: 0,
+            members: vec![c],
+        }];
         let i = reconcile(&[acked(0, 0..100)], &subs, 0);
         assert!(i.is_clean() && i.checked, "{i:?}");
     }
@@ -207,11 +216,17 @@ mod tests {
         for s in [0, 1, 3, 2, 3, 5] {
             c.record(0, &env(0, s));
         }
-        let subs = [SubscriptionLedger { topic: 0, members: vec![c] }];
+        let subs = [SubscriptionLedger {
+            topic: 0,
+            members: vec![c],
+        }];
         let i = reconcile(&[acked(0, 0..6)], &subs, 0);
         assert_eq!(i.lost, 1, "4 never arrived");
         assert_eq!(i.duplicated, 1, "3 arrived twice");
-        assert_eq!(i.out_of_order, 1, "2 arrived after 3; the repeated 3 is a duplicate, not a reorder");
+        assert_eq!(
+            i.out_of_order, 1,
+            "2 arrived after 3; the repeated 3 is a duplicate, not a reorder"
+        );
     }
 
     #[test]
@@ -221,18 +236,30 @@ mod tests {
         a.record(0, &env(0, 1));
         a.record(1, &env(0, 0)); // other partition: not out of order
         b.record(2, &env(0, 1)); // redelivered to another member after a rebalance
-        let subs = [SubscriptionLedger { topic: 0, members: vec![a, b] }];
+        let subs = [SubscriptionLedger {
+            topic: 0,
+            members: vec![a, b],
+        }];
         let i = reconcile(&[acked(0, 0..2)], &subs, 3);
-        assert_eq!((i.out_of_order, i.duplicated, i.lost, i.foreign), (0, 1, 0, 3));
+        assert_eq!(
+            (i.out_of_order, i.duplicated, i.lost, i.foreign),
+            (0, 1, 0, 3)
+        );
     }
 
     #[test]
     fn subscriptions_only_answer_for_their_topic() {
         let mut c = ConsumerLedger::default();
         c.record(0, &env(1, 0));
-        let subs = [SubscriptionLedger { topic: 1, members: vec![c] }];
+        let subs = [SubscriptionLedger {
+            topic: 1,
+            members: vec![c],
+        }];
         let i = reconcile(&[acked(0, 0..5), acked(1, 0..1)], &subs, 0);
-        assert_eq!(i.lost, 0, "producer 0 writes to topic 0, which nobody consumes");
+        assert_eq!(
+            i.lost, 0,
+            "producer 0 writes to topic 0, which nobody consumes"
+        );
         let i = reconcile(&[acked(0, 0..5), acked(1, 0..2)], &subs, 0);
         assert_eq!(i.lost, 1);
     }
@@ -244,9 +271,15 @@ mod tests {
         c.record(0, &env(0, 1));
         let mut p = acked(0, [0]);
         p.unacknowledged = 1;
-        let subs = [SubscriptionLedger { topic: 0, members: vec![c] }];
+        let subs = [SubscriptionLedger {
+            topic: 0,
+            members: vec![c],
+        }];
         let i = reconcile(&[p], &subs, 0);
-        assert_eq!((i.received_unacknowledged, i.unacknowledged, i.lost), (1, 1, 0));
+        assert_eq!(
+            (i.received_unacknowledged, i.unacknowledged, i.lost),
+            (1, 1, 0)
+        );
         assert!(!i.is_clean());
     }
 }

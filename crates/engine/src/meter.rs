@@ -62,7 +62,11 @@ mod tests {
         }
         // 920.0444 + alpha * (2000 - 920.0444), alpha = 1 - exp(-5/60) = 0.07995558537...
         let expected = 920.044_414_629 + 0.079_955_585_371 * (2000.0 - 920.044_414_629);
-        assert!((m.rate() - expected).abs() < 1e-6, "{} vs {expected}", m.rate());
+        assert!(
+            (m.rate() - expected).abs() < 1e-6,
+            "{} vs {expected}",
+            m.rate()
+        );
     }
 
     #[test]

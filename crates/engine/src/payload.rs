@@ -38,7 +38,11 @@ pub enum SharedPayload {
 
 impl SharedPayload {
     /// Builds the random pool or loads the file, before the clock starts.
-    pub fn prepare(payload: &Payload, message_size: u64, seed: u64) -> Result<SharedPayload, PayloadError> {
+    pub fn prepare(
+        payload: &Payload,
+        message_size: u64,
+        seed: u64,
+    ) -> Result<SharedPayload, PayloadError> {
         match payload {
             Payload::Random { pool } => {
                 let mut rng = StdRng::seed_from_u64(seed);
@@ -52,7 +56,10 @@ impl SharedPayload {
                     .collect();
                 Ok(SharedPayload::Random(Arc::new(bodies)))
             }
-            Payload::File { path, read_in_ram: true } => {
+            Payload::File {
+                path,
+                read_in_ram: true,
+            } => {
                 let text = std::fs::read(path).map_err(|source| PayloadError::Read {
                     path: path.clone(),
                     source,
@@ -68,7 +75,10 @@ impl SharedPayload {
                 }
                 Ok(SharedPayload::Records(Arc::new(records)))
             }
-            Payload::File { path, read_in_ram: false } => {
+            Payload::File {
+                path,
+                read_in_ram: false,
+            } => {
                 let mut probe = DiskRecords::open(path)?;
                 let mut line = Vec::new();
                 probe.next(&mut line)?;
@@ -90,7 +100,9 @@ impl SharedPayload {
                 pool: records.clone(),
             },
             SharedPayload::Disk(path) => BodySource::Disk(DiskRecords::open(path)?),
-            SharedPayload::Sensor => BodySource::Sensor(Box::new(SensorRecords::new(seed ^ producer as u64))),
+            SharedPayload::Sensor => {
+                BodySource::Sensor(Box::new(SensorRecords::new(seed ^ producer as u64)))
+            }
         })
     }
 }
@@ -119,10 +131,13 @@ impl DiskRecords {
         let start = out.len();
         let mut rewound_without_record = false;
         loop {
-            let read = self.reader.read_until(b'\n', out).map_err(|source| PayloadError::Read {
-                path: self.path.clone(),
-                source,
-            })?;
+            let read = self
+                .reader
+                .read_until(b'\n', out)
+                .map_err(|source| PayloadError::Read {
+                    path: self.path.clone(),
+                    source,
+                })?;
             while out.len() > start && matches!(out.last(), Some(b'\n' | b'\r')) {
                 out.pop();
             }
@@ -148,7 +163,10 @@ impl DiskRecords {
 /// One producer's body source.
 #[derive(Debug)]
 pub enum BodySource {
-    Pool { pool: Arc<Vec<Box<[u8]>>>, next: usize },
+    Pool {
+        pool: Arc<Vec<Box<[u8]>>>,
+        next: usize,
+    },
     Disk(DiskRecords),
     Sensor(Box<SensorRecords>),
 }
@@ -233,8 +251,15 @@ mod tests {
     }
 
     fn data_file(text: &str) -> PathBuf {
-        let path = std::env::temp_dir().join(format!("bb-payload-{}-{}.tsv", std::process::id(), text.len()));
-        std::fs::File::create(&path).unwrap().write_all(text.as_bytes()).unwrap();
+        let path = std::env::temp_dir().join(format!(
+            "bb-payload-{}-{}.tsv",
+            std::process::id(),
+            text.len()
+        ));
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
         path
     }
 
@@ -254,7 +279,11 @@ mod tests {
                 source.fill(&mut m).unwrap();
                 got.push(String::from_utf8(m[ENVELOPE_HEADER_LEN..].to_vec()).unwrap());
             }
-            assert_eq!(got, ["a\tb", "ccc", "d", "a\tb", "ccc"], "read_in_ram={read_in_ram}");
+            assert_eq!(
+                got,
+                ["a\tb", "ccc", "d", "a\tb", "ccc"],
+                "read_in_ram={read_in_ram}"
+            );
         }
         std::fs::remove_file(path).unwrap();
     }
@@ -265,15 +294,23 @@ mod tests {
             path: "/nonexistent/data.tsv".into(),
             read_in_ram: true,
         };
-        let e = SharedPayload::prepare(&missing, 100, 1).unwrap_err().to_string();
-        assert!(e.starts_with("payload.path") && e.contains("/nonexistent/data.tsv"), "{e}");
+        let e = SharedPayload::prepare(&missing, 100, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("payload.path") && e.contains("/nonexistent/data.tsv"),
+            "{e}"
+        );
         let empty = data_file("\n\n");
         for read_in_ram in [true, false] {
             let p = Payload::File {
                 path: empty.clone(),
                 read_in_ram,
             };
-            assert!(matches!(SharedPayload::prepare(&p, 100, 1), Err(PayloadError::Empty(_))));
+            assert!(matches!(
+                SharedPayload::prepare(&p, 100, 1),
+                Err(PayloadError::Empty(_))
+            ));
         }
     }
 
@@ -284,7 +321,10 @@ mod tests {
         assert_eq!(k.next(), Some(&b"1"[..]));
         assert_eq!(Keys::new(KeyDistribution::None, 0).next(), None);
         let mut r = Keys::new(KeyDistribution::Random, 0);
-        let n: u64 = std::str::from_utf8(r.next().unwrap()).unwrap().parse().unwrap();
+        let n: u64 = std::str::from_utf8(r.next().unwrap())
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!(n < KEY_SPACE);
     }
 }

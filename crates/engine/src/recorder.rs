@@ -75,8 +75,12 @@ impl Interval {
         self.received += other.received;
         self.bytes_acknowledged += other.bytes_acknowledged;
         self.bytes_received += other.bytes_received;
-        self.publish.add(&other.publish).expect("same histogram bounds");
-        self.end_to_end.add(&other.end_to_end).expect("same histogram bounds");
+        self.publish
+            .add(&other.publish)
+            .expect("same histogram bounds");
+        self.end_to_end
+            .add(&other.end_to_end)
+            .expect("same histogram bounds");
         self.schedule_lag_max_ns = self.schedule_lag_max_ns.max(other.schedule_lag_max_ns);
     }
 }
@@ -111,9 +115,18 @@ pub(crate) struct ConsumerResult {
 /// What tasks send to the collector.
 #[derive(Debug)]
 pub(crate) enum Report {
-    Interval { task: usize, interval: Interval },
-    ProducerDone { task: usize, result: Box<ProducerResult> },
-    ConsumerDone { task: usize, result: Box<ConsumerResult> },
+    Interval {
+        task: usize,
+        interval: Interval,
+    },
+    ProducerDone {
+        task: usize,
+        result: Box<ProducerResult>,
+    },
+    ConsumerDone {
+        task: usize,
+        result: Box<ConsumerResult>,
+    },
 }
 
 /// Rolls a task's interval over when a new second starts.
@@ -278,7 +291,13 @@ pub(crate) struct ConsumerRecorder {
 }
 
 impl ConsumerRecorder {
-    pub fn new(task: usize, slot: ConsumerSlot, producers: u32, times: Times, reports: Sender<Report>) -> Self {
+    pub fn new(
+        task: usize,
+        slot: ConsumerSlot,
+        producers: u32,
+        times: Times,
+        reports: Sender<Report>,
+    ) -> Self {
         ConsumerRecorder {
             interval: IntervalState::new(task, times, reports),
             times,

@@ -13,18 +13,22 @@ use brokerbench_driver::{
     ConsumerSlot, Driver, DriverError, Envelope, OutgoingMessage, Producer, SendError, Topology,
 };
 use brokerbench_model::{
-    ClientCost, ConsumerShare, Counts, IntervalRow, Latencies, LatencySummary, Phase, Rate, RunObserver, RunStatus, Summary,
-    Throughput, Workload,
+    ClientCost, ConsumerShare, Counts, IntervalRow, Latencies, LatencySummary, Phase, Rate,
+    RunObserver, RunStatus, Summary, Throughput, Workload,
 };
 
 use crate::clock::Clock;
 use crate::ledger::{reconcile, SubscriptionLedger};
 use crate::meter::OneMinuteRate;
 use crate::payload::{BodySource, Keys, PayloadError, SharedPayload};
-use crate::recorder::{ConsumerRecorder, ConsumerResult, Interval, ProducerRecorder, ProducerResult, Report, Times};
+use crate::recorder::{
+    ConsumerRecorder, ConsumerResult, Interval, ProducerRecorder, ProducerResult, Report, Times,
+};
 use crate::schedule::Schedule;
 
 const SECOND_NS: u64 = 1_000_000_000;
+/// Shortest sleep of a producer waiting for its next intended send time (see `wait_until`).
+const MIN_SLEEP_NS: u64 = 100_000;
 /// How long consumers may take to get their partitions or queues before the run gives up.
 const CONSUMER_READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// A row is written once every task has reported it, or this long after it ended.
@@ -118,7 +122,15 @@ pub fn run(
     };
     let payload = SharedPayload::prepare(&workload.payload, workload.message_size, workload.seed)?;
     driver.prepare(&topology)?;
-    let outcome = run_prepared(workload, driver, observer, control, clock, run_floor_ns, &payload);
+    let outcome = run_prepared(
+        workload,
+        driver,
+        observer,
+        control,
+        clock,
+        run_floor_ns,
+        &payload,
+    );
     let cleanup = driver.cleanup();
     let mut outcome = outcome?;
     if let Err(e) = cleanup {
@@ -216,7 +228,12 @@ fn run_prepared(
         let schedule = rate_per_producer.map(|rate| {
             // Stagger producers evenly inside one gap so that they do not send in bursts together.
             let offset = (id as f64 / producer_count as f64 * 1e9 / rate) as u64;
-            Schedule::new(workload.arrival, rate, start_ns + offset, workload.seed ^ (id as u64 + 1))
+            Schedule::new(
+                workload.arrival,
+                rate,
+                start_ns + offset,
+                workload.seed ^ (id as u64 + 1),
+            )
         });
         let recorder = ProducerRecorder::new(id as usize, topic, times, reports.clone());
         let keys = Keys::new(workload.keys, workload.seed.wrapping_add(id as u64));
@@ -240,7 +257,15 @@ fn run_prepared(
     }
     drop(reports);
 
-    let collected = collect(workload, &shared, times, &slots, subscriptions, collector, observer);
+    let collected = collect(
+        workload,
+        &shared,
+        times,
+        &slots,
+        subscriptions,
+        collector,
+        observer,
+    );
     let mut panicked = None;
     for (kind, handle) in handles {
         if let Err(panic) = handle.join() {
@@ -298,7 +323,12 @@ fn wait_for_consumers(
     }
 }
 
-fn consumer_loop(mut task: ConsumerTask, producers: u32, shared: Arc<Shared>, reports: mpsc::Sender<Report>) {
+fn consumer_loop(
+    mut task: ConsumerTask,
+    producers: u32,
+    shared: Arc<Shared>,
+    reports: mpsc::Sender<Report>,
+) {
     let placeholder = Times {
         start_ns: u64::MAX,
         warmup_end_ns: u64::MAX,
@@ -316,9 +346,11 @@ fn consumer_loop(mut task: ConsumerTask, producers: u32, shared: Arc<Shared>, re
                 started = true;
             }
         }
-        let result = task.consumer.poll(Duration::from_millis(100), &mut |delivery| {
-            recorder.received(&delivery, clock.now_ns(), floor);
-        });
+        let result = task
+            .consumer
+            .poll(Duration::from_millis(100), &mut |delivery| {
+                recorder.received(&delivery, clock.now_ns(), floor);
+            });
         if let Err(kind) = result {
             recorder.error(&kind);
         }
@@ -348,7 +380,11 @@ impl ProducerTask {
         set_precise_sleep();
         let clock = self.shared.clock;
         let stop = &self.shared.stop;
-        let times = *self.shared.times.get().expect("times set before producers start");
+        let times = *self
+            .shared
+            .times
+            .get()
+            .expect("times set before producers start");
         let producer = self.producer.as_mut();
         let recorder = &mut self.recorder;
         let mut message = Vec::with_capacity(1024);
@@ -369,7 +405,9 @@ impl ProducerTask {
                 }
                 None => {
                     wait_until(producer, recorder, clock, times.start_ns, stop);
-                    while producer.in_flight() >= self.max_in_flight && !stop.load(Ordering::Relaxed) {
+                    while producer.in_flight() >= self.max_in_flight
+                        && !stop.load(Ordering::Relaxed)
+                    {
                         poll_acks(producer, recorder, clock, Duration::from_millis(5));
                     }
                     let now = clock.now_ns();
@@ -439,12 +477,18 @@ impl ProducerTask {
 }
 
 #[inline]
-fn poll_acks(producer: &mut dyn Producer, recorder: &mut ProducerRecorder, clock: Clock, timeout: Duration) {
-    producer.poll(timeout, &mut |ack| recorder.acknowledged(&ack, clock.now_ns()));
+fn poll_acks(
+    producer: &mut dyn Producer,
+    recorder: &mut ProducerRecorder,
+    clock: Clock,
+    timeout: Duration,
+) {
+    producer.poll(timeout, &mut |ack| {
+        recorder.acknowledged(&ack, clock.now_ns())
+    });
 }
 
-/// Waits until `intended_ns`, serving acknowledgements meanwhile. Sleeps when there is time,
-/// spins only for the last few microseconds.
+/// Waits until `intended_ns`, serving acknowledgements meanwhile. Never spins.
 fn wait_until(
     producer: &mut dyn Producer,
     recorder: &mut ProducerRecorder,
@@ -463,10 +507,12 @@ fn wait_until(
         if remaining > 3_000_000 {
             let wait = (remaining - 2_000_000).min(100_000_000);
             poll_acks(producer, recorder, clock, Duration::from_nanos(wait));
-        } else if remaining > 30_000 {
-            std::thread::sleep(Duration::from_nanos(remaining - 10_000));
         } else {
-            std::hint::spin_loop();
+            // Spinning would take a core from the broker on a small machine, and a timer per
+            // message costs more CPU than the send itself. So a producer sleeps at least
+            // MIN_SLEEP and then sends everything that has come due; each message's lateness
+            // is recorded as schedule lag and is part of its publish latency.
+            std::thread::sleep(Duration::from_nanos(remaining.max(MIN_SLEEP_NS)));
         }
     }
 }
@@ -556,7 +602,8 @@ fn collect(
                 }
                 Ok(Report::ProducerDone { task, result }) => {
                     progress[task] = u64::MAX;
-                    acknowledged_per_topic[result.ledger.topic as usize] += result.ledger.acknowledged.len();
+                    acknowledged_per_topic[result.ledger.topic as usize] +=
+                        result.ledger.acknowledged.len();
                     producers[task] = Some(*result);
                 }
                 Ok(Report::ConsumerDone { task, result }) => {
@@ -605,18 +652,27 @@ fn collect(
             let row_end = times.start_ns + (next_row + 1) * SECOND_NS;
             let reported = progress.iter().all(|&p| p > next_row);
             let ready = if all_done {
-                pending.keys().next_back().is_some_and(|&last| next_row <= last)
+                pending
+                    .keys()
+                    .next_back()
+                    .is_some_and(|&last| next_row <= last)
             } else {
                 (reported && now >= row_end) || now >= row_end + ROW_GRACE_NS
             };
             if !ready {
                 break;
             }
-            let interval = pending.remove(&next_row).unwrap_or_else(|| Interval::new(next_row));
+            let interval = pending
+                .remove(&next_row)
+                .unwrap_or_else(|| Interval::new(next_row));
             let row_start = times.start_ns + next_row * SECOND_NS;
             let row_phase = if row_start < times.warmup_end_ns {
                 Phase::Warmup
-            } else if row_start < drain_started_ns.unwrap_or(u64::MAX).min(times.measure_end_ns) {
+            } else if row_start
+                < drain_started_ns
+                    .unwrap_or(u64::MAX)
+                    .min(times.measure_end_ns)
+            {
                 Phase::Measurement
             } else {
                 Phase::Drain
@@ -637,8 +693,9 @@ fn collect(
                 received: interval.received,
                 bytes_acknowledged: interval.bytes_acknowledged,
                 bytes_received: interval.bytes_received,
-                backlog: (subscriptions > 0)
-                    .then(|| (acknowledged_so_far * subscriptions as u64) as i64 - received_so_far as i64),
+                backlog: (subscriptions > 0).then(|| {
+                    (acknowledged_so_far * subscriptions as u64) as i64 - received_so_far as i64
+                }),
                 acknowledged_rate_1m: meter.rate(),
                 publish: interval.publish,
                 end_to_end: interval.end_to_end,
@@ -678,7 +735,13 @@ fn client_bound(lag_per_second: &[u64]) -> bool {
     last >= 100_000_000 && last > first.saturating_mul(2)
 }
 
-fn summarize(workload: &Workload, driver: &str, control: &RunControl, times: Times, collected: Collected) -> Summary {
+fn summarize(
+    workload: &Workload,
+    driver: &str,
+    control: &RunControl,
+    times: Times,
+    collected: Collected,
+) -> Summary {
     let mut publish = brokerbench_model::new_histogram();
     let mut service_time = brokerbench_model::new_histogram();
     let mut schedule_lag = brokerbench_model::new_histogram();
@@ -740,11 +803,24 @@ fn summarize(workload: &Workload, driver: &str, control: &RunControl, times: Tim
             .members
             .push(c.ledger);
     }
-    let ledgers: Vec<_> = collected.producers.iter().map(|p| p.ledger.clone()).collect();
+    let ledgers: Vec<_> = collected
+        .producers
+        .iter()
+        .map(|p| p.ledger.clone())
+        .collect();
     let subscriptions: Vec<_> = subscriptions.into_values().collect();
     let integrity = reconcile(&ledgers, &subscriptions, foreign);
-    let measurement_s = collected.measurement_end_ns.saturating_sub(times.warmup_end_ns) as f64 / 1e9;
-    let per_s = |n: u64| if measurement_s > 0.0 { n as f64 / measurement_s } else { 0.0 };
+    let measurement_s = collected
+        .measurement_end_ns
+        .saturating_sub(times.warmup_end_ns) as f64
+        / 1e9;
+    let per_s = |n: u64| {
+        if measurement_s > 0.0 {
+            n as f64 / measurement_s
+        } else {
+            0.0
+        }
+    };
     let throughput = Throughput {
         acknowledged_per_s: per_s(window.acknowledged),
         sent_per_s: per_s(window.sent),
@@ -809,7 +885,11 @@ fn summarize(workload: &Workload, driver: &str, control: &RunControl, times: Tim
         notes.push("interrupted: the run was stopped before its planned end".into());
     }
     Summary {
-        status: if interrupted { RunStatus::Interrupted } else { RunStatus::Complete },
+        status: if interrupted {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Complete
+        },
         workload: workload.name.clone(),
         driver: driver.to_string(),
         mode: mode.to_string(),
@@ -842,7 +922,19 @@ mod tests {
         let ms = 1_000_000;
         assert!(!client_bound(&[0, 0, 0, 0, 0, 0, 0, 0]));
         assert!(!client_bound(&[500 * ms; 8]), "large but steady");
-        assert!(client_bound(&[ms, 50 * ms, 100 * ms, 200 * ms, 300 * ms, 400 * ms, 500 * ms, 600 * ms]));
-        assert!(!client_bound(&[0, 0, 0, 1000 * ms, 0, 0, 0, 0]), "one stall that recovered");
+        assert!(client_bound(&[
+            ms,
+            50 * ms,
+            100 * ms,
+            200 * ms,
+            300 * ms,
+            400 * ms,
+            500 * ms,
+            600 * ms
+        ]));
+        assert!(
+            !client_bound(&[0, 0, 0, 1000 * ms, 0, 0, 0, 0]),
+            "one stall that recovered"
+        );
     }
 }

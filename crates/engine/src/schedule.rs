@@ -11,7 +11,11 @@ use brokerbench_model::Arrival;
 #[derive(Debug, Clone)]
 pub enum Schedule {
     /// Evenly spaced: `start + i * 1e9 / rate`, computed from i each time so no error accumulates.
-    Uniform { start_ns: u64, rate: f64, index: u64 },
+    Uniform {
+        start_ns: u64,
+        rate: f64,
+        index: u64,
+    },
     /// Exponentially distributed gaps with mean `1e9 / rate` ns.
     Poisson {
         next_ns: f64,
@@ -83,10 +87,17 @@ mod tests {
         let gaps: Vec<f64> = times.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
         let mean = gaps.iter().sum::<f64>() / n as f64;
         let expected = 1e9 / rate;
-        assert!((mean - expected).abs() / expected < 0.01, "mean gap {mean} vs {expected}");
+        assert!(
+            (mean - expected).abs() / expected < 0.01,
+            "mean gap {mean} vs {expected}"
+        );
         // An exponential distribution's standard deviation equals its mean.
         let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n as f64;
-        assert!((var.sqrt() - expected).abs() / expected < 0.02, "sd {}", var.sqrt());
+        assert!(
+            (var.sqrt() - expected).abs() / expected < 0.02,
+            "sd {}",
+            var.sqrt()
+        );
         assert!(times.windows(2).all(|w| w[1] >= w[0]));
     }
 

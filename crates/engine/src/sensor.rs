@@ -13,7 +13,12 @@ use rand::{Rng, SeedableRng};
 /// Field names in record order.
 pub fn field_names() -> Vec<String> {
     let mut names = vec!["ts".to_string(), "index".to_string()];
-    names.extend(["mf01", "mf02", "mf03", "pc13", "pc14", "pc15", "pc25", "pc26", "pc27", "res"].map(String::from));
+    names.extend(
+        [
+            "mf01", "mf02", "mf03", "pc13", "pc14", "pc15", "pc25", "pc26", "pc27", "res",
+        ]
+        .map(String::from),
+    );
     names.extend((5..=10).map(|i| format!("bm{i:02}")));
     names.extend((1..=36).map(|i| format!("pp{i:02}")));
     names.extend((1..=6).map(|i| format!("pc{i:02}")));
@@ -98,22 +103,36 @@ mod tests {
             let mut line = Vec::new();
             gen.write_next(&mut line);
             sizes.push(line.len());
-            let fields: Vec<String> = String::from_utf8(line).unwrap().split('\t').map(String::from).collect();
+            let fields: Vec<String> = String::from_utf8(line)
+                .unwrap()
+                .split('\t')
+                .map(String::from)
+                .collect();
             assert_eq!(fields.len(), 66);
             assert_eq!(fields[1], i.to_string());
-            assert_eq!(fields[0].parse::<u64>().unwrap(), START_NS + i * RECORD_INTERVAL_NS);
+            assert_eq!(
+                fields[0].parse::<u64>().unwrap(),
+                START_NS + i * RECORD_INTERVAL_NS
+            );
             let power: f64 = fields[2].parse().unwrap();
             assert!((7_000.0..9_500.0).contains(&power), "{power}");
             assert!(fields[12..].iter().all(|b| b == "0" || b == "1"));
             if let Some(p) = &previous {
-                flips += p[12..].iter().zip(&fields[12..]).filter(|(a, b)| a != b).count();
+                flips += p[12..]
+                    .iter()
+                    .zip(&fields[12..])
+                    .filter(|(a, b)| a != b)
+                    .count();
                 let before: f64 = p[2].parse().unwrap();
                 assert!((power - before).abs() <= 5.0, "slowly varying");
             }
             previous = Some(fields);
         }
         let mean = sizes.iter().sum::<usize>() as f64 / sizes.len() as f64;
-        assert!((160.0..200.0).contains(&mean), "about 180 bytes, got {mean}");
+        assert!(
+            (160.0..200.0).contains(&mean),
+            "about 180 bytes, got {mean}"
+        );
         assert!(flips > 0 && flips < 200, "booleans flip rarely: {flips}");
     }
 }

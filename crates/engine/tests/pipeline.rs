@@ -15,7 +15,13 @@ impl RunObserver for Rows {
         self.1.push(phase);
     }
     fn interval(&mut self, row: &IntervalRow) {
-        self.0.push((row.second, row.phase, row.acknowledged, row.received, row.backlog));
+        self.0.push((
+            row.second,
+            row.phase,
+            row.acknowledged,
+            row.received,
+            row.backlog,
+        ));
     }
 }
 
@@ -38,18 +44,37 @@ fn clean_run_counts_everything_once() {
     let out = run(&w, &mut driver, &mut rows, &control()).unwrap();
     let s = &out.summary;
     assert_eq!(s.status, RunStatus::Complete);
-    assert!(s.integrity.is_clean() && s.integrity.checked, "{:?}", s.integrity);
+    assert!(
+        s.integrity.is_clean() && s.integrity.checked,
+        "{:?}",
+        s.integrity
+    );
     assert_eq!(s.total.sent, 6000, "3 s at 2000 msg/s");
     assert_eq!(s.total.acknowledged, s.total.sent);
     assert_eq!(s.total.received, s.total.sent);
-    assert!((s.throughput.acknowledged_per_s - 2000.0).abs() < 100.0, "{:?}", s.throughput);
+    assert!(
+        (s.throughput.acknowledged_per_s - 2000.0).abs() < 100.0,
+        "{:?}",
+        s.throughput
+    );
     assert_eq!(s.latency.publish.count, 4000, "measurement window only");
     assert!(s.latency.end_to_end.count > 3900);
     assert!(!s.client_bound);
-    assert_eq!(rows.1, vec![Phase::Warmup, Phase::Measurement, Phase::Drain]);
+    assert_eq!(
+        rows.1,
+        vec![Phase::Warmup, Phase::Measurement, Phase::Drain]
+    );
     let seconds: Vec<u64> = rows.0.iter().map(|r| r.0).collect();
-    assert_eq!(seconds, (0..seconds.len() as u64).collect::<Vec<_>>(), "one row per second, in order");
-    assert_eq!(rows.0.iter().map(|r| r.2).sum::<u64>(), 6000, "rows add up to the total");
+    assert_eq!(
+        seconds,
+        (0..seconds.len() as u64).collect::<Vec<_>>(),
+        "one row per second, in order"
+    );
+    assert_eq!(
+        rows.0.iter().map(|r| r.2).sum::<u64>(),
+        6000,
+        "rows add up to the total"
+    );
     assert_eq!(rows.0[0].1, Phase::Warmup);
     assert_eq!(rows.0[1].1, Phase::Measurement);
     assert_eq!(rows.0.last().unwrap().4, Some(0), "nothing left behind");
@@ -66,21 +91,30 @@ fn the_ledger_sees_loss_and_duplicates() {
     let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
     let i = &out.summary.integrity;
     assert_eq!(i.lost, 10, "{i:?}");
-    assert_eq!(i.duplicated, 2, "250 and 750 are duplicated; 500 and 1000 were dropped: {i:?}");
+    assert_eq!(
+        i.duplicated, 2,
+        "250 and 750 are duplicated; 500 and 1000 were dropped: {i:?}"
+    );
 }
 
 #[test]
 fn fanout_subscriptions_each_receive_everything() {
-    let w = workload("rate: 1000\nwarmup: 0s\nduration: 1s\ndrain_timeout: 1s\nconsumers_per_topic: 1");
+    let w =
+        workload("rate: 1000\nwarmup: 0s\nduration: 1s\ndrain_timeout: 1s\nconsumers_per_topic: 1");
     let mut driver = MockDriver::new(MockFaults::default(), 3);
     let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
-    assert_eq!(out.summary.total.received, 3 * out.summary.total.acknowledged);
+    assert_eq!(
+        out.summary.total.received,
+        3 * out.summary.total.acknowledged
+    );
     assert!(out.summary.integrity.is_clean());
 }
 
 #[test]
 fn max_rate_and_produce_only() {
-    let w = workload("rate: max\nwarmup: 0s\nduration: 1s\nconsumers_per_topic: 0\nmax_in_flight: 1000");
+    let w = workload(
+        "rate: max\nwarmup: 0s\nduration: 1s\nconsumers_per_topic: 0\nmax_in_flight: 1000",
+    );
     let mut driver = MockDriver::new(MockFaults::default(), 1);
     let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
     let s = &out.summary;

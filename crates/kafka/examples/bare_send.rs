@@ -41,7 +41,9 @@ fn main() {
         let (k, v) = kv.split_once('=').expect("key=value");
         config.set(k, v);
     }
-    let producer: BaseProducer<Counter> = config.create_with_context(Counter::default()).expect("producer");
+    let producer: BaseProducer<Counter> = config
+        .create_with_context(Counter::default())
+        .expect("producer");
     let payload = vec![0x5au8; size];
     let started = Instant::now();
     for i in 0..messages {

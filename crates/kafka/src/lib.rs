@@ -16,8 +16,8 @@ use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer as _,
 use rdkafka::ClientContext;
 
 use brokerbench_driver::{
-    Ack, ConsumerSlot, Consumer, Delivery, Driver, DriverError, Envelope, OutgoingMessage, Producer, SendError,
-    Topology,
+    Ack, Consumer, ConsumerSlot, Delivery, Driver, DriverError, Envelope, OutgoingMessage,
+    Producer, SendError, Topology,
 };
 use brokerbench_model::KafkaDriverConfig;
 
@@ -78,7 +78,11 @@ impl KafkaDriver {
         &self.topics
     }
 
-    fn check_existing(&self, admin: &AdminClient<DefaultClientContext>, name: &str) -> Result<(), DriverError> {
+    fn check_existing(
+        &self,
+        admin: &AdminClient<DefaultClientContext>,
+        name: &str,
+    ) -> Result<(), DriverError> {
         let metadata = admin
             .inner()
             .fetch_metadata(Some(name), ADMIN_TIMEOUT)
@@ -87,7 +91,9 @@ impl KafkaDriver {
             .topics()
             .iter()
             .find(|t| t.name() == name)
-            .ok_or_else(|| DriverError::Other(format!("topic '{name}' exists but has no metadata")))?;
+            .ok_or_else(|| {
+                DriverError::Other(format!("topic '{name}' exists but has no metadata"))
+            })?;
         let fix = "delete the topic, choose another topic_prefix, or set unique_topics: true";
         let partitions = topic.partitions().len() as u32;
         if partitions != self.partitions {
@@ -96,7 +102,11 @@ impl KafkaDriver {
                 self.partitions
             )));
         }
-        let replicas = topic.partitions().first().map(|p| p.replicas().len()).unwrap_or(0) as u16;
+        let replicas = topic
+            .partitions()
+            .first()
+            .map(|p| p.replicas().len())
+            .unwrap_or(0) as u16;
         if replicas != self.config.replication_factor {
             return Err(DriverError::Conflict(format!(
                 "topic '{name}' exists with replication factor {replicas}, the driver asks for replication_factor: {}; {fix}",
@@ -108,7 +118,9 @@ impl KafkaDriver {
             let described = block_on(admin.describe_configs([&resource], &AdminOptions::new()))
                 .map_err(|e| DriverError::Other(format!("describing topic '{name}': {e}")))?;
             let Some(Ok(resource)) = described.into_iter().next() else {
-                return Err(DriverError::Other(format!("describing topic '{name}' failed")));
+                return Err(DriverError::Other(format!(
+                    "describing topic '{name}' failed"
+                )));
             };
             let entries = resource.entry_map();
             for (key, want) in &self.config.topic_config {
@@ -124,7 +136,10 @@ impl KafkaDriver {
         Ok(())
     }
 
-    fn wait_for_leaders(&self, admin: &AdminClient<DefaultClientContext>) -> Result<(), DriverError> {
+    fn wait_for_leaders(
+        &self,
+        admin: &AdminClient<DefaultClientContext>,
+    ) -> Result<(), DriverError> {
         let deadline = Instant::now() + ADMIN_TIMEOUT;
         loop {
             let ready = admin
@@ -188,7 +203,12 @@ impl Driver for KafkaDriver {
         // A refused TCP connection is known at once; librdkafka alone would retry until the timeout.
         let mut reasons = Vec::new();
         let mut any_open = false;
-        for server in self.bootstrap.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        for server in self
+            .bootstrap
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             match server.to_socket_addrs() {
                 Ok(addrs) => {
                     for addr in addrs {
@@ -212,7 +232,11 @@ impl Driver for KafkaDriver {
         let metadata = admin
             .inner()
             .fetch_metadata(None, CONNECT_TIMEOUT)
-            .map_err(|e| self.unreachable(format!("no answer to a metadata request within {CONNECT_TIMEOUT:?} ({e})")))?;
+            .map_err(|e| {
+                self.unreachable(format!(
+                    "no answer to a metadata request within {CONNECT_TIMEOUT:?} ({e})"
+                ))
+            })?;
         if metadata.brokers().is_empty() {
             return Err(self.unreachable("the metadata lists no brokers".into()));
         }
@@ -225,7 +249,10 @@ impl Driver for KafkaDriver {
         self.topics = (0..topology.topics)
             .map(|i| {
                 if self.config.unique_topics {
-                    format!("{}-{}-{}-{i}", self.config.topic_prefix, topology.workload, topology.run_id)
+                    format!(
+                        "{}-{}-{}-{i}",
+                        self.config.topic_prefix, topology.workload, topology.run_id
+                    )
                 } else {
                     format!("{}-{}-{i}", self.config.topic_prefix, topology.workload)
                 }
@@ -272,7 +299,11 @@ impl Driver for KafkaDriver {
         let acks = self.config.producer_config.get("acks").cloned();
         let producer: BaseProducer<AckCollector> = config
             .create_with_context(AckCollector::default())
-            .map_err(|e| DriverError::Other(format!("creating a Kafka producer (check producer_config): {e}")))?;
+            .map_err(|e| {
+                DriverError::Other(format!(
+                    "creating a Kafka producer (check producer_config): {e}"
+                ))
+            })?;
         Ok(Box::new(KafkaProducer {
             producer,
             topic: self.topics[topic as usize].clone(),
@@ -287,20 +318,29 @@ impl Driver for KafkaDriver {
         let mut config = self.base_config();
         // A topic this run created holds only this run's messages: reading it from the start
         // cannot miss the first ones. A reused topic is read from its end.
-        let reset = if self.created.contains(topic) { "earliest" } else { "latest" };
+        let reset = if self.created.contains(topic) {
+            "earliest"
+        } else {
+            "latest"
+        };
         config
             .set(
                 "group.id",
-                format!("{}-{}-{}-{}", self.config.topic_prefix, self.run_id, slot.topic, slot.subscription),
+                format!(
+                    "{}-{}-{}-{}",
+                    self.config.topic_prefix, self.run_id, slot.topic, slot.subscription
+                ),
             )
             .set("auto.offset.reset", reset)
             .set("enable.partition.eof", "false");
         for (key, value) in &self.config.consumer_config {
             config.set(key, value);
         }
-        let consumer: BaseConsumer = config
-            .create()
-            .map_err(|e| DriverError::Other(format!("creating a Kafka consumer (check consumer_config): {e}")))?;
+        let consumer: BaseConsumer = config.create().map_err(|e| {
+            DriverError::Other(format!(
+                "creating a Kafka consumer (check consumer_config): {e}"
+            ))
+        })?;
         consumer
             .subscribe(&[topic])
             .map_err(|e| DriverError::Other(format!("subscribing to '{topic}': {e}")))?;
@@ -324,11 +364,16 @@ impl Driver for KafkaDriver {
         }
         let admin = self.admin()?;
         let names: Vec<&str> = self.created.iter().map(String::as_str).collect();
-        let results = block_on(admin.delete_topics(&names, &AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT))))
-            .map_err(|e| DriverError::Other(format!("deleting topics: {e}")))?;
+        let results = block_on(admin.delete_topics(
+            &names,
+            &AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT)),
+        ))
+        .map_err(|e| DriverError::Other(format!("deleting topics: {e}")))?;
         for result in results {
             if let Err((name, code)) = result {
-                return Err(DriverError::Other(format!("deleting topic '{name}' failed: {code}")));
+                return Err(DriverError::Other(format!(
+                    "deleting topic '{name}' failed: {code}"
+                )));
             }
         }
         self.created.clear();
@@ -363,7 +408,10 @@ impl ProducerContext for AckCollector {
             bytes: payload.len() as u32,
             result: outcome,
         };
-        self.acks.lock().unwrap_or_else(|e| e.into_inner()).push(ack);
+        self.acks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(ack);
     }
 }
 
@@ -380,7 +428,8 @@ impl Producer for KafkaProducer {
     #[inline]
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
         let mut record: BaseRecord<'_, [u8], [u8], usize> =
-            BaseRecord::with_opaque_to(&self.topic, message.sent_ns as usize).payload(message.payload);
+            BaseRecord::with_opaque_to(&self.topic, message.sent_ns as usize)
+                .payload(message.payload);
         if let Some(key) = message.key {
             record = record.key(key);
         }
@@ -389,7 +438,9 @@ impl Producer for KafkaProducer {
                 self.in_flight += 1;
                 Ok(())
             }
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => Err(SendError::Backpressure),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                Err(SendError::Backpressure)
+            }
             Err((e, _)) => Err(SendError::Failed(error_kind(&e))),
         }
     }
@@ -397,7 +448,12 @@ impl Producer for KafkaProducer {
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
         self.producer.poll(timeout);
         {
-            let mut collected = self.producer.context().acks.lock().unwrap_or_else(|e| e.into_inner());
+            let mut collected = self
+                .producer
+                .context()
+                .acks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             if collected.is_empty() {
                 return;
             }
@@ -435,7 +491,11 @@ struct KafkaConsumer {
 }
 
 impl Consumer for KafkaConsumer {
-    fn poll(&mut self, timeout: Duration, deliveries: &mut dyn FnMut(Delivery<'_>)) -> Result<(), String> {
+    fn poll(
+        &mut self,
+        timeout: Duration,
+        deliveries: &mut dyn FnMut(Delivery<'_>),
+    ) -> Result<(), String> {
         let mut first_error = None;
         let mut wait = timeout;
         for _ in 0..10_000 {
@@ -473,7 +533,10 @@ mod tests {
 
     #[test]
     fn error_kinds_are_snake_case() {
-        assert_eq!(kind_of(RDKafkaErrorCode::MessageTimedOut), "message_timed_out");
+        assert_eq!(
+            kind_of(RDKafkaErrorCode::MessageTimedOut),
+            "message_timed_out"
+        );
         assert_eq!(kind_of(RDKafkaErrorCode::QueueFull), "queue_full");
     }
 
@@ -482,11 +545,17 @@ mod tests {
         let mut d = KafkaDriver::new(KafkaDriverConfig::default(), "127.0.0.1:1".into());
         d.partitions = 3;
         assert!(d.subscription_ready(0, &[1, 1, 1]));
-        assert!(!d.subscription_ready(0, &[3, 0, 0]), "rebalance still to come");
+        assert!(
+            !d.subscription_ready(0, &[3, 0, 0]),
+            "rebalance still to come"
+        );
         assert!(!d.subscription_ready(0, &[2, 0]));
         assert!(d.subscription_ready(0, &[2, 1]));
         d.partitions = 1;
-        assert!(d.subscription_ready(0, &[1, 0]), "more consumers than partitions");
+        assert!(
+            d.subscription_ready(0, &[1, 0]),
+            "more consumers than partitions"
+        );
     }
 
     #[test]
@@ -495,6 +564,9 @@ mod tests {
         let started = Instant::now();
         let e = d.connect().unwrap_err().to_string();
         assert!(started.elapsed() < Duration::from_secs(5));
-        assert!(e.contains("127.0.0.1:1") && e.contains("brokerbench broker up kafka"), "{e}");
+        assert!(
+            e.contains("127.0.0.1:1") && e.contains("brokerbench broker up kafka"),
+            "{e}"
+        );
     }
 }

@@ -1,7 +1,15 @@
 //! Removes credentials from anything that is written or printed: config keys that name a
 //! secret, and passwords inside URIs.
 
-const SECRET_WORDS: &[&str] = &["password", "secret", "token", "jaas", "credential", "api.key", "apikey"];
+const SECRET_WORDS: &[&str] = &[
+    "password",
+    "secret",
+    "token",
+    "jaas",
+    "credential",
+    "api.key",
+    "apikey",
+];
 
 /// Whether a config key (e.g. `sasl.password`) holds a credential.
 pub fn is_secret_key(key: &str) -> bool {
@@ -67,9 +75,15 @@ mod tests {
         });
         redact_json(&mut v);
         let text = v.to_string();
-        assert!(!text.contains("hunter2") && !text.contains("guest@"), "{text}");
+        assert!(
+            !text.contains("hunter2") && !text.contains("guest@"),
+            "{text}"
+        );
         assert!(text.contains("\"acks\":\"1\""));
-        assert_eq!(redact_assignment("producer_config.sasl.password=pw"), "producer_config.sasl.password=***");
+        assert_eq!(
+            redact_assignment("producer_config.sasl.password=pw"),
+            "producer_config.sasl.password=***"
+        );
         assert_eq!(redact_uri("http://host:1"), "http://host:1");
     }
 }

@@ -53,7 +53,11 @@ struct Source {
     value: Value,
 }
 
-fn read_source(path: Option<&Path>, builtin_name: &str, builtin: &str) -> Result<Source, SpecError> {
+fn read_source(
+    path: Option<&Path>,
+    builtin_name: &str,
+    builtin: &str,
+) -> Result<Source, SpecError> {
     let (name, text) = match path {
         Some(p) => {
             let name = p.display().to_string();
@@ -96,10 +100,12 @@ pub fn load_specs(
     let mut workload_source = read_source(workload, "built-in quickstart", QUICKSTART_WORKLOAD)?;
     let mut driver_source = read_source(driver, "built-in kafka driver", DEFAULT_KAFKA_DRIVER)?;
     for assignment in overrides {
-        let (key, value) = assignment.split_once('=').ok_or_else(|| SpecError::Override {
-            assignment: crate::redact::redact_assignment(assignment),
-            message: "write it as field=value, e.g. --set rate=20000".into(),
-        })?;
+        let (key, value) = assignment
+            .split_once('=')
+            .ok_or_else(|| SpecError::Override {
+                assignment: crate::redact::redact_assignment(assignment),
+                message: "write it as field=value, e.g. --set rate=20000".into(),
+            })?;
         let key = key.trim();
         let top = key.split('.').next().unwrap_or_default();
         let target = if WORKLOAD_FIELDS.contains(&top) {
@@ -107,15 +113,21 @@ pub fn load_specs(
         } else if KAFKA_DRIVER_FIELDS.contains(&top) {
             &mut driver_source
         } else {
-            let all: Vec<&str> = WORKLOAD_FIELDS.iter().chain(KAFKA_DRIVER_FIELDS).copied().collect();
+            let all: Vec<&str> = WORKLOAD_FIELDS
+                .iter()
+                .chain(KAFKA_DRIVER_FIELDS)
+                .copied()
+                .collect();
             return Err(SpecError::Override {
                 assignment: crate::redact::redact_assignment(assignment),
                 message: format!("unknown field `{top}`{}", did_you_mean(top, &all)),
             });
         };
-        set_path(&mut target.value, key, parse_scalar(value)).map_err(|message| SpecError::Override {
-            assignment: crate::redact::redact_assignment(assignment),
-            message,
+        set_path(&mut target.value, key, parse_scalar(value)).map_err(|message| {
+            SpecError::Override {
+                assignment: crate::redact::redact_assignment(assignment),
+                message,
+            }
         })?;
     }
     Ok(Specs {
@@ -163,9 +175,9 @@ fn set_path(root: &mut Value, key: &str, value: Value) -> Result<(), String> {
     let (last, parents) = segments.split_last().expect("at least one segment");
     let mut node = root;
     for segment in parents {
-        let map = node
-            .as_mapping_mut()
-            .ok_or_else(|| format!("cannot set `{key}`: the value above `{segment}` is not a mapping"))?;
+        let map = node.as_mapping_mut().ok_or_else(|| {
+            format!("cannot set `{key}`: the value above `{segment}` is not a mapping")
+        })?;
         let entry = map
             .entry(Value::String(segment.clone()))
             .or_insert_with(|| Value::Mapping(Mapping::new()));
@@ -187,7 +199,11 @@ fn deserialize<T: DeserializeOwned>(source: &Source, value: Value) -> Result<T, 
         let message = explain(&e.inner().to_string());
         SpecError::Field {
             file: source.name.clone(),
-            field: if field == "." { "(top level)".into() } else { field },
+            field: if field == "." {
+                "(top level)".into()
+            } else {
+                field
+            },
             message,
         }
     })
@@ -210,14 +226,20 @@ fn driver_from(source: &Source) -> Result<DriverConfig, SpecError> {
             return Err(SpecError::Field {
                 file: source.name.clone(),
                 field: "driver".into(),
-                message: format!("{other:?} is not a driver name; use one of: {}", DRIVER_NAMES.join(", ")),
+                message: format!(
+                    "{other:?} is not a driver name; use one of: {}",
+                    DRIVER_NAMES.join(", ")
+                ),
             })
         }
         None => {
             return Err(SpecError::Field {
                 file: source.name.clone(),
                 field: "driver".into(),
-                message: format!("missing; add `driver: kafka` (known drivers: {})", DRIVER_NAMES.join(", ")),
+                message: format!(
+                    "missing; add `driver: kafka` (known drivers: {})",
+                    DRIVER_NAMES.join(", ")
+                ),
             })
         }
     };
@@ -254,7 +276,11 @@ fn explain(message: &str) -> String {
         .find(|p| message.starts_with(p));
     match (unknown_kind, ticked.split_first()) {
         (Some(kind), Some((bad, allowed))) => {
-            let what = if kind == "unknown field" { "fields" } else { "values" };
+            let what = if kind == "unknown field" {
+                "fields"
+            } else {
+                "values"
+            };
             let allowed_list = if allowed.is_empty() {
                 "none".to_string()
             } else {
@@ -298,8 +324,12 @@ mod tests {
             pub fn new(text: &str) -> Self {
                 static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
                 let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let path = std::env::temp_dir().join(format!("bb-spec-{}-{n}.yaml", std::process::id()));
-                std::fs::File::create(&path).unwrap().write_all(text.as_bytes()).unwrap();
+                let path =
+                    std::env::temp_dir().join(format!("bb-spec-{}-{n}.yaml", std::process::id()));
+                std::fs::File::create(&path)
+                    .unwrap()
+                    .write_all(text.as_bytes())
+                    .unwrap();
                 TempFile(path)
             }
         }
@@ -315,7 +345,10 @@ mod tests {
         let specs = load_specs(None, None, &[]).unwrap();
         assert_eq!(specs.workload.name, "quickstart");
         let DriverConfig::Kafka(k) = &specs.driver;
-        assert_eq!(k.bootstrap_servers, None, "the default driver uses the managed broker");
+        assert_eq!(
+            k.bootstrap_servers, None,
+            "the default driver uses the managed broker"
+        );
         assert_eq!(k.producer_config.get("acks").map(String::as_str), Some("1"));
     }
 
@@ -355,7 +388,10 @@ mod tests {
 
         let f = file("message_size: 12 apples\n");
         let err = load_specs(Some(&f.0), None, &[]).unwrap_err().to_string();
-        assert!(err.contains("field `message_size`") && err.contains("unknown size unit"), "{err}");
+        assert!(
+            err.contains("field `message_size`") && err.contains("unknown size unit"),
+            "{err}"
+        );
 
         let f = file("topics: many\n");
         let err = load_specs(Some(&f.0), None, &[]).unwrap_err().to_string();
@@ -377,11 +413,17 @@ mod tests {
 
     #[test]
     fn bad_override() {
-        let err = load_specs(None, None, &["rtae=5".into()]).unwrap_err().to_string();
+        let err = load_specs(None, None, &["rtae=5".into()])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("did you mean `rate`?"), "{err}");
-        let err = load_specs(None, None, &["rate".into()]).unwrap_err().to_string();
+        let err = load_specs(None, None, &["rate".into()])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("field=value"), "{err}");
-        let err = load_specs(None, None, &["rate=fast".into()]).unwrap_err().to_string();
+        let err = load_specs(None, None, &["rate=fast".into()])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("field `rate`"), "{err}");
     }
 

@@ -11,10 +11,9 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let number: f64 = number
-        .replace('_', "")
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size; write a number with a unit such as 100B, 64KiB or 1MiB"))?;
+    let number: f64 = number.replace('_', "").parse().map_err(|_| {
+        format!("'{text}' is not a size; write a number with a unit such as 100B, 64KiB or 1MiB")
+    })?;
     let factor: f64 = match unit.trim() {
         "" | "B" | "b" => 1.0,
         "KB" | "kB" | "kb" => 1e3,
@@ -79,10 +78,9 @@ pub fn parse_rate(text: &str) -> Result<Option<f64>, String> {
     } else {
         (text, 1.0)
     };
-    let value: f64 = number
-        .replace('_', "")
-        .parse()
-        .map_err(|_| format!("'{text}' is not a rate; write messages per second (50000, 10k) or max"))?;
+    let value: f64 = number.replace('_', "").parse().map_err(|_| {
+        format!("'{text}' is not a rate; write messages per second (50000, 10k) or max")
+    })?;
     Ok(Some(value * factor))
 }
 
@@ -122,7 +120,9 @@ mod tests {
         assert_eq!(parse_bytes("64KiB"), Ok(65536));
         assert_eq!(parse_bytes("1MiB"), Ok(1 << 20));
         assert_eq!(parse_bytes("1KB"), Ok(1000));
-        assert!(parse_bytes("12 parsecs").unwrap_err().contains("unknown size unit"));
+        assert!(parse_bytes("12 parsecs")
+            .unwrap_err()
+            .contains("unknown size unit"));
         assert!(parse_bytes("1.5B").is_err());
     }
 

@@ -222,8 +222,15 @@ fn positive(field: &str, value: Option<u32>, default: u32, min: u32) -> Result<u
     Ok(v)
 }
 
-fn duration_field(field: &str, value: &Option<Scalar>, default: &str) -> Result<Duration, FieldError> {
-    let text = value.as_ref().map(Scalar::text).unwrap_or_else(|| default.to_string());
+fn duration_field(
+    field: &str,
+    value: &Option<Scalar>,
+    default: &str,
+) -> Result<Duration, FieldError> {
+    let text = value
+        .as_ref()
+        .map(Scalar::text)
+        .unwrap_or_else(|| default.to_string());
     parse_duration(&text).map_err(|m| FieldError::new(field, m))
 }
 
@@ -242,7 +249,8 @@ impl RawWorkload {
             ));
         }
         let topics = positive("topics", self.topics, 1, 1)?;
-        let partitions_per_topic = positive("partitions_per_topic", self.partitions_per_topic, 1, 1)?;
+        let partitions_per_topic =
+            positive("partitions_per_topic", self.partitions_per_topic, 1, 1)?;
         let producers_per_topic = positive("producers_per_topic", self.producers_per_topic, 1, 1)?;
         let consumers_per_topic = positive("consumers_per_topic", self.consumers_per_topic, 1, 0)?;
         let payload = self.payload.unwrap_or(Payload::Random { pool: 1000 });
@@ -269,7 +277,10 @@ impl RawWorkload {
                 return Err(FieldError::new("payload.pool", "must be at least 1"));
             }
             Payload::File { path, .. } if path.as_os_str().is_empty() => {
-                return Err(FieldError::new("payload.path", "must name a file with one record per line"));
+                return Err(FieldError::new(
+                    "payload.path",
+                    "must name a file with one record per line",
+                ));
             }
             _ => {}
         }
@@ -290,7 +301,10 @@ impl RawWorkload {
         let duration = duration_field("duration", &self.duration, "30s")?;
         let drain_timeout = duration_field("drain_timeout", &self.drain_timeout, "10s")?;
         if duration.is_zero() {
-            return Err(FieldError::new("duration", "must be longer than 0s, e.g. 30s"));
+            return Err(FieldError::new(
+                "duration",
+                "must be longer than 0s, e.g. 30s",
+            ));
         }
         let max_in_flight = positive("max_in_flight", self.max_in_flight, 100_000, 1)?;
         Ok(Workload {
@@ -326,7 +340,9 @@ mod tests {
     use super::*;
 
     fn parse(yaml: &str) -> Result<Workload, FieldError> {
-        serde_yaml::from_str::<RawWorkload>(yaml).unwrap().validate()
+        serde_yaml::from_str::<RawWorkload>(yaml)
+            .unwrap()
+            .validate()
     }
 
     #[test]
@@ -340,7 +356,8 @@ mod tests {
 
     #[test]
     fn units_and_max_rate() {
-        let w = parse("message_size: 1KiB\nrate: max\nduration: 500ms\npayload: {kind: sensor}").unwrap();
+        let w = parse("message_size: 1KiB\nrate: max\nduration: 500ms\npayload: {kind: sensor}")
+            .unwrap();
         assert_eq!(w.message_size, 1024);
         assert_eq!(w.rate, Rate::Max);
         assert_eq!(w.duration, Duration::from_millis(500));
@@ -360,7 +377,10 @@ mod tests {
         assert_eq!(parse("topics: 0").unwrap_err().field, "topics");
         assert_eq!(parse("duration: 0s").unwrap_err().field, "duration");
         assert_eq!(parse("name: 'a b'").unwrap_err().field, "name");
-        assert_eq!(parse("payload: {kind: random, pool: 0}").unwrap_err().field, "payload.pool");
+        assert_eq!(
+            parse("payload: {kind: random, pool: 0}").unwrap_err().field,
+            "payload.pool"
+        );
     }
 
     #[test]

@@ -1,0 +1,33 @@
+//! Everything brokerbench writes about a run: the results folder (manifest.json, summary.json,
+//! timeseries.csv, publish.hlog, e2e.hlog), written as the run goes so a crash leaves a usable
+//! folder; the terminal summary; and the live status line.
+//!
+//! Reports know nothing about the engine: they read [`brokerbench_model::IntervalRow`]s through
+//! [`brokerbench_model::RunObserver`] and the final [`brokerbench_model::Summary`].
+
+mod error;
+mod export;
+mod folder;
+mod hlog;
+mod live;
+mod manifest;
+mod tee;
+mod terminal;
+mod time;
+mod timeseries;
+
+pub use error::ReportError;
+pub use export::{Export, SummaryJson};
+pub use folder::{
+    ResultsFolder, E2E_HLOG_FILE, MANIFEST_FILE, PUBLISH_HLOG_FILE, SUMMARY_FILE, TIMESERIES_FILE,
+};
+pub use hlog::HistogramLogWriter;
+pub use live::LiveLine;
+pub use manifest::{folder_name, BrokerInfo, Host, Manifest, Tool, CLOCK_NOTE, TOOL_NAME};
+pub use tee::Tee;
+pub use terminal::terminal_summary;
+pub use time::rfc3339_utc;
+pub use timeseries::{TimeseriesWriter, TIMESERIES_COLUMNS};
+
+#[cfg(test)]
+pub(crate) mod test_support;

@@ -1,0 +1,403 @@
+//! The summary printed at the end of a run: one screen, aligned, with loss and errors stated
+//! so plainly that a lossy or failed run can never be mistaken for a clean one.
+
+use std::fmt::Write as _;
+
+use brokerbench_model::units::format_nanos;
+use brokerbench_model::{ConsumerShare, Integrity, LatencySummary, RunStatus, Summary};
+
+/// Width of the label column of every line.
+const LABEL: usize = 13;
+/// Width of the label column of the latency table (its cells carry their own padding).
+const LATENCY_LABEL: usize = 12;
+/// Width of one latency cell; `format_nanos` yields at most 9 characters.
+const CELL: usize = 10;
+
+/// `1800000` → `1,800,000`.
+pub(crate) fn group_thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// A rate in msg/s: whole numbers with thousands separators, small fractional rates with
+/// 2 decimals.
+pub(crate) fn format_count_rate(per_second: f64) -> String {
+    if !per_second.is_finite() || per_second < 0.0 {
+        return format!("{per_second}");
+    }
+    if per_second >= 100.0 || per_second.fract() == 0.0 {
+        group_thousands(per_second.round() as u64)
+    } else {
+        format!("{per_second:.2}")
+    }
+}
+
+fn status_text(summary: &Summary) -> &'static str {
+    match summary.status {
+        RunStatus::Complete if summary.is_clean() => "complete",
+        RunStatus::Complete => "complete, NOT CLEAN (see integrity and errors)",
+        RunStatus::Interrupted => "INTERRUPTED",
+        RunStatus::Failed => "FAILED",
+    }
+}
+
+fn mode_text(summary: &Summary) -> String {
+    match (summary.mode.as_str(), summary.target_rate) {
+        ("max-rate", _) | (_, None) => {
+            format!("{} (closed loop: latency is not open-loop)", summary.mode)
+        }
+        (mode, Some(rate)) => format!("{mode} at {} msg/s", format_count_rate(rate)),
+    }
+}
+
+fn latency_row(out: &mut String, label: &str, latency: &LatencySummary) {
+    if latency.count == 0 {
+        return;
+    }
+    let _ = write!(out, "{label:<LATENCY_LABEL$}");
+    for value in [
+        latency.p50_ns,
+        latency.p75_ns,
+        latency.p90_ns,
+        latency.p95_ns,
+        latency.p99_ns,
+        latency.p999_ns,
+        latency.p9999_ns,
+        latency.max_ns,
+    ] {
+        let _ = write!(out, "{:>CELL$}", format_nanos(value));
+    }
+    out.push('\n');
+}
+
+/// The verdict on delivery: `(lossless)` only when the ledger ran and found nothing wrong.
+fn integrity_verdict(integrity: &Integrity) -> String {
+    if !integrity.checked {
+        return "loss NOT CHECKED (no consumers)".to_string();
+    }
+    if integrity.lost > 0 {
+        return format!("LOSSY: {} lost", group_thousands(integrity.lost));
+    }
+    let problems: Vec<String> = [
+        (integrity.duplicated, "duplicated"),
+        (integrity.out_of_order, "out of order"),
+        (integrity.unacknowledged, "unacknowledged"),
+    ]
+    .iter()
+    .filter(|(count, _)| *count > 0)
+    .map(|(count, what)| format!("{} {what}", group_thousands(*count)))
+    .collect();
+    if problems.is_empty() {
+        "(lossless)".to_string()
+    } else {
+        format!("NOT CLEAN: {}", problems.join(", "))
+    }
+}
+
+/// How the messages were shared among consumers (uneven partition assignment shows here);
+/// omitted for a single consumer.
+fn consumers_line(out: &mut String, consumers: &[ConsumerShare]) {
+    const LIST_AT_MOST: usize = 8;
+    if consumers.len() < 2 {
+        return;
+    }
+    let _ = write!(out, "{:<LABEL$}received", "consumers");
+    if consumers.len() <= LIST_AT_MOST {
+        for c in consumers {
+            let _ = write!(
+                out,
+                "  topic {} sub {} #{}: {}",
+                c.topic,
+                c.subscription,
+                c.member,
+                group_thousands(c.received)
+            );
+        }
+        out.push('\n');
+    } else {
+        let min = consumers.iter().map(|c| c.received).min().unwrap_or(0);
+        let max = consumers.iter().map(|c| c.received).max().unwrap_or(0);
+        let _ = writeln!(
+            out,
+            " between {} and {} each by {} consumers",
+            group_thousands(min),
+            group_thousands(max),
+            consumers.len()
+        );
+    }
+}
+
+/// Renders the end-of-run summary for a terminal.
+pub fn terminal_summary(summary: &Summary) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} on {} — {}, {}, {:.1} s measured",
+        summary.workload,
+        summary.driver,
+        status_text(summary),
+        mode_text(summary),
+        summary.measurement_s
+    );
+
+    let throughput = &summary.throughput;
+    let _ = write!(
+        out,
+        "{:<LABEL$}{} msg/s acknowledged   {:.2} MB/s",
+        "throughput",
+        format_count_rate(throughput.acknowledged_per_s),
+        throughput.acknowledged_mb_per_s
+    );
+    // Sent and acknowledged part ways when the broker cannot keep up; show it then.
+    let ack = throughput.acknowledged_per_s;
+    if (throughput.sent_per_s - ack).abs() > 0.01 * ack.max(1.0) {
+        let _ = write!(
+            out,
+            "   sent {} msg/s",
+            format_count_rate(throughput.sent_per_s)
+        );
+    }
+    if summary.integrity.checked || summary.total.received > 0 {
+        let _ = write!(
+            out,
+            "   received {} msg/s",
+            format_count_rate(throughput.received_per_s)
+        );
+    }
+    out.push('\n');
+
+    let latency = &summary.latency;
+    let rows = [
+        ("  publish", &latency.publish),
+        ("  end-to-end", &latency.end_to_end),
+        ("  service", &latency.service_time),
+        ("  sched. lag", &latency.schedule_lag),
+    ];
+    if rows.iter().all(|(_, l)| l.count == 0) {
+        let _ = writeln!(out, "{:<LABEL$}none recorded", "latency");
+    } else {
+        let _ = write!(out, "{:<LATENCY_LABEL$}", "latency");
+        for heading in ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max"] {
+            let _ = write!(out, "{heading:>CELL$}");
+        }
+        out.push('\n');
+        for (label, summary) in rows {
+            latency_row(&mut out, label, summary);
+        }
+    }
+
+    let total = &summary.total;
+    let integrity = &summary.integrity;
+    let _ = write!(
+        out,
+        "{:<LABEL$}whole run: sent {}  acknowledged {}",
+        "integrity",
+        group_thousands(total.sent),
+        group_thousands(total.acknowledged)
+    );
+    if total.failed > 0 {
+        let _ = write!(out, "  failed {}", group_thousands(total.failed));
+    }
+    if integrity.checked {
+        let _ = write!(
+            out,
+            "  received {}  lost {}  duplicated {}  out of order {}",
+            group_thousands(total.received),
+            group_thousands(integrity.lost),
+            group_thousands(integrity.duplicated),
+            group_thousands(integrity.out_of_order)
+        );
+    }
+    for (count, what) in [
+        (integrity.unacknowledged, "unacknowledged"),
+        (integrity.received_unacknowledged, "received unacknowledged"),
+        (integrity.foreign, "foreign (ignored)"),
+    ] {
+        if count > 0 {
+            let _ = write!(out, "  {what} {}", group_thousands(count));
+        }
+    }
+    let _ = writeln!(out, "  {}", integrity_verdict(integrity));
+
+    consumers_line(&mut out, &summary.consumers);
+
+    if summary.errors.is_empty() {
+        let _ = writeln!(out, "{:<LABEL$}none", "errors");
+    } else {
+        let kinds: Vec<String> = summary
+            .errors
+            .iter()
+            .map(|(kind, count)| format!("{kind}={}", group_thousands(*count)))
+            .collect();
+        let _ = writeln!(out, "{:<LABEL$}{} (whole run)", "errors", kinds.join(", "));
+    }
+
+    let client = &summary.client;
+    if client.peak_rss_bytes == 0 && client.cpu_user_s + client.cpu_system_s == 0.0 {
+        let _ = writeln!(out, "{:<LABEL$}not measured", "client");
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<LABEL$}{:.2} CPU-s per million messages (user {:.2} s, system {:.2} s), peak RSS {:.0} MiB",
+            "client",
+            client.cpu_s_per_million_messages,
+            client.cpu_user_s,
+            client.cpu_system_s,
+            client.peak_rss_bytes as f64 / (1024.0 * 1024.0)
+        );
+    }
+
+    let mut notes: Vec<&str> = Vec::new();
+    if summary.client_bound {
+        notes.push(
+            "CLIENT-BOUND: schedule lag kept growing, so the load generator or the client \
+             buffer, not the broker, limited the rate; the offered load was below the target",
+        );
+    }
+    notes.extend(summary.notes.iter().map(String::as_str));
+    for (i, note) in notes.iter().enumerate() {
+        let label = if i == 0 { "notes" } else { "" };
+        let _ = writeln!(out, "{label:<LABEL$}- {note}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::summary;
+
+    fn line<'a>(text: &'a str, start: &str) -> &'a str {
+        text.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line starting with '{start}' in\n{text}"))
+    }
+
+    #[test]
+    fn thousands() {
+        assert_eq!(group_thousands(0), "0");
+        assert_eq!(group_thousands(999), "999");
+        assert_eq!(group_thousands(1_000), "1,000");
+        assert_eq!(group_thousands(1_800_000), "1,800,000");
+        assert_eq!(format_count_rate(49_998.4), "49,998");
+        assert_eq!(format_count_rate(2.5), "2.50");
+    }
+
+    #[test]
+    fn clean_run() {
+        let text = terminal_summary(&summary());
+        assert_eq!(
+            text.lines().next().unwrap(),
+            "quickstart on kafka — complete, open-loop at 60,000 msg/s, 30.0 s measured"
+        );
+        assert_eq!(
+            line(&text, "throughput"),
+            "throughput   59,998 msg/s acknowledged   6.00 MB/s   received 59,997 msg/s"
+        );
+        assert_eq!(
+            line(&text, "latency"),
+            "latency            p50       p75       p90       p95       p99     p99.9    p99.99       max"
+        );
+        assert_eq!(
+            line(&text, "  publish"),
+            "  publish      1.23 ms   2.46 ms   3.69 ms   4.92 ms  12.30 ms  24.60 ms  49.20 ms 123.00 ms"
+        );
+        assert_eq!(
+            line(&text, "integrity"),
+            "integrity    whole run: sent 1,800,000  acknowledged 1,800,000  received 1,800,000  \
+             lost 0  duplicated 0  out of order 0  (lossless)"
+        );
+        assert_eq!(line(&text, "errors"), "errors       none");
+        assert_eq!(
+            line(&text, "client"),
+            "client       2.10 CPU-s per million messages (user 3.00 s, system 0.78 s), peak RSS 45 MiB"
+        );
+        assert!(!text.contains("notes"));
+        assert!(!text.contains("consumers"));
+    }
+
+    #[test]
+    fn consumer_shares() {
+        let mut s = summary();
+        let share = |member, received| ConsumerShare {
+            topic: 0,
+            subscription: 0,
+            member,
+            received,
+        };
+        s.consumers = vec![share(0, 900_000), share(1, 900_001)];
+        let text = terminal_summary(&s);
+        assert_eq!(
+            line(&text, "consumers"),
+            "consumers    received  topic 0 sub 0 #0: 900,000  topic 0 sub 0 #1: 900,001"
+        );
+        s.consumers = (0..10).map(|m| share(m, 1_000 + u64::from(m))).collect();
+        let text = terminal_summary(&s);
+        assert_eq!(
+            line(&text, "consumers"),
+            "consumers    received between 1,000 and 1,009 each by 10 consumers"
+        );
+    }
+
+    #[test]
+    fn lossy_run_is_loud() {
+        let mut s = summary();
+        s.integrity.lost = 1_234;
+        s.integrity.duplicated = 2;
+        s.errors.insert("msg_timed_out".into(), 1_234);
+        let text = terminal_summary(&s);
+        assert!(text.lines().next().unwrap().contains("NOT CLEAN"), "{text}");
+        assert!(
+            line(&text, "integrity").ends_with("LOSSY: 1,234 lost"),
+            "{text}"
+        );
+        assert!(!text.contains("lossless"));
+        assert_eq!(
+            line(&text, "errors"),
+            "errors       msg_timed_out=1,234 (whole run)"
+        );
+    }
+
+    #[test]
+    fn duplicates_are_not_clean() {
+        let mut s = summary();
+        s.integrity.duplicated = 3;
+        let text = terminal_summary(&s);
+        assert!(
+            line(&text, "integrity").ends_with("NOT CLEAN: 3 duplicated"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn no_consumers_and_max_rate() {
+        let mut s = summary();
+        s.mode = "max-rate".into();
+        s.target_rate = None;
+        s.status = RunStatus::Interrupted;
+        s.integrity.checked = false;
+        s.total.received = 0;
+        s.latency.end_to_end = LatencySummary::default();
+        s.client_bound = true;
+        s.notes.push("warm-up was 5 s".into());
+        let text = terminal_summary(&s);
+        assert!(text.starts_with(
+            "quickstart on kafka — INTERRUPTED, max-rate (closed loop: latency is not open-loop)"
+        ));
+        assert!(!text.contains("end-to-end"), "{text}");
+        assert!(!line(&text, "throughput").contains("received"));
+        assert!(line(&text, "integrity").ends_with("loss NOT CHECKED (no consumers)"));
+        assert!(line(&text, "notes").starts_with("notes        - CLIENT-BOUND"));
+        assert!(
+            text.contains("\n             - warm-up was 5 s\n"),
+            "{text}"
+        );
+    }
+}

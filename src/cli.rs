@@ -1,0 +1,103 @@
+//! Command-line interface: subcommands and flags. Doc comments are the help text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Measure how fast a message broker ingests and delivers messages, at what latency, losing what.
+#[derive(Debug, Parser)]
+#[command(name = "brokerbench", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a benchmark (default: the built-in quickstart against the managed local Kafka).
+    Run(RunArgs),
+    /// Check workload and driver files without running anything.
+    Validate {
+        /// Workload or driver files (a file with a `driver:` field is a driver file).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Manage a local broker that brokerbench installs and runs for you.
+    Broker {
+        #[arg(value_enum)]
+        action: BrokerAction,
+        #[arg(value_enum)]
+        broker: BrokerKind,
+    },
+    /// Data sets for replay.
+    Data {
+        #[command(subcommand)]
+        command: DataCommand,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Workload file (YAML). Default: the built-in quickstart.
+    pub workload: Option<PathBuf>,
+    /// Driver file (YAML). Default: Kafka on the managed local broker.
+    #[arg(long, short = 'd')]
+    pub driver: Option<PathBuf>,
+    /// Override a field of either file, e.g. `--set rate=20000 --set producer_config.acks=all`.
+    #[arg(long = "set", short = 's', value_name = "FIELD=VALUE")]
+    pub overrides: Vec<String>,
+    /// Results folder for this run. Default: results/<date>-<time>-<workload name>.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the summary as JSON on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// No live progress line.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BrokerAction {
+    /// Download the broker's jars from Maven Central into the data directory (needs Maven).
+    Install,
+    /// Start the broker (idempotent) and wait until it answers.
+    Up,
+    /// Stop the broker brokerbench started.
+    Down,
+    /// Show address, pid and version.
+    Status,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BrokerKind {
+    /// Apache Kafka 4.x in KRaft mode, single node on loopback.
+    Kafka,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DataCommand {
+    /// Write generated sensor records (DEBS 2012 Grand Challenge shape), one per line.
+    Generate {
+        /// Number of records.
+        #[arg(long)]
+        records: u64,
+        /// Output file.
+        #[arg(long)]
+        out: PathBuf,
+        /// Seed for reproducible data.
+        #[arg(long, default_value_t = 2012)]
+        seed: u64,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

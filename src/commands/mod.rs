@@ -1,0 +1,31 @@
+//! One module per subcommand.
+
+mod broker;
+mod data;
+mod run;
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::cli::{Cli, Command, DataCommand};
+
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Validate { files } => validate(&files),
+        Command::Broker { action, broker } => broker::broker(action, broker),
+        Command::Data {
+            command: DataCommand::Generate { records, out, seed },
+        } => data::generate(records, &out, seed),
+    }
+}
+
+fn validate(files: &[std::path::PathBuf]) -> anyhow::Result<ExitCode> {
+    for file in files {
+        let kind = brokerbench_model::spec::validate_file(file)
+            .with_context(|| format!("validating '{}'", file.display()))?;
+        println!("{}: valid {kind} file", file.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,16 @@
+//! The `brokerbench` binary: parse the command line, run, print the error chain, exit.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = brokerbench::cli::Cli::parse();
+    match brokerbench::run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(brokerbench::exit_code_for(&error))
+        }
+    }
+}

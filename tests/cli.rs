@@ -1,0 +1,71 @@
+//! The command line without a broker: help, validation, data generation.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn validate_accepts_the_bundled_files() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    brokerbench()
+        .args([
+            "validate",
+            &format!("{root}/workloads/quickstart.yaml"),
+            &format!("{root}/workloads/drivers/kafka.yaml"),
+        ])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("valid workload file"))
+        .stdout(predicates::str::contains("valid driver file"));
+}
+
+#[test]
+fn validate_rejects_a_bad_file_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "w.yaml", "arrival: poison\n");
+    brokerbench()
+        .arg("validate")
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("arrival"))
+        .stderr(predicates::str::contains("did you mean `poisson`?"));
+}
+
+#[test]
+fn a_bad_override_exits_2() {
+    brokerbench()
+        .args(["run", "--set", "rtae=5"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("did you mean `rate`?"));
+}
+
+#[test]
+fn a_missing_data_file_exits_2_before_touching_a_broker() {
+    brokerbench()
+        .args([
+            "run",
+            "--set",
+            "payload={kind: file, path: /nonexistent/x.tsv}",
+            "--set",
+            "bootstrap_servers=127.0.0.1:1",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("payload.path"));
+}
+
+#[test]
+fn data_generate_writes_sensor_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("d.tsv");
+    brokerbench()
+        .args(["data", "generate", "--records", "100", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text.lines().count(), 100);
+    assert!(text.lines().all(|l| l.split('\t').count() == 66));
+}

@@ -1,0 +1,131 @@
+//! Helpers shared by the integration tests: run the real binary, read its results.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use assert_cmd::Command;
+
+/// The tests in one binary share one broker and two cores: they take turns.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn brokerbench() -> Command {
+    Command::cargo_bin("brokerbench").expect("the binary is built")
+}
+
+/// Starts the managed local Kafka once per test binary (idempotent) and returns its pid.
+pub fn kafka() -> u32 {
+    static PID: OnceLock<u32> = OnceLock::new();
+    *PID.get_or_init(|| {
+        let kafka = brokerbench_brokers::kafka::Kafka::new(&brokerbench_brokers::home());
+        if !kafka.is_installed() {
+            kafka
+                .install()
+                .expect("installing Kafka from Maven Central");
+        }
+        let (status, _) = kafka.up().expect("starting the managed Kafka");
+        status.pid
+    })
+}
+
+/// A finished run: exit code, stdout, stderr and the results folder.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub folder: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Run {
+    pub fn summary(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.folder.join("summary.json"))
+            .unwrap_or_else(|e| panic!("summary.json: {e}\nstderr: {}", self.stderr));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    pub fn manifest(&self) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(self.folder.join("manifest.json")).unwrap())
+            .unwrap()
+    }
+
+    pub fn file(&self, name: &str) -> String {
+        std::fs::read_to_string(self.folder.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+}
+
+fn finish(output: Output, dir: tempfile::TempDir, folder: PathBuf) -> Run {
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        folder,
+        _dir: dir,
+    }
+}
+
+/// Runs `brokerbench run` with the given arguments plus `--out <temp>/run --quiet`.
+pub fn run(args: &[&str]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("run");
+    let output = brokerbench()
+        .arg("run")
+        .args(args)
+        .arg("--out")
+        .arg(&folder)
+        .arg("--quiet")
+        .timeout(std::time::Duration::from_secs(180))
+        .output()
+        .unwrap();
+    finish(output, dir, folder)
+}
+
+/// Short run settings: 1 s warm-up, `seconds` of measurement, at `rate`.
+pub fn short(rate: &str, seconds: u32) -> Vec<String> {
+    vec![
+        format!("rate={rate}"),
+        "warmup=1s".into(),
+        format!("duration={seconds}s"),
+        "drain_timeout=10s".into(),
+    ]
+}
+
+pub fn with_sets<'a>(sets: &'a [String], extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args: Vec<&str> = Vec::new();
+    for s in sets {
+        args.push("--set");
+        args.push(s);
+    }
+    args.extend_from_slice(extra);
+    args
+}
+
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Asserts the run was complete and lossless: sent = acknowledged = received.
+pub fn assert_lossless(run: &Run) -> serde_json::Value {
+    assert_eq!(
+        run.code, 0,
+        "exit code\nstdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    let s = run.summary();
+    let total = &s["total"];
+    assert!(total["sent"].as_u64().unwrap() > 0, "{s:#}");
+    assert_eq!(total["sent"], total["acknowledged"], "{s:#}");
+    assert_eq!(total["acknowledged"], total["received"], "{s:#}");
+    for field in ["lost", "duplicated", "out_of_order", "unacknowledged"] {
+        assert_eq!(s["integrity"][field], 0, "{field}: {s:#}");
+    }
+    assert_eq!(s["status"], "complete");
+    s
+}

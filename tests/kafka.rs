@@ -1,0 +1,294 @@
+//! Integration tests against the real managed Kafka (started by these tests if needed).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+#[test]
+fn quickstart_at_a_modest_rate_is_lossless_and_writes_every_result_file() {
+    let _turn = serial();
+    kafka();
+    let sets = short("5000", 3);
+    let run = run(&with_sets(&sets, &["--json"]));
+    let s = assert_lossless(&run);
+    let printed: serde_json::Value =
+        serde_json::from_str(&run.stdout).expect("--json prints the summary");
+    assert_eq!(printed, s);
+    assert!(
+        (s["throughput"]["acknowledged_per_s"].as_f64().unwrap() - 5000.0).abs() < 250.0,
+        "{s:#}"
+    );
+    assert_eq!(s["mode"], "open-loop");
+    assert!(s["latency"]["publish"]["count"].as_u64().unwrap() >= 14_000);
+    assert!(s["latency"]["end_to_end"]["p50_ns"].as_u64().unwrap() > 0);
+    assert_eq!(run.manifest()["status"], "complete");
+    assert_eq!(run.manifest()["broker"]["managed"], true);
+    let csv = run.file("timeseries.csv");
+    assert!(
+        csv.lines().count() >= 5,
+        "header + one row per second:\n{csv}"
+    );
+    for hlog in ["publish.hlog", "e2e.hlog"] {
+        let text = run.file(hlog);
+        assert!(
+            text.starts_with("#[Histogram log format version 1.3]"),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .filter(|l| !l.starts_with('#') && !l.starts_with('"'))
+                .count()
+                >= 4
+        );
+    }
+}
+
+#[test]
+fn acks_0_1_and_all_are_lossless() {
+    let _turn = serial();
+    kafka();
+    for acks in ["0", "1", "all"] {
+        let mut sets = short("2000", 2);
+        sets.push(format!("producer_config.acks={acks}"));
+        let run = run(&with_sets(&sets, &[]));
+        let s = assert_lossless(&run);
+        let notes = s["notes"].to_string();
+        assert_eq!(
+            acks == "0",
+            notes.contains("acks=0"),
+            "acks={acks}: {notes}"
+        );
+    }
+}
+
+#[test]
+fn three_partitions_are_shared_by_three_consumers() {
+    let _turn = serial();
+    kafka();
+    let mut sets = short("3000", 3);
+    sets.extend(
+        [
+            "partitions_per_topic=3",
+            "consumers_per_topic=3",
+            "keys=round-robin",
+        ]
+        .map(String::from),
+    );
+    let run = run(&with_sets(&sets, &[]));
+    let s = assert_lossless(&run);
+    let shares: Vec<u64> = s["consumers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["received"].as_u64().unwrap())
+        .collect();
+    assert_eq!(shares.len(), 3, "{s:#}");
+    assert!(
+        shares.iter().all(|&n| n > 0),
+        "every consumer receives a share: {shares:?}"
+    );
+}
+
+#[test]
+fn file_replay_from_ram_and_from_disk() {
+    let _turn = serial();
+    kafka();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("sensor.tsv");
+    brokerbench()
+        .args(["data", "generate", "--records", "500", "--out"])
+        .arg(&data)
+        .assert()
+        .success();
+    for read_in_ram in ["true", "false"] {
+        let mut sets = short("2000", 2);
+        sets.push(format!(
+            "payload={{kind: file, path: '{}', read_in_ram: {read_in_ram}}}",
+            data.display()
+        ));
+        let run = run(&with_sets(&sets, &[]));
+        let s = assert_lossless(&run);
+        let bytes = s["total"]["bytes_acknowledged"].as_f64().unwrap()
+            / s["total"]["acknowledged"].as_f64().unwrap();
+        assert!(
+            (190.0..230.0).contains(&bytes),
+            "24-byte header + ~180-byte record, got {bytes}"
+        );
+    }
+}
+
+#[test]
+fn sensor_payloads_are_generated_on_the_fly() {
+    let _turn = serial();
+    kafka();
+    let mut sets = short("2000", 2);
+    sets.push("payload.kind=sensor".into());
+    let run = run(&with_sets(&sets, &[]));
+    let s = assert_lossless(&run);
+    let bytes =
+        s["total"]["bytes_received"].as_f64().unwrap() / s["total"]["received"].as_f64().unwrap();
+    assert!((190.0..230.0).contains(&bytes), "{bytes}");
+}
+
+#[test]
+fn max_rate_mode_is_a_bounded_closed_loop() {
+    let _turn = serial();
+    kafka();
+    let sets = short("max", 3);
+    let run = run(&with_sets(&sets, &[]));
+    let s = assert_lossless(&run);
+    assert_eq!(s["mode"], "max-rate");
+    assert!(
+        s["throughput"]["acknowledged_per_s"].as_f64().unwrap() > 10_000.0,
+        "{s:#}"
+    );
+    assert!(s["notes"].to_string().contains("not open-loop"));
+}
+
+#[test]
+fn an_unreachable_broker_exits_3_fast_naming_the_address() {
+    let _turn = serial();
+    let started = Instant::now();
+    let run = run(&["--set", "bootstrap_servers=127.0.0.1:1"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(run.stderr.contains("127.0.0.1:1"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("brokerbench broker up kafka"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.folder.exists(),
+        "nothing is written before the broker answers"
+    );
+}
+
+#[test]
+fn a_malformed_workload_exits_2_naming_the_field() {
+    let _turn = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "bad.yaml", "name: bad\nrat: 5000\n");
+    let run = run(&[file.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("bad.yaml"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("unknown field `rat`") && run.stderr.contains("did you mean `rate`?"),
+        "{}",
+        run.stderr
+    );
+    let file = write(dir.path(), "small.yaml", "message_size: 8B\n");
+    let run = run(&[file.to_str().unwrap()]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("message_size") && run.stderr.contains("envelope header"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Resumes the broker even if an assertion fails while it is stopped.
+struct Resume(i32);
+impl Drop for Resume {
+    fn drop(&mut self) {
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
+#[test]
+fn a_one_second_broker_pause_shows_in_publish_p99_and_max() {
+    let _turn = serial();
+    let pid = kafka() as i32;
+    let pauser = std::thread::spawn(move || {
+        // 1 s warm-up + 2 s of measurement, then a 1 s stall.
+        std::thread::sleep(Duration::from_secs(3));
+        let _resume = Resume(pid);
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+        std::thread::sleep(Duration::from_secs(1));
+    });
+    let sets = short("2000", 6);
+    let run = run(&with_sets(&sets, &[]));
+    pauser.join().unwrap();
+    let s = assert_lossless(&run);
+    let publish = &s["latency"]["publish"];
+    let max = publish["max_ns"].as_u64().unwrap();
+    let p99 = publish["p99_ns"].as_u64().unwrap();
+    // About 1/6 of the window's messages were due during the stall, waiting up to 1 s.
+    assert!(
+        max >= 900_000_000,
+        "max {max} ns must show the 1 s stall: {publish:#}"
+    );
+    assert!(
+        p99 >= 500_000_000,
+        "p99 {p99} ns must show the stall: {publish:#}"
+    );
+    assert!(s["latency"]["end_to_end"]["max_ns"].as_u64().unwrap() >= 900_000_000);
+    assert_eq!(
+        s["client_bound"], false,
+        "a broker stall is not the client's fault"
+    );
+}
+
+#[test]
+fn ctrl_c_drains_writes_everything_and_marks_the_run_interrupted() {
+    let _turn = serial();
+    kafka();
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("run");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brokerbench"))
+        .args([
+            "run",
+            "--quiet",
+            "--set",
+            "rate=1000",
+            "--set",
+            "warmup=1s",
+            "--set",
+            "duration=60s",
+            "--out",
+        ])
+        .arg(&folder)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert_eq!(status.code(), Some(130));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["status"], "interrupted");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["status"], "interrupted");
+    assert!(summary["total"]["acknowledged"].as_u64().unwrap() > 1000);
+    assert_eq!(summary["integrity"]["lost"], 0);
+}
+
+#[test]
+fn credentials_never_reach_results_or_output() {
+    let _turn = serial();
+    kafka();
+    let mut sets = short("1000", 1);
+    sets.push("producer_config.sasl.password=hunter2-secret".into());
+    sets.push("consumer_config.sasl.password=hunter2-secret".into());
+    let run = run(&with_sets(&sets, &[]));
+    assert!(!run.stdout.contains("hunter2") && !run.stderr.contains("hunter2"));
+    for entry in std::fs::read_dir(&run.folder).unwrap() {
+        let path = entry.unwrap().path();
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        assert!(
+            !text.contains("hunter2"),
+            "{} leaks the password",
+            path.display()
+        );
+    }
+    assert!(run.manifest().to_string().contains("***"));
+}
