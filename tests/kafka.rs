@@ -171,21 +171,21 @@ fn a_malformed_workload_exits_2_naming_the_field() {
     let _turn = serial();
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "bad.yaml", "name: bad\nrat: 5000\n");
-    let run = run(&[file.to_str().unwrap()]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("bad.yaml"), "{}", run.stderr);
+    let bad = run(&[file.to_str().unwrap()]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(bad.stderr.contains("bad.yaml"), "{}", bad.stderr);
     assert!(
-        run.stderr.contains("unknown field `rat`") && run.stderr.contains("did you mean `rate`?"),
+        bad.stderr.contains("unknown field `rat`") && bad.stderr.contains("did you mean `rate`?"),
         "{}",
-        run.stderr
+        bad.stderr
     );
     let file = write(dir.path(), "small.yaml", "message_size: 8B\n");
-    let run = run(&[file.to_str().unwrap()]);
-    assert_eq!(run.code, 2);
+    let small = run(&[file.to_str().unwrap()]);
+    assert_eq!(small.code, 2);
     assert!(
-        run.stderr.contains("message_size") && run.stderr.contains("envelope header"),
+        small.stderr.contains("message_size") && small.stderr.contains("envelope header"),
         "{}",
-        run.stderr
+        small.stderr
     );
 }
 

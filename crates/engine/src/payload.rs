@@ -213,7 +213,7 @@ impl Keys {
 
     /// The next key: a decimal number below [`KEY_SPACE`], or none.
     #[inline]
-    pub fn next(&mut self) -> Option<&[u8]> {
+    pub fn next_key(&mut self) -> Option<&[u8]> {
         let n = match self.distribution {
             KeyDistribution::None => return None,
             KeyDistribution::RoundRobin => {
@@ -317,11 +317,11 @@ mod tests {
     #[test]
     fn keys() {
         let mut k = Keys::new(KeyDistribution::RoundRobin, 0);
-        assert_eq!(k.next(), Some(&b"0"[..]));
-        assert_eq!(k.next(), Some(&b"1"[..]));
-        assert_eq!(Keys::new(KeyDistribution::None, 0).next(), None);
+        assert_eq!(k.next_key(), Some(&b"0"[..]));
+        assert_eq!(k.next_key(), Some(&b"1"[..]));
+        assert_eq!(Keys::new(KeyDistribution::None, 0).next_key(), None);
         let mut r = Keys::new(KeyDistribution::Random, 0);
-        let n: u64 = std::str::from_utf8(r.next().unwrap())
+        let n: u64 = std::str::from_utf8(r.next_key().unwrap())
             .unwrap()
             .parse()
             .unwrap();

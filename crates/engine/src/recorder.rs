@@ -117,7 +117,7 @@ pub(crate) struct ConsumerResult {
 pub(crate) enum Report {
     Interval {
         task: usize,
-        interval: Interval,
+        interval: Box<Interval>,
     },
     ProducerDone {
         task: usize,
@@ -155,7 +155,7 @@ impl IntervalState {
             // The collector may already be gone when a run is torn down; nothing to do then.
             let _ = self.reports.send(Report::Interval {
                 task: self.task,
-                interval: finished,
+                interval: Box::new(finished),
             });
         }
         &mut self.current
@@ -165,7 +165,7 @@ impl IntervalState {
         let last = std::mem::replace(&mut self.current, Interval::new(0));
         let _ = self.reports.send(Report::Interval {
             task: self.task,
-            interval: last,
+            interval: Box::new(last),
         });
         self.reports
     }

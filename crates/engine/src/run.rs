@@ -429,7 +429,7 @@ impl ProducerTask {
             }
             .write(&mut message);
             sequence += 1;
-            let key = self.keys.next();
+            let key = self.keys.next_key();
             loop {
                 let sent_ns = clock.now_ns();
                 let outgoing = OutgoingMessage {
@@ -594,7 +594,7 @@ fn collect(
                     match pending.get_mut(&index) {
                         Some(row) => row.merge(&interval),
                         None => {
-                            let mut row = interval;
+                            let mut row = *interval;
                             row.index = index;
                             pending.insert(index, row);
                         }
