@@ -18,6 +18,8 @@ pub struct MockFaults {
     pub drop_every: Option<u64>,
     /// Deliver every n-th message twice.
     pub duplicate_every: Option<u64>,
+    /// Time each send takes, to imitate a client slower than the schedule.
+    pub send_delay: Option<Duration>,
 }
 
 type Queues = Arc<Mutex<Vec<VecDeque<Vec<u8>>>>>;
@@ -89,6 +91,9 @@ impl Producer for MockProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
         if self.pending.len() >= 100_000 {
             return Err(SendError::Backpressure);
+        }
+        if let Some(delay) = self.faults.send_delay {
+            std::thread::sleep(delay);
         }
         self.pending
             .push_back((message.payload.to_vec(), message.sent_ns));

@@ -13,6 +13,8 @@ use brokerbench_model::{new_histogram, record_clamped, Counts};
 use crate::ledger::{ConsumerLedger, ProducerLedger};
 
 const SECOND_NS: u64 = 1_000_000_000;
+/// Error kind for messages due in the window that a producer behind schedule never sent.
+pub(crate) const NOT_SENT: &str = "not_sent_behind_schedule";
 
 /// The fixed times of a run, ns since the UNIX epoch.
 #[derive(Debug, Clone, Copy)]
@@ -242,6 +244,11 @@ impl ProducerRecorder {
         count_error(&mut self.result.errors, kind);
     }
 
+    /// Messages the schedule had due in the window that the producer never got to send.
+    pub fn not_sent(&mut self, count: u64) {
+        *self.result.errors.entry(NOT_SENT.to_string()).or_default() += count;
+    }
+
     /// The broker's answer for one message arrived at `now_ns`.
     #[inline]
     pub fn acknowledged(&mut self, ack: &Ack, now_ns: u64) {
@@ -374,5 +381,46 @@ impl ConsumerRecorder {
             task,
             result: Box::new(self.result),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_intervals_hold_every_value_of_both() {
+        let mut a = Interval::new(3);
+        let mut b = Interval::new(3);
+        let mut all = new_histogram();
+        for v in 1..=1000u64 {
+            let target = if v % 3 == 0 { &mut a } else { &mut b };
+            record_clamped(&mut target.publish, v * 1000);
+            record_clamped(&mut all, v * 1000);
+        }
+        a.acknowledged = 333;
+        b.acknowledged = 667;
+        a.schedule_lag_max_ns = 5;
+        b.schedule_lag_max_ns = 9;
+        a.merge(&b);
+        assert_eq!(a.acknowledged, 1000);
+        assert_eq!(a.schedule_lag_max_ns, 9);
+        assert_eq!(a.publish.len(), 1000);
+        for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(
+                a.publish.value_at_quantile(q),
+                all.value_at_quantile(q),
+                "q={q}"
+            );
+        }
+        assert!(all.equivalent(a.publish.value_at_quantile(0.99), 990_000));
+    }
+
+    #[test]
+    fn values_beyond_the_range_are_clamped_not_dropped() {
+        let mut h = new_histogram();
+        record_clamped(&mut h, 0);
+        record_clamped(&mut h, u64::MAX);
+        assert_eq!(h.len(), 2);
     }
 }

@@ -33,6 +33,8 @@ const MIN_SLEEP_NS: u64 = 100_000;
 const CONSUMER_READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// A row is written once every task has reported it, or this long after it ended.
 const ROW_GRACE_NS: u64 = 1_500_000_000;
+/// How long a consumer's close may hold up the end of a run.
+const CONSUMER_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// After Ctrl-C the drain lasts at most this long.
 const INTERRUPTED_DRAIN: Duration = Duration::from_secs(2);
 
@@ -361,6 +363,23 @@ fn consumer_loop(
         }
     }
     recorder.finish();
+    close_within(task.consumer, CONSUMER_CLOSE_TIMEOUT);
+}
+
+/// Closes a consumer, waiting at most `timeout`: a client whose broker has gone may block in
+/// its close (librdkafka waits up to the group session timeout), and the run's results must
+/// not wait for that. A close still under way goes on in the background.
+fn close_within(consumer: Box<dyn brokerbench_driver::Consumer>, timeout: Duration) {
+    let (closed, wait) = mpsc::channel();
+    let closing = std::thread::Builder::new()
+        .name("consumer-close".into())
+        .spawn(move || {
+            drop(consumer);
+            let _ = closed.send(());
+        });
+    if closing.is_ok() {
+        let _ = wait.recv_timeout(timeout);
+    }
 }
 
 struct ProducerTask {
@@ -398,6 +417,16 @@ impl ProducerTask {
                 Some(schedule) => {
                     let intended = schedule.next_ns();
                     if intended >= times.measure_end_ns {
+                        break;
+                    }
+                    if clock.now_ns() >= times.measure_end_ns {
+                        // Behind schedule at the end of the window: what was due and not sent
+                        // is counted, not sent late into the drain.
+                        let mut not_sent = 1;
+                        while schedule.next_ns() < times.measure_end_ns {
+                            not_sent += 1;
+                        }
+                        recorder.not_sent(not_sent);
                         break;
                     }
                     wait_until(producer, recorder, clock, intended, stop);

@@ -86,6 +86,7 @@ fn the_ledger_sees_loss_and_duplicates() {
     let faults = MockFaults {
         drop_every: Some(100),
         duplicate_every: Some(250),
+        ..MockFaults::default()
     };
     let mut driver = MockDriver::new(faults, 1);
     let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
@@ -140,4 +141,47 @@ fn stop_flag_ends_the_run_as_interrupted() {
     assert_eq!(out.summary.status, RunStatus::Interrupted);
     assert!(out.summary.measurement_s > 1.0 && out.summary.measurement_s < 3.0);
     assert!(out.summary.integrity.is_clean());
+}
+
+#[test]
+fn a_client_slower_than_the_schedule_is_reported_client_bound() {
+    // Each send takes >= 1 ms, so at most ~1000 msg/s get out against a target of 5000.
+    let w =
+        workload("rate: 5000\nwarmup: 0s\nduration: 3s\ndrain_timeout: 1s\nconsumers_per_topic: 0");
+    let faults = MockFaults {
+        send_delay: Some(std::time::Duration::from_millis(1)),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    let s = &out.summary;
+    assert!(s.client_bound, "{:?}", s.latency.schedule_lag);
+    assert!(
+        s.notes.iter().any(|n| n.starts_with("client-bound")),
+        "{:?}",
+        s.notes
+    );
+    assert!(
+        s.latency.schedule_lag.max_ns > 1_000_000_000,
+        "lag grew past a second"
+    );
+    let not_sent = s.errors["not_sent_behind_schedule"];
+    assert_eq!(
+        s.total.sent + not_sent,
+        15_000,
+        "every message due in the window is sent or counted"
+    );
+    assert!(
+        out.ended_ns - out.started_ns < 6_000_000_000,
+        "the producer stops at the window's end"
+    );
+    // Open loop: latency is counted from the intended time, so it includes the lag.
+    assert!(s.latency.publish.p99_ns >= s.latency.schedule_lag.p99_ns);
+
+    // The same client at a rate it can keep is not client-bound.
+    let w =
+        workload("rate: 200\nwarmup: 0s\nduration: 2s\ndrain_timeout: 1s\nconsumers_per_topic: 0");
+    let mut driver = MockDriver::new(faults, 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    assert!(!out.summary.client_bound);
 }
