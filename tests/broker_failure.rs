@@ -50,7 +50,7 @@ fn a_broker_stopped_mid_run_is_counted_and_results_are_written() {
     assert_eq!(s["status"], "complete", "{s:#}");
     let total = &s["total"];
     assert!(
-        total["acknowledged"].as_u64().unwrap() >= 2500,
+        total["acknowledged"].as_u64().unwrap() >= 1500,
         "acknowledged before the stop: {s:#}"
     );
     assert!(
