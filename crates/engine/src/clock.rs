@@ -3,13 +3,26 @@
 //! between processes on one host.
 
 use std::sync::OnceLock;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-/// A clock anchored at one (wall time, monotonic instant) pair.
+/// A clock anchored at one (wall time, monotonic time) pair.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
     anchor_wall_ns: u64,
-    anchor: Instant,
+    anchor_monotonic_ns: u64,
+}
+
+/// CLOCK_MONOTONIC in ns: read on every send and acknowledgement, so read directly (vDSO,
+/// no syscall) rather than through `Instant`'s checked arithmetic.
+#[inline]
+fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we pass; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 impl Clock {
@@ -17,13 +30,13 @@ impl Clock {
     pub fn process() -> Clock {
         static CLOCK: OnceLock<Clock> = OnceLock::new();
         *CLOCK.get_or_init(|| {
-            let anchor = Instant::now();
+            let anchor_monotonic_ns = monotonic_ns();
             let wall = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .expect("the system clock is after 1970");
             Clock {
                 anchor_wall_ns: wall.as_nanos() as u64,
-                anchor,
+                anchor_monotonic_ns,
             }
         })
     }
@@ -31,7 +44,7 @@ impl Clock {
     /// Now, in ns since the UNIX epoch.
     #[inline]
     pub fn now_ns(&self) -> u64 {
-        self.anchor_wall_ns + self.anchor.elapsed().as_nanos() as u64
+        self.anchor_wall_ns + (monotonic_ns() - self.anchor_monotonic_ns)
     }
 }
 

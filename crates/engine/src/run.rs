@@ -413,13 +413,14 @@ impl ProducerTask {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            let intended = match self.schedule.as_mut() {
+            let (intended, now) = match self.schedule.as_mut() {
                 Some(schedule) => {
                     let intended = schedule.next_ns();
                     if intended >= times.measure_end_ns {
                         break;
                     }
-                    if clock.now_ns() >= times.measure_end_ns {
+                    let now = wait_until(producer, recorder, clock, intended, stop);
+                    if now >= times.measure_end_ns {
                         // Behind schedule at the end of the window: what was due and not sent
                         // is counted, not sent late into the drain.
                         let mut not_sent = 1;
@@ -429,21 +430,23 @@ impl ProducerTask {
                         recorder.not_sent(not_sent);
                         break;
                     }
-                    wait_until(producer, recorder, clock, intended, stop);
-                    intended
+                    (intended, now)
                 }
                 None => {
-                    wait_until(producer, recorder, clock, times.start_ns, stop);
+                    if sequence == 0 {
+                        wait_until(producer, recorder, clock, times.start_ns, stop);
+                    }
                     while producer.in_flight() >= self.max_in_flight
                         && !stop.load(Ordering::Relaxed)
                     {
-                        poll_acks(producer, recorder, clock, Duration::from_millis(5));
+                        poll_acks(producer, recorder, clock, Duration::from_millis(1));
                     }
                     let now = clock.now_ns();
                     if now >= times.measure_end_ns {
                         break;
                     }
-                    now
+                    // Closed loop: the intended send time is the actual one.
+                    (now, now)
                 }
             };
             if self.body.fill(&mut message).is_err() {
@@ -459,8 +462,10 @@ impl ProducerTask {
             .write(&mut message);
             sequence += 1;
             let key = self.keys.next_key();
+            // The first attempt goes out at the time the wait ended (nothing blocks in
+            // between); a retry after backpressure reads the clock again.
+            let mut sent_ns = now;
             loop {
-                let sent_ns = clock.now_ns();
                 let outgoing = OutgoingMessage {
                     key,
                     payload: &message,
@@ -477,6 +482,7 @@ impl ProducerTask {
                         if stop.load(Ordering::Relaxed) {
                             break 'send;
                         }
+                        sent_ns = clock.now_ns();
                     }
                     Err(SendError::Failed(kind)) => {
                         recorder.send_failed(&kind, clock.now_ns());
@@ -505,6 +511,9 @@ impl ProducerTask {
     }
 }
 
+/// Hands the acknowledgements that have arrived to the recorder. They all get the time the
+/// first of them was handed over: one broker response acknowledges a whole batch, and that
+/// time is closer to the response's arrival than a clock read per message would be.
 #[inline]
 fn poll_acks(
     producer: &mut dyn Producer,
@@ -512,23 +521,28 @@ fn poll_acks(
     clock: Clock,
     timeout: Duration,
 ) {
+    let mut now = 0;
     producer.poll(timeout, &mut |ack| {
-        recorder.acknowledged(&ack, clock.now_ns())
+        if now == 0 {
+            now = clock.now_ns();
+        }
+        recorder.acknowledged(&ack, now)
     });
 }
 
-/// Waits until `intended_ns`, serving acknowledgements meanwhile. Never spins.
+/// Waits until `intended_ns`, serving acknowledgements meanwhile, and returns the time it
+/// stopped waiting. Never spins.
 fn wait_until(
     producer: &mut dyn Producer,
     recorder: &mut ProducerRecorder,
     clock: Clock,
     intended_ns: u64,
     stop: &AtomicBool,
-) {
+) -> u64 {
     loop {
         let now = clock.now_ns();
         if now >= intended_ns || stop.load(Ordering::Relaxed) {
-            return;
+            return now;
         }
         let remaining = intended_ns - now;
         poll_acks(producer, recorder, clock, Duration::ZERO);

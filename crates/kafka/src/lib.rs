@@ -12,7 +12,7 @@ use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer as _, ProducerContext};
+use rdkafka::producer::{BaseProducer, DeliveryResult, Producer as _, ProducerContext};
 use rdkafka::ClientContext;
 
 use brokerbench_driver::{
@@ -20,6 +20,9 @@ use brokerbench_driver::{
     Producer, SendError, Topology,
 };
 use brokerbench_model::KafkaDriverConfig;
+
+mod topic_handle;
+pub use topic_handle::TopicHandle;
 
 /// How long the broker has to answer a metadata request before the run fails as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -304,9 +307,11 @@ impl Driver for KafkaDriver {
                     "creating a Kafka producer (check producer_config): {e}"
                 ))
             })?;
+        let topic = TopicHandle::new(&producer, &self.topics[topic as usize])
+            .map_err(|e| DriverError::Other(format!("creating a topic handle: {e}")))?;
         Ok(Box::new(KafkaProducer {
+            topic,
             producer,
-            topic: self.topics[topic as usize].clone(),
             in_flight: 0,
             batch: Vec::with_capacity(1024),
             acks,
@@ -416,8 +421,9 @@ impl ProducerContext for AckCollector {
 }
 
 struct KafkaProducer {
+    /// Declared before `producer` so that it is dropped first, as librdkafka requires.
+    topic: TopicHandle,
     producer: BaseProducer<AckCollector>,
-    topic: String,
     in_flight: usize,
     /// Reused buffer the collected acknowledgements are swapped into.
     batch: Vec<Ack>,
@@ -427,21 +433,16 @@ struct KafkaProducer {
 impl Producer for KafkaProducer {
     #[inline]
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
-        let mut record: BaseRecord<'_, [u8], [u8], usize> =
-            BaseRecord::with_opaque_to(&self.topic, message.sent_ns as usize)
-                .payload(message.payload);
-        if let Some(key) = message.key {
-            record = record.key(key);
-        }
-        match self.producer.send(record) {
+        match self
+            .topic
+            .produce(message.payload, message.key, message.sent_ns as usize)
+        {
             Ok(()) => {
                 self.in_flight += 1;
                 Ok(())
             }
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                Err(SendError::Backpressure)
-            }
-            Err((e, _)) => Err(SendError::Failed(error_kind(&e))),
+            Err(RDKafkaErrorCode::QueueFull) => Err(SendError::Backpressure),
+            Err(code) => Err(SendError::Failed(kind_of(code))),
         }
     }
 
