@@ -33,6 +33,10 @@ const MIN_SLEEP_NS: u64 = 100_000;
 const CONSUMER_READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// A row is written once every task has reported it, or this long after it ended.
 const ROW_GRACE_NS: u64 = 1_500_000_000;
+/// A producer still this far behind its schedule at the end of the window stops sending, and
+/// counts what it did not send; less lateness (a last sleep that ends just past the window)
+/// is finished normally.
+const BEHIND_SCHEDULE_GRACE_NS: u64 = 100_000_000;
 /// How long a consumer's close may hold up the end of a run.
 const CONSUMER_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// After Ctrl-C the drain lasts at most this long.
@@ -420,9 +424,9 @@ impl ProducerTask {
                         break;
                     }
                     let now = wait_until(producer, recorder, clock, intended, stop);
-                    if now >= times.measure_end_ns {
-                        // Behind schedule at the end of the window: what was due and not sent
-                        // is counted, not sent late into the drain.
+                    if now >= times.measure_end_ns + BEHIND_SCHEDULE_GRACE_NS {
+                        // Far behind schedule at the end of the window: what was due and not
+                        // sent is counted, not sent late into the drain.
                         let mut not_sent = 1;
                         while schedule.next_ns() < times.measure_end_ns {
                             not_sent += 1;

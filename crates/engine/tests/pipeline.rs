@@ -185,3 +185,18 @@ fn a_client_slower_than_the_schedule_is_reported_client_bound() {
     let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
     assert!(!out.summary.client_bound);
 }
+
+#[test]
+fn gaps_shorter_than_the_minimum_sleep_still_send_every_message() {
+    // 50,000 msg/s is one message every 20 µs, below the producer's 100 µs minimum sleep.
+    let w = workload(
+        "rate: 50000\nwarmup: 0s\nduration: 2s\ndrain_timeout: 1s\nconsumers_per_topic: 1",
+    );
+    let mut driver = MockDriver::new(MockFaults::default(), 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    let s = &out.summary;
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(s.total.sent, 100_000);
+    assert!(s.integrity.is_clean());
+    assert!(!s.client_bound);
+}
