@@ -101,6 +101,12 @@ pub trait Producer: Send {
     fn in_flight(&self) -> usize;
     /// Gives up on messages still in flight (called at the end of the drain).
     fn abandon(&mut self) {}
+    /// Whether the broker confirms messages. When false (e.g. AMQP without publisher
+    /// confirms) `poll` reports no acknowledgements: a successful `send` is all there is,
+    /// publish latency is not measured, and the delivery ledger expects every sent message.
+    fn confirms(&self) -> bool {
+        true
+    }
     /// A note for the summary on what an acknowledgement means with this configuration
     /// (e.g. Kafka's acks=0), or None.
     fn ack_note(&self) -> Option<String> {
@@ -154,6 +160,12 @@ pub trait Driver: Send + Sync {
     fn subscription_ready(&self, topic: u32, assigned: &[usize]) -> bool {
         let _ = topic;
         assigned.iter().all(|&a| a > 0)
+    }
+    /// When the broker is configured to discard messages by policy (e.g. a RabbitMQ queue
+    /// length limit with overflow drop-head), the reason; messages acknowledged and never
+    /// received are then reported as dropped by the broker, not as lost.
+    fn broker_drop_policy(&self) -> Option<String> {
+        None
     }
     /// Removes what `prepare` created, if the driver file asks for it.
     fn cleanup(&mut self) -> Result<(), DriverError>;
