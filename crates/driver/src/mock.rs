@@ -20,6 +20,10 @@ pub struct MockFaults {
     pub duplicate_every: Option<u64>,
     /// Time each send takes, to imitate a client slower than the schedule.
     pub send_delay: Option<Duration>,
+    /// Publish without confirmations (like AMQP without publisher confirms).
+    pub unconfirmed: bool,
+    /// Declare that dropped messages are the broker's policy (like a drop-head queue limit).
+    pub drops_by_policy: bool,
 }
 
 type Queues = Arc<Mutex<Vec<VecDeque<Vec<u8>>>>>;
@@ -72,6 +76,11 @@ impl Driver for MockDriver {
             queue: (slot.topic * self.subscriptions + slot.subscription) as usize,
             queues: self.queues.clone(),
         }))
+    }
+    fn broker_drop_policy(&self) -> Option<String> {
+        self.faults
+            .drops_by_policy
+            .then(|| "mock drop_every".to_string())
     }
     fn cleanup(&mut self) -> Result<(), DriverError> {
         Ok(())
@@ -126,17 +135,27 @@ impl Producer for MockProducer {
                     }
                 }
             }
-            acks(Ack {
-                envelope: Envelope::read(&payload).expect("the engine writes envelopes"),
-                sent_ns,
-                bytes: payload.len() as u32,
-                result: Ok(()),
-            });
+            if !self.faults.unconfirmed {
+                acks(Ack {
+                    envelope: Envelope::read(&payload).expect("the engine writes envelopes"),
+                    sent_ns,
+                    bytes: payload.len() as u32,
+                    result: Ok(()),
+                });
+            }
         }
     }
 
     fn in_flight(&self) -> usize {
-        self.pending.len()
+        if self.faults.unconfirmed {
+            0
+        } else {
+            self.pending.len()
+        }
+    }
+
+    fn confirms(&self) -> bool {
+        !self.faults.unconfirmed
     }
 }
 

@@ -186,14 +186,24 @@ fn count_error(errors: &mut HashMap<String, u64>, kind: &str) {
 pub(crate) struct ProducerRecorder {
     interval: IntervalState,
     times: Times,
+    /// False when the broker sends no confirmations: a sent message is then what the ledger
+    /// expects consumers to receive.
+    confirms: bool,
     result: ProducerResult,
 }
 
 impl ProducerRecorder {
-    pub fn new(task: usize, topic: u32, times: Times, reports: Sender<Report>) -> Self {
+    pub fn new(
+        task: usize,
+        topic: u32,
+        confirms: bool,
+        times: Times,
+        reports: Sender<Report>,
+    ) -> Self {
         ProducerRecorder {
             interval: IntervalState::new(task, times, reports),
             times,
+            confirms,
             result: ProducerResult {
                 publish: new_histogram(),
                 service_time: new_histogram(),
@@ -217,7 +227,10 @@ impl ProducerRecorder {
 
     /// A message was handed to the client at `sent_ns`, intended for `intended_ns`.
     #[inline]
-    pub fn sent(&mut self, intended_ns: u64, sent_ns: u64, bytes: usize) {
+    pub fn sent(&mut self, sequence: u64, intended_ns: u64, sent_ns: u64, bytes: usize) {
+        if !self.confirms {
+            self.result.ledger.acknowledged.insert(sequence);
+        }
         let lag = sent_ns.saturating_sub(intended_ns);
         let interval = self.interval.roll(sent_ns);
         interval.sent += 1;

@@ -214,11 +214,14 @@ fn run_prepared(
     }
 
     let mut producers: Vec<(u32, u32, Box<dyn Producer>, BodySource)> = Vec::new();
+    let mut confirms = true;
     for topic in 0..workload.topics {
         for n in 0..workload.producers_per_topic {
             let id = topic * workload.producers_per_topic + n;
             let body = payload.source(id, workload.seed)?;
-            producers.push((id, topic, driver.producer(topic, id)?, body));
+            let producer = driver.producer(topic, id)?;
+            confirms &= producer.confirms();
+            producers.push((id, topic, producer, body));
         }
     }
 
@@ -241,7 +244,13 @@ fn run_prepared(
                 workload.seed ^ (id as u64 + 1),
             )
         });
-        let recorder = ProducerRecorder::new(id as usize, topic, times, reports.clone());
+        let recorder = ProducerRecorder::new(
+            id as usize,
+            topic,
+            producer.confirms(),
+            times,
+            reports.clone(),
+        );
         let keys = Keys::new(workload.keys, workload.seed.wrapping_add(id as u64));
         let task = ProducerTask {
             id,
@@ -287,8 +296,13 @@ fn run_prepared(
         return Err(e);
     }
     let ended_ns = clock.now_ns();
+    let policy = DriverPolicy {
+        name: driver.name(),
+        drops: driver.broker_drop_policy(),
+        confirms,
+    };
     Ok(RunOutcome {
-        summary: summarize(workload, driver.name(), control, times, collected),
+        summary: summarize(workload, &policy, control, times, collected),
         started_ns: start_ns,
         ended_ns,
     })
@@ -477,7 +491,7 @@ impl ProducerTask {
                 };
                 match producer.send(outgoing) {
                     Ok(()) => {
-                        recorder.sent(intended, sent_ns, message.len());
+                        recorder.sent(sequence - 1, intended, sent_ns, message.len());
                         break;
                     }
                     Err(SendError::Backpressure) => {
@@ -782,9 +796,18 @@ fn client_bound(lag_per_second: &[u64]) -> bool {
     last >= 100_000_000 && last > first.saturating_mul(2)
 }
 
+/// What the summary must know about the driver.
+struct DriverPolicy {
+    name: &'static str,
+    /// Why the broker may discard messages by design, if it may.
+    drops: Option<String>,
+    /// Whether every producer had its messages confirmed.
+    confirms: bool,
+}
+
 fn summarize(
     workload: &Workload,
-    driver: &str,
+    driver: &DriverPolicy,
     control: &RunControl,
     times: Times,
     collected: Collected,
@@ -856,7 +879,22 @@ fn summarize(
         .map(|p| p.ledger.clone())
         .collect();
     let subscriptions: Vec<_> = subscriptions.into_values().collect();
-    let integrity = reconcile(&ledgers, &subscriptions, foreign);
+    let mut integrity = reconcile(&ledgers, &subscriptions, foreign);
+    if let Some(reason) = &driver.drops {
+        if integrity.lost > 0 {
+            notes.push(format!(
+                "{} messages acknowledged and never received were dropped by the broker by policy ({reason}), not lost by brokerbench",
+                integrity.lost
+            ));
+        }
+        integrity.dropped_by_broker = integrity.lost;
+        integrity.lost = 0;
+    }
+    if !driver.confirms {
+        notes.push(
+            "delivery was not confirmed (publisher confirms off): only sent messages are counted, publish latency is not measured, and the ledger expects every sent message".into(),
+        );
+    }
     let measurement_s = collected
         .measurement_end_ns
         .saturating_sub(times.warmup_end_ns) as f64
@@ -938,7 +976,7 @@ fn summarize(
             RunStatus::Complete
         },
         workload: workload.name.clone(),
-        driver: driver.to_string(),
+        driver: driver.name.to_string(),
         mode: mode.to_string(),
         target_rate,
         measurement_s,

@@ -200,3 +200,51 @@ fn gaps_shorter_than_the_minimum_sleep_still_send_every_message() {
     assert!(s.integrity.is_clean());
     assert!(!s.client_bound);
 }
+
+#[test]
+fn unconfirmed_publishing_counts_sent_and_still_checks_delivery() {
+    let w = workload("rate: 1000\nwarmup: 0s\nduration: 1s\ndrain_timeout: 1s");
+    let faults = MockFaults {
+        unconfirmed: true,
+        drop_every: Some(100),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    let s = &out.summary;
+    assert_eq!(s.total.sent, 1000);
+    assert_eq!(s.total.acknowledged, 0);
+    assert_eq!(
+        s.latency.publish.count, 0,
+        "no confirms, no publish latency"
+    );
+    assert_eq!(
+        s.integrity.lost, 10,
+        "sent and never received: {:?}",
+        s.integrity
+    );
+    assert!(
+        s.notes.iter().any(|n| n.contains("not confirmed")),
+        "{:?}",
+        s.notes
+    );
+}
+
+#[test]
+fn drops_by_broker_policy_are_not_reported_as_lost() {
+    let w = workload("rate: 1000\nwarmup: 0s\nduration: 1s\ndrain_timeout: 1s");
+    let faults = MockFaults {
+        drop_every: Some(100),
+        drops_by_policy: true,
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    let i = &out.summary.integrity;
+    assert_eq!((i.lost, i.dropped_by_broker), (0, 10), "{i:?}");
+    assert!(out
+        .summary
+        .notes
+        .iter()
+        .any(|n| n.contains("dropped by the broker")));
+}

@@ -163,6 +163,10 @@ pub struct Integrity {
     pub unacknowledged: u64,
     /// Messages read that were not sent by this run (older data in a reused topic); ignored.
     pub foreign: u64,
+    /// Acknowledged and never received where the broker discards messages by policy (e.g. a
+    /// queue length limit with drop-head): counted here instead of as lost.
+    #[serde(default)]
+    pub dropped_by_broker: u64,
 }
 
 impl Integrity {

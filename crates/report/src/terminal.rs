@@ -219,6 +219,10 @@ pub fn terminal_summary(summary: &Summary) -> String {
         (integrity.unacknowledged, "unacknowledged"),
         (integrity.received_unacknowledged, "received unacknowledged"),
         (integrity.foreign, "foreign (ignored)"),
+        (
+            integrity.dropped_by_broker,
+            "dropped by the broker (by policy)",
+        ),
     ] {
         if count > 0 {
             let _ = write!(out, "  {what} {}", group_thousands(count));
