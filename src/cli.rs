@@ -55,6 +55,10 @@ pub struct RunArgs {
     /// No live progress line.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Count heap allocations and report allocations per message (brokerbench's own code;
+    /// the C client library's allocations are not seen).
+    #[arg(long)]
+    pub count_allocations: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,6 +1,7 @@
 //! brokerbench as a library: `run(cli)` carries out one command, so tests can call it
 //! in-process; `exit_code_for` maps an error to the documented exit codes.
 
+pub mod allocations;
 pub mod cli;
 mod commands;
 

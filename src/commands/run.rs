@@ -16,6 +16,7 @@ use brokerbench_report::{
     folder_name, terminal_summary, BrokerInfo, LiveLine, Manifest, ResultsFolder, Tee,
 };
 
+use crate::allocations::AllocationWindow;
 use crate::cli::RunArgs;
 use crate::{exit, BadInput};
 
@@ -106,8 +107,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let mut live = LiveLine::new(!args.quiet);
+    let mut allocation_window = AllocationWindow::default();
+    if args.count_allocations {
+        crate::allocations::enable();
+    }
     let result = {
-        let mut tee = Tee::new(vec![&mut folder, &mut live]);
+        let mut tee = Tee::new(vec![&mut folder, &mut live, &mut allocation_window]);
         brokerbench_engine::run(&workload, driver.as_mut(), &mut tee, &control)
     };
     live.finish();
@@ -119,6 +124,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             return Err(error.into());
         }
     };
+    let mut outcome = outcome;
+    if args.count_allocations {
+        outcome.summary.client.allocations_per_message =
+            allocation_window.per_message(outcome.summary.window.acknowledged.max(outcome.summary.window.sent));
+    }
     let summary = &outcome.summary;
     folder
         .finish(summary, outcome.ended_ns)

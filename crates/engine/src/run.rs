@@ -913,18 +913,21 @@ fn summarize(
         acknowledged_mb_per_s: per_s(window.bytes_acknowledged) / 1e6,
         received_mb_per_s: per_s(window.bytes_received) / 1e6,
     };
+    // Without confirms nothing is acknowledged: the cost is per message sent.
+    let messages = if driver.confirms { window.acknowledged } else { window.sent };
     let client = match collected.cpu {
         Some((start, end)) => {
             let cpu = (end.user_s - start.user_s) + (end.system_s - start.system_s);
             ClientCost {
                 cpu_user_s: end.user_s - start.user_s,
                 cpu_system_s: end.system_s - start.system_s,
-                cpu_s_per_million_messages: if window.acknowledged > 0 {
-                    cpu / (window.acknowledged as f64 / 1e6)
+                cpu_s_per_million_messages: if messages > 0 {
+                    cpu / (messages as f64 / 1e6)
                 } else {
                     0.0
                 },
                 peak_rss_bytes: end.max_rss_bytes,
+                allocations_per_message: None,
             }
         }
         None => ClientCost {

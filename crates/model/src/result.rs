@@ -186,6 +186,10 @@ pub struct ClientCost {
     pub cpu_s_per_million_messages: f64,
     /// Peak resident set size of the process, bytes.
     pub peak_rss_bytes: u64,
+    /// Heap allocations by brokerbench's own code per acknowledged message in the window;
+    /// None unless `--count-allocations` was given.
+    #[serde(default)]
+    pub allocations_per_message: Option<f64>,
 }
 
 /// What one consumer received over the whole run.

@@ -247,7 +247,7 @@ pub fn terminal_summary(summary: &Summary) -> String {
     if client.peak_rss_bytes == 0 && client.cpu_user_s + client.cpu_system_s == 0.0 {
         let _ = writeln!(out, "{:<LABEL$}not measured", "client");
     } else {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{:<LABEL$}{:.2} CPU-s per million messages (user {:.2} s, system {:.2} s), peak RSS {:.0} MiB",
             "client",
@@ -256,6 +256,10 @@ pub fn terminal_summary(summary: &Summary) -> String {
             client.cpu_system_s,
             client.peak_rss_bytes as f64 / (1024.0 * 1024.0)
         );
+        if let Some(allocations) = client.allocations_per_message {
+            let _ = write!(out, ", {allocations:.3} heap allocations per message");
+        }
+        out.push('\n');
     }
 
     let mut notes: Vec<&str> = Vec::new();
