@@ -1,0 +1,346 @@
+//! Broker metrics: which samples of a broker's Prometheus endpoint mean what, and how to turn
+//! them into per-second figures on brokerbench's timeline. Counters become rates from the
+//! difference between two scrapes; gauges are reported as read.
+
+use std::time::Duration;
+
+use crate::scrape::{scrape, ScrapeError};
+use crate::text::{parse, Sample};
+
+/// How a metric is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    /// A monotonically increasing count: reported as a rate per second.
+    Counter,
+    /// A current value: reported as read.
+    Gauge,
+}
+
+/// One figure brokerbench reports, and where it comes from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetricSpec {
+    /// brokerbench's name for it, e.g. `messages_in_per_s` (a CSV column and summary key).
+    pub key: &'static str,
+    /// Prometheus sample name.
+    pub metric: &'static str,
+    /// A label that must have this value, if any (e.g. `name="MessagesInPerSec"`).
+    pub label: Option<(&'static str, &'static str)>,
+    /// A label that must be absent (e.g. `topic`, to take the all-topics series only).
+    pub without_label: Option<&'static str>,
+    pub kind: MetricKind,
+    /// Factor applied to the value (or rate), e.g. 100 for a fraction shown as percent.
+    pub scale: f64,
+}
+
+const fn counter(
+    key: &'static str,
+    metric: &'static str,
+    name: Option<&'static str>,
+) -> MetricSpec {
+    MetricSpec {
+        key,
+        metric,
+        label: match name {
+            Some(n) => Some(("name", n)),
+            None => None,
+        },
+        without_label: Some("topic"),
+        kind: MetricKind::Counter,
+        scale: 1.0,
+    }
+}
+
+const fn gauge(
+    key: &'static str,
+    metric: &'static str,
+    name: Option<&'static str>,
+    scale: f64,
+) -> MetricSpec {
+    MetricSpec {
+        kind: MetricKind::Gauge,
+        scale,
+        ..counter(key, metric, name)
+    }
+}
+
+/// The key of the broker's own count of messages written, compared with brokerbench's count.
+pub const MESSAGES_IN: &str = "messages_in_per_s";
+
+/// Kafka through the Prometheus JMX exporter (lowercase output names).
+pub const KAFKA: &[MetricSpec] = &[
+    counter(
+        MESSAGES_IN,
+        "kafka_server_brokertopicmetrics_count",
+        Some("MessagesInPerSec"),
+    ),
+    counter(
+        "bytes_in_per_s",
+        "kafka_server_brokertopicmetrics_count",
+        Some("BytesInPerSec"),
+    ),
+    // Kafka's own one-minute rate of the idle meter; in combined KRaft mode the broker's and
+    // the controller's handler pools add up, so it can exceed 100.
+    gauge(
+        "request_handler_idle_pct",
+        "kafka_server_kafkarequesthandlerpool_oneminuterate",
+        Some("RequestHandlerAvgIdlePercent"),
+        100.0,
+    ),
+    gauge(
+        "network_processor_idle_pct",
+        "kafka_network_socketserver_value",
+        Some("NetworkProcessorAvgIdlePercent"),
+        100.0,
+    ),
+    gauge(
+        "request_queue_size",
+        "kafka_network_requestchannel_value",
+        Some("RequestQueueSize"),
+        1.0,
+    ),
+    gauge(
+        "under_replicated_partitions",
+        "kafka_server_replicamanager_value",
+        Some("UnderReplicatedPartitions"),
+        1.0,
+    ),
+    counter(
+        "log_flushes_per_s",
+        "kafka_log_logflushstats_count",
+        Some("LogFlushRateAndTimeMs"),
+    ),
+    gauge(
+        "log_flush_time_ms_mean",
+        "kafka_log_logflushstats_mean",
+        Some("LogFlushRateAndTimeMs"),
+        1.0,
+    ),
+    MetricSpec {
+        label: Some(("area", "heap")),
+        ..gauge("jvm_heap_used_bytes", "jvm_memory_used_bytes", None, 1.0)
+    },
+    counter(
+        "jvm_gc_seconds_per_s",
+        "jvm_gc_collection_seconds_sum",
+        None,
+    ),
+];
+
+/// RabbitMQ through the rabbitmq_prometheus plugin (aggregated /metrics).
+pub const RABBITMQ: &[MetricSpec] = &[
+    counter(MESSAGES_IN, "rabbitmq_global_messages_received_total", None),
+    counter(
+        "messages_confirmed_per_s",
+        "rabbitmq_global_messages_confirmed_total",
+        None,
+    ),
+    counter(
+        "messages_delivered_per_s",
+        "rabbitmq_global_messages_delivered_total",
+        None,
+    ),
+    counter(
+        "messages_routed_per_s",
+        "rabbitmq_global_messages_routed_total",
+        None,
+    ),
+    gauge("queue_messages", "rabbitmq_queue_messages", None, 1.0),
+    gauge(
+        "resident_memory_bytes",
+        "rabbitmq_process_resident_memory_bytes",
+        None,
+        1.0,
+    ),
+];
+
+/// One scrape turned into figures, in the order of the specs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    /// When the scrape was made, ns since the UNIX epoch.
+    pub time_ns: u64,
+    /// Per spec: the rate (counters; None on the first scrape) or value (gauges); None when
+    /// the endpoint had no such sample.
+    pub values: Vec<Option<f64>>,
+    /// Per spec: the raw summed counter value (None for gauges and absent samples).
+    pub totals: Vec<Option<f64>>,
+}
+
+/// Scrapes one endpoint repeatedly.
+#[derive(Debug, Clone)]
+pub struct BrokerMetrics {
+    url: String,
+    specs: &'static [MetricSpec],
+    previous: Option<Reading>,
+    timeout: Duration,
+}
+
+impl BrokerMetrics {
+    /// Scrapes `url` for the given metric set.
+    pub fn new(url: impl Into<String>, specs: &'static [MetricSpec]) -> Self {
+        BrokerMetrics {
+            url: url.into(),
+            specs,
+            previous: None,
+            timeout: Duration::from_secs(2),
+        }
+    }
+
+    /// Chooses the metric set from what the endpoint exposes (Kafka JMX exporter or
+    /// rabbitmq_prometheus); None when it is neither.
+    pub fn detect(url: &str) -> Result<Option<BrokerMetrics>, ScrapeError> {
+        let text = scrape(url, Duration::from_secs(2))?;
+        let specs = if text.contains("kafka_server_") {
+            KAFKA
+        } else if text.contains("rabbitmq_") {
+            RABBITMQ
+        } else {
+            return Ok(None);
+        };
+        Ok(Some(BrokerMetrics::new(url, specs)))
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn specs(&self) -> &'static [MetricSpec] {
+        self.specs
+    }
+
+    /// Scrapes now and returns the figures.
+    pub fn read(&mut self, now_ns: u64) -> Result<Reading, ScrapeError> {
+        let samples = parse(&scrape(&self.url, self.timeout)?);
+        let reading = self.interpret(&samples, now_ns);
+        self.previous = Some(reading.clone());
+        Ok(reading)
+    }
+
+    fn interpret(&self, samples: &[Sample], now_ns: u64) -> Reading {
+        let mut values = Vec::with_capacity(self.specs.len());
+        let mut totals = Vec::with_capacity(self.specs.len());
+        for (i, spec) in self.specs.iter().enumerate() {
+            let matching: Vec<f64> = samples
+                .iter()
+                .filter(|s| {
+                    s.name == spec.metric
+                        && spec.label.is_none_or_match(s)
+                        && spec.without_label.none_or(|l| s.label(l).is_none())
+                })
+                .map(|s| s.value)
+                .collect();
+            if matching.is_empty() {
+                values.push(None);
+                totals.push(None);
+                continue;
+            }
+            let sum: f64 = matching.iter().sum();
+            match spec.kind {
+                MetricKind::Gauge => {
+                    values.push(Some(sum * spec.scale));
+                    totals.push(None);
+                }
+                MetricKind::Counter => {
+                    let rate = self.previous.as_ref().and_then(|p| {
+                        let before = p.totals.get(i).copied().flatten()?;
+                        let seconds = now_ns.checked_sub(p.time_ns)? as f64 / 1e9;
+                        (seconds > 0.0).then(|| (sum - before).max(0.0) / seconds * spec.scale)
+                    });
+                    values.push(rate);
+                    totals.push(Some(sum));
+                }
+            }
+        }
+        Reading {
+            time_ns: now_ns,
+            values,
+            totals,
+        }
+    }
+}
+
+trait LabelMatch {
+    fn is_none_or_match(&self, sample: &Sample) -> bool;
+}
+
+impl LabelMatch for Option<(&'static str, &'static str)> {
+    fn is_none_or_match(&self, sample: &Sample) -> bool {
+        match self {
+            None => true,
+            Some((k, v)) => sample.label(k) == Some(v),
+        }
+    }
+}
+
+/// `Option::is_none_or` for MSRV 1.80.
+trait NoneOr<T> {
+    fn none_or(self, f: impl FnOnce(T) -> bool) -> bool;
+}
+
+impl<T> NoneOr<T> for Option<T> {
+    fn none_or(self, f: impl FnOnce(T) -> bool) -> bool {
+        match self {
+            None => true,
+            Some(v) => f(v),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCRAPE_1: &str =
+        "kafka_server_brokertopicmetrics_count{name=\"MessagesInPerSec\",} 1000.0\n\
+        kafka_server_brokertopicmetrics_count{name=\"MessagesInPerSec\",topic=\"t\",} 1000.0\n\
+        kafka_server_brokertopicmetrics_count{name=\"BytesInPerSec\",} 100000.0\n\
+        kafka_network_socketserver_value{name=\"NetworkProcessorAvgIdlePercent\",} 0.25\n\
+        jvm_memory_used_bytes{area=\"heap\",} 4.2E8\n\
+        jvm_memory_used_bytes{area=\"nonheap\",} 6.0E7\n\
+        jvm_gc_collection_seconds_sum{gc=\"G1 Young Generation\",} 1.0\n\
+        jvm_gc_collection_seconds_sum{gc=\"G1 Old Generation\",} 0.5\n";
+    const SCRAPE_2: &str =
+        "kafka_server_brokertopicmetrics_count{name=\"MessagesInPerSec\",} 6000.0\n\
+        kafka_server_brokertopicmetrics_count{name=\"MessagesInPerSec\",topic=\"t\",} 6000.0\n\
+        kafka_server_brokertopicmetrics_count{name=\"BytesInPerSec\",} 600000.0\n\
+        kafka_network_socketserver_value{name=\"NetworkProcessorAvgIdlePercent\",} 0.5\n\
+        jvm_gc_collection_seconds_sum{gc=\"G1 Young Generation\",} 1.2\n\
+        jvm_gc_collection_seconds_sum{gc=\"G1 Old Generation\",} 0.5\n";
+
+    fn value(m: &BrokerMetrics, r: &Reading, key: &str) -> Option<f64> {
+        let i = m.specs().iter().position(|s| s.key == key).unwrap();
+        r.values[i]
+    }
+
+    #[test]
+    fn counters_become_rates_and_gauges_are_scaled() {
+        let mut m = BrokerMetrics::new("http://unused", KAFKA);
+        let first = m.interpret(&parse(SCRAPE_1), 1_000_000_000);
+        assert_eq!(
+            value(&m, &first, MESSAGES_IN),
+            None,
+            "no rate before a second scrape"
+        );
+        assert_eq!(value(&m, &first, "network_processor_idle_pct"), Some(25.0));
+        assert_eq!(
+            value(&m, &first, "jvm_heap_used_bytes"),
+            Some(4.2e8),
+            "heap only, not nonheap"
+        );
+        m.previous = Some(first);
+        let second = m.interpret(&parse(SCRAPE_2), 3_000_000_000);
+        assert_eq!(
+            value(&m, &second, MESSAGES_IN),
+            Some(2500.0),
+            "per-topic series excluded; 5000 in 2 s"
+        );
+        assert_eq!(value(&m, &second, "bytes_in_per_s"), Some(250_000.0));
+        let gc = value(&m, &second, "jvm_gc_seconds_per_s").unwrap();
+        assert!((gc - 0.1).abs() < 1e-9, "summed over collectors: {gc}");
+        assert_eq!(
+            value(&m, &second, "jvm_heap_used_bytes"),
+            None,
+            "absent in this scrape"
+        );
+        assert_eq!(value(&m, &second, "request_queue_size"), None);
+    }
+}
