@@ -3,6 +3,7 @@
 
 pub mod driver_config;
 pub mod redact;
+pub mod resources;
 pub mod result;
 pub mod spec;
 pub mod units;

@@ -1,0 +1,479 @@
+//! Per-process sampling: which processes a target covers, their CPU, memory, storage I/O and
+//! threads, and finding a broker process by name.
+//!
+//! Counting a process tree. For a target with descendants, the CPU and I/O counters of the
+//! tree are `Σ over live members of (own + reaped children)`: `utime + cutime`,
+//! `stime + cstime` and `/proc/PID/io` (which already includes reaped children). That sum
+//! only grows while processes are born and reaped inside the tree, so short-lived children
+//! (started and reaped between two samples) are counted too. The interval value is the sum
+//! now minus the previous readings of the members that are still members or that died; a
+//! member that left the tree alive (re-parented, e.g. a daemon that double-forks) is not
+//! subtracted and its last interval is lost. A member that died but was reaped outside the
+//! tree makes the interval value too small (never negative: it is clamped at 0).
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::path::Path;
+
+use crate::procfs::{self, ProcIo, ProcStat};
+
+/// Which side of the benchmark a monitored process is. The set is closed: resources.csv and
+/// the summary have fixed columns for each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    /// The broker under test (a local process: managed by brokerbench or named by the user).
+    Broker,
+    /// The benchmark client: this process, with its producers, consumers and the monitor.
+    Client,
+}
+
+impl Role {
+    /// Lower-case name, used as the column prefix in resources.csv.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Broker => "broker",
+            Role::Client => "client",
+        }
+    }
+}
+
+/// A process (tree) to monitor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Broker or client; at most one target per role.
+    pub role: Role,
+    /// Process id of the root of the tree.
+    pub root_pid: u32,
+    /// Whether to count every descendant of the root too (re-scanned each sample, so children
+    /// started later count). Threads always count: they are part of their process.
+    pub include_descendants: bool,
+}
+
+impl Target {
+    /// The broker: `pid` and all its descendants (a start script's JVM, helper processes).
+    pub fn broker(pid: u32) -> Target {
+        Target {
+            role: Role::Broker,
+            root_pid: pid,
+            include_descendants: true,
+        }
+    }
+
+    /// The client: this process only. Descendants are left out because a managed local
+    /// broker may be a child of this process and must not be counted twice.
+    pub fn client() -> Target {
+        Target {
+            role: Role::Client,
+            root_pid: std::process::id(),
+            include_descendants: false,
+        }
+    }
+}
+
+/// One target at one sample. Interval values cover the time since the previous sample
+/// (`Sample::interval_s`) and are `None` on the first sample, after the process is lost, or
+/// when the counter could not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessSample {
+    /// Broker or client.
+    pub role: Role,
+    /// Process id of the root of the tree.
+    pub root_pid: u32,
+    /// Whether the root process is running (false once it exited, became a zombie, or was
+    /// never found; a lost process stays lost even if its pid is reused).
+    pub alive: bool,
+    /// When the root process was first found gone, ns since the UNIX epoch (the time of the
+    /// first sample that did not find it alive).
+    pub lost_at_ns: Option<u64>,
+    /// Number of processes counted in this sample (root + live descendants).
+    pub processes: u32,
+    /// User-mode CPU in the interval, percent of one core.
+    pub cpu_user_pct: Option<f64>,
+    /// Kernel-mode CPU in the interval, percent of one core.
+    pub cpu_system_pct: Option<f64>,
+    /// Resident set size now, bytes, summed over the processes (shared pages count once per
+    /// process, as in `ps`).
+    pub rss_bytes: Option<u64>,
+    /// Bytes read from storage in the interval (`read_bytes` of `/proc/PID/io`); `None` when
+    /// that file is not readable (another user's process without CAP_SYS_PTRACE).
+    pub disk_read_bytes: Option<u64>,
+    /// Bytes written to storage in the interval (`write_bytes − cancelled_write_bytes`);
+    /// `None` when `/proc/PID/io` is not readable.
+    pub disk_written_bytes: Option<u64>,
+    /// Threads now, summed over the processes.
+    pub threads: Option<u64>,
+}
+
+/// Cumulative counters of one member process, in the "own + reaped children" form.
+#[derive(Debug, Clone, Copy)]
+struct MemberReading {
+    /// Start time after boot, ticks: tells a reused pid from the process we saw.
+    starttime: u64,
+    /// User CPU, ticks.
+    user_ticks: u64,
+    /// System CPU, ticks.
+    system_ticks: u64,
+    /// Storage I/O, bytes; None when unreadable.
+    io: Option<ProcIo>,
+}
+
+/// Sum of cumulative counters over a set of member readings.
+#[derive(Debug, Clone, Copy, Default)]
+struct Totals {
+    user_ticks: u64,
+    system_ticks: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    cancelled_write_bytes: u64,
+    io_complete: bool,
+}
+
+impl Totals {
+    fn add(&mut self, reading: &MemberReading) {
+        self.user_ticks += reading.user_ticks;
+        self.system_ticks += reading.system_ticks;
+        match reading.io {
+            Some(io) => {
+                self.read_bytes += io.read_bytes;
+                self.write_bytes += io.write_bytes;
+                self.cancelled_write_bytes += io.cancelled_write_bytes;
+            }
+            None => self.io_complete = false,
+        }
+    }
+}
+
+/// Processes of the host by pid.
+pub(crate) type Processes = HashMap<u32, ProcStat>;
+
+/// Reads `/proc/PID/stat` of every process.
+fn read_all_processes(buffer: &mut String) -> Processes {
+    procfs::list_pids()
+        .into_iter()
+        .filter_map(|pid| {
+            procfs::read_into(format!("/proc/{pid}/stat"), buffer).ok()?;
+            Some((pid, procfs::parse_stat(buffer)?))
+        })
+        .collect()
+}
+
+/// The monitoring state of one target between samples.
+#[derive(Debug)]
+pub(crate) struct TargetState {
+    pub target: Target,
+    /// Start time of the root when first seen, ticks after boot.
+    root_starttime: Option<u64>,
+    lost_at_ns: Option<u64>,
+    /// Readings of the members at the previous sample, by pid.
+    previous: HashMap<u32, MemberReading>,
+    has_previous: bool,
+}
+
+/// Constants needed to turn ticks and pages into percent and bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Units {
+    pub ticks_per_second: f64,
+    pub page_size: u64,
+}
+
+impl TargetState {
+    pub fn new(target: Target) -> TargetState {
+        TargetState {
+            target,
+            root_starttime: None,
+            lost_at_ns: None,
+            previous: HashMap::new(),
+            has_previous: false,
+        }
+    }
+
+    /// Whether the root process has been found gone.
+    pub fn is_lost(&self) -> bool {
+        self.lost_at_ns.is_some()
+    }
+
+    /// Takes one sample. `table` holds the host's processes (fresh for tree members); it
+    /// must be given when this target counts descendants, and is not used otherwise (then
+    /// only the root is read). `elapsed_s` is the real time since
+    /// the previous sample, `None` on the first.
+    pub fn sample(
+        &mut self,
+        now_ns: u64,
+        elapsed_s: Option<f64>,
+        table: Option<&Processes>,
+        units: Units,
+        buffer: &mut String,
+    ) -> ProcessSample {
+        let root = self.target.root_pid;
+        let mut sample = ProcessSample {
+            role: self.target.role,
+            root_pid: root,
+            alive: false,
+            lost_at_ns: self.lost_at_ns,
+            processes: 0,
+            cpu_user_pct: None,
+            cpu_system_pct: None,
+            rss_bytes: None,
+            disk_read_bytes: None,
+            disk_written_bytes: None,
+            threads: None,
+        };
+        if self.lost_at_ns.is_some() {
+            return sample;
+        }
+        let table = table.filter(|_| self.target.include_descendants);
+        let root_stat = match table {
+            Some(table) => table.get(&root).copied(),
+            None => procfs::read_into(format!("/proc/{root}/stat"), buffer)
+                .ok()
+                .and_then(|()| procfs::parse_stat(buffer)),
+        };
+        let root_stat = match root_stat {
+            Some(stat)
+                if !stat.exited()
+                    && self
+                        .root_starttime
+                        .map_or(true, |start| start == stat.starttime) =>
+            {
+                stat
+            }
+            _ => {
+                self.lost_at_ns = Some(now_ns);
+                self.previous.clear();
+                sample.lost_at_ns = self.lost_at_ns;
+                return sample;
+            }
+        };
+        self.root_starttime = Some(root_stat.starttime);
+        sample.alive = true;
+
+        let members: Vec<(u32, ProcStat)> = match table {
+            Some(table) => descendants(root, table)
+                .into_iter()
+                .filter_map(|pid| Some((pid, *table.get(&pid)?)))
+                .collect(),
+            None => vec![(root, root_stat)],
+        };
+        let with_reaped = self.target.include_descendants;
+        let mut current = HashMap::with_capacity(members.len());
+        let mut now = Totals {
+            io_complete: true,
+            ..Totals::default()
+        };
+        let (mut rss_pages, mut threads) = (0, 0);
+        for (pid, stat) in &members {
+            let io = match procfs::read_into(format!("/proc/{pid}/io"), buffer) {
+                Ok(()) => procfs::parse_io(buffer),
+                Err(error) if error.kind() == io::ErrorKind::PermissionDenied => None,
+                // Gone since the process table was read: counted as a member that died.
+                Err(_) if *pid != root => continue,
+                Err(_) => None,
+            };
+            // An exited member may refuse its counters; they no longer change.
+            let io = io.or_else(|| {
+                stat.exited().then(|| {
+                    self.previous
+                        .get(pid)
+                        .and_then(|r| r.io)
+                        .unwrap_or_default()
+                })
+            });
+            let reading = MemberReading {
+                starttime: stat.starttime,
+                user_ticks: stat.utime + if with_reaped { stat.cutime } else { 0 },
+                system_ticks: stat.stime + if with_reaped { stat.cstime } else { 0 },
+                io,
+            };
+            now.add(&reading);
+            rss_pages += stat.rss_pages;
+            threads += stat.num_threads;
+            current.insert(*pid, reading);
+        }
+        sample.processes = current.len() as u32;
+        sample.rss_bytes = Some(rss_pages * units.page_size);
+        sample.threads = Some(threads);
+
+        if let (Some(elapsed_s), true) = (elapsed_s, self.has_previous) {
+            // Previous readings of processes that are still members, or that died (their
+            // counters moved into the reaper); not of processes that left the tree alive.
+            let mut before = Totals {
+                io_complete: true,
+                ..Totals::default()
+            };
+            for (pid, reading) in &self.previous {
+                let same_process_now = |starttime: u64| starttime == reading.starttime;
+                let still_member = current
+                    .get(pid)
+                    .is_some_and(|r: &MemberReading| same_process_now(r.starttime));
+                let still_elsewhere = table.is_some_and(|t| {
+                    t.get(pid)
+                        .is_some_and(|s| same_process_now(s.starttime) && !s.exited())
+                });
+                if still_member || !still_elsewhere {
+                    before.add(reading);
+                }
+            }
+            let per_second = |ticks_now: u64, ticks_before: u64| {
+                ticks_now.saturating_sub(ticks_before) as f64 / units.ticks_per_second / elapsed_s
+                    * 100.0
+            };
+            if elapsed_s > 0.0 {
+                sample.cpu_user_pct = Some(per_second(now.user_ticks, before.user_ticks));
+                sample.cpu_system_pct = Some(per_second(now.system_ticks, before.system_ticks));
+            }
+            if now.io_complete && before.io_complete {
+                sample.disk_read_bytes = Some(now.read_bytes.saturating_sub(before.read_bytes));
+                let written_now = now.write_bytes as i128 - now.cancelled_write_bytes as i128;
+                let written_before =
+                    before.write_bytes as i128 - before.cancelled_write_bytes as i128;
+                sample.disk_written_bytes = Some((written_now - written_before).max(0) as u64);
+            }
+        }
+        self.previous = current;
+        self.has_previous = true;
+        sample
+    }
+}
+
+/// `root` and every process whose parent chain leads to it.
+pub(crate) fn descendants(root: u32, table: &Processes) -> Vec<u32> {
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    for (&pid, stat) in table {
+        if pid != root {
+            children.entry(stat.ppid).or_default().push(pid);
+        }
+    }
+    let mut members = vec![root];
+    let mut next = 0;
+    while next < members.len() {
+        if let Some(kids) = children.get(&members[next]) {
+            members.extend_from_slice(kids);
+        }
+        next += 1;
+    }
+    members
+}
+
+/// Finds running processes by name, for `--broker-process NAME`. A process matches when
+///
+/// 1. its command name (`/proc/PID/comm`, at most 15 bytes) equals `name`, or equals the
+///    first 15 bytes of a longer `name`; or
+/// 2. the file name of its first argument (`argv[0]` with any directory stripped) equals
+///    `name`; or
+/// 3. any later argument (`argv[1..]`) contains `name` as a substring (so `kafka.Kafka`
+///    finds `java ... kafka.Kafka config/server.properties`).
+///
+/// Left out: this process and its ancestors (whose command lines carry the name as an
+/// option), exited (zombie) processes, and every match that descends from another match,
+/// because a broker target counts descendants anyway (a start script and the JVM it forks
+/// give one pid, the script's). The result is sorted by pid; more than one pid means the
+/// name is ambiguous and the caller should ask for a pid.
+pub fn find_pids_by_name(name: &str) -> Vec<u32> {
+    if name.is_empty() {
+        return Vec::new();
+    }
+    let mut buffer = String::new();
+    let table = read_all_processes(&mut buffer);
+    let mut excluded = HashSet::new();
+    let mut pid = std::process::id();
+    while pid > 1 && excluded.insert(pid) {
+        match table.get(&pid) {
+            Some(stat) => pid = stat.ppid,
+            None => break,
+        }
+    }
+    let comm_name = truncate_to_comm(name);
+    let mut matches: HashSet<u32> = HashSet::new();
+    for (&pid, stat) in &table {
+        if excluded.contains(&pid) || stat.exited() {
+            continue;
+        }
+        let comm_matches = procfs::read_into(format!("/proc/{pid}/comm"), &mut buffer).is_ok()
+            && buffer.trim_end_matches('\n') == comm_name;
+        if comm_matches || cmdline_matches(Path::new(&format!("/proc/{pid}/cmdline")), name) {
+            matches.insert(pid);
+        }
+    }
+    let mut top: Vec<u32> = matches
+        .iter()
+        .copied()
+        .filter(|&pid| !has_matching_ancestor(pid, &matches, &table))
+        .collect();
+    top.sort_unstable();
+    top
+}
+
+/// The kernel keeps at most 15 bytes of a command name; cut `name` the same way (on a
+/// character boundary).
+fn truncate_to_comm(name: &str) -> &str {
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
+fn cmdline_matches(path: &Path, name: &str) -> bool {
+    let Ok(bytes) = std::fs::read(path) else {
+        return false;
+    };
+    let args = procfs::parse_cmdline(&bytes);
+    let Some((first, rest)) = args.split_first() else {
+        return false;
+    };
+    let base = first.rsplit('/').next().unwrap_or(first);
+    base == name || rest.iter().any(|arg| arg.contains(name))
+}
+
+fn has_matching_ancestor(pid: u32, matches: &HashSet<u32>, table: &Processes) -> bool {
+    let mut seen = HashSet::new();
+    let mut current = pid;
+    while let Some(stat) = table.get(&current) {
+        let parent = stat.ppid;
+        if parent == 0 || !seen.insert(parent) {
+            return false;
+        }
+        if matches.contains(&parent) {
+            return true;
+        }
+        current = parent;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(ppid: u32) -> ProcStat {
+        ProcStat {
+            state: b'S',
+            ppid,
+            utime: 0,
+            stime: 0,
+            cutime: 0,
+            cstime: 0,
+            num_threads: 1,
+            starttime: 0,
+            rss_pages: 0,
+        }
+    }
+
+    #[test]
+    fn descendants_follow_the_parent_chain() {
+        let table: Processes = [(1, stat(0)), (10, stat(1)), (11, stat(10)), (12, stat(11))]
+            .into_iter()
+            .chain([(20, stat(1)), (21, stat(20))])
+            .collect();
+        let mut tree = descendants(10, &table);
+        tree.sort();
+        assert_eq!(tree, vec![10, 11, 12]);
+        assert_eq!(descendants(21, &table), vec![21]);
+    }
+
+    #[test]
+    fn comm_names_are_cut_like_the_kernel() {
+        assert_eq!(truncate_to_comm("kafka-server-start"), "kafka-server-st");
+        assert_eq!(truncate_to_comm("redis"), "redis");
+    }
+}

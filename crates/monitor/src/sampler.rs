@@ -1,0 +1,112 @@
+//! One sampler for the targets and the host: keeps the previous readings and turns the next
+//! reading into interval values. Rates divide by the real (monotonic) time elapsed between
+//! the two readings; sample timestamps come from the caller's clock.
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crate::host::{HostSample, HostState};
+use crate::process::{ProcessSample, Role, Target, TargetState, Units};
+use crate::procfs;
+use crate::table::ProcessTable;
+use crate::MonitorError;
+
+/// Everything measured at one instant, with interval values since the previous sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// When the sample was taken, ns since the UNIX epoch (the caller's clock).
+    pub time_ns: u64,
+    /// Real time since the previous sample, seconds (monotonic clock); `None` for the first
+    /// sample, which only sets the baseline for interval values.
+    pub interval_s: Option<f64>,
+    /// One entry per target, in the order the targets were given.
+    pub processes: Vec<ProcessSample>,
+    /// The host.
+    pub host: HostSample,
+}
+
+impl Sample {
+    /// The sample of the target with this role, if one is monitored.
+    pub fn process(&self, role: Role) -> Option<&ProcessSample> {
+        self.processes.iter().find(|p| p.role == role)
+    }
+}
+
+/// Samples processes and host on demand; see [`crate::Monitor`] for sampling on a timer.
+#[derive(Debug)]
+pub struct Sampler {
+    targets: Vec<TargetState>,
+    host: HostState,
+    table: ProcessTable,
+    units: Units,
+    previous_instant: Option<Instant>,
+    buffer: String,
+}
+
+impl Sampler {
+    /// A sampler for `targets` (at most one per role; none is fine: host only).
+    pub fn new(targets: Vec<Target>) -> Result<Sampler, MonitorError> {
+        for (i, target) in targets.iter().enumerate() {
+            if targets[..i].iter().any(|t| t.role == target.role) {
+                return Err(MonitorError::DuplicateRole(target.role.as_str()));
+            }
+        }
+        Ok(Sampler {
+            targets: targets.into_iter().map(TargetState::new).collect(),
+            host: HostState::default(),
+            table: ProcessTable::default(),
+            units: Units {
+                ticks_per_second: procfs::clock_ticks_per_second() as f64,
+                page_size: procfs::page_size(),
+            },
+            previous_instant: None,
+            buffer: String::with_capacity(4096),
+        })
+    }
+
+    /// The targets, in the order given.
+    pub fn targets(&self) -> impl Iterator<Item = &Target> {
+        self.targets.iter().map(|t| &t.target)
+    }
+
+    /// Reads everything now; `now_ns` is the timestamp to record (ns since the UNIX epoch).
+    /// Never fails: what cannot be read is `None` in the sample.
+    pub fn sample(&mut self, now_ns: u64) -> Sample {
+        let instant = Instant::now();
+        let interval_s = self
+            .previous_instant
+            .map(|previous| instant.duration_since(previous).as_secs_f64());
+        self.previous_instant = Some(instant);
+
+        let tree_roots: Vec<u32> = self
+            .targets
+            .iter()
+            .filter(|t| t.target.include_descendants && !t.is_lost())
+            .map(|t| t.target.root_pid)
+            .collect();
+        let table = if tree_roots.is_empty() {
+            None
+        } else {
+            self.table.refresh(&tree_roots, &mut self.buffer);
+            Some(self.table.processes())
+        };
+        let processes = self
+            .targets
+            .iter_mut()
+            .map(|target| target.sample(now_ns, interval_s, table, self.units, &mut self.buffer))
+            .collect();
+        let host = self.host.sample(&mut self.buffer);
+        Sample {
+            time_ns: now_ns,
+            interval_s,
+            processes,
+            host,
+        }
+    }
+}
+
+/// Now from the system clock, ns since the UNIX epoch; for callers without a run clock.
+pub fn system_clock_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
