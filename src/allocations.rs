@@ -61,7 +61,9 @@ impl AllocationWindow {
     /// Allocations per message over the window, if it opened and closed.
     pub fn per_message(&self, messages: u64) -> Option<f64> {
         match (self.start, self.end) {
-            (Some(start), Some(end)) if messages > 0 => Some((end - start) as f64 / messages as f64),
+            (Some(start), Some(end)) if messages > 0 => {
+                Some((end - start) as f64 / messages as f64)
+            }
             _ => None,
         }
     }
@@ -81,6 +83,10 @@ impl RunObserver for AllocationWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The binary installs the allocator in main.rs; this test binary needs its own.
+    #[global_allocator]
+    static ALLOCATOR: CountingAllocator = CountingAllocator;
 
     #[test]
     fn counts_allocations_in_the_window() {

@@ -59,6 +59,33 @@ pub struct RunArgs {
     /// the C client library's allocations are not seen).
     #[arg(long)]
     pub count_allocations: bool,
+    /// How often to sample broker, client and host resources and broker metrics.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub sample_interval: std::time::Duration,
+    /// Do not sample resources or scrape broker metrics.
+    #[arg(long)]
+    pub no_monitor: bool,
+    /// The broker's process id, for an external broker (its child processes count too).
+    #[arg(long, value_name = "PID", conflicts_with = "broker_process")]
+    pub broker_pid: Option<u32>,
+    /// Find an external broker's process by name (e.g. `kafka.Kafka`, `beam.smp`).
+    #[arg(long, value_name = "NAME")]
+    pub broker_process: Option<String>,
+    /// The broker's Prometheus metrics endpoint, e.g. http://127.0.0.1:9404/metrics
+    /// (default for the managed brokers: their own endpoint).
+    #[arg(long, value_name = "URL")]
+    pub broker_metrics: Option<String>,
+    /// Serve live figures in the Prometheus format at this address (e.g. 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDRESS")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let d = brokerbench_model::units::parse_duration(text)?;
+    if d.is_zero() {
+        return Err("must be longer than 0s, e.g. 1s or 500ms".into());
+    }
+    Ok(d)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -77,6 +104,8 @@ pub enum BrokerAction {
 pub enum BrokerKind {
     /// Apache Kafka 4.x in KRaft mode, single node on loopback.
     Kafka,
+    /// RabbitMQ from Debian's rabbitmq-server package, its own node on loopback.
+    Rabbitmq,
 }
 
 #[derive(Debug, Subcommand)]

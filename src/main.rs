@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 #[global_allocator]
-static ALLOCATOR: brokerbench::allocations::CountingAllocator = brokerbench::allocations::CountingAllocator;
+static ALLOCATOR: brokerbench::allocations::CountingAllocator =
+    brokerbench::allocations::CountingAllocator;
 
 fn main() -> ExitCode {
     let cli = brokerbench::cli::Cli::parse();

@@ -3,49 +3,107 @@
 use std::process::ExitCode;
 
 use brokerbench_brokers::kafka::Kafka;
+use brokerbench_brokers::rabbitmq::RabbitMq;
 use brokerbench_brokers::BrokerStatus;
 
 use crate::cli::{BrokerAction, BrokerKind};
 
 pub fn broker(action: BrokerAction, kind: BrokerKind) -> anyhow::Result<ExitCode> {
-    let BrokerKind::Kafka = kind;
-    let kafka = Kafka::new(&brokerbench_brokers::home());
-    match action {
-        BrokerAction::Install => {
-            kafka.install()?;
-            println!(
-                "kafka {} installed in {}",
-                brokerbench_brokers::kafka::VERSION,
-                kafka.lib_dir().display()
-            );
-        }
-        BrokerAction::Up => {
-            let (status, already) = kafka.up()?;
-            print_status(
-                &status,
-                if already {
-                    "already running"
-                } else {
-                    "started"
-                },
-            );
-        }
-        BrokerAction::Down => match kafka.down()? {
-            Some(pid) => println!("kafka stopped (pid {pid})"),
-            None => println!("kafka was not running"),
-        },
-        BrokerAction::Status => match kafka.status()? {
-            Some(status) => print_status(&status, "running"),
-            None => {
-                println!("kafka: not running (start it with `brokerbench broker up kafka`)");
-                return Ok(ExitCode::from(1));
+    let home = brokerbench_brokers::home();
+    match kind {
+        BrokerKind::Kafka => {
+            let kafka = Kafka::new(&home);
+            match action {
+                BrokerAction::Install => {
+                    kafka.install()?;
+                    println!(
+                        "kafka {} installed in {}",
+                        brokerbench_brokers::kafka::VERSION,
+                        kafka.lib_dir().display()
+                    );
+                }
+                BrokerAction::Up => {
+                    let (status, already) = kafka.up()?;
+                    print_status(
+                        &status,
+                        if already {
+                            "already running"
+                        } else {
+                            "started"
+                        },
+                    );
+                    if let Some(url) = kafka.metrics_url() {
+                        println!("  metrics: {url}");
+                    }
+                }
+                BrokerAction::Down => return down("kafka", kafka.down()?),
+                BrokerAction::Status => return status("kafka", kafka.status()?),
             }
-        },
+        }
+        BrokerKind::Rabbitmq => {
+            let rabbit = RabbitMq::new(&home);
+            match action {
+                BrokerAction::Install => {
+                    if rabbit.is_installed() {
+                        println!(
+                            "rabbitmq {} is installed (Debian package rabbitmq-server)",
+                            rabbit.version()
+                        );
+                    } else {
+                        anyhow::bail!(
+                            "RabbitMQ comes from Debian's package: run `sudo apt-get install rabbitmq-server` (scripts/setup does)"
+                        );
+                    }
+                }
+                BrokerAction::Up => {
+                    let (status, already) = rabbit.up()?;
+                    print_status(
+                        &status,
+                        if already {
+                            "already running"
+                        } else {
+                            "started"
+                        },
+                    );
+                    println!(
+                        "  management: http://127.0.0.1:{}/  metrics: http://127.0.0.1:{}/metrics",
+                        rabbit.management_port(),
+                        rabbit.prometheus_port()
+                    );
+                }
+                BrokerAction::Down => return down("rabbitmq", rabbit.down()?),
+                BrokerAction::Status => return status("rabbitmq", rabbit.status()?),
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
+fn down(name: &str, stopped: Option<u32>) -> anyhow::Result<ExitCode> {
+    match stopped {
+        Some(pid) => println!("{name} stopped (pid {pid})"),
+        None => println!("{name} was not running"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status(name: &str, status: Option<BrokerStatus>) -> anyhow::Result<ExitCode> {
+    match status {
+        Some(status) => {
+            print_status(&status, "running");
+            Ok(ExitCode::SUCCESS)
+        }
+        None => {
+            println!("{name}: not running (start it with `brokerbench broker up {name}`)");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
 fn print_status(status: &BrokerStatus, state: &str) {
+    if let Some(note) = &status.note {
+        println!("note: {note}");
+    }
     println!(
         "{} {} {state} at {} (pid {})\n  data: {}\n  log:  {}",
         status.name,
@@ -57,8 +115,9 @@ fn print_status(status: &BrokerStatus, state: &str) {
     );
 }
 
-/// Starts the managed Kafka if needed and returns its status, saying what it did on stderr.
-pub fn managed_kafka() -> anyhow::Result<BrokerStatus> {
+/// Starts the managed Kafka if needed and returns its status and metrics endpoint, saying
+/// what it did on stderr.
+pub fn managed_kafka() -> anyhow::Result<(BrokerStatus, Option<String>)> {
     let kafka = Kafka::new(&brokerbench_brokers::home());
     if kafka.status()?.is_none() {
         eprintln!("no bootstrap_servers configured: starting the managed local Kafka...");
@@ -75,5 +134,27 @@ pub fn managed_kafka() -> anyhow::Result<BrokerStatus> {
             ", left running for the next run"
         }
     );
-    Ok(status)
+    Ok((status, kafka.metrics_url()))
+}
+
+/// Starts the managed RabbitMQ if needed and returns its status, AMQP URI and metrics
+/// endpoint, saying what it did on stderr.
+pub fn managed_rabbitmq() -> anyhow::Result<(BrokerStatus, String, String)> {
+    let rabbit = RabbitMq::new(&brokerbench_brokers::home());
+    if rabbit.status()?.is_none() {
+        eprintln!("no uri configured: starting the managed local RabbitMQ...");
+    }
+    let (status, already) = rabbit.up()?;
+    if let Some(note) = &status.note {
+        eprintln!("note: {note}");
+    }
+    eprintln!(
+        "using the managed RabbitMQ {} at {} (pid {}{}; `brokerbench broker down rabbitmq` stops it)",
+        status.version,
+        status.address,
+        status.pid,
+        if already { ", already running" } else { ", left running for the next run" }
+    );
+    let metrics = format!("http://127.0.0.1:{}/metrics", rabbit.prometheus_port());
+    Ok((status, rabbit.amqp_uri(), metrics))
 }

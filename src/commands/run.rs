@@ -7,9 +7,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
+use brokerbench_amqp::AmqpDriver;
 use brokerbench_driver::Driver;
 use brokerbench_engine::{Clock, RunControl};
 use brokerbench_kafka::KafkaDriver;
+use brokerbench_model::driver_config::AmqpUri;
 use brokerbench_model::redact::redact_assignment;
 use brokerbench_model::{load_specs, DriverConfig, Payload, RunStatus};
 use brokerbench_report::{
@@ -18,7 +20,10 @@ use brokerbench_report::{
 
 use crate::allocations::AllocationWindow;
 use crate::cli::RunArgs;
+use crate::monitoring::Monitoring;
 use crate::{exit, BadInput};
+use brokerbench_metrics::MetricsServer;
+use brokerbench_model::{Phase, RunObserver};
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let specs = load_specs(
@@ -37,35 +42,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         })?;
     }
 
-    let (mut driver, broker): (Box<dyn Driver>, BrokerInfo) = match &specs.driver {
-        DriverConfig::Kafka(config) => {
-            let (bootstrap, broker) = match &config.bootstrap_servers {
-                Some(servers) => (
-                    servers.clone(),
-                    BrokerInfo {
-                        address: servers.clone(),
-                        version: None,
-                        managed: false,
-                    },
-                ),
-                None => {
-                    let status = super::broker::managed_kafka()?;
-                    (
-                        status.address.clone(),
-                        BrokerInfo {
-                            address: status.address,
-                            version: Some(status.version),
-                            managed: true,
-                        },
-                    )
-                }
-            };
-            (
-                Box::new(KafkaDriver::new(config.clone(), bootstrap)),
-                broker,
-            )
-        }
-    };
+    let BrokerTarget {
+        mut driver,
+        broker,
+        broker_pid,
+        metrics_url,
+    } = broker_target(&specs.driver, &args)?;
     driver.connect()?;
 
     let clock = Clock::process();
@@ -84,6 +66,34 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     manifest.broker = Some(broker);
     let mut folder = ResultsFolder::create(&out, manifest)
         .with_context(|| format!("creating the results folder '{}'", out.display()))?;
+
+    let monitoring = if args.no_monitor {
+        None
+    } else {
+        Some(Monitoring::start(
+            &out,
+            args.sample_interval,
+            broker_pid,
+            metrics_url.as_deref(),
+        )?)
+    };
+    let mut exposition = match (args.metrics_listen, &monitoring) {
+        (Some(address), Some(m)) => {
+            let server = MetricsServer::start(address)
+                .with_context(|| format!("--metrics-listen {address}: cannot listen there"))?;
+            eprintln!(
+                "serving live metrics at http://{}/metrics",
+                server.address()
+            );
+            Some(m.live_exposition(server))
+        }
+        (Some(_), None) => {
+            return Err(
+                BadInput("--metrics-listen needs monitoring; drop --no-monitor".into()).into(),
+            )
+        }
+        _ => None,
+    };
 
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -108,11 +118,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let mut live = LiveLine::new(!args.quiet);
     let mut allocation_window = AllocationWindow::default();
+    let mut phases = PhaseTimes::default();
     if args.count_allocations {
         crate::allocations::enable();
     }
     let result = {
-        let mut tee = Tee::new(vec![&mut folder, &mut live, &mut allocation_window]);
+        let mut observers: Vec<&mut dyn RunObserver> =
+            vec![&mut folder, &mut live, &mut allocation_window, &mut phases];
+        if let Some(e) = exposition.as_mut() {
+            observers.push(e);
+        }
+        let mut tee = Tee::new(observers);
         brokerbench_engine::run(&workload, driver.as_mut(), &mut tee, &control)
     };
     live.finish();
@@ -126,9 +142,41 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let mut outcome = outcome;
     if args.count_allocations {
-        outcome.summary.client.allocations_per_message =
-            allocation_window.per_message(outcome.summary.window.acknowledged.max(outcome.summary.window.sent));
+        outcome.summary.client.allocations_per_message = allocation_window.per_message(
+            outcome
+                .summary
+                .window
+                .acknowledged
+                .max(outcome.summary.window.sent),
+        );
     }
+    if let Some(monitoring) = monitoring {
+        let summary = &mut outcome.summary;
+        let counted = if summary.total.acknowledged > 0 {
+            summary.total.acknowledged
+        } else {
+            summary.total.sent
+        };
+        let window = phases
+            .window()
+            .unwrap_or(outcome.started_ns..outcome.ended_ns);
+        let (resources, broker_metrics) = monitoring.finish(window, counted);
+        if let Some(m) = &broker_metrics {
+            if let (Some(apart), Some(broker_count)) = (m.disagreement_pct, m.messages_in) {
+                if apart > 1.0 {
+                    summary.notes.push(format!(
+                        "the broker counted {broker_count} messages written and brokerbench {counted}: {apart:.1}% apart (other clients, or messages the broker wrote but did not acknowledge?)"
+                    ));
+                }
+            }
+        }
+        if let Some(r) = &resources {
+            summary.notes.extend(r.notes.iter().cloned());
+        }
+        summary.resources = resources;
+        summary.broker_metrics = broker_metrics;
+    }
+    drop(exposition);
     let summary = &outcome.summary;
     folder
         .finish(summary, outcome.ended_ns)
@@ -144,6 +192,123 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         _ if summary.is_clean() => exit::CLEAN,
         _ => exit::WITH_ERRORS,
     }))
+}
+
+/// The broker a run talks to, and how to watch it.
+struct BrokerTarget {
+    driver: Box<dyn Driver>,
+    broker: BrokerInfo,
+    /// Process to sample, if known.
+    broker_pid: Option<u32>,
+    /// Prometheus endpoint to scrape, if known.
+    metrics_url: Option<String>,
+}
+
+/// Resolves the driver file and flags into a driver, starting the managed broker if the
+/// driver file names no broker address.
+fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Result<BrokerTarget> {
+    let mut target = match driver {
+        DriverConfig::Kafka(config) => match &config.bootstrap_servers {
+            Some(servers) => BrokerTarget {
+                driver: Box::new(KafkaDriver::new(config.clone(), servers.clone())),
+                broker: BrokerInfo {
+                    address: servers.clone(),
+                    version: None,
+                    managed: false,
+                },
+                broker_pid: None,
+                metrics_url: None,
+            },
+            None => {
+                let (status, metrics_url) = super::broker::managed_kafka()?;
+                BrokerTarget {
+                    driver: Box::new(KafkaDriver::new(config.clone(), status.address.clone())),
+                    broker: BrokerInfo {
+                        address: status.address,
+                        version: Some(status.version),
+                        managed: true,
+                    },
+                    broker_pid: Some(status.pid),
+                    metrics_url,
+                }
+            }
+        },
+        DriverConfig::RabbitMq(config) => match &config.uri {
+            Some(uri) => BrokerTarget {
+                driver: Box::new(AmqpDriver::new(config.clone(), uri.clone())),
+                broker: BrokerInfo {
+                    address: uri.address(),
+                    version: None,
+                    managed: false,
+                },
+                broker_pid: None,
+                metrics_url: None,
+            },
+            None => {
+                let (status, uri, metrics_url) = super::broker::managed_rabbitmq()?;
+                let uri = AmqpUri::parse(&uri)
+                    .map_err(|e| anyhow::anyhow!("the managed RabbitMQ's URI: {e}"))?;
+                BrokerTarget {
+                    driver: Box::new(AmqpDriver::new(config.clone(), uri)),
+                    broker: BrokerInfo {
+                        address: status.address,
+                        version: Some(status.version),
+                        managed: true,
+                    },
+                    broker_pid: Some(status.pid),
+                    metrics_url: Some(metrics_url),
+                }
+            }
+        },
+    };
+    if let Some(pid) = args.broker_pid {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(BadInput(format!("--broker-pid {pid}: no such process")).into());
+        }
+        target.broker_pid = Some(pid);
+    }
+    if let Some(name) = &args.broker_process {
+        let pids = brokerbench_monitor::find_pids_by_name(name);
+        target.broker_pid = Some(match pids.as_slice() {
+            [pid] => *pid,
+            [] => return Err(BadInput(format!("--broker-process {name}: no running process matches; give --broker-pid PID instead")).into()),
+            many => {
+                return Err(BadInput(format!(
+                    "--broker-process {name}: {} processes match ({many:?}); give --broker-pid PID instead",
+                    many.len()
+                ))
+                .into())
+            }
+        });
+    }
+    if let Some(url) = &args.broker_metrics {
+        target.metrics_url = Some(url.clone());
+    }
+    Ok(target)
+}
+
+/// Notes when the measurement window opened and closed.
+#[derive(Debug, Default)]
+struct PhaseTimes {
+    measurement: Option<u64>,
+    drain: Option<u64>,
+}
+
+impl PhaseTimes {
+    fn window(&self) -> Option<std::ops::Range<u64>> {
+        Some(self.measurement?..self.drain?)
+    }
+}
+
+impl RunObserver for PhaseTimes {
+    fn phase_started(&mut self, phase: Phase, at_ns: u64) {
+        match phase {
+            Phase::Measurement => self.measurement = Some(at_ns),
+            Phase::Drain => self.drain = Some(at_ns),
+            Phase::Warmup => {}
+        }
+    }
+    fn interval(&mut self, _row: &brokerbench_model::IntervalRow) {}
 }
 
 /// A short id that differs between runs (time and process id mixed).

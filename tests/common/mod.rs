@@ -33,6 +33,22 @@ pub fn kafka() -> u32 {
     })
 }
 
+/// Starts the managed local RabbitMQ once per test binary (idempotent); returns its AMQP port.
+pub fn rabbitmq() -> u16 {
+    static PORT: OnceLock<u16> = OnceLock::new();
+    *PORT.get_or_init(|| {
+        let rabbit = brokerbench_brokers::rabbitmq::RabbitMq::new(&brokerbench_brokers::home());
+        rabbit.up().expect("starting the managed RabbitMQ");
+        rabbit.amqp_port()
+    })
+}
+
+/// The bundled RabbitMQ driver file.
+pub const RABBITMQ_DRIVER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/workloads/drivers/rabbitmq.yaml"
+);
+
 /// A finished run: exit code, stdout, stderr and the results folder.
 pub struct Run {
     pub code: i32,

@@ -37,6 +37,25 @@ const NAME: &str = "kafka";
 const POM: &str = include_str!("../kafka/pom.xml");
 /// Jars whose presence means `install` finished (it fills a side folder, then renames it).
 const REQUIRED_JARS: [&str; 3] = ["kafka_2.13", "kafka-clients", "kafka-tools"];
+/// The Prometheus JMX exporter agent jar (see the pom).
+const AGENT_JAR: &str = "jmx_prometheus_javaagent-1.0.1.jar";
+/// The exporter listens on the broker port plus this (9404 for 9092).
+const METRICS_PORT_OFFSET: u16 = 312;
+/// Exporter configuration: only the MBeans brokerbench reads (the full set is ~12,000 lines
+/// a scrape), named in lower case.
+const JMX_EXPORTER_CONFIG: &str = "\
+lowercaseOutputName: true
+includeObjectNames:
+  - \"kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec\"
+  - \"kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec\"
+  - \"kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent\"
+  - \"kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent\"
+  - \"kafka.network:type=RequestChannel,name=RequestQueueSize\"
+  - \"kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions\"
+  - \"kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs\"
+rules:
+  - pattern: \".*\"
+";
 const DEFAULT_PORT: u16 = 9092;
 const PORT_VARIABLE: &str = "BROKERBENCH_KAFKA_PORT";
 const DEFAULT_HEAP: &str = "1g";
@@ -145,6 +164,47 @@ impl Kafka {
         REQUIRED_JARS
             .iter()
             .all(|jar| lib.join(format!("{jar}-{VERSION}.jar")).is_file())
+            && self.agent_jar().is_file()
+    }
+
+    /// The Prometheus JMX exporter agent, kept out of the broker's class path.
+    fn agent_jar(&self) -> PathBuf {
+        self.version_dir().join("agent").join(AGENT_JAR)
+    }
+
+    fn jmx_exporter_config(&self) -> PathBuf {
+        self.dir().join("jmx-exporter.yaml")
+    }
+
+    /// The broker's metrics endpoint (Prometheus JMX exporter), if the running broker was
+    /// started with it.
+    pub fn metrics_url(&self) -> Option<String> {
+        let pid = self.running_pid()?;
+        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let agent = cmdline
+            .split(|&b| b == 0)
+            .find_map(|argument| {
+                std::str::from_utf8(argument)
+                    .ok()?
+                    .strip_prefix("-javaagent:")
+            })?
+            .to_string();
+        // -javaagent:<jar>=127.0.0.1:<port>:<config>
+        let port = agent.split('=').nth(1)?.split(':').nth(1)?;
+        Some(format!("http://127.0.0.1:{port}/metrics"))
+    }
+
+    /// `-javaagent:…` for the JMX exporter on loopback, when installed and its port is free.
+    fn agent_argument(&self) -> Option<std::ffi::OsString> {
+        let jar = self.agent_jar();
+        let port = self.port.checked_add(METRICS_PORT_OFFSET)?;
+        if !jar.is_file() || process::port_in_use(port) {
+            return None;
+        }
+        let mut argument = concat_os("-javaagent:", &jar);
+        argument.push(format!("=127.0.0.1:{port}:"));
+        argument.push(self.jmx_exporter_config());
+        Some(argument)
     }
 
     /// Fetches the broker's jars with Maven (from ~/.m2, else Maven Central) into
@@ -189,6 +249,10 @@ impl Kafka {
                 output: last_lines(&strip_ansi(&printed), LOG_TAIL_LINES),
             });
         }
+        let agent_dir = version_dir.join("agent");
+        fs::create_dir_all(&agent_dir).map_err(BrokerError::io("creating", &agent_dir))?;
+        let agent = partial.join(AGENT_JAR);
+        fs::rename(&agent, self.agent_jar()).map_err(BrokerError::io("moving", &agent))?;
         fs::rename(&partial, &lib).map_err(BrokerError::io("renaming to", &lib))?;
         if !self.is_installed() {
             return Err(BrokerError::NotInstalled {
@@ -308,6 +372,7 @@ impl Kafka {
             version: VERSION.to_string(),
             data_dir: self.data_dir(),
             log_file: self.log_file(),
+            note: None,
         }
     }
 
@@ -317,7 +382,8 @@ impl Kafka {
         }
         let properties = server_properties(self.port, &self.data_dir());
         process::write_atomically(&self.properties_file(), properties.as_bytes())?;
-        process::write_atomically(&self.log4j2_file(), LOG4J2_PROPERTIES.as_bytes())
+        process::write_atomically(&self.log4j2_file(), LOG4J2_PROPERTIES.as_bytes())?;
+        process::write_atomically(&self.jmx_exporter_config(), JMX_EXPORTER_CONFIG.as_bytes())
     }
 
     /// Keeps the previous start's log as `server.log.1`, so the tail quoted on failure is
@@ -401,6 +467,9 @@ impl Kafka {
     /// The broker's command line: `java … kafka.Kafka <dir>/server.properties`.
     fn broker_command(&self) -> Command {
         let mut broker = self.java_command(&self.heap);
+        if let Some(agent) = self.agent_argument() {
+            broker.arg(agent);
+        }
         broker.arg(MAIN_CLASS).arg(self.properties_file());
         broker
     }
@@ -760,6 +829,35 @@ mod tests {
     }
 
     #[test]
+    fn the_metrics_agent_is_loaded_on_loopback_when_installed() {
+        let home = tempfile::tempdir().unwrap();
+        let kafka = Kafka::new(home.path()).with_port(19_500);
+        assert_eq!(kafka.agent_argument(), None, "not installed: no agent");
+        fs::create_dir_all(kafka.agent_jar().parent().unwrap()).unwrap();
+        fs::write(kafka.agent_jar(), "").unwrap();
+        let argument = kafka.agent_argument().unwrap().into_string().unwrap();
+        assert_eq!(
+            argument,
+            format!(
+                "-javaagent:{}=127.0.0.1:19812:{}",
+                kafka.agent_jar().display(),
+                kafka.jmx_exporter_config().display()
+            )
+        );
+        let command = kafka.broker_command();
+        let arguments: Vec<&OsStr> = command.get_args().collect();
+        let agent_at = arguments
+            .iter()
+            .position(|a| *a == OsStr::new(&argument))
+            .unwrap();
+        let main_at = arguments
+            .iter()
+            .position(|a| *a == OsStr::new(MAIN_CLASS))
+            .unwrap();
+        assert!(agent_at < main_at, "JVM options come before the main class");
+    }
+
+    #[test]
     fn broker_command_line_is_the_documented_one() {
         let kafka = Kafka::new(Path::new("/h")).with_port(19092);
         let command = kafka.broker_command();
@@ -879,6 +977,8 @@ mod tests {
         for jar in REQUIRED_JARS {
             fs::write(other.lib_dir().join(format!("{jar}-{VERSION}.jar")), "").unwrap();
         }
+        fs::create_dir_all(other.agent_jar().parent().unwrap()).unwrap();
+        fs::write(other.agent_jar(), "").unwrap();
         let error = other.up().unwrap_err();
         assert!(
             matches!(error, BrokerError::PortInUse { port: 19092, .. }),

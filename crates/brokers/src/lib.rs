@@ -1,4 +1,5 @@
-//! Managed local brokers: install from Maven Central, start, wait until ready, stop.
+//! Managed local brokers: install (Kafka from Maven Central; RabbitMQ comes from the system
+//! package), start, wait until ready, stop.
 //!
 //! A managed broker lives under [`home()`] (one folder per broker: configuration, data, logs
 //! and a pid file) and runs detached in its own session, so a Ctrl-C in the terminal of a
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 pub mod kafka;
 mod process;
+pub mod rabbitmq;
 
 /// The folder that holds managed brokers: `$BROKERBENCH_HOME`, else
 /// `$XDG_DATA_HOME/brokerbench`, else `$HOME/.local/share/brokerbench`.
@@ -45,18 +47,23 @@ fn home_from(env: impl Fn(&str) -> Option<OsString>) -> PathBuf {
 /// A running managed broker, as reported by `up` and `status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokerStatus {
-    /// Which broker this is, as named on the command line: `"kafka"`.
+    /// Which broker this is, as named on the command line: `"kafka"`, `"rabbitmq"`.
     pub name: &'static str,
     /// Where clients connect (bootstrap address), `host:port`, e.g. `"127.0.0.1:9092"`.
     pub address: String,
-    /// Process id of the broker (the JVM for Kafka); `down` signals exactly this process.
+    /// Process id of the broker (the JVM for Kafka, `beam.smp` for RabbitMQ); `down` signals
+    /// exactly this process.
     pub pid: u32,
-    /// Broker version the installed jars provide, e.g. `"4.1.1"`.
+    /// Broker version the installed jars or package provide, e.g. `"4.1.1"`, `"3.10.8"`.
     pub version: String,
-    /// Where the broker keeps its partitions (Kafka `log.dirs`); survives `down`.
+    /// Where the broker keeps its data (Kafka `log.dirs`, RabbitMQ's node database and message
+    /// stores); survives `down`.
     pub data_dir: PathBuf,
-    /// The broker's own log (its stdout, stderr and log4j2 output); read it when it misbehaves.
+    /// The broker's own log; read it when it misbehaves.
     pub log_file: PathBuf,
+    /// Something the user should know about this broker, e.g. that it listens on another port
+    /// than the one asked for because that port was taken. `None` when there is nothing to say.
+    pub note: Option<String>,
 }
 
 /// Why installing, starting or stopping a managed broker failed. Each message says what
@@ -141,6 +148,46 @@ pub enum BrokerError {
         pid: u32,
         #[source]
         source: io::Error,
+    },
+
+    #[error("{broker} is not installed: found no `{program}` in {looked_in}; install it with `sudo apt-get install {package}` (or run scripts/setup)")]
+    PackageMissing {
+        broker: &'static str,
+        /// The program that was looked for, e.g. `rabbitmq-server`.
+        program: &'static str,
+        /// Where it was looked for.
+        looked_in: String,
+        /// The Debian package that provides it.
+        package: &'static str,
+    },
+
+    #[error("{variable}={value:?} is not a usable port for {broker}: give a number from 1 to {max} ({why})")]
+    InvalidPortSetting {
+        broker: &'static str,
+        /// The environment variable, e.g. `BROKERBENCH_RABBITMQ_PORT`.
+        variable: &'static str,
+        value: String,
+        max: u16,
+        /// Why ports above `max` do not work.
+        why: &'static str,
+    },
+
+    #[error("port {port} is not usable for {broker}: it must be from 1 to {max}, because {why}")]
+    PortOutOfRange {
+        broker: &'static str,
+        port: u16,
+        max: u16,
+        why: &'static str,
+    },
+
+    #[error("no free port for {broker} on 127.0.0.1: tried {first} to {last}, and other processes hold a port each of them needs ({busy}); stop those processes, or pick another base port with {variable}=<port>")]
+    NoFreePort {
+        broker: &'static str,
+        first: u16,
+        last: u16,
+        /// The ports found in use, with what they were needed for.
+        busy: String,
+        variable: &'static str,
     },
 
     #[error("{action} {}: {source}", path.display())]

@@ -4,12 +4,12 @@
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::io::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::{Child, Command, ExitStatus};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,11 @@ pub(crate) fn write_pid_file(path: &Path, pid: u32) -> Result<(), BrokerError> {
 
 /// Removes a pid file; one that is already gone is fine.
 pub(crate) fn remove_pid_file(path: &Path) -> Result<(), BrokerError> {
+    remove_if_present(path)
+}
+
+/// Removes a file; one that is already gone is fine.
+pub(crate) fn remove_if_present(path: &Path) -> Result<(), BrokerError> {
     match fs::remove_file(path) {
         Err(error) if error.kind() != io::ErrorKind::NotFound => {
             Err(BrokerError::io("removing", path)(error))
@@ -96,7 +101,7 @@ fn process_state(stat: &str) -> Option<char> {
 
 /// Reaps `pid` if it is a child of this process, so it does not linger as a zombie when the
 /// same process that started the broker also stops it.
-fn reap(pid: u32) {
+pub(crate) fn reap(pid: u32) {
     let mut status = 0;
     // SAFETY: waitpid with WNOHANG only inspects the child table; for a pid that is not our
     // child it fails with ECHILD, which is fine to ignore.
@@ -118,7 +123,7 @@ fn signal(pid: u32, signal: libc::c_int) -> io::Result<()> {
 }
 
 /// Waits until `pid` has exited, reaping it if it is our child. False on timeout.
-fn wait_for_exit(pid: u32, timeout: Duration) -> bool {
+pub(crate) fn wait_for_exit(pid: u32, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
         reap(pid);
@@ -182,6 +187,45 @@ pub(crate) fn spawn_detached(command: &mut Command) -> io::Result<Child> {
 pub(crate) fn port_in_use(port: u16) -> bool {
     let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     TcpStream::connect_timeout(&address, Duration::from_millis(500)).is_ok()
+}
+
+/// True when a broker could listen on 127.0.0.1:`port`: nothing accepts connections there and
+/// binding it works (a listener on 0.0.0.0 or a dual-stack `[::]` also makes it unusable).
+pub(crate) fn can_listen(port: u16) -> bool {
+    // The probe listener closes at once; it never accepts a connection.
+    TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() && !port_in_use(port)
+}
+
+/// Runs `command` to completion, but kills it after `timeout`. `None` when it timed out.
+pub(crate) fn run_with_timeout(
+    command: &mut Command,
+    timeout: Duration,
+) -> io::Result<Option<ExitStatus>> {
+    let mut child = command.stdin(std::process::Stdio::null()).spawn()?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// Keeps the previous content of a log as `NAME.1` (replacing an older one), so what a failed
+/// start quotes is about that start only. A missing log is fine.
+pub(crate) fn rotate_log(path: &Path) -> Result<(), BrokerError> {
+    if path.exists() {
+        let mut previous = path.as_os_str().to_owned();
+        previous.push(".1");
+        let previous = Path::new(&previous);
+        fs::rename(path, previous).map_err(BrokerError::io("renaming to", previous))?;
+    }
+    Ok(())
 }
 
 /// The last `lines` lines of a log file, for error messages; a note if it cannot be read.
@@ -316,6 +360,46 @@ mod tests {
         assert_ne!(session, unsafe { libc::getsid(0) });
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    #[test]
+    fn a_bound_port_cannot_be_listened_on() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert!(port_in_use(port));
+        assert!(!can_listen(port));
+        drop(listener);
+        assert!(can_listen(port));
+        // A wildcard listener takes the port on loopback too.
+        let wildcard = TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+        assert!(!can_listen(wildcard.local_addr().unwrap().port()));
+    }
+
+    #[test]
+    fn commands_are_killed_after_their_timeout() {
+        let status = run_with_timeout(&mut Command::new("true"), Duration::from_secs(5)).unwrap();
+        assert!(status.unwrap().success());
+        let started = Instant::now();
+        let status =
+            run_with_timeout(Command::new("sleep").arg("30"), Duration::from_millis(200)).unwrap();
+        assert_eq!(status, None);
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn rotated_logs_keep_one_previous_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("startup.log");
+        rotate_log(&log).unwrap();
+        fs::write(&log, "first").unwrap();
+        rotate_log(&log).unwrap();
+        assert!(!log.exists());
+        fs::write(&log, "second").unwrap();
+        rotate_log(&log).unwrap();
+        assert_eq!(
+            fs::read_to_string(dir.path().join("startup.log.1")).unwrap(),
+            "second"
+        );
     }
 
     #[test]

@@ -914,7 +914,11 @@ fn summarize(
         received_mb_per_s: per_s(window.bytes_received) / 1e6,
     };
     // Without confirms nothing is acknowledged: the cost is per message sent.
-    let messages = if driver.confirms { window.acknowledged } else { window.sent };
+    let messages = if driver.confirms {
+        window.acknowledged
+    } else {
+        window.sent
+    };
     let client = match collected.cpu {
         Some((start, end)) => {
             let cpu = (end.user_s - start.user_s) + (end.system_s - start.system_s);
@@ -996,6 +1000,8 @@ fn summarize(
         consumers,
         errors,
         client,
+        resources: None,
+        broker_metrics: None,
         client_bound: is_client_bound,
         notes,
     }

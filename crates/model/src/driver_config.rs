@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::workload::FieldError;
+
 /// A config map value as written in YAML; librdkafka wants every value as a string.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
@@ -88,20 +90,47 @@ pub const KAFKA_DRIVER_FIELDS: &[&str] = &[
     "unique_topics",
 ];
 
+/// Top-level RabbitMQ driver field names, used for `--set` routing and did-you-mean.
+pub const RABBITMQ_DRIVER_FIELDS: &[&str] = &[
+    "driver",
+    "uri",
+    "exchange",
+    "queues_per_topic",
+    "queue",
+    "persistent",
+    "confirms",
+    "ack",
+    "prefetch",
+    "channels_per_connection",
+    "delete_queues",
+];
+
 /// Names of driver families this build knows.
-pub const DRIVER_NAMES: &[&str] = &["kafka"];
+pub const DRIVER_NAMES: &[&str] = &["kafka", "rabbitmq"];
+
+/// The top-level fields of the driver family `name`, or None for an unknown family.
+pub fn driver_fields(name: &str) -> Option<&'static [&'static str]> {
+    match name {
+        "kafka" => Some(KAFKA_DRIVER_FIELDS),
+        "rabbitmq" => Some(RABBITMQ_DRIVER_FIELDS),
+        _ => None,
+    }
+}
 
 /// A validated driver file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "driver", rename_all = "kebab-case")]
 pub enum DriverConfig {
     Kafka(KafkaDriverConfig),
+    #[serde(rename = "rabbitmq")]
+    RabbitMq(RabbitMqDriverConfig),
 }
 
 impl DriverConfig {
     pub fn name(&self) -> &'static str {
         match self {
             DriverConfig::Kafka(_) => "kafka",
+            DriverConfig::RabbitMq(_) => "rabbitmq",
         }
     }
 
@@ -116,5 +145,879 @@ impl DriverConfig {
 impl Default for KafkaDriverConfig {
     fn default() -> Self {
         serde_yaml::from_str("{}").expect("defaults parse")
+    }
+}
+
+// ------------------------------------------------------------------------------ RabbitMQ
+
+fn default_one() -> u32 {
+    1
+}
+fn default_prefetch() -> u16 {
+    1000
+}
+fn default_max_outstanding() -> u32 {
+    1000
+}
+
+/// RabbitMQ (and other AMQP 0-9-1 brokers), driven through the amqprs client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RabbitMqDriverConfig {
+    /// `amqp://user:password@host:port/vhost`; absent means "start and use the managed local
+    /// broker". Its password never appears in Debug output, errors or the serialized form.
+    #[serde(default)]
+    pub uri: Option<AmqpUri>,
+    /// The exchange each topic publishes to.
+    #[serde(default)]
+    pub exchange: ExchangeConfig,
+    /// Queues bound to each topic's exchange; each is a subscription that receives every
+    /// message routed to it (with a fanout, or several queues on one key, every queue gets all).
+    #[serde(default = "default_one")]
+    pub queues_per_topic: u32,
+    /// How the queues are declared.
+    #[serde(default)]
+    pub queue: QueueConfig,
+    /// Publish with delivery mode 2 (persistent) rather than 1 (transient).
+    #[serde(default = "default_true")]
+    pub persistent: bool,
+    /// Publisher confirms: with them an acknowledgement is the broker's basic.ack.
+    #[serde(default)]
+    pub confirms: ConfirmsConfig,
+    /// How consumers acknowledge deliveries.
+    #[serde(default)]
+    pub ack: AckConfig,
+    /// basic.qos prefetch count per consumer channel (unacknowledged deliveries at most);
+    /// 0 means no limit. Not applied by the broker to auto-ack consumers.
+    #[serde(default = "default_prefetch")]
+    pub prefetch: u16,
+    /// Producers (or consumers) sharing one AMQP connection, each on its own channel.
+    #[serde(default = "default_one")]
+    pub channels_per_connection: u32,
+    /// Delete the run's exchanges and queues after the run.
+    #[serde(default = "default_true")]
+    pub delete_queues: bool,
+}
+
+impl Default for RabbitMqDriverConfig {
+    fn default() -> Self {
+        serde_yaml::from_str("{}").expect("defaults parse")
+    }
+}
+
+/// The exchange of each topic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExchangeConfig {
+    /// Exchange names start with this; the rest is `-<workload>-<run id>-<topic>`.
+    #[serde(default = "default_prefix")]
+    pub name: String,
+    /// Exchange type, which decides how messages reach the queues.
+    #[serde(default, rename = "type")]
+    pub kind: ExchangeKind,
+}
+
+impl Default for ExchangeConfig {
+    fn default() -> Self {
+        ExchangeConfig {
+            name: default_prefix(),
+            kind: ExchangeKind::Direct,
+        }
+    }
+}
+
+/// AMQP exchange types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExchangeKind {
+    /// Queues bound with the topic's name as routing key.
+    #[default]
+    Direct,
+    /// Every bound queue gets every message; the routing key is ignored.
+    Fanout,
+    /// Queues bound with the topic's name as binding pattern.
+    Topic,
+    /// Queues bound on a `topic` message header (x-match: any).
+    Headers,
+}
+
+impl ExchangeKind {
+    /// The name AMQP uses for the type.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ExchangeKind::Direct => "direct",
+            ExchangeKind::Fanout => "fanout",
+            ExchangeKind::Topic => "topic",
+            ExchangeKind::Headers => "headers",
+        }
+    }
+}
+
+/// How each queue is declared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// `x-queue-type`.
+    #[serde(default, rename = "type")]
+    pub kind: QueueKind,
+    /// Survives a broker restart (quorum and stream queues always are).
+    #[serde(default = "default_true")]
+    pub durable: bool,
+    /// `x-queue-mode: lazy`: a classic queue that keeps messages on disk (RabbitMQ 3.12 and
+    /// later ignore it: their classic queues always behave so).
+    #[serde(default)]
+    pub lazy: bool,
+    /// `x-max-length` in messages, or none.
+    #[serde(default)]
+    pub max_length: Option<u64>,
+    /// `x-max-length-bytes` in bytes (units such as 64MiB allowed), or none.
+    #[serde(default, deserialize_with = "optional_bytes")]
+    pub max_length_bytes: Option<u64>,
+    /// `x-overflow`: what the broker does when a length limit is reached.
+    #[serde(default)]
+    pub overflow: Overflow,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        serde_yaml::from_str("{}").expect("defaults parse")
+    }
+}
+
+/// Queue types (`x-queue-type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueueKind {
+    #[default]
+    Classic,
+    Quorum,
+    Stream,
+}
+
+impl QueueKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            QueueKind::Classic => "classic",
+            QueueKind::Quorum => "quorum",
+            QueueKind::Stream => "stream",
+        }
+    }
+}
+
+/// `x-overflow` behaviours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Overflow {
+    /// Discard the oldest messages (they are reported as dropped by the broker).
+    #[default]
+    DropHead,
+    /// Refuse new messages; with confirms each refusal is a nack, counted as `rejected`.
+    RejectPublish,
+}
+
+impl Overflow {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Overflow::DropHead => "drop-head",
+            Overflow::RejectPublish => "reject-publish",
+        }
+    }
+}
+
+/// Publisher confirms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmsConfig {
+    /// confirm.select on every producer channel; off means at-most-once publishing.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// Unconfirmed messages per producer at most; more is backpressure.
+    #[serde(default = "default_max_outstanding")]
+    pub max_outstanding: u32,
+}
+
+impl Default for ConfirmsConfig {
+    fn default() -> Self {
+        ConfirmsConfig {
+            enabled: true,
+            max_outstanding: default_max_outstanding(),
+        }
+    }
+}
+
+/// Consumer acknowledgements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AckConfig {
+    #[serde(default)]
+    pub mode: AckMode,
+    /// Manual mode: acknowledge every n-th delivery with multiple=true (1 = each one).
+    #[serde(default = "default_one")]
+    pub multiple_every: u32,
+}
+
+impl Default for AckConfig {
+    fn default() -> Self {
+        AckConfig {
+            mode: AckMode::Manual,
+            multiple_every: 1,
+        }
+    }
+}
+
+/// How consumers acknowledge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AckMode {
+    /// no_ack consume: the broker forgets a message once it is sent.
+    Auto,
+    /// basic.ack after the consumer has read the message.
+    #[default]
+    Manual,
+}
+
+fn optional_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Number(u64),
+        Text(String),
+    }
+    match Option::<Raw>::deserialize(d)? {
+        None => Ok(None),
+        Some(Raw::Number(n)) => Ok(Some(n)),
+        Some(Raw::Text(t)) => crate::units::parse_bytes(&t)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
+}
+
+impl RabbitMqDriverConfig {
+    /// The checks serde cannot make: combinations the broker would refuse or that would stall a
+    /// run. Each error names the field and the fix.
+    pub fn validate(&self) -> Result<(), FieldError> {
+        let queue = &self.queue;
+        let kind = queue.kind.as_str();
+        if self.exchange.name.is_empty() || self.exchange.name.starts_with("amq.") {
+            return Err(FieldError::new(
+                "exchange.name",
+                format!(
+                    "'{}' cannot start exchange names (empty, or the reserved amq. prefix); use e.g. brokerbench",
+                    self.exchange.name
+                ),
+            ));
+        }
+        if self.exchange.name.len() > 100 {
+            return Err(FieldError::new(
+                "exchange.name",
+                "is longer than 100 bytes; AMQP names are at most 255 bytes and the run adds the workload name, run id and topic; use a shorter prefix",
+            ));
+        }
+        for (field, value) in [
+            ("queues_per_topic", self.queues_per_topic),
+            ("channels_per_connection", self.channels_per_connection),
+        ] {
+            if value == 0 {
+                return Err(FieldError::new(field, "must be at least 1"));
+            }
+        }
+        if queue.kind != QueueKind::Classic && !queue.durable {
+            return Err(FieldError::new(
+                "queue.durable",
+                format!("{kind} queues are always durable; set queue.durable: true, or use queue.type: classic for a transient queue"),
+            ));
+        }
+        if queue.lazy && queue.kind != QueueKind::Classic {
+            return Err(FieldError::new(
+                "queue.lazy",
+                format!("only classic queues can be lazy ({kind} queues keep messages on disk anyway); remove queue.lazy or use queue.type: classic"),
+            ));
+        }
+        if queue.kind == QueueKind::Stream {
+            if self.ack.mode == AckMode::Auto {
+                return Err(FieldError::new(
+                    "ack.mode",
+                    "stream queues need manual acknowledgements; set ack.mode: manual",
+                ));
+            }
+            if self.prefetch == 0 {
+                return Err(FieldError::new(
+                    "prefetch",
+                    "stream queues need a prefetch limit; set prefetch to 1 or more, e.g. 1000",
+                ));
+            }
+            if queue.max_length.is_some() {
+                return Err(FieldError::new(
+                    "queue.max_length",
+                    "stream queues have no message-count limit; use queue.max_length_bytes (retention by size) or queue.type: classic",
+                ));
+            }
+            if queue.overflow == Overflow::RejectPublish {
+                return Err(FieldError::new(
+                    "queue.overflow",
+                    "stream queues do not support overflow behaviours; remove queue.overflow or use queue.type: classic or quorum",
+                ));
+            }
+        }
+        if queue.overflow == Overflow::RejectPublish {
+            if queue.max_length.is_none() && queue.max_length_bytes.is_none() {
+                return Err(FieldError::new(
+                    "queue.overflow",
+                    "reject-publish acts only when the queue has a length limit; set queue.max_length or queue.max_length_bytes, or remove queue.overflow",
+                ));
+            }
+            if !self.confirms.enabled {
+                return Err(FieldError::new(
+                    "confirms.enabled",
+                    "with queue.overflow: reject-publish the broker reports refused messages only through publisher confirms; set confirms.enabled: true",
+                ));
+            }
+        }
+        if self.confirms.enabled && self.confirms.max_outstanding == 0 {
+            return Err(FieldError::new(
+                "confirms.max_outstanding",
+                "must be at least 1 (unconfirmed messages per producer)",
+            ));
+        }
+        if self.ack.multiple_every == 0 {
+            return Err(FieldError::new(
+                "ack.multiple_every",
+                "must be at least 1 (1 acknowledges each delivery on its own)",
+            ));
+        }
+        if self.ack.mode == AckMode::Auto && self.ack.multiple_every != 1 {
+            return Err(FieldError::new(
+                "ack.multiple_every",
+                "applies only to ack.mode: manual; remove it or set ack.mode: manual",
+            ));
+        }
+        if self.ack.mode == AckMode::Manual
+            && self.prefetch != 0
+            && self.ack.multiple_every > u32::from(self.prefetch)
+        {
+            return Err(FieldError::new(
+                "ack.multiple_every",
+                format!(
+                    "{} exceeds prefetch: {}, so a consumer would stop receiving before it acknowledges; lower ack.multiple_every or raise prefetch",
+                    self.ack.multiple_every, self.prefetch
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Why the broker may discard acknowledged messages with this configuration, if it may.
+    pub fn drop_policy(&self) -> Option<String> {
+        let queue = &self.queue;
+        let limits: Vec<String> = [
+            queue.max_length.map(|n| format!("max_length: {n}")),
+            queue
+                .max_length_bytes
+                .map(|n| format!("max_length_bytes: {n}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if limits.is_empty() {
+            return None;
+        }
+        match (queue.kind, queue.overflow) {
+            (QueueKind::Stream, _) => Some(format!(
+                "stream queues with {} remove their oldest segments",
+                limits.join(", ")
+            )),
+            (_, Overflow::DropHead) => Some(format!(
+                "queues with {} and overflow: drop-head discard their oldest messages when full",
+                limits.join(", ")
+            )),
+            (_, Overflow::RejectPublish) => None,
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------ AMQP URI
+
+/// Port of `amqp://` URIs that name none.
+pub const AMQP_DEFAULT_PORT: u16 = 5672;
+
+/// A parsed `amqp://user:password@host:port/vhost?heartbeat=N` URI. Debug, Display and
+/// Serialize show it with the password replaced by `***`; only [`AmqpUri::password`] gives it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AmqpUri {
+    /// Host name or IP address (IPv6 without brackets).
+    pub host: String,
+    pub port: u16,
+    /// User name, percent-decoded (guest when the URI names none).
+    pub username: String,
+    password: String,
+    /// Virtual host, percent-decoded (`/` when the URI has no path).
+    pub vhost: String,
+    /// Heartbeat interval in seconds asked for by `?heartbeat=N`, if given.
+    pub heartbeat: Option<u16>,
+    /// Whether the URI carried a password (for the redacted form).
+    has_password: bool,
+}
+
+impl AmqpUri {
+    /// Parses an `amqp://` URI. Errors never contain the password.
+    pub fn parse(text: &str) -> Result<AmqpUri, String> {
+        let text = text.trim();
+        let (scheme, rest) = text.split_once("://").ok_or_else(|| {
+            "is not a URI; write amqp://user:password@host:5672/vhost (vhost / is %2f)".to_string()
+        })?;
+        match scheme.to_ascii_lowercase().as_str() {
+            "amqp" => {}
+            "amqps" => {
+                return Err(
+                    "amqps:// (TLS) is not supported by this build; use amqp:// to a plain-text listener"
+                        .into(),
+                )
+            }
+            other => {
+                return Err(format!(
+                    "scheme '{other}' is not amqp; write amqp://user:password@host:5672/vhost"
+                ))
+            }
+        }
+        // The userinfo ends at the last '@' before the path, so that a password holding a
+        // raw '/' or '@' cannot leak into the host part of an error message.
+        let (userinfo, hostpart) = match rest.rfind('@') {
+            Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
+            None => (None, rest),
+        };
+        let (authority, path_and_query) = match hostpart.find(['/', '?']) {
+            Some(i) => hostpart.split_at(i),
+            None => (hostpart, ""),
+        };
+        let (path, query) = match path_and_query.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (path_and_query, None),
+        };
+        let (username, password, has_password) = match userinfo {
+            None => ("guest".to_string(), "guest".to_string(), false),
+            Some(info) => {
+                let (user, pass) = match info.split_once(':') {
+                    Some((u, p)) => (u, Some(p)),
+                    None => (info, None),
+                };
+                let user =
+                    percent_decode(user).map_err(|e| format!("the user name in the URI {e}"))?;
+                let pass = match pass {
+                    Some(p) => Some(
+                        percent_decode(p).map_err(|_| {
+                            "the password in the URI has a malformed %-escape; percent-encode special characters (e.g. @ as %40)".to_string()
+                        })?,
+                    ),
+                    None => None,
+                };
+                let has = pass.is_some();
+                (user, pass.unwrap_or_default(), has)
+            }
+        };
+        let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
+            let (host, after) = bracketed
+                .split_once(']')
+                .ok_or_else(|| format!("host '{authority}' has an unclosed '['"))?;
+            let port = match after.strip_prefix(':') {
+                Some(p) => Some(p),
+                None if after.is_empty() => None,
+                None => return Err(format!("cannot read host and port from '{authority}'")),
+            };
+            (host.to_string(), port)
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h.to_string(), Some(p)),
+                None => (authority.to_string(), None),
+            }
+        };
+        if host.is_empty() {
+            return Err("names no host; write amqp://user:password@host:5672/vhost".into());
+        }
+        let port = match port {
+            None | Some("") => AMQP_DEFAULT_PORT,
+            Some(p) => p
+                .parse::<u16>()
+                .ok()
+                .filter(|&p| p > 0)
+                .ok_or_else(|| format!("port '{p}' is not a number from 1 to 65535"))?,
+        };
+        let vhost = match path.strip_prefix('/') {
+            None | Some("") => "/".to_string(),
+            Some(segment) if segment.contains('/') => {
+                return Err(format!(
+                    "path '{path}' is not one virtual host; percent-encode '/' in a vhost name as %2f (the default vhost / is %2f)"
+                ))
+            }
+            Some(segment) => {
+                percent_decode(segment).map_err(|e| format!("the virtual host in the URI {e}"))?
+            }
+        };
+        let mut heartbeat = None;
+        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            match key {
+                "heartbeat" => {
+                    heartbeat = Some(value.parse::<u16>().map_err(|_| {
+                        format!("heartbeat '{value}' is not a number of seconds (0 to 65535)")
+                    })?)
+                }
+                other => {
+                    return Err(format!(
+                    "query parameter '{other}' is not supported; the only one is heartbeat=SECONDS"
+                ))
+                }
+            }
+        }
+        Ok(AmqpUri {
+            host,
+            port,
+            username,
+            password,
+            vhost,
+            heartbeat,
+            has_password,
+        })
+    }
+
+    /// `amqp://guest:guest@127.0.0.1:<port>/%2f`: a local broker with RabbitMQ's default user
+    /// (which may log in from localhost only), e.g. the managed broker.
+    pub fn localhost(port: u16) -> AmqpUri {
+        AmqpUri {
+            host: "127.0.0.1".into(),
+            port,
+            username: "guest".into(),
+            password: "guest".into(),
+            vhost: "/".into(),
+            heartbeat: None,
+            has_password: true,
+        }
+    }
+
+    /// The password (guest when the URI names no user). Handle with care: never print it.
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+
+    /// `host:port` as used for a TCP connection, without credentials.
+    pub fn address(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
+    /// The URI with the password replaced by `***`.
+    pub fn redacted(&self) -> String {
+        let vhost = if self.vhost == "/" {
+            "%2f".to_string()
+        } else {
+            percent_encode(&self.vhost)
+        };
+        let password = if self.has_password { ":***" } else { "" };
+        let heartbeat = self
+            .heartbeat
+            .map(|h| format!("?heartbeat={h}"))
+            .unwrap_or_default();
+        format!(
+            "amqp://{}{password}@{}/{vhost}{heartbeat}",
+            percent_encode(&self.username),
+            self.address()
+        )
+    }
+}
+
+impl std::fmt::Debug for AmqpUri {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AmqpUri({:?})", self.redacted())
+    }
+}
+
+impl std::fmt::Display for AmqpUri {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl std::str::FromStr for AmqpUri {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        AmqpUri::parse(s)
+    }
+}
+
+impl Serialize for AmqpUri {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.redacted())
+    }
+}
+
+impl<'de> Deserialize<'de> for AmqpUri {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        AmqpUri::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+fn percent_decode(text: &str) -> Result<String, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| "has a malformed %-escape".to_string())?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| "is not UTF-8 after %-decoding".to_string())
+}
+
+fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rabbitmq(yaml: &str) -> Result<RabbitMqDriverConfig, String> {
+        let config: RabbitMqDriverConfig = serde_yaml::from_str(yaml).map_err(|e| e.to_string())?;
+        config
+            .validate()
+            .map_err(|e| format!("{}: {}", e.field, e.message))?;
+        Ok(config)
+    }
+
+    #[test]
+    fn rabbitmq_defaults_are_the_documented_ones() {
+        let c = RabbitMqDriverConfig::default();
+        assert_eq!(c.uri, None);
+        assert_eq!(c.exchange.name, "brokerbench");
+        assert_eq!(c.exchange.kind, ExchangeKind::Direct);
+        assert_eq!(c.queues_per_topic, 1);
+        assert_eq!(c.queue.kind, QueueKind::Classic);
+        assert!(c.queue.durable && !c.queue.lazy);
+        assert_eq!((c.queue.max_length, c.queue.max_length_bytes), (None, None));
+        assert_eq!(c.queue.overflow, Overflow::DropHead);
+        assert!(c.persistent);
+        assert!(c.confirms.enabled);
+        assert_eq!(c.confirms.max_outstanding, 1000);
+        assert_eq!(c.ack.mode, AckMode::Manual);
+        assert_eq!(c.ack.multiple_every, 1);
+        assert_eq!(c.prefetch, 1000);
+        assert_eq!(c.channels_per_connection, 1);
+        assert!(c.delete_queues);
+        assert!(c.validate().is_ok());
+        assert_eq!(c.drop_policy(), None);
+    }
+
+    #[test]
+    fn partial_nested_mappings_keep_their_other_defaults() {
+        let c = rabbitmq("exchange: {type: fanout}\nqueue: {max_length_bytes: 64MiB}").unwrap();
+        assert_eq!(c.exchange.name, "brokerbench");
+        assert_eq!(c.exchange.kind, ExchangeKind::Fanout);
+        assert_eq!(c.queue.max_length_bytes, Some(64 << 20));
+        assert!(c.queue.durable);
+    }
+
+    #[test]
+    fn invalid_combinations_name_the_field_and_the_fix() {
+        for (yaml, field, fix) in [
+            (
+                "queue: {type: quorum, durable: false}",
+                "queue.durable",
+                "queue.durable: true",
+            ),
+            (
+                "queue: {type: stream, durable: false}",
+                "queue.durable",
+                "queue.type: classic",
+            ),
+            (
+                "queue: {type: quorum, lazy: true}",
+                "queue.lazy",
+                "queue.type: classic",
+            ),
+            (
+                "queue: {type: stream}\nack: {mode: auto}",
+                "ack.mode",
+                "ack.mode: manual",
+            ),
+            (
+                "queue: {type: stream}\nprefetch: 0",
+                "prefetch",
+                "prefetch to 1 or more",
+            ),
+            (
+                "queue: {type: stream, max_length: 5}",
+                "queue.max_length",
+                "max_length_bytes",
+            ),
+            (
+                "queue: {overflow: reject-publish}",
+                "queue.overflow",
+                "queue.max_length",
+            ),
+            (
+                "queue: {overflow: reject-publish, max_length: 10}\nconfirms: {enabled: false}",
+                "confirms.enabled",
+                "confirms.enabled: true",
+            ),
+            (
+                "confirms: {max_outstanding: 0}",
+                "confirms.max_outstanding",
+                "at least 1",
+            ),
+            (
+                "ack: {multiple_every: 0}",
+                "ack.multiple_every",
+                "at least 1",
+            ),
+            (
+                "ack: {mode: auto, multiple_every: 10}",
+                "ack.multiple_every",
+                "ack.mode: manual",
+            ),
+            (
+                "prefetch: 10\nack: {multiple_every: 20}",
+                "ack.multiple_every",
+                "raise prefetch",
+            ),
+            ("queues_per_topic: 0", "queues_per_topic", "at least 1"),
+            (
+                "channels_per_connection: 0",
+                "channels_per_connection",
+                "at least 1",
+            ),
+            (
+                "exchange: {name: amq.direct}",
+                "exchange.name",
+                "brokerbench",
+            ),
+        ] {
+            let err = rabbitmq(yaml).unwrap_err();
+            assert!(err.starts_with(&format!("{field}:")), "{yaml}: {err}");
+            assert!(err.contains(fix), "{yaml}: {err}");
+        }
+        assert!(rabbitmq("queue: {overflow: reject-publish, max_length: 10}").is_ok());
+        assert!(rabbitmq("queue: {type: stream, max_length_bytes: 1GiB}").is_ok());
+        assert!(rabbitmq("prefetch: 0\nack: {multiple_every: 5000}").is_ok());
+    }
+
+    #[test]
+    fn unknown_fields_and_values_are_rejected() {
+        let err = rabbitmq("queue: {tpye: quorum}").unwrap_err();
+        assert!(err.contains("unknown field `tpye`"), "{err}");
+        let err = rabbitmq("exchange: {type: fanot}").unwrap_err();
+        assert!(err.contains("unknown variant `fanot`"), "{err}");
+        let err = rabbitmq("queue: {max_length_bytes: 12 apples}").unwrap_err();
+        assert!(err.contains("unknown size unit"), "{err}");
+    }
+
+    #[test]
+    fn drop_policy_only_for_length_limits_that_drop() {
+        let c = rabbitmq("queue: {max_length: 100}").unwrap();
+        let reason = c.drop_policy().unwrap();
+        assert!(
+            reason.contains("max_length: 100") && reason.contains("drop-head"),
+            "{reason}"
+        );
+        let c = rabbitmq("queue: {max_length: 100, overflow: reject-publish}").unwrap();
+        assert_eq!(
+            c.drop_policy(),
+            None,
+            "rejected messages are never acknowledged"
+        );
+        let c = rabbitmq("queue: {type: stream, max_length_bytes: 1000000}").unwrap();
+        assert!(c.drop_policy().unwrap().contains("stream"));
+    }
+
+    #[test]
+    fn uris_parse_with_defaults_and_decoding() {
+        let u = AmqpUri::parse("amqp://guest:guest@127.0.0.1:5672/%2f").unwrap();
+        assert_eq!(u, AmqpUri::localhost(5672));
+        assert_eq!(u.redacted(), "amqp://guest:***@127.0.0.1:5672/%2f");
+        assert_eq!((u.host.as_str(), u.port), ("127.0.0.1", 5672));
+        assert_eq!((u.username.as_str(), u.password()), ("guest", "guest"));
+        assert_eq!(u.vhost, "/");
+        let u =
+            AmqpUri::parse("amqp://bench:p%40ss%2Fw0rd@broker.example/prod?heartbeat=10").unwrap();
+        assert_eq!(u.password(), "p@ss/w0rd");
+        assert_eq!(
+            (u.port, u.vhost.as_str(), u.heartbeat),
+            (5672, "prod", Some(10))
+        );
+        let u = AmqpUri::parse("amqp://[::1]:5799").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.vhost.as_str()),
+            ("::1", 5799, "/")
+        );
+        assert_eq!(u.address(), "[::1]:5799");
+        assert_eq!((u.username.as_str(), u.password()), ("guest", "guest"));
+        for (bad, says) in [
+            ("127.0.0.1:5672", "not a URI"),
+            ("amqps://h", "TLS"),
+            ("http://h", "scheme"),
+            ("amqp://h:99999", "port"),
+            ("amqp://h/a/b", "%2f"),
+            ("amqp://h?frame_max=1", "heartbeat"),
+            ("amqp:///vh", "no host"),
+        ] {
+            let err = AmqpUri::parse(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_password_never_shows() {
+        let secret = "s3cr%2Ft-pw";
+        let text = format!("amqp://bench:{secret}@10.1.2.3:5673/vh");
+        let u = AmqpUri::parse(&text).unwrap();
+        assert_eq!(u.password(), "s3cr/t-pw");
+        for shown in [
+            format!("{u:?}"),
+            u.to_string(),
+            u.redacted(),
+            serde_json::to_string(&u).unwrap(),
+        ] {
+            assert!(!shown.contains("s3cr"), "{shown}");
+            assert!(shown.contains("bench:***@10.1.2.3:5673/vh"), "{shown}");
+        }
+        let config: RabbitMqDriverConfig = serde_yaml::from_str(&format!("uri: {text}")).unwrap();
+        let whole = DriverConfig::RabbitMq(config);
+        assert!(!format!("{whole:?}").contains("s3cr"));
+        let redacted = whole.redacted().to_string();
+        assert!(!redacted.contains("s3cr"), "{redacted}");
+        assert!(redacted.contains("\"driver\":\"rabbitmq\""), "{redacted}");
+        // A password with a raw '@' or '/' still stays out of errors.
+        for bad in [
+            "amqp://u:pa@ss:word@h:notaport/",
+            "amqp://u:pa/ss@h:notaport",
+            "amqp://u:pa%zzss@h",
+        ] {
+            let err = serde_yaml::from_str::<RabbitMqDriverConfig>(&format!("uri: '{bad}'"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                !err.contains("pa@ss") && !err.contains("pa/ss") && !err.contains("zz"),
+                "{err}"
+            );
+        }
     }
 }

@@ -204,6 +204,28 @@ pub struct ConsumerShare {
     pub received: u64,
 }
 
+/// What the broker's own metrics endpoint said about the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BrokerMetricsSummary {
+    /// The endpoint scraped (http://host:port/metrics).
+    pub url: String,
+    /// Which metric set was read: "kafka" (JMX exporter) or "rabbitmq" (rabbitmq_prometheus).
+    pub source: String,
+    /// Mean of each figure over the measurement window (rates per second, gauges as read).
+    pub means: BTreeMap<String, f64>,
+    /// Largest value of each figure in the measurement window.
+    pub maxima: BTreeMap<String, f64>,
+    /// Messages the broker counted as written during the whole run (its counter's increase
+    /// from just before the run to just after it).
+    pub messages_in: Option<u64>,
+    /// What brokerbench counted over the same span: acknowledged, or sent without confirms.
+    pub messages_counted_by_brokerbench: u64,
+    /// |broker − brokerbench| / brokerbench, in percent.
+    pub disagreement_pct: Option<f64>,
+    /// Scrapes that failed.
+    pub scrape_errors: u64,
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -250,6 +272,13 @@ pub struct Summary {
     /// Failures by kind (e.g. `msg_timed_out`, `queue_full`), whole run.
     pub errors: BTreeMap<String, u64>,
     pub client: ClientCost,
+    /// Broker, client and host resources over the measurement window; None when resource
+    /// monitoring was off.
+    #[serde(default)]
+    pub resources: Option<crate::resources::ResourceSummary>,
+    /// The broker's own metrics over the run; None when none were scraped.
+    #[serde(default)]
+    pub broker_metrics: Option<BrokerMetricsSummary>,
     /// True when schedule lag kept growing: the load generator or the client buffer, not the
     /// broker, limited the rate, so the offered load was not the target.
     pub client_bound: bool,

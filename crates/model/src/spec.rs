@@ -7,13 +7,26 @@ use std::path::Path;
 use serde::de::DeserializeOwned;
 use serde_yaml::{Mapping, Value};
 
-use crate::driver_config::{DriverConfig, KafkaDriverConfig, DRIVER_NAMES, KAFKA_DRIVER_FIELDS};
+use crate::driver_config::{
+    driver_fields, DriverConfig, KafkaDriverConfig, RabbitMqDriverConfig, DRIVER_NAMES,
+};
 use crate::workload::{RawWorkload, Workload, WORKLOAD_FIELDS};
 
 /// The bundled default workload (`workloads/quickstart.yaml`).
 pub const QUICKSTART_WORKLOAD: &str = include_str!("../../../workloads/quickstart.yaml");
 /// The bundled default Kafka driver file (managed local broker).
 pub const DEFAULT_KAFKA_DRIVER: &str = include_str!("../../../workloads/drivers/kafka.yaml");
+/// The bundled default RabbitMQ driver file (managed local broker).
+pub const DEFAULT_RABBITMQ_DRIVER: &str = include_str!("../../../workloads/drivers/rabbitmq.yaml");
+
+/// The bundled driver file of a driver family, if there is one.
+pub fn builtin_driver(name: &str) -> Option<&'static str> {
+    match name {
+        "kafka" => Some(DEFAULT_KAFKA_DRIVER),
+        "rabbitmq" => Some(DEFAULT_RABBITMQ_DRIVER),
+        _ => None,
+    }
+}
 
 /// What went wrong with a workload or driver specification.
 #[derive(Debug, thiserror::Error)]
@@ -92,50 +105,129 @@ fn parse_source(name: String, text: &str) -> Result<Source, SpecError> {
 
 /// Loads the workload and driver files (or the built-in defaults), applies overrides and
 /// validates everything before any I/O towards a broker.
+///
+/// Overrides go to the workload when they name a workload field, else to the driver file when
+/// they name a field of the driver in use: the driver file's `driver:` value after any
+/// `--set driver=...`. Without a driver file, `--set driver=NAME` starts from that driver's
+/// built-in file (the managed local broker).
 pub fn load_specs(
     workload: Option<&Path>,
     driver: Option<&Path>,
     overrides: &[String],
 ) -> Result<Specs, SpecError> {
-    let mut workload_source = read_source(workload, "built-in quickstart", QUICKSTART_WORKLOAD)?;
-    let mut driver_source = read_source(driver, "built-in kafka driver", DEFAULT_KAFKA_DRIVER)?;
+    let mut assignments = Vec::with_capacity(overrides.len());
     for assignment in overrides {
         let (key, value) = assignment
             .split_once('=')
             .ok_or_else(|| SpecError::Override {
-                assignment: crate::redact::redact_assignment(assignment),
+                // No '=': the whole text may be a URI with a password (`uri:amqp://u:p@h`).
+                assignment: crate::redact::redact_uri(assignment),
                 message: "write it as field=value, e.g. --set rate=20000".into(),
             })?;
-        let key = key.trim();
+        assignments.push((assignment, key.trim(), value));
+    }
+    let driver_override = assignments
+        .iter()
+        .rev()
+        .find(|(_, key, _)| *key == "driver")
+        .map(|(_, _, value)| value.trim());
+    let mut workload_source = read_source(workload, "built-in quickstart", QUICKSTART_WORKLOAD)?;
+    let mut driver_source = match (driver, driver_override.and_then(builtin_driver)) {
+        (None, Some(text)) => parse_source(
+            format!("built-in {} driver", driver_override.unwrap_or_default()),
+            text,
+        )?,
+        _ => read_source(driver, "built-in kafka driver", DEFAULT_KAFKA_DRIVER)?,
+    };
+    // `driver` first: it decides where the other driver fields go.
+    for (assignment, key, value) in assignments.iter().filter(|(_, k, _)| *k == "driver") {
+        apply(&mut driver_source, assignment, key, value)?;
+    }
+    let in_use = driver_source
+        .value
+        .get("driver")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let in_use_fields = in_use.as_deref().and_then(driver_fields);
+    for (assignment, key, value) in assignments.iter().filter(|(_, k, _)| *k != "driver") {
         let top = key.split('.').next().unwrap_or_default();
         let target = if WORKLOAD_FIELDS.contains(&top) {
             &mut workload_source
-        } else if KAFKA_DRIVER_FIELDS.contains(&top) {
+        } else if in_use_fields.map_or_else(
+            // An unknown or missing driver name is reported by the driver file check; until
+            // then a field of any driver goes to the driver file.
+            || {
+                DRIVER_NAMES
+                    .iter()
+                    .any(|d| driver_fields(d).is_some_and(|f| f.contains(&top)))
+            },
+            |fields| fields.contains(&top),
+        ) {
             &mut driver_source
         } else {
-            let all: Vec<&str> = WORKLOAD_FIELDS
-                .iter()
-                .chain(KAFKA_DRIVER_FIELDS)
-                .copied()
-                .collect();
             return Err(SpecError::Override {
                 assignment: crate::redact::redact_assignment(assignment),
-                message: format!("unknown field `{top}`{}", did_you_mean(top, &all)),
+                message: unknown_override(top, in_use.as_deref(), &driver_source.name),
             });
         };
-        set_path(&mut target.value, key, parse_scalar(value)).map_err(|message| {
-            SpecError::Override {
-                assignment: crate::redact::redact_assignment(assignment),
-                message,
-            }
-        })?;
+        apply(target, assignment, key, value)?;
     }
+    let workload = workload_from(&workload_source)?;
+    let driver = driver_from(&driver_source)?;
+    check_pair(&workload, &driver, &workload_source)?;
     Ok(Specs {
-        workload: workload_from(&workload_source)?,
-        driver: driver_from(&driver_source)?,
+        workload,
+        driver,
         workload_source: workload_source.name,
         driver_source: driver_source.name,
     })
+}
+
+fn apply(target: &mut Source, assignment: &str, key: &str, value: &str) -> Result<(), SpecError> {
+    set_path(&mut target.value, key, parse_scalar(value)).map_err(|message| SpecError::Override {
+        assignment: crate::redact::redact_assignment(assignment),
+        message,
+    })
+}
+
+/// Why an override names no field of the workload or of the driver in use, with the fix.
+fn unknown_override(top: &str, in_use: Option<&str>, driver_file: &str) -> String {
+    let in_use_fields = in_use.and_then(driver_fields).unwrap_or_default();
+    if let Some(owner) = DRIVER_NAMES.iter().find(|d| {
+        Some(**d) != in_use && driver_fields(d).is_some_and(|fields| fields.contains(&top))
+    }) {
+        return format!(
+            "`{top}` is a field of the {owner} driver, but the driver in use is {} ({driver_file}); choose a {owner} driver file with --driver, or add --set driver={owner}",
+            in_use.unwrap_or("not set"),
+        );
+    }
+    let all: Vec<&str> = WORKLOAD_FIELDS
+        .iter()
+        .chain(in_use_fields)
+        .copied()
+        .collect();
+    format!("unknown field `{top}`{}", did_you_mean(top, &all))
+}
+
+/// Checks that need both files: workload settings the driver family cannot honour.
+fn check_pair(
+    workload: &Workload,
+    driver: &DriverConfig,
+    workload_source: &Source,
+) -> Result<(), SpecError> {
+    if let DriverConfig::RabbitMq(_) = driver {
+        if workload.partitions_per_topic != 1 {
+            return Err(SpecError::Field {
+                file: workload_source.name.clone(),
+                field: "partitions_per_topic".into(),
+                message: format!(
+                    "{} has no meaning for RabbitMQ, whose queues are not partitioned; set partitions_per_topic: 1 (more consumers per queue: consumers_per_topic; more queues per topic: queues_per_topic in the driver file)",
+                    workload.partitions_per_topic
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Validates one file on its own: a driver file if it has a `driver` field, else a workload.
@@ -237,7 +329,7 @@ fn driver_from(source: &Source) -> Result<DriverConfig, SpecError> {
                 file: source.name.clone(),
                 field: "driver".into(),
                 message: format!(
-                    "missing; add `driver: kafka` (known drivers: {})",
+                    "missing; add `driver: kafka` or `driver: rabbitmq` (known drivers: {})",
                     DRIVER_NAMES.join(", ")
                 ),
             })
@@ -254,6 +346,15 @@ fn driver_from(source: &Source) -> Result<DriverConfig, SpecError> {
                 });
             }
             Ok(DriverConfig::Kafka(config))
+        }
+        "rabbitmq" => {
+            let config: RabbitMqDriverConfig = deserialize(source, Value::Mapping(map))?;
+            config.validate().map_err(|e| SpecError::Field {
+                file: source.name.clone(),
+                field: e.field,
+                message: e.message,
+            })?;
+            Ok(DriverConfig::RabbitMq(config))
         }
         other => Err(SpecError::Field {
             file: source.name.clone(),
@@ -344,7 +445,9 @@ mod tests {
     fn builtin_defaults_load() {
         let specs = load_specs(None, None, &[]).unwrap();
         assert_eq!(specs.workload.name, "quickstart");
-        let DriverConfig::Kafka(k) = &specs.driver;
+        let DriverConfig::Kafka(k) = &specs.driver else {
+            panic!("the default driver is kafka")
+        };
         assert_eq!(
             k.bootstrap_servers, None,
             "the default driver uses the managed broker"
@@ -364,7 +467,9 @@ mod tests {
         let specs = load_specs(None, None, &sets).unwrap();
         assert_eq!(specs.workload.rate, Rate::PerSecond(20000.0));
         assert_eq!(specs.workload.payload, crate::Payload::Sensor);
-        let DriverConfig::Kafka(k) = &specs.driver;
+        let DriverConfig::Kafka(k) = &specs.driver else {
+            panic!("the default driver is kafka")
+        };
         assert_eq!(k.producer_config["acks"], "all");
         assert_eq!(k.producer_config["batch.size"], "65536");
         assert_eq!(k.bootstrap_servers.as_deref(), Some("127.0.0.1:9999"));
@@ -444,5 +549,136 @@ mod tests {
         assert_eq!(validate_file(&f.0).unwrap(), "driver");
         let f = file("rate: 10\n");
         assert_eq!(validate_file(&f.0).unwrap(), "workload");
+    }
+}
+
+#[cfg(test)]
+mod rabbitmq_tests {
+    use super::*;
+    use crate::driver_config::{ExchangeKind, QueueKind};
+
+    fn rabbit(specs: &Specs) -> &RabbitMqDriverConfig {
+        match &specs.driver {
+            DriverConfig::RabbitMq(r) => r,
+            other => panic!("expected rabbitmq, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_builtin_rabbitmq_driver_is_chosen_by_set_driver() {
+        let specs = load_specs(None, None, &["driver=rabbitmq".into()]).unwrap();
+        assert_eq!(specs.driver_source, "built-in rabbitmq driver");
+        let r = rabbit(&specs);
+        assert_eq!(
+            r,
+            &RabbitMqDriverConfig::default(),
+            "the file states the defaults"
+        );
+        assert_eq!(specs.driver.name(), "rabbitmq");
+    }
+
+    #[test]
+    fn overrides_route_by_the_driver_in_use() {
+        let sets: Vec<String> = [
+            "queue.type=quorum",
+            "exchange.type=fanout",
+            "queues_per_topic=3",
+            "confirms.enabled=false",
+            "rate=1000",
+            "uri=amqp://bench:hunter2@127.0.0.1:5790/%2f",
+            "driver=rabbitmq",
+        ]
+        .map(String::from)
+        .to_vec();
+        let specs = load_specs(None, None, &sets).unwrap();
+        let r = rabbit(&specs);
+        assert_eq!(r.queue.kind, QueueKind::Quorum);
+        assert_eq!(r.exchange.kind, ExchangeKind::Fanout);
+        assert_eq!(r.queues_per_topic, 3);
+        assert!(!r.confirms.enabled);
+        assert_eq!(r.uri.as_ref().unwrap().port, 5790);
+        assert_eq!(
+            specs.workload.rate,
+            crate::workload::Rate::PerSecond(1000.0)
+        );
+    }
+
+    #[test]
+    fn a_field_of_another_driver_says_which_driver_it_belongs_to() {
+        let err = load_specs(
+            None,
+            None,
+            &["driver=rabbitmq".into(), "bootstrap_servers=x:1".into()],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("field of the kafka driver") && err.contains("driver in use is rabbitmq"),
+            "{err}"
+        );
+        let err = load_specs(None, None, &["prefetch=10".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("field of the rabbitmq driver"), "{err}");
+        assert!(err.contains("--set driver=rabbitmq"), "{err}");
+        let err = load_specs(None, None, &["driver=rabbitmq".into(), "prefech=1".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("did you mean `prefetch`?"), "{err}");
+    }
+
+    #[test]
+    fn a_rabbitmq_file_loads_and_validates() {
+        let dir = std::env::temp_dir().join(format!("bb-rmq-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rabbit.yaml");
+        std::fs::write(
+            &path,
+            "driver: rabbitmq\nuri: amqp://u:topsecret@h:5672/%2f\nqueue: {type: quorum, lazy: true}\n",
+        )
+        .unwrap();
+        let err = load_specs(None, Some(&path), &[]).unwrap_err().to_string();
+        assert!(err.contains("field `queue.lazy`"), "{err}");
+        assert!(!err.contains("topsecret"), "{err}");
+        let err = load_specs(
+            None,
+            Some(&path),
+            &["queue.lazy=false".into(), "quue.x=1".into()],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("did you mean `queue`?"), "{err}");
+        let specs = load_specs(None, Some(&path), &["queue.lazy=false".into()]).unwrap();
+        assert!(!format!("{specs:?}").contains("topsecret"));
+        assert!(!specs.driver.redacted().to_string().contains("topsecret"));
+        assert_eq!(validate_file(&path).err().map(|_| ()), Some(()));
+        std::fs::write(&path, "driver: rabbitmq\nqueue: {type: stream}\n").unwrap();
+        assert_eq!(validate_file(&path).unwrap(), "driver");
+        let err = load_specs(None, Some(&path), &["partitions_per_topic=4".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("field `partitions_per_topic`")
+                && err.contains("set partitions_per_topic: 1"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn secrets_in_overrides_stay_out_of_errors() {
+        let err = load_specs(
+            None,
+            None,
+            &["driver=rabbitmq".into(), "uri=amqps://u:hunter2@h/".into()],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("field `uri`") && err.contains("TLS"), "{err}");
+        assert!(!err.contains("hunter2"), "{err}");
+        let err = load_specs(None, None, &["uri:amqp://u:hunter2@h/".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("hunter2"), "{err}");
     }
 }

@@ -262,6 +262,8 @@ pub fn terminal_summary(summary: &Summary) -> String {
         out.push('\n');
     }
 
+    resources_lines(&mut out, summary);
+
     let mut notes: Vec<&str> = Vec::new();
     if summary.client_bound {
         notes.push(
@@ -275,6 +277,62 @@ pub fn terminal_summary(summary: &Summary) -> String {
         let _ = writeln!(out, "{label:<LABEL$}- {note}");
     }
     out
+}
+
+/// Broker and host resources over the measurement window, and the broker's own count.
+fn resources_lines(out: &mut String, summary: &Summary) {
+    let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}%"));
+    let mb = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1} MB"));
+    if let Some(r) = &summary.resources {
+        if let Some(b) = &r.broker {
+            let _ = writeln!(
+                out,
+                "{:<LABEL$}cpu {} usr {} sys (of one core), peak RSS {}, disk written {}, read {}",
+                "broker",
+                pct(b.cpu_user_pct_mean),
+                pct(b.cpu_system_pct_mean),
+                b.rss_bytes_max.map_or("-".to_string(), |v| format!(
+                    "{:.0} MiB",
+                    v as f64 / (1024.0 * 1024.0)
+                )),
+                mb(b.disk_written_mb),
+                mb(b.disk_read_mb),
+            );
+        }
+        let h = &r.host;
+        let _ = writeln!(
+            out,
+            "{:<LABEL$}cpu {} usr {} sys {} iowait (of {} cores), disk written {}, loopback {}",
+            "host",
+            pct(h.cpu_user_pct_mean),
+            pct(h.cpu_system_pct_mean),
+            pct(h.cpu_iowait_pct_mean),
+            h.cpu_count,
+            mb(h.disk_written_mb),
+            mb(h.loopback_mb),
+        );
+    }
+    if let Some(m) = &summary.broker_metrics {
+        let rate = m
+            .means
+            .get("messages_in_per_s")
+            .map_or("-".to_string(), |r| {
+                format!("{}/s", group_thousands(r.round() as u64))
+            });
+        let count = match (m.messages_in, m.disagreement_pct) {
+            (Some(n), Some(apart)) => format!(
+                ", {} over the run (brokerbench {}; {apart:.2}% apart)",
+                group_thousands(n),
+                group_thousands(m.messages_counted_by_brokerbench)
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<LABEL$}messages in {rate} (mean){count}",
+            "broker says"
+        );
+    }
 }
 
 #[cfg(test)]

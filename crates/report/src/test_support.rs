@@ -89,7 +89,10 @@ pub(crate) fn summary() -> Summary {
             cpu_system_s: 0.78,
             cpu_s_per_million_messages: 2.1,
             peak_rss_bytes: 45 * 1024 * 1024,
+            allocations_per_message: None,
         },
+        resources: None,
+        broker_metrics: None,
         client_bound: false,
         notes: Vec::new(),
     }

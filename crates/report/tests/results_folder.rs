@@ -74,6 +74,8 @@ fn summary(status: RunStatus) -> Summary {
         consumers: vec![],
         errors: BTreeMap::new(),
         client: ClientCost::default(),
+        resources: None,
+        broker_metrics: None,
         client_bound: false,
         notes: vec![],
     }

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark with RabbitMQ PerfTest on one local RabbitMQ, in one go.
+
+Runs, alternating (PerfTest first in odd rounds, brokerbench first in even ones), ROUNDS
+rounds of three cases, each with RabbitMQ PerfTest 2.22.1 and with brokerbench:
+  - max rate with publisher confirms, at most 1000 unconfirmed messages,
+  - max rate without confirms,
+  - a fixed 10,000 msg/s with confirms (1000 unconfirmed at most), to compare latency.
+Every case: 1 producer, 1 consumer, 100-byte messages, one transient classic queue (not
+durable: PerfTest declares its queue durable only together with persistent messages, so the
+fair pair is transient messages on a transient queue), transient messages (delivery mode 1),
+consumer prefetch 1000, manual acknowledgement of every delivery (PerfTest's default, no
+multi-ack; brokerbench ack.mode=manual, ack.multiple_every=1).
+
+Both tools run --seconds measured after a 2 s warm-up: brokerbench with warmup=2s, PerfTest
+for seconds+2 with its first 2 s of per-second rates left out of its rate. Reports msg/s
+(sent, and received by the consumer) and client CPU seconds per million messages: user+sys
+of the whole client process (JVM start-up, warm-up and drain included, for both), from the
+kernel's rusage of that child alone via wait4, divided by all messages it sent. Medians over
+the rounds, and ratios.
+
+Latency is printed as each tool defines it, and the two are not the same measure:
+PerfTest times from the actual send (a timestamp in the body) and takes percentiles from an
+exponentially decaying sampled reservoir over the whole run, warm-up included; brokerbench
+times from each message's intended send time (so waiting to be sent counts), with full
+histograms over the measurement window.
+
+Usage: bench/rabbitmq_perftest.py [--rounds 3] [--seconds 15] [--fixed-rate 10000]
+Needs: Java and Maven (PerfTest is resolved from Maven Central with bench/perftest/pom.xml
+into <brokerbench home>/perftest/<version>/lib on first use); the managed RabbitMQ is
+started if it is not running.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "brokerbench")
+DRIVER = os.path.join(ROOT, "workloads", "drivers", "rabbitmq.yaml")
+POM = os.path.join(ROOT, "bench", "perftest", "pom.xml")
+PERFTEST_VERSION = "2.22.1"
+WARMUP_S = 2
+MAX_UNCONFIRMED = 1000
+PREFETCH = 1000
+SIZE = 100
+
+
+def home():
+    if os.environ.get("BROKERBENCH_HOME"):
+        return os.environ["BROKERBENCH_HOME"]
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.environ["HOME"], ".local", "share")
+    return os.path.join(base, "brokerbench")
+
+
+def timed(cmd, merge=True):
+    """Runs cmd; returns (stdout [+ stderr], CPU seconds, peak RSS MB) of that child process alone."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen(cmd, stdout=out, stderr=out if merge else err, text=True)
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        text, errors = out.read(), err.read()
+    if child.returncode != 0:
+        sys.exit(f"{os.path.basename(cmd[0])} failed ({child.returncode}):\n{(errors + text)[-3000:]}")
+    return text, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def perftest_cp():
+    lib = os.path.join(home(), "perftest", PERFTEST_VERSION, "lib")
+    if not glob.glob(os.path.join(lib, f"perf-test-{PERFTEST_VERSION}.jar")):
+        print(f"resolving PerfTest {PERFTEST_VERSION} into {lib} ...", file=sys.stderr, flush=True)
+        subprocess.run(["mvn", "-q", "-B", "-f", POM, "dependency:copy-dependencies",
+                        f"-DoutputDirectory={lib}", "-DincludeScope=runtime"], check=True)
+    return os.path.join(lib, "*")
+
+
+def broker_address():
+    up = subprocess.run([BIN, "broker", "up", "rabbitmq"], check=True, capture_output=True, text=True).stdout
+    m = re.search(r"\bat (\S+:\d+)", up)
+    return m.group(1) if m else "127.0.0.1:5672"
+
+
+def latency_us(values, unit):
+    """PerfTest prints latencies in µs, or in ms with --use-millis."""
+    return [v * 1000 if unit == "ms" else v for v in values]
+
+
+def perftest(address, seconds, confirms, rate):
+    """One PerfTest run; returns a result dict."""
+    queue = f"bench-pt-{int(time.time() * 1000)}"
+    args = ["java", "-cp", perftest_cp(), "com.rabbitmq.perf.PerfTest",
+            "-h", f"amqp://guest:guest@{address}", "--id", queue,
+            "-x", "1", "-y", "1", "-s", str(SIZE), "-z", str(seconds + WARMUP_S),
+            "-u", queue, "-ad", "true", "-q", str(PREFETCH)]
+    if confirms:
+        args += ["-c", str(MAX_UNCONFIRMED)]
+    if rate:
+        args += ["-r", str(rate)]
+    out, cpu, rss = timed(args)
+    # Per-interval lines: "id: X, time 3.005 s, sent: 18686 msg/s, [confirmed: ...,] received: 19009 msg/s, ..."
+    intervals = [(float(t), float(s), float(r)) for t, s, r in re.findall(
+        r"time:? ([\d.]+) ?s, sent: ([\d.]+) msg/s.*?received: ([\d.]+) msg/s", out)]
+    sent_avg = re.search(r"sending rate avg: ([\d.]+) msg/s", out)
+    received_avg = re.search(r"receiving rate avg: ([\d.]+) msg/s", out)
+    if not sent_avg or not received_avg:
+        sys.exit(f"PerfTest printed no summary:\n{out[-3000:]}")
+    # The summary rates are totals over the whole run (-z seconds): the messages it sent.
+    total_sent = float(sent_avg.group(1)) * (seconds + WARMUP_S)
+    # The rate after the warm-up: per-second rates weighted by their interval length.
+    measured, previous, sent, received = 0.0, 0.0, 0.0, 0.0
+    per_second = []
+    for t, s, r in intervals:
+        dt = t - previous
+        previous = t
+        if t - dt >= WARMUP_S - 0.5:
+            measured += dt
+            sent += s * dt
+            received += r * dt
+            per_second.append(s)
+    if measured >= 1:
+        sent_rate, received_rate = sent / measured, received / measured
+    else:  # per-second lines not understood: fall back on the whole-run averages
+        print("warning: PerfTest per-second lines not parsed; using its whole-run averages", file=sys.stderr)
+        sent_rate, received_rate = float(sent_avg.group(1)), float(received_avg.group(1))
+        per_second = [sent_rate]
+    lat = {}
+    for name, key in [("consumer", "end_to_end"), ("confirm", "publish")]:
+        m = re.search(name + r" latency min/median/75th/95th/99th ([\d/]+) (\S+)", out)
+        if m:
+            mn, p50, p75, p95, p99 = latency_us([int(v) for v in m.group(1).split("/")], m.group(2))
+            lat[key] = {"p50": p50, "p95": p95, "p99": p99, "max": None}
+    return {"sent": sent_rate, "received": received_rate, "cpu": cpu / total_sent * 1e6, "rss": rss,
+            "lat": lat, "per_second": (min(per_second), max(per_second)), "note": ""}
+
+
+def brokerbench(seconds, confirms, rate):
+    """One brokerbench run; returns a result dict (with a note of anything its summary flags)."""
+    sets = [f"rate={rate or 'max'}", f"message_size={SIZE}B", "producers_per_topic=1", "consumers_per_topic=1",
+            f"warmup={WARMUP_S}s", f"duration={seconds}s", "drain_timeout=30s",
+            "queue.type=classic", "queue.durable=false", "persistent=false",
+            f"confirms.enabled={'true' if confirms else 'false'}", f"confirms.max_outstanding={MAX_UNCONFIRMED}",
+            "ack.mode=manual", "ack.multiple_every=1", f"prefetch={PREFETCH}"]
+    with tempfile.TemporaryDirectory(prefix="bench-bb-") as tmp:
+        args = [BIN, "run", "--driver", DRIVER, "--json", "--quiet", "--out", os.path.join(tmp, "run")]
+        for s in sets:
+            args += ["--set", s]
+        out, cpu, rss = timed(args, merge=False)
+    try:
+        summary = json.loads(out)
+    except json.JSONDecodeError:
+        summary = json.loads(out[out.index("{"):])
+    total_sent = summary["total"]["sent"]
+    if not total_sent:
+        sys.exit(f"brokerbench sent nothing:\n{out[-3000:]}")
+    lat = {}
+    for key in ("publish", "end_to_end"):
+        s = summary["latency"][key]
+        if s.get("count"):
+            lat[key] = {q: s[f"{q}_ns"] / 1000 for q in ("p50", "p95", "p99", "max")}
+    problems = []
+    if summary.get("status") != "complete":
+        problems.append(f"status={summary.get('status')}")
+    if summary.get("errors"):
+        problems.append(f"errors={summary['errors']}")
+    integrity = summary.get("integrity", {})
+    for k in ("lost", "duplicated") + (("unacknowledged",) if confirms else ()):
+        if integrity.get(k):
+            problems.append(f"{k}={integrity[k]}")
+    if summary.get("client_bound"):
+        problems.append("client_bound")
+    return {"sent": summary["throughput"]["sent_per_s"], "received": summary["throughput"]["received_per_s"],
+            "cpu": cpu / total_sent * 1e6, "rss": rss, "lat": lat, "per_second": None,
+            "note": ("  [" + ", ".join(problems) + "]") if problems else ""}
+
+
+def fmt_lat(lat, key):
+    if key not in lat:
+        return "-"
+    v = lat[key]
+    parts = [f"p50 {v['p50']:,.0f}", f"p95 {v['p95']:,.0f}", f"p99 {v['p99']:,.0f}"]
+    if v["max"] is not None:
+        parts.append(f"max {v['max']:,.0f}")
+    return " ".join(parts) + " µs"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--seconds", type=int, default=15, help="measurement window of each run, after a 2 s warm-up")
+    p.add_argument("--fixed-rate", type=int, default=10_000, help="msg/s of the latency case")
+    a = p.parse_args()
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "brokerbench"], cwd=ROOT, check=True)
+    address = broker_address()
+    perftest_cp()
+    cases = [("max, confirms", True, None), ("max, no confirms", False, None),
+             (f"{a.fixed_rate:,}/s, confirms", True, a.fixed_rate)]
+    tools = {"PerfTest": lambda c, r: perftest(address, a.seconds, c, r),
+             "brokerbench": lambda c, r: brokerbench(a.seconds, c, r)}
+    results = {(case, tool): [] for case, _, _ in cases for tool in tools}
+    print(f"RabbitMQ at {address}; 1 producer, 1 consumer, {SIZE} B, transient messages on a transient classic "
+          f"queue, prefetch {PREFETCH}, manual ack of every message, confirms: at most {MAX_UNCONFIRMED} unconfirmed; "
+          f"{a.seconds} s measured after {WARMUP_S} s warm-up", flush=True)
+    for r in range(a.rounds):
+        order = list(tools) if r % 2 == 0 else list(reversed(tools))
+        for case, confirms, rate in cases:
+            for tool in order:
+                res = tools[tool](confirms, rate)
+                results[(case, tool)].append(res)
+                extra = f"  per-second sent {res['per_second'][0]:,.0f}-{res['per_second'][1]:,.0f}" \
+                    if res["per_second"] else ""
+                print(f"round {r + 1} {case:20} {tool:12} {res['sent']:10,.0f} sent/s {res['received']:10,.0f} recv/s"
+                      f"  {res['cpu']:6.2f} CPU-s/M msgs  {res['rss']:5.0f} MB RSS{extra}{res['note']}", flush=True)
+
+    def med(case, tool, key):
+        return statistics.median(x[key] for x in results[(case, tool)])
+
+    print(f"\nmedians over {a.rounds} rounds (1 producer, 1 consumer, {SIZE} B, transient, prefetch {PREFETCH}, "
+          f"manual ack each message; CPU per message sent, whole client process)")
+    for case, _, _ in cases:
+        for tool in tools:
+            print(f"  {case:20} {tool:12} {med(case, tool, 'sent'):10,.0f} sent/s {med(case, tool, 'received'):10,.0f}"
+                  f" recv/s  {med(case, tool, 'cpu'):6.2f} CPU-s per million messages  {med(case, tool, 'rss'):5.0f} MB peak RSS")
+
+    print()
+    for case, _, rate in cases:
+        bb = {k: med(case, "brokerbench", k) for k in ("sent", "received", "cpu")}
+        pt = {k: med(case, "PerfTest", k) for k in ("sent", "received", "cpu")}
+        line = (f"brokerbench / PerfTest, {case:20} {bb['received'] / pt['received']:.2f}x msg/s received, "
+                f"{bb['sent'] / pt['sent']:.2f}x msg/s sent, {bb['cpu'] / pt['cpu']:.2f}x CPU per message")
+        if rate is None:
+            met = bb["received"] >= 1.2 * pt["received"] and bb["cpu"] <= 0.5 * pt["cpu"]
+            line += f"  (goal >= 1.2x msg/s at <= 0.5x CPU: {'met' if met else 'NOT met'})"
+        print(line)
+
+    case = cases[2][0]
+    print(f"\nlatency at {case} (per round; NOT the same measure: PerfTest from the actual send, percentiles of a "
+          f"decaying sampled reservoir over the whole run incl. warm-up; brokerbench from the intended send time, "
+          f"full histogram over the measurement window)")
+    for r in range(a.rounds):
+        pt, bb = results[(case, "PerfTest")][r], results[(case, "brokerbench")][r]
+        print(f"  round {r + 1} PerfTest    confirm  (send -> confirm):          {fmt_lat(pt['lat'], 'publish')}")
+        print(f"  round {r + 1} brokerbench publish  (intended send -> confirm): {fmt_lat(bb['lat'], 'publish')}")
+        print(f"  round {r + 1} PerfTest    consumer (send -> receive):          {fmt_lat(pt['lat'], 'end_to_end')}")
+        print(f"  round {r + 1} brokerbench end-to-end (intended send -> receive): {fmt_lat(bb['lat'], 'end_to_end')}")
+
+
+if __name__ == "__main__":
+    main()

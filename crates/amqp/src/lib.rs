@@ -1,0 +1,504 @@
+//! The RabbitMQ driver (AMQP 0-9-1, on the amqprs client): an exchange per topic, queues as
+//! subscriptions, publisher confirms as acknowledgements, consumers with prefetch and manual
+//! or automatic acknowledgements.
+//!
+//! # How a workload maps onto RabbitMQ
+//!
+//! - **Topic → exchange.** Workload topic *i* is the exchange
+//!   `<exchange.name>-<workload>-<run id>-<i>` of the configured type (direct, fanout, topic
+//!   or headers). The name is new for every run, so a run never reads another run's messages.
+//! - **Subscription → queue.** Each topic has `queues_per_topic` queues `<exchange>-q<j>`
+//!   (j = 0, 1, ...), declared with the configured type (`x-queue-type` classic, quorum or
+//!   stream), durability, lazy mode (`x-queue-mode: lazy`, classic only; RabbitMQ 3.12 and
+//!   later ignore it), length limits (`x-max-length`, `x-max-length-bytes`) and overflow
+//!   (`x-overflow` drop-head or reject-publish). Every queue is bound to its topic's exchange:
+//!   - direct and topic exchanges: binding key = the topic's name (its exchange name), and
+//!     messages are published with that routing key;
+//!   - fanout: the routing key is ignored;
+//!   - headers: bound with `x-match: any, topic: <name>`, and every message carries the
+//!     header `topic: <name>`.
+//!
+//!   So each queue receives every message of its topic: a queue is one *subscription*
+//!   (`subscriptions_per_topic() = queues_per_topic`), and the delivery ledger checks that
+//!   every queue received every message exactly once. A delivery's `stream` is the queue's
+//!   index *j*, for the per-queue order check.
+//! - **Consumers.** `consumers_per_topic` consumers per queue, each on its own channel with
+//!   `basic.qos(prefetch)`; they share the queue's messages (competing consumers). A consumer
+//!   counts as assigned (`assigned() = 1`) once the broker sent basic.consume-ok, and a
+//!   subscription is ready when all of its consumers are. Stream queues are read from their
+//!   first offset (the queue is new, so that is the run's first message).
+//! - **Partitions.** RabbitMQ queues are not partitioned: `partitions_per_topic` must be 1
+//!   (the workload check and `prepare` say so otherwise). Use `consumers_per_topic` for
+//!   parallel consumers and `queues_per_topic` for copies.
+//! - **Keys.** Message keys from the workload are not used; routing is by topic only.
+//! - **Connections.** Every producer and every consumer has its own channel;
+//!   `channels_per_connection` of them share one AMQP connection (producers and consumers
+//!   never share one).
+//! - **Cleanup.** With `delete_queues: true` the run's queues and exchanges are deleted
+//!   after the run (and when `prepare` fails half-way).
+//!
+//! # What the numbers mean
+//!
+//! - With `confirms.enabled` (the default) every producer channel is in confirm mode and an
+//!   acknowledgement is the broker's basic.ack: publish latency = confirm time − intended send
+//!   time. `multiple` confirms acknowledge every earlier message; a basic.nack is a failure of
+//!   kind `nacked`, or `rejected` with `overflow: reject-publish` (a full queue refusing the
+//!   message). Messages are published `mandatory`, so one that no queue takes is reported as
+//!   `unroutable`. At most `confirms.max_outstanding` messages per producer wait for their
+//!   confirm; beyond that `send` answers backpressure.
+//! - With confirms off `Producer::confirms()` is false: nothing is acknowledged, the engine
+//!   counts sent messages only, and the summary says delivery was not confirmed.
+//! - End-to-end latency comes from the envelope in the payload, never from the AMQP
+//!   timestamp property.
+//! - Manual acknowledgements: every `ack.multiple_every`-th delivery is acknowledged with
+//!   multiple=true (and whatever remains when the consumer closes). `ack.mode: auto` consumes
+//!   with no_ack.
+//! - A queue with a length limit and `overflow: drop-head` discards its oldest messages when
+//!   full; `broker_drop_policy()` says so, and messages acknowledged and never received are
+//!   then reported as dropped by the broker, not as lost by brokerbench.
+//!
+//! # Threads
+//!
+//! The engine's traits are synchronous: one thread per producer and per consumer. Each AMQP
+//! connection runs on its own current-thread tokio runtime (see [`link`]), driven by the
+//! thread that owns it inside `poll`: `send` only queues frames and never waits for the
+//! broker (a full outgoing queue is backpressure), and `poll` writes them and reads confirms.
+
+mod confirms;
+mod consumer;
+pub mod link;
+pub mod naming;
+pub mod probe;
+mod producer;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use amqprs::channel::{
+    ExchangeDeclareArguments, ExchangeDeleteArguments, QueueBindArguments, QueueDeclareArguments,
+    QueueDeleteArguments,
+};
+use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Producer, Topology};
+use brokerbench_model::driver_config::{AmqpUri, RabbitMqDriverConfig};
+
+pub use naming::TopicNames;
+
+use crate::link::{field_table, ChannelEvents, Link, ADMIN_TIMEOUT};
+use crate::naming::{queue_arguments, MAX_NAME_LEN};
+
+/// How long `connect` may take at most.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// What to do about an unreachable broker.
+pub(crate) const HINT: &str = "start a local broker with `brokerbench broker up rabbitmq`, or leave uri out of the driver file to use the managed one";
+
+/// The RabbitMQ driver.
+pub struct AmqpDriver {
+    config: RabbitMqDriverConfig,
+    uri: AmqpUri,
+    broker: Option<String>,
+    run_id: String,
+    topics: Vec<TopicNames>,
+    /// Exchanges and queues this run declared (and so deletes).
+    created_exchanges: Vec<String>,
+    created_queues: Vec<String>,
+    producers: Pool,
+    consumers: Pool,
+}
+
+impl std::fmt::Debug for AmqpDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AmqpDriver")
+            .field("uri", &self.uri)
+            .field("topics", &self.topics)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AmqpDriver {
+    /// A driver for the broker at `uri` (the driver file's, or the managed broker's).
+    pub fn new(config: RabbitMqDriverConfig, uri: AmqpUri) -> Self {
+        let per_connection = config.channels_per_connection.max(1);
+        AmqpDriver {
+            config,
+            uri,
+            broker: None,
+            run_id: String::new(),
+            topics: Vec::new(),
+            created_exchanges: Vec::new(),
+            created_queues: Vec::new(),
+            producers: Pool::new("producer", per_connection),
+            consumers: Pool::new("consumer", per_connection),
+        }
+    }
+
+    /// Names of the run's exchanges and queues, in topic-index order (after `prepare`).
+    pub fn topic_names(&self) -> &[TopicNames] {
+        &self.topics
+    }
+
+    fn link(&self, role: &str) -> Result<Link, DriverError> {
+        Link::open(&self.uri, &format!("brokerbench-{}-{role}", self.run_id))
+    }
+
+    fn topic(&self, topic: u32) -> Result<&TopicNames, DriverError> {
+        self.topics.get(topic as usize).ok_or_else(|| {
+            DriverError::Other(format!(
+                "topic {topic} does not exist (prepare created {})",
+                self.topics.len()
+            ))
+        })
+    }
+
+    /// Declares every exchange and queue and binds them, recording what was created.
+    fn declare_all(&mut self, link: &Link) -> Result<(), DriverError> {
+        let events = Arc::new(ChannelEvents::default());
+        let channel = link.channel(&events)?;
+        let _entered = link.enter();
+        let queue = &self.config.queue;
+        let durable = queue.durable;
+        let queue_arguments = field_table(&queue_arguments(queue));
+        let kind = self.config.exchange.kind.as_str();
+        let result = (|| {
+            for topic in &self.topics {
+                let exchange = ExchangeDeclareArguments::new(&topic.exchange, kind)
+                    .durable(durable)
+                    .finish();
+                admin(
+                    link,
+                    &events,
+                    "declaring exchange",
+                    &topic.exchange,
+                    async { channel.exchange_declare(exchange).await },
+                )?;
+                self.created_exchanges.push(topic.exchange.clone());
+                for name in &topic.queues {
+                    let declare = QueueDeclareArguments::new(name)
+                        .durable(durable)
+                        .arguments(queue_arguments.clone())
+                        .finish();
+                    admin(link, &events, "declaring queue", name, async {
+                        channel.queue_declare(declare).await.map(|_| ())
+                    })?;
+                    self.created_queues.push(name.clone());
+                    let bind =
+                        QueueBindArguments::new(name, &topic.exchange, topic.routing.binding_key())
+                            .arguments(field_table(&topic.routing.binding_arguments()))
+                            .finish();
+                    admin(link, &events, "binding queue", name, async {
+                        channel.queue_bind(bind).await
+                    })?;
+                }
+            }
+            Ok(())
+        })();
+        link.close_channel(channel);
+        result
+    }
+
+    /// Deletes what this run created; the names of what could not be deleted, with why.
+    fn delete_all(&mut self, link: &Link) -> Vec<String> {
+        let mut failures = Vec::new();
+        let mut events = Arc::new(ChannelEvents::default());
+        let mut channel = match link.channel(&events) {
+            Ok(c) => c,
+            Err(e) => return vec![e.to_string()],
+        };
+        let _entered = link.enter();
+        let queues = std::mem::take(&mut self.created_queues);
+        let exchanges = std::mem::take(&mut self.created_exchanges);
+        let queues = queues.into_iter().map(|q| (true, q));
+        let exchanges = exchanges.into_iter().map(|e| (false, e));
+        for (is_queue, name) in queues.chain(exchanges) {
+            let deleted = if is_queue {
+                admin(link, &events, "deleting queue", &name, async {
+                    channel
+                        .queue_delete(QueueDeleteArguments::new(&name))
+                        .await
+                        .map(|_| ())
+                })
+            } else {
+                admin(link, &events, "deleting exchange", &name, async {
+                    channel
+                        .exchange_delete(ExchangeDeleteArguments::new(&name))
+                        .await
+                })
+            };
+            if let Err(e) = deleted {
+                failures.push(e.to_string());
+                // A failed operation closes the channel; go on with a new one.
+                events = Arc::new(ChannelEvents::default());
+                match link.channel(&events) {
+                    Ok(c) => link.close_channel(std::mem::replace(&mut channel, c)),
+                    Err(e) => {
+                        failures.push(e.to_string());
+                        return failures;
+                    }
+                }
+            }
+        }
+        link.close_channel(channel);
+        failures
+    }
+}
+
+/// Runs one admin operation within [`ADMIN_TIMEOUT`], naming the object and the broker's
+/// reason when it fails.
+fn admin<F>(
+    link: &Link,
+    events: &ChannelEvents,
+    doing: &str,
+    name: &str,
+    operation: F,
+) -> Result<(), DriverError>
+where
+    F: std::future::Future<Output = Result<(), amqprs::error::Error>>,
+{
+    match link.block_on_for(ADMIN_TIMEOUT, operation) {
+        Some(Ok(())) => Ok(()),
+        Some(Err(e)) => {
+            let reason = events.close_reason().unwrap_or_else(|| e.to_string());
+            Err(if reason.starts_with("406") {
+                DriverError::Conflict(format!(
+                    "{doing} '{name}': the broker refused it: {reason}; delete the existing object or choose another exchange.name"
+                ))
+            } else {
+                DriverError::Other(format!("{doing} '{name}': {reason}"))
+            })
+        }
+        None => Err(DriverError::Other(format!(
+            "{doing} '{name}' took longer than {ADMIN_TIMEOUT:?}"
+        ))),
+    }
+}
+
+impl Driver for AmqpDriver {
+    fn name(&self) -> &'static str {
+        "rabbitmq"
+    }
+
+    fn connect(&mut self) -> Result<(), DriverError> {
+        match probe::probe(&self.uri, CONNECT_TIMEOUT) {
+            Ok(info) => {
+                self.broker = Some(info.describe());
+                Ok(())
+            }
+            Err(probe::ProbeError::Unreachable(reason)) => Err(DriverError::Unreachable {
+                broker: "rabbitmq",
+                address: self.uri.address(),
+                reason,
+                hint: HINT.into(),
+            }),
+            Err(probe::ProbeError::Authentication(reason)) => Err(DriverError::Authentication {
+                broker: "rabbitmq",
+                address: self.uri.address(),
+                reason,
+            }),
+            Err(probe::ProbeError::Refused(reason)) => Err(DriverError::Other(format!(
+                "rabbitmq at {} refused the connection: {reason}",
+                self.uri.address()
+            ))),
+        }
+    }
+
+    fn broker_version(&self) -> Option<String> {
+        self.broker.clone()
+    }
+
+    fn prepare(&mut self, topology: &Topology) -> Result<(), DriverError> {
+        if topology.partitions_per_topic != 1 {
+            return Err(DriverError::Other(format!(
+                "partitions_per_topic: {} has no meaning for RabbitMQ, whose queues are not partitioned; set partitions_per_topic: 1 (more consumers per queue: consumers_per_topic; more queues per topic: queues_per_topic)",
+                topology.partitions_per_topic
+            )));
+        }
+        self.run_id = topology.run_id.clone();
+        self.topics = (0..topology.topics)
+            .map(|i| TopicNames::new(&self.config, &topology.workload, &topology.run_id, i))
+            .collect();
+        if let Some(long) = self.topics.iter().find(|t| t.longest() > MAX_NAME_LEN) {
+            return Err(DriverError::Other(format!(
+                "exchange or queue names such as '{}' would be longer than {MAX_NAME_LEN} bytes; shorten exchange.name or the workload name",
+                long.exchange
+            )));
+        }
+        let link = self.link("admin")?;
+        let declared = self.declare_all(&link);
+        if declared.is_err() && self.config.delete_queues {
+            // Leave nothing behind from a half-prepared run.
+            let _ = self.delete_all(&link);
+        }
+        declared
+    }
+
+    fn subscriptions_per_topic(&self) -> u32 {
+        self.config.queues_per_topic
+    }
+
+    fn producer(&self, topic: u32, _producer: u32) -> Result<Box<dyn Producer>, DriverError> {
+        let names = self.topic(topic)?;
+        let link = self.producers.link(&self.uri, &self.run_id)?;
+        Ok(Box::new(producer::AmqpProducer::new(
+            link,
+            names,
+            &self.config,
+        )?))
+    }
+
+    fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError> {
+        let names = self.topic(slot.topic)?;
+        let queue = names
+            .queues
+            .get(slot.subscription as usize)
+            .ok_or_else(|| {
+                DriverError::Other(format!(
+                    "subscription {} of topic {} does not exist (queues_per_topic: {})",
+                    slot.subscription, slot.topic, self.config.queues_per_topic
+                ))
+            })?;
+        let link = self.consumers.link(&self.uri, &self.run_id)?;
+        let tag = format!(
+            "brokerbench-{}-{}-{}-{}",
+            self.run_id, slot.topic, slot.subscription, slot.member
+        );
+        Ok(Box::new(consumer::AmqpConsumer::new(
+            link,
+            queue,
+            slot.subscription,
+            &tag,
+            &self.config,
+        )?))
+    }
+
+    fn broker_drop_policy(&self) -> Option<String> {
+        self.config.drop_policy()
+    }
+
+    fn cleanup(&mut self) -> Result<(), DriverError> {
+        self.producers.release();
+        self.consumers.release();
+        if !self.config.delete_queues
+            || (self.created_queues.is_empty() && self.created_exchanges.is_empty())
+        {
+            return Ok(());
+        }
+        let link = self.link("cleanup")?;
+        let failures = self.delete_all(&link);
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(DriverError::Other(failures.join("; ")))
+        }
+    }
+}
+
+/// Connections handed to producers (or consumers), `per_connection` channels each.
+struct Pool {
+    role: &'static str,
+    per_connection: u32,
+    /// The connection being filled and how many channels it has.
+    current: Mutex<Option<(Arc<Link>, u32)>>,
+    /// Connections opened so far, for their names.
+    opened: std::sync::atomic::AtomicU32,
+}
+
+impl Pool {
+    fn new(role: &'static str, per_connection: u32) -> Self {
+        Pool {
+            role,
+            per_connection,
+            current: Mutex::new(None),
+            opened: Default::default(),
+        }
+    }
+
+    fn link(&self, uri: &AmqpUri, run_id: &str) -> Result<Arc<Link>, DriverError> {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((link, used)) = current.as_mut() {
+            if *used < self.per_connection && link.is_open() {
+                *used += 1;
+                return Ok(link.clone());
+            }
+        }
+        let index = self
+            .opened
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let link = Arc::new(Link::open(
+            uri,
+            &format!("brokerbench-{run_id}-{}-{index}", self.role),
+        )?);
+        *current = (self.per_connection > 1).then(|| (link.clone(), 1));
+        Ok(link)
+    }
+
+    /// Lets go of the connection being filled, so that it closes with its last channel.
+    fn release(&self) {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn driver(yaml: &str, uri: &str) -> AmqpDriver {
+        let config: RabbitMqDriverConfig = serde_yaml::from_str(yaml).unwrap();
+        AmqpDriver::new(config, AmqpUri::parse(uri).unwrap())
+    }
+
+    #[test]
+    fn refused_connection_fails_fast_naming_the_address_without_credentials() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut d = driver("{}", &format!("amqp://bench:hunter2@127.0.0.1:{port}/%2f"));
+        let started = Instant::now();
+        let e = d.connect().unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(
+            matches!(
+                e,
+                DriverError::Unreachable {
+                    broker: "rabbitmq",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
+        assert!(text.contains("brokerbench broker up rabbitmq"), "{text}");
+        assert!(
+            !text.contains("hunter2") && !format!("{d:?}").contains("hunter2"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn subscriptions_are_queues_and_partitions_must_be_one() {
+        let mut d = driver("queues_per_topic: 3", "amqp://127.0.0.1:1");
+        assert_eq!(d.subscriptions_per_topic(), 3);
+        assert!(d.subscription_ready(0, &[1, 1]));
+        assert!(!d.subscription_ready(0, &[1, 0]));
+        let err = d
+            .prepare(&Topology {
+                run_id: "r".into(),
+                workload: "w".into(),
+                topics: 1,
+                partitions_per_topic: 4,
+                consumers_per_topic: 1,
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("partitions_per_topic: 1"), "{err}");
+        assert_eq!(driver("{}", "amqp://h").broker_drop_policy(), None);
+        assert!(driver("queue: {max_length: 5}", "amqp://h")
+            .broker_drop_policy()
+            .is_some());
+    }
+}

@@ -1,0 +1,421 @@
+//! The RabbitMQ driver against a real broker, driven through the engine. The broker's URI
+//! comes from `BROKERBENCH_TEST_AMQP_URI` (e.g. `amqp://guest:guest@127.0.0.1:5672/%2f`);
+//! without it the tests that need a broker print why and pass without checking anything.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use brokerbench_amqp::AmqpDriver;
+use brokerbench_driver::{Driver, DriverError};
+use brokerbench_engine::{run, RunControl};
+use brokerbench_model::driver_config::{AmqpUri, RabbitMqDriverConfig};
+use brokerbench_model::{IntervalRow, RunObserver, Summary, Workload};
+
+const URI_VARIABLE: &str = "BROKERBENCH_TEST_AMQP_URI";
+
+fn broker_uri(test: &str) -> Option<AmqpUri> {
+    match std::env::var(URI_VARIABLE) {
+        Ok(text) => Some(AmqpUri::parse(&text).expect("a valid amqp:// URI")),
+        Err(_) => {
+            eprintln!(
+                "skipping {test}: set {URI_VARIABLE} to the URI of a RabbitMQ broker to run it"
+            );
+            None
+        }
+    }
+}
+
+struct Quiet;
+
+impl RunObserver for Quiet {
+    fn interval(&mut self, _row: &IntervalRow) {}
+}
+
+fn run_id() -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "t{}x{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Runs `workload` against the broker with the driver file `driver`.
+fn run_with(uri: &AmqpUri, driver: &str, workload: &str) -> Summary {
+    let config: RabbitMqDriverConfig = serde_yaml::from_str(driver).unwrap();
+    config.validate().unwrap();
+    let workload: Workload = serde_yaml::from_str(workload).unwrap();
+    let mut driver = AmqpDriver::new(config, uri.clone());
+    driver.connect().unwrap();
+    assert!(
+        driver
+            .broker_version()
+            .is_some_and(|v| v.contains("RabbitMQ")),
+        "{:?}",
+        driver.broker_version()
+    );
+    let control = RunControl {
+        run_id: run_id(),
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    let outcome = run(&workload, &mut driver, &mut Quiet, &control).unwrap();
+    let summary = outcome.summary;
+    eprintln!(
+        "sent {} acknowledged {} failed {} received {} errors {:?} integrity {:?} publish p50 {} ns p99 {} ns notes {:?}",
+        summary.total.sent,
+        summary.total.acknowledged,
+        summary.total.failed,
+        summary.total.received,
+        summary.errors,
+        summary.integrity,
+        summary.latency.publish.p50_ns,
+        summary.latency.publish.p99_ns,
+        summary.notes
+    );
+    summary
+}
+
+const SMALL: &str = "name: amqptest\nrate: 2000\nwarmup: 1s\nduration: 2s\ndrain_timeout: 5s\nproducers_per_topic: 1\nconsumers_per_topic: 1\n";
+
+fn assert_lossless(s: &Summary, copies: u64) {
+    assert!(s.integrity.checked, "{:?}", s.integrity);
+    assert!(s.integrity.is_clean(), "{:?}", s.integrity);
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert!(s.total.sent >= 5900, "3 s at 2000 msg/s: {}", s.total.sent);
+    assert_eq!(s.total.received, s.total.sent * copies);
+}
+
+#[test]
+fn direct_exchange_publish_and_consume_lose_nothing() {
+    let Some(uri) = broker_uri("direct_exchange_publish_and_consume_lose_nothing") else {
+        return;
+    };
+    let s = run_with(&uri, "{}", SMALL);
+    assert_lossless(&s, 1);
+    assert_eq!(
+        s.total.acknowledged, s.total.sent,
+        "every message confirmed"
+    );
+    assert!(s.latency.publish.count > 3000, "publish latency measured");
+    assert!(s.latency.end_to_end.count > 3000);
+    assert_eq!(s.integrity.dropped_by_broker, 0);
+}
+
+#[test]
+fn every_queue_of_a_fanout_receives_every_message() {
+    let Some(uri) = broker_uri("every_queue_of_a_fanout_receives_every_message") else {
+        return;
+    };
+    let s = run_with(&uri, "exchange: {type: fanout}\nqueues_per_topic: 3", SMALL);
+    assert_lossless(&s, 3);
+    assert_eq!(s.consumers.len(), 3);
+    assert!(
+        s.consumers.iter().all(|c| c.received == s.total.sent),
+        "{:?}",
+        s.consumers
+    );
+}
+
+#[test]
+fn topic_and_headers_exchanges_route_to_every_bound_queue() {
+    let Some(uri) = broker_uri("topic_and_headers_exchanges_route_to_every_bound_queue") else {
+        return;
+    };
+    for kind in ["topic", "headers"] {
+        let s = run_with(
+            &uri,
+            &format!("exchange: {{type: {kind}}}\nqueues_per_topic: 2"),
+            SMALL,
+        );
+        assert_lossless(&s, 2);
+    }
+}
+
+#[test]
+fn without_confirms_only_sends_count_and_everything_arrives() {
+    let Some(uri) = broker_uri("without_confirms_only_sends_count_and_everything_arrives") else {
+        return;
+    };
+    let s = run_with(&uri, "confirms: {enabled: false}", SMALL);
+    assert_lossless(&s, 1);
+    assert_eq!(
+        s.latency.publish.count, 0,
+        "no confirms, no publish latency"
+    );
+    assert!(
+        s.notes.iter().any(|n| n.contains("confirm")),
+        "{:?}",
+        s.notes
+    );
+}
+
+#[test]
+fn auto_and_batched_manual_acknowledgements_lose_nothing() {
+    let Some(uri) = broker_uri("auto_and_batched_manual_acknowledgements_lose_nothing") else {
+        return;
+    };
+    let s = run_with(&uri, "ack: {mode: auto}", SMALL);
+    assert_lossless(&s, 1);
+    let s = run_with(
+        &uri,
+        "ack: {mode: manual, multiple_every: 50}\nprefetch: 100",
+        &SMALL.replace("consumers_per_topic: 1", "consumers_per_topic: 2"),
+    );
+    assert_lossless(&s, 1);
+    assert_eq!(s.consumers.len(), 2, "two competing consumers on one queue");
+}
+
+#[test]
+fn a_full_queue_that_rejects_publishes_yields_rejected_nacks() {
+    let Some(uri) = broker_uri("a_full_queue_that_rejects_publishes_yields_rejected_nacks") else {
+        return;
+    };
+    let s = run_with(
+        &uri,
+        "queue: {max_length: 100, overflow: reject-publish}",
+        &SMALL.replace("consumers_per_topic: 1", "consumers_per_topic: 0"),
+    );
+    let rejected = s.errors.get("rejected").copied().unwrap_or(0);
+    assert_eq!(s.total.acknowledged, 100, "only 100 fit: {:?}", s.total);
+    assert_eq!(rejected + 100, s.total.sent, "{:?}", s.errors);
+    assert_eq!(s.integrity.unacknowledged, 0, "every publish was answered");
+}
+
+#[test]
+fn a_drop_head_queue_reports_broker_drops_not_loss() {
+    let Some(uri) = broker_uri("a_drop_head_queue_reports_broker_drops_not_loss") else {
+        return;
+    };
+    // A slow start: the consumer exists, but with prefetch 1 and a tiny queue the broker
+    // drops heads while the consumer is busy acknowledging one message at a time.
+    let s = run_with(
+        &uri,
+        "queue: {max_length: 1}\nprefetch: 1",
+        &SMALL.replace("rate: 2000", "rate: 20000"),
+    );
+    assert_eq!(s.integrity.lost, 0, "{:?}", s.integrity);
+    assert!(
+        s.integrity.dropped_by_broker > 0,
+        "the broker dropped some heads: {:?}",
+        s.integrity
+    );
+    assert!(
+        s.notes.iter().any(|n| n.contains("dropped by the broker")),
+        "{:?}",
+        s.notes
+    );
+}
+
+#[test]
+fn lazy_quorum_and_stream_queues_lose_nothing() {
+    let Some(uri) = broker_uri("lazy_quorum_and_stream_queues_lose_nothing") else {
+        return;
+    };
+    for driver in [
+        "queue: {type: classic, lazy: true}",
+        "queue: {type: quorum}",
+        "queue: {type: stream}",
+    ] {
+        let s = run_with(&uri, driver, SMALL);
+        assert_lossless(&s, 1);
+    }
+}
+
+#[test]
+fn shared_connections_and_transient_messages_lose_nothing() {
+    let Some(uri) = broker_uri("shared_connections_and_transient_messages_lose_nothing") else {
+        return;
+    };
+    let s = run_with(
+        &uri,
+        "channels_per_connection: 3\npersistent: false\nqueue: {durable: false}",
+        &SMALL
+            .replace("producers_per_topic: 1", "producers_per_topic: 3")
+            .replace("consumers_per_topic: 1", "consumers_per_topic: 3"),
+    );
+    assert_lossless(&s, 1);
+}
+
+#[test]
+fn an_absent_broker_is_unreachable_within_seconds() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let uri = AmqpUri::parse(&format!("amqp://guest:guest@127.0.0.1:{port}/%2f")).unwrap();
+    let mut driver = AmqpDriver::new(RabbitMqDriverConfig::default(), uri);
+    let started = Instant::now();
+    let error = driver.connect().unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    match &error {
+        DriverError::Unreachable {
+            broker,
+            address,
+            hint,
+            ..
+        } => {
+            assert_eq!(*broker, "rabbitmq");
+            assert_eq!(address, &format!("127.0.0.1:{port}"));
+            assert!(hint.contains("brokerbench broker up rabbitmq"));
+        }
+        other => panic!("expected Unreachable, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_wrong_password_is_an_authentication_error_without_the_password() {
+    let Some(uri) = broker_uri("a_wrong_password_is_an_authentication_error_without_the_password")
+    else {
+        return;
+    };
+    let wrong = format!(
+        "amqp://{}:not-the-Secret-42@{}/{}",
+        uri.username,
+        uri.address(),
+        if uri.vhost == "/" { "%2f" } else { &uri.vhost }
+    );
+    let mut driver = AmqpDriver::new(
+        RabbitMqDriverConfig::default(),
+        AmqpUri::parse(&wrong).unwrap(),
+    );
+    let started = Instant::now();
+    let error = driver.connect().unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        matches!(
+            error,
+            DriverError::Authentication {
+                broker: "rabbitmq",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    let text = format!("{error} {error:?} {driver:?}");
+    assert!(text.contains("ACCESS_REFUSED"), "{text}");
+    assert!(!text.contains("not-the-Secret-42"), "{text}");
+}
+
+#[test]
+fn a_missing_virtual_host_is_named() {
+    let Some(uri) = broker_uri("a_missing_virtual_host_is_named") else {
+        return;
+    };
+    let other = format!(
+        "amqp://{}:{}@{}/no-such-vhost-bb",
+        uri.username,
+        uri.password(),
+        uri.address()
+    );
+    let mut driver = AmqpDriver::new(
+        RabbitMqDriverConfig::default(),
+        AmqpUri::parse(&other).unwrap(),
+    );
+    let text = driver.connect().unwrap_err().to_string();
+    assert!(text.contains("no-such-vhost-bb"), "{text}");
+}
+
+/// Runs `workload` while `disturb` acts on the broker after `after`.
+fn run_disturbed(
+    uri: &AmqpUri,
+    driver: &str,
+    workload: &str,
+    after: Duration,
+    disturb: impl FnOnce(&RabbitMqDriverConfig, &str, &str) + Send + 'static,
+) -> Summary {
+    let config: RabbitMqDriverConfig = serde_yaml::from_str(driver).unwrap();
+    let workload: Workload = serde_yaml::from_str(workload).unwrap();
+    let mut driver = AmqpDriver::new(config.clone(), uri.clone());
+    driver.connect().unwrap();
+    let control = RunControl {
+        run_id: run_id(),
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    let (name, id) = (workload.name.clone(), control.run_id.clone());
+    let disturber = std::thread::spawn(move || {
+        std::thread::sleep(after);
+        disturb(&config, &name, &id);
+    });
+    let summary = run(&workload, &mut driver, &mut Quiet, &control)
+        .unwrap()
+        .summary;
+    disturber.join().unwrap();
+    eprintln!(
+        "sent {} acknowledged {} failed {} received {} errors {:?} integrity {:?}",
+        summary.total.sent,
+        summary.total.acknowledged,
+        summary.total.failed,
+        summary.total.received,
+        summary.errors,
+        summary.integrity
+    );
+    summary
+}
+
+#[test]
+fn a_deleted_exchange_fails_sends_by_kind_without_a_panic() {
+    let Some(uri) = broker_uri("a_deleted_exchange_fails_sends_by_kind_without_a_panic") else {
+        return;
+    };
+    let admin_uri = uri.clone();
+    let s =
+        run_disturbed(
+            &uri,
+            "{}",
+            &SMALL.replace("duration: 2s", "duration: 3s"),
+            Duration::from_millis(2500),
+            move |config, workload, run_id| {
+                let names = brokerbench_amqp::TopicNames::new(config, workload, run_id, 0);
+                let link = brokerbench_amqp::link::Link::open(&admin_uri, "test-admin").unwrap();
+                let events = Arc::default();
+                let channel = link.channel(&events).unwrap();
+                let _entered = link.enter();
+                link.block_on(channel.exchange_delete(
+                    amqprs::channel::ExchangeDeleteArguments::new(&names.exchange),
+                ))
+                .unwrap();
+                link.close_channel(channel);
+            },
+        );
+    let failed = s.errors.get("channel_closed").copied().unwrap_or(0);
+    assert!(
+        failed > 1000,
+        "sends after the deletion fail: {:?}",
+        s.errors
+    );
+    assert!(s.total.acknowledged > 3000, "{:?}", s.total);
+    assert_eq!(s.integrity.lost, 0, "{:?}", s.integrity);
+}
+
+/// A shell command that closes every client connection of the test broker, e.g.
+/// `rabbitmqctl -n rabbit@localhost close_all_connections test`.
+const CLOSE_VARIABLE: &str = "BROKERBENCH_TEST_AMQP_CLOSE_CMD";
+
+#[test]
+fn a_lost_connection_fails_sends_by_kind_without_a_panic() {
+    let Some(uri) = broker_uri("a_lost_connection_fails_sends_by_kind_without_a_panic") else {
+        return;
+    };
+    let Ok(command) = std::env::var(CLOSE_VARIABLE) else {
+        eprintln!("skipping a_lost_connection_fails_sends_by_kind_without_a_panic: set {CLOSE_VARIABLE} to a command that closes the broker's client connections");
+        return;
+    };
+    let s = run_disturbed(
+        &uri,
+        "{}",
+        &SMALL.replace("duration: 2s", "duration: 3s"),
+        Duration::from_millis(2500),
+        move |_, _, _| {
+            let status = std::process::Command::new("sh")
+                .args(["-c", &command])
+                .status()
+                .unwrap();
+            assert!(status.success(), "{command}: {status}");
+        },
+    );
+    let failed = s.errors.get("connection_closed").copied().unwrap_or(0);
+    assert!(failed > 1000, "sends after the close fail: {:?}", s.errors);
+    assert!(s.total.acknowledged > 3000, "{:?}", s.total);
+}

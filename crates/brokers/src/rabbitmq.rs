@@ -1,0 +1,1739 @@
+//! A managed single-node RabbitMQ on loopback, run from the system's `rabbitmq-server` package
+//! (Debian: `apt-get install rabbitmq-server`) as a node of its own.
+//!
+//! The node shares nothing with a system RabbitMQ, running or not: it has its own node name
+//! (`brokerbench_PORT@localhost`), ports, configuration, database, logs and Erlang cookie, and
+//! the environment it starts with is cleared, so neither `RABBITMQ_*`/`ERL_*` variables of the
+//! caller nor `/etc/rabbitmq/*` apply. Layout under `<home>/rabbitmq/`:
+//!
+//! ```text
+//! rabbitmq.conf        listeners on 127.0.0.1 (AMQP, management, Prometheus); rewritten by every start
+//! enabled_plugins      [rabbitmq_management,rabbitmq_prometheus].
+//! rabbitmq-env.conf    empty on purpose: keeps /etc/rabbitmq/rabbitmq-env.conf out
+//! .erlang.cookie       the node's cookie (HOME is this folder for the node and for rabbitmqctl)
+//! state                AMQP port and note of the node `up` started; removed by `down`
+//! rabbitmq.pid         pid of the node's beam.smp, written (and removed) by RabbitMQ itself
+//! mnesia/NODE/         the node's database and message stores; kept by `down`
+//! log/rabbitmq.log     RabbitMQ's log (previous start: .1)
+//! log/startup.log      stdout and stderr of the start script, and of `rabbitmqctl stop`
+//! ```
+//!
+//! Ports, for an AMQP port P (5672 unless set): management P+10000 (15672), Prometheus
+//! P+10020 (15692), Erlang distribution P+20000 (25672): RabbitMQ's defaults, shifted together.
+//! When any of them is taken by a process that is not this node (another RabbitMQ, say), `up`
+//! tries P+1, P+2, ... (10 in all), and [`BrokerStatus::note`] says which it took and why.
+//!
+//! `up` waits until the node answers the AMQP 0-9-1 handshake (its `Connection.Start` naming
+//! our node) and both HTTP ports accept connections. RabbitMQ 3.10 starts the management and
+//! Prometheus listeners before the AMQP one, so no `rabbitmqctl await_startup` (another
+//! Erlang VM, about 0.7 s) is needed.
+//!
+//! epmd, the Erlang port mapper on 127.0.0.1:4369, is shared by every Erlang node on the host.
+//! The node registers with the running one, or starts one (bound to loopback by
+//! `ERL_EPMD_ADDRESS`) if there is none. `down` leaves epmd alone even then: other nodes (a
+//! system RabbitMQ, another home's node) may have registered with it since, and stopping it
+//! would cut their command-line tools off. It is a few hundred kilobytes and idle.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::process::{self, Lock};
+use crate::{BrokerError, BrokerStatus};
+
+/// The AMQP port `up` prefers when neither [`RabbitMq::with_port`] nor the variable says.
+pub const DEFAULT_PORT: u16 = 5672;
+
+/// The name of this broker on the command line and in [`BrokerStatus::name`].
+const NAME: &str = "rabbitmq";
+const PORT_VARIABLE: &str = "BROKERBENCH_RABBITMQ_PORT";
+/// Where the other listeners go, relative to the AMQP port (RabbitMQ's own defaults).
+const MANAGEMENT_OFFSET: u16 = 10_000;
+const PROMETHEUS_OFFSET: u16 = 10_020;
+const DISTRIBUTION_OFFSET: u16 = 20_000;
+/// The highest AMQP port whose distribution port still exists.
+const MAX_PORT: u16 = u16::MAX - DISTRIBUTION_OFFSET;
+const MAX_PORT_REASON: &str = "the Erlang distribution listens on the port + 20000";
+/// How many AMQP ports `up` tries, from the preferred one up, before giving up.
+const PORT_ATTEMPTS: u16 = 10;
+/// The start script and the CLI; Debian's package keeps the real ones here. Its `/usr/sbin`
+/// entries are a wrapper that re-runs them as the `rabbitmq` user with the system's paths.
+const PACKAGE_BIN_DIR: &str = "/usr/lib/rabbitmq/bin";
+const OTHER_BIN_DIRS: [&str; 2] = ["/usr/sbin", "/usr/local/sbin"];
+const SERVER: &str = "rabbitmq-server";
+const CTL: &str = "rabbitmqctl";
+const DEBIAN_WRAPPER: &str = "rabbitmq-script-wrapper";
+const PACKAGE: &str = "rabbitmq-server";
+/// Passed to the node as `-brokerbench_dir <dir>` (Erlang keeps unknown flags as init
+/// arguments): with `-s rabbit boot`, it marks our `beam.smp` in `/proc`. The start script's
+/// shell has the flag too, but not the boot module.
+const OWNERSHIP_FLAG: &str = "-brokerbench_dir";
+const BOOT_MODULE: &str = "rabbit";
+/// Erlang arguments for rabbitmqctl's own short-lived node (the start script word-splits them).
+const CTL_ERL_ARGS: &str = "-kernel inet_dist_use_interface {127,0,0,1}";
+const PLUGINS: &str = "[rabbitmq_management,rabbitmq_prometheus].\n";
+/// How long `up` waits for AMQP, management and Prometheus to answer.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one readiness probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long `rabbitmqctl stop` may take before `down` falls back to signals.
+const CTL_STOP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long `down` waits for the node to exit after `rabbitmqctl stop`, and after SIGTERM.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+/// Lines of a log quoted in error messages.
+const LOG_TAIL_LINES: usize = 20;
+/// AMQP 0-9-1 protocol header a client opens a connection with.
+const PROTOCOL_HEADER: &[u8; 8] = b"AMQP\x00\x00\x09\x01";
+
+/// A single-node RabbitMQ managed under `<home>/rabbitmq/`, listening on 127.0.0.1.
+#[derive(Debug, Clone)]
+pub struct RabbitMq {
+    /// The brokerbench home (see [`crate::home`]); RabbitMQ keeps everything in `rabbitmq/`.
+    home: PathBuf,
+    /// Preferred AMQP port; `up` moves up from it while ports are taken.
+    port: u16,
+    /// BROKERBENCH_RABBITMQ_PORT as given, when it was not a usable port; reported by `up`.
+    invalid_port_variable: Option<String>,
+    /// The folder with `rabbitmq-server` and `rabbitmqctl`; `None` when not installed.
+    bin_dir: Option<PathBuf>,
+}
+
+impl RabbitMq {
+    /// RabbitMQ under `home`, preferring AMQP port `$BROKERBENCH_RABBITMQ_PORT` if set, else
+    /// 5672. Looks for the installed `rabbitmq-server` (see [`RabbitMq::is_installed`]).
+    pub fn new(home: &Path) -> Self {
+        let (port, invalid_port_variable) = port_from_variable(std::env::var_os(PORT_VARIABLE));
+        // The ownership check compares the folder on beam's command line, so it has to be the
+        // same string whatever the working directory of a later call.
+        let home = std::path::absolute(home).unwrap_or_else(|_| home.to_path_buf());
+        RabbitMq {
+            home,
+            port,
+            invalid_port_variable,
+            bin_dir: find_bin_dir(std::env::var_os("PATH")),
+        }
+    }
+
+    /// The same broker preferring another AMQP port (the other listeners follow it).
+    pub fn with_port(self, port: u16) -> Self {
+        RabbitMq {
+            port,
+            invalid_port_variable: None,
+            ..self
+        }
+    }
+
+    /// The AMQP port `up` tries first.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The AMQP port of the node this home started, as recorded by `up` (it may have moved
+    /// off the preferred port); the preferred port when none was started.
+    pub fn amqp_port(&self) -> u16 {
+        self.read_state().map_or(self.port, |state| state.port)
+    }
+
+    /// Where clients connect: `amqp://guest:guest@127.0.0.1:PORT/%2f` (the default vhost
+    /// `/`). RabbitMQ lets `guest` in from loopback only, which is where the node listens.
+    pub fn amqp_uri(&self) -> String {
+        format!("amqp://guest:guest@127.0.0.1:{}/%2f", self.amqp_port())
+    }
+
+    /// The management plugin's HTTP port (UI and `/api`): AMQP port + 10000.
+    pub fn management_port(&self) -> u16 {
+        self.amqp_port().saturating_add(MANAGEMENT_OFFSET)
+    }
+
+    /// The Prometheus plugin's HTTP port (`/metrics`): AMQP port + 10020.
+    pub fn prometheus_port(&self) -> u16 {
+        self.amqp_port().saturating_add(PROMETHEUS_OFFSET)
+    }
+
+    /// The Erlang node name, for `rabbitmqctl -n`: `brokerbench_PORT@localhost`. Run the CLI
+    /// with `HOME=<dir>` so it finds the node's cookie.
+    pub fn node_name(&self) -> String {
+        node_name(self.amqp_port())
+    }
+
+    /// Where RabbitMQ keeps its configuration, data, logs and pid file: `<home>/rabbitmq`.
+    pub fn dir(&self) -> PathBuf {
+        self.home.join(NAME)
+    }
+
+    /// The node's database and message stores: `<dir>/mnesia/NODE`; kept by `down`.
+    pub fn data_dir(&self) -> PathBuf {
+        self.mnesia_base().join(self.node_name())
+    }
+
+    /// RabbitMQ's own log.
+    pub fn log_file(&self) -> PathBuf {
+        self.logs_dir().join("rabbitmq.log")
+    }
+
+    /// stdout and stderr of the start script: where a node that cannot boot says why.
+    pub fn startup_log(&self) -> PathBuf {
+        self.logs_dir().join("startup.log")
+    }
+
+    /// True when `rabbitmq-server` (with `rabbitmqctl` beside it) was found: in
+    /// `/usr/lib/rabbitmq/bin` (Debian's package), on PATH, or in `/usr/sbin`,
+    /// `/usr/local/sbin`. Debian's `/usr/sbin` wrapper does not count.
+    pub fn is_installed(&self) -> bool {
+        self.bin_dir.is_some()
+    }
+
+    /// The RabbitMQ version of the installation, e.g. `"3.10.8"`, without starting anything:
+    /// from its folder name (`rabbitmq_server-3.10.8`), else from dpkg.
+    pub fn version(&self) -> String {
+        self.bin_dir
+            .as_deref()
+            .and_then(version_from_install)
+            .or_else(version_from_dpkg)
+            .unwrap_or_else(|| "unknown".to_string())
+    }
+
+    fn logs_dir(&self) -> PathBuf {
+        self.dir().join("log")
+    }
+
+    fn mnesia_base(&self) -> PathBuf {
+        self.dir().join("mnesia")
+    }
+
+    fn config_file(&self) -> PathBuf {
+        self.dir().join("rabbitmq.conf")
+    }
+
+    fn plugins_file(&self) -> PathBuf {
+        self.dir().join("enabled_plugins")
+    }
+
+    fn env_file(&self) -> PathBuf {
+        self.dir().join("rabbitmq-env.conf")
+    }
+
+    fn cookie_file(&self) -> PathBuf {
+        self.dir().join(".erlang.cookie")
+    }
+
+    fn state_file(&self) -> PathBuf {
+        self.dir().join("state")
+    }
+
+    fn pid_file(&self) -> PathBuf {
+        self.dir().join("rabbitmq.pid")
+    }
+
+    /// Starts the node unless it runs already, and waits until AMQP, management and
+    /// Prometheus answer. Returns its status and whether it was already running (then it
+    /// keeps the port it was started with). When the preferred port (or one it implies) is
+    /// taken, the node listens on the next free one and [`BrokerStatus::note`] says so.
+    pub fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
+        self.check_port()?;
+        let bin_dir = self.installed_bin_dir()?;
+        let dir = self.dir();
+        fs::create_dir_all(&dir).map_err(BrokerError::io("creating", &dir))?;
+        let _lock = Lock::acquire(&dir.join(".lock"))?;
+
+        if let Some(pid) = self.running_pid() {
+            let status = self.status_of(pid);
+            let port = self.amqp_port();
+            self.wait_until_ready(port, Watch::Running(pid))?;
+            return Ok((status, true));
+        }
+
+        let (port, skipped) =
+            choose_port(self.port, |port| !process::can_listen(port)).map_err(|busy| {
+                BrokerError::NoFreePort {
+                    broker: NAME,
+                    first: self.port,
+                    last: last_candidate(self.port),
+                    busy: busy
+                        .iter()
+                        .map(|busy| busy.describe())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    variable: PORT_VARIABLE,
+                }
+            })?;
+        let note = skipped.first().map(|busy| moved_note(busy, port));
+
+        self.write_configuration(port)?;
+        process::rotate_log(&self.startup_log())?;
+        process::rotate_log(&self.log_file())?;
+        // A pid file left by a node that died would name a stranger (or nobody) while we wait.
+        process::remove_pid_file(&self.pid_file())?;
+
+        let mut script = self.spawn_server(&bin_dir, port)?;
+        self.write_state(&State {
+            port,
+            note,
+            script_pid: Some(script.id()),
+        })?;
+        match self.wait_until_ready(port, Watch::Started(&mut script)) {
+            Ok(pid) => Ok((self.status_of(pid), false)),
+            Err(error) => {
+                // Half-started nodes only confuse the next run: take it down again (a no-op
+                // if it died) and report why it failed.
+                if let Some(pid) = self.running_pid() {
+                    let _ = process::stop(NAME, pid, STOP_GRACE);
+                }
+                let _ = script.kill();
+                let _ = script.wait();
+                process::remove_if_present(&self.state_file())?;
+                process::remove_pid_file(&self.pid_file())?;
+                Err(error)
+            }
+        }
+    }
+
+    /// Stops the node this home started: `rabbitmqctl stop`, then SIGTERM and SIGKILL on its
+    /// `beam.smp` if it is still there. Returns the pid it stopped, or `None` when none ran.
+    /// Leaves epmd running (see the module documentation).
+    ///
+    /// Takes about 6 s even for an idle node: while RabbitMQ 3.10 stops its applications, the
+    /// management agent's event handler calls into the busy application controller and waits
+    /// out a 5 s timeout (`rabbit_mgmt_db_handler:ensure_statistics_disabled/0`). SIGTERM
+    /// takes as long; only the plugins make the difference (about 1 s without them).
+    pub fn down(&self) -> Result<Option<u32>, BrokerError> {
+        let dir = self.dir();
+        if !dir.is_dir() {
+            return Ok(None);
+        }
+        let _lock = Lock::acquire(&dir.join(".lock"))?;
+        let stopped = match self.running_pid() {
+            Some(pid) => {
+                self.stop_node(pid)?;
+                Some(pid)
+            }
+            None => None,
+        };
+        process::remove_if_present(&self.state_file())?;
+        process::remove_pid_file(&self.pid_file())?;
+        Ok(stopped)
+    }
+
+    /// The running node of this home, or `None`. Does not check that it answers requests.
+    pub fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
+        Ok(self.running_pid().map(|pid| self.status_of(pid)))
+    }
+
+    fn check_port(&self) -> Result<(), BrokerError> {
+        if let Some(value) = &self.invalid_port_variable {
+            return Err(BrokerError::InvalidPortSetting {
+                broker: NAME,
+                variable: PORT_VARIABLE,
+                value: value.clone(),
+                max: MAX_PORT,
+                why: MAX_PORT_REASON,
+            });
+        }
+        if self.port == 0 || self.port > MAX_PORT {
+            return Err(BrokerError::PortOutOfRange {
+                broker: NAME,
+                port: self.port,
+                max: MAX_PORT,
+                why: MAX_PORT_REASON,
+            });
+        }
+        Ok(())
+    }
+
+    fn installed_bin_dir(&self) -> Result<PathBuf, BrokerError> {
+        self.bin_dir
+            .clone()
+            .ok_or_else(|| BrokerError::PackageMissing {
+                broker: NAME,
+                program: SERVER,
+                looked_in: format!("{PACKAGE_BIN_DIR}, PATH, {}", OTHER_BIN_DIRS.join(", ")),
+                package: PACKAGE,
+            })
+    }
+
+    /// Arguments that only our node's `beam.smp` has on its command line.
+    fn ownership_arguments(&self) -> [OsString; 3] {
+        [
+            BOOT_MODULE.into(),
+            OWNERSHIP_FLAG.into(),
+            self.dir().into_os_string(),
+        ]
+    }
+
+    fn running_pid(&self) -> Option<u32> {
+        process::find_ours(&self.pid_file(), &self.ownership_arguments())
+    }
+
+    fn status_of(&self, pid: u32) -> BrokerStatus {
+        let state = self.read_state();
+        let port = state.as_ref().map_or(self.port, |state| state.port);
+        BrokerStatus {
+            name: NAME,
+            address: format!("127.0.0.1:{port}"),
+            pid,
+            version: self.version(),
+            data_dir: self.mnesia_base().join(node_name(port)),
+            log_file: self.log_file(),
+            note: state.and_then(|state| state.note),
+        }
+    }
+
+    fn read_state(&self) -> Option<State> {
+        parse_state(&fs::read_to_string(self.state_file()).ok()?)
+    }
+
+    fn write_state(&self, state: &State) -> Result<(), BrokerError> {
+        process::write_atomically(&self.state_file(), format_state(state).as_bytes())
+    }
+
+    fn write_configuration(&self, port: u16) -> Result<(), BrokerError> {
+        for dir in [self.logs_dir(), self.mnesia_base()] {
+            fs::create_dir_all(&dir).map_err(BrokerError::io("creating", &dir))?;
+        }
+        process::write_atomically(&self.config_file(), rabbitmq_conf(port).as_bytes())?;
+        process::write_atomically(&self.plugins_file(), PLUGINS.as_bytes())?;
+        process::write_atomically(&self.env_file(), ENV_CONF.as_bytes())?;
+        self.ensure_cookie()
+    }
+
+    /// Creates the node's Erlang cookie once (20 random capital letters, like Erlang's own),
+    /// readable by the owner only: Erlang refuses a cookie file others can read.
+    fn ensure_cookie(&self) -> Result<(), BrokerError> {
+        let path = self.cookie_file();
+        if !path.is_file() {
+            let cookie = random_cookie().map_err(BrokerError::io("reading", Path::new(RANDOM)))?;
+            let mut temporary = path.as_os_str().to_owned();
+            temporary.push(".tmp");
+            let temporary = PathBuf::from(temporary);
+            fs::write(&temporary, &cookie).map_err(BrokerError::io("writing", &temporary))?;
+            fs::set_permissions(&temporary, fs::Permissions::from_mode(0o400))
+                .map_err(BrokerError::io("restricting", &temporary))?;
+            fs::rename(&temporary, &path).map_err(BrokerError::io("renaming to", &path))?;
+        }
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o400))
+            .map_err(BrokerError::io("restricting", &path))
+    }
+
+    /// The environment the node and our `rabbitmqctl` calls share: nothing of the caller's
+    /// but PATH and the locale, HOME = our folder (for the cookie), our node name and an
+    /// empty `rabbitmq-env.conf`.
+    fn base_command(&self, program: PathBuf, port: u16) -> Command {
+        let mut command = Command::new(program);
+        command.env_clear();
+        for name in ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ"] {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
+        if std::env::var_os("PATH").is_none() {
+            command.env(
+                "PATH",
+                "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+            );
+        }
+        command
+            .env("HOME", self.dir())
+            .env("RABBITMQ_CONF_ENV_FILE", self.env_file())
+            .env("RABBITMQ_NODENAME", node_name(port))
+            // An epmd that the node or the CLI has to start listens on loopback only.
+            .env("ERL_EPMD_ADDRESS", "127.0.0.1")
+            // rabbitmqctl is an Erlang node too: its distribution listener on loopback only.
+            .env("RABBITMQ_CTL_ERL_ARGS", CTL_ERL_ARGS)
+            .current_dir(self.dir());
+        command
+    }
+
+    /// `rabbitmq-server -kernel inet_dist_use_interface {127,0,0,1} -brokerbench_dir <dir>`
+    /// with every path pointing into our folder.
+    fn server_command(&self, bin_dir: &Path, port: u16) -> Command {
+        let mut server = self.base_command(bin_dir.join(SERVER), port);
+        let dir = self.dir();
+        server
+            .env("RABBITMQ_BASE", &dir)
+            .env("RABBITMQ_CONFIG_FILE", self.config_file())
+            // Neither /etc/rabbitmq/conf.d nor /etc/rabbitmq/advanced.config: files that do
+            // not exist in our folder.
+            .env("RABBITMQ_CONFIG_FILES", dir.join("conf.d"))
+            .env("RABBITMQ_ADVANCED_CONFIG_FILE", dir.join("advanced.config"))
+            .env("RABBITMQ_ENABLED_PLUGINS_FILE", self.plugins_file())
+            .env("RABBITMQ_MNESIA_BASE", self.mnesia_base())
+            .env("RABBITMQ_LOG_BASE", self.logs_dir())
+            .env("RABBITMQ_LOGS", self.log_file())
+            .env("RABBITMQ_PID_FILE", self.pid_file())
+            .env(
+                "RABBITMQ_DIST_PORT",
+                (port + DISTRIBUTION_OFFSET).to_string(),
+            )
+            .env("ERL_CRASH_DUMP", self.logs_dir().join("erl_crash.dump"))
+            // The start script hands its arguments to erl unchanged (no word splitting).
+            .args(["-kernel", "inet_dist_use_interface", "{127,0,0,1}"])
+            .arg(OWNERSHIP_FLAG)
+            .arg(&dir);
+        server
+    }
+
+    /// `rabbitmqctl -n NODE ARGS...` with the node's HOME (cookie), output to the startup log.
+    fn ctl_command(&self, bin_dir: &Path, port: u16, arguments: &[&str]) -> io::Result<Command> {
+        let mut ctl = self.base_command(bin_dir.join(CTL), port);
+        ctl.arg("-n").arg(node_name(port)).args(arguments);
+        let (stdout, stderr) = append_twice(&self.startup_log())?;
+        ctl.stdout(stdout).stderr(stderr);
+        Ok(ctl)
+    }
+
+    fn spawn_server(&self, bin_dir: &Path, port: u16) -> Result<Child, BrokerError> {
+        let log = self.startup_log();
+        let mut server = self.server_command(bin_dir, port);
+        let (stdout, stderr) = append_twice(&log).map_err(BrokerError::io("opening", &log))?;
+        server.stdout(stdout).stderr(stderr);
+        process::spawn_detached(&mut server).map_err(|source| BrokerError::Io {
+            action: "starting",
+            path: bin_dir.join(SERVER),
+            source,
+        })
+    }
+
+    /// `rabbitmqctl stop`, the documented clean shutdown; then SIGTERM (which RabbitMQ also
+    /// treats as a clean shutdown) and SIGKILL when the node does not go.
+    fn stop_node(&self, pid: u32) -> Result<(), BrokerError> {
+        let state = self.read_state();
+        let stopped_by_ctl = match (&self.bin_dir, &state) {
+            (Some(bin_dir), Some(state)) => {
+                let stopped = self
+                    .ctl_command(bin_dir, state.port, &["stop"])
+                    .and_then(|mut ctl| process::run_with_timeout(&mut ctl, CTL_STOP_TIMEOUT));
+                matches!(stopped, Ok(Some(status)) if status.success())
+                    && process::wait_for_exit(pid, STOP_GRACE)
+            }
+            _ => false,
+        };
+        if !stopped_by_ctl {
+            // `rabbitmqctl stop` failed (no state, a cookie mismatch, a hung node): signals.
+            process::stop(NAME, pid, STOP_GRACE)?;
+        }
+        // The start script exits right after the node. When this process started it (a test,
+        // or a run that started the broker itself), reap it so it does not stay a zombie.
+        if let Some(script) = state.and_then(|state| state.script_pid) {
+            let script_arguments = [OsString::from(OWNERSHIP_FLAG), self.dir().into_os_string()];
+            if process::is_ours(script, &script_arguments) {
+                process::wait_for_exit(script, Duration::from_secs(5));
+            }
+            process::reap(script);
+        }
+        Ok(())
+    }
+
+    /// Polls until the node answers AMQP on `port` as node `brokerbench_PORT@localhost` and
+    /// its management and Prometheus ports accept connections. Returns the pid of its
+    /// `beam.smp`. Fails at once, with the log's explanation, when the node exits meanwhile.
+    fn wait_until_ready(&self, port: u16, mut watch: Watch<'_>) -> Result<u32, BrokerError> {
+        let node = node_name(port);
+        let ownership = self.ownership_arguments();
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            let attempt = Instant::now();
+            let pid = match watch {
+                Watch::Running(pid) => Some(pid),
+                // RabbitMQ writes its pid file early in its boot.
+                Watch::Started(_) => process::read_pid_file(&self.pid_file())
+                    .filter(|&pid| process::is_ours(pid, &ownership)),
+            };
+            if let Some(pid) = pid {
+                if answers(port, &node) {
+                    return Ok(pid);
+                }
+            }
+            let exited = match &mut watch {
+                Watch::Started(script) => script.try_wait().ok().flatten().is_some(),
+                Watch::Running(pid) => !process::is_alive(*pid),
+            };
+            if exited {
+                return Err(self.start_failed(format!(
+                    "the node exited before it answered on 127.0.0.1:{port}"
+                )));
+            }
+            if Instant::now() >= deadline {
+                let who = pid.map_or_else(String::new, |pid| format!(" (pid {pid})"));
+                return Err(self.start_failed(format!(
+                    "the node{who} did not answer AMQP on 127.0.0.1:{port} (with management on {} and Prometheus on {}) within {} s",
+                    port + MANAGEMENT_OFFSET,
+                    port + PROMETHEUS_OFFSET,
+                    READY_TIMEOUT.as_secs()
+                )));
+            }
+            // Refused connections fail fast; do not spin on them.
+            thread::sleep(Duration::from_millis(100).saturating_sub(attempt.elapsed()));
+        }
+    }
+
+    /// A start failure quoting whichever log explains it: RabbitMQ prints `BOOT FAILED` and
+    /// the reason to stdout (the startup log) and to its own log.
+    fn start_failed(&self, reason: String) -> BrokerError {
+        let logs = [self.startup_log(), self.log_file()];
+        let explained = logs.iter().find_map(|log| {
+            let text = fs::read_to_string(log).ok()?;
+            boot_failure(&text).map(|excerpt| (log.clone(), excerpt))
+        });
+        let (log_file, log_tail) = explained.unwrap_or_else(|| {
+            let log = self.startup_log();
+            let tail = process::log_tail(&log, LOG_TAIL_LINES);
+            (log, tail)
+        });
+        BrokerError::StartFailed {
+            broker: NAME,
+            reason,
+            log_file,
+            log_tail,
+        }
+    }
+}
+
+/// What `wait_until_ready` watches for an early exit.
+enum Watch<'a> {
+    /// The start script we just spawned; it exits when the node does.
+    Started(&'a mut Child),
+    /// The `beam.smp` of a node that was running already.
+    Running(u32),
+}
+
+/// True when our node answers AMQP on `port` and its HTTP listeners accept connections.
+fn answers(port: u16, node: &str) -> bool {
+    let amqp = match amqp_probe(port, PROBE_TIMEOUT) {
+        // RabbitMQ's cluster name is its node name with the real host name
+        // (`brokerbench_5672@myhost`) unless someone renamed the cluster: that tells our node
+        // from a stranger that took the port while ours was booting.
+        Ok(server) => server
+            .cluster_name
+            .as_deref()
+            .map_or(true, |cluster| node_part(cluster) == node_part(node)),
+        Err(_) => false,
+    };
+    amqp && process::port_in_use(port + MANAGEMENT_OFFSET)
+        && process::port_in_use(port + PROMETHEUS_OFFSET)
+}
+
+/// A stdout and a stderr that both append to `path`.
+fn append_twice(path: &Path) -> io::Result<(fs::File, fs::File)> {
+    let log = OpenOptions::new().create(true).append(true).open(path)?;
+    let again = log.try_clone()?;
+    Ok((log, again))
+}
+
+/// What `up` remembers about the node it started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct State {
+    /// The AMQP port it listens on.
+    port: u16,
+    /// Why that is not the preferred port, if it is not.
+    note: Option<String>,
+    /// The start script's shell, the node's parent: `down` reaps it when it is our child.
+    script_pid: Option<u32>,
+}
+
+fn format_state(state: &State) -> String {
+    let mut text = format!(
+        "# Written by brokerbench `broker up rabbitmq`; removed by `down`.\nport={}\n",
+        state.port
+    );
+    if let Some(note) = &state.note {
+        // One line per key: a note never spans lines.
+        text.push_str(&format!("note={}\n", note.replace('\n', " ")));
+    }
+    if let Some(pid) = state.script_pid {
+        text.push_str(&format!("script_pid={pid}\n"));
+    }
+    text
+}
+
+fn parse_state(text: &str) -> Option<State> {
+    let value = |key: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(key)?.strip_prefix('='))
+    };
+    Some(State {
+        port: value("port")?.trim().parse().ok()?,
+        note: value("note").map(str::to_string),
+        script_pid: value("script_pid").and_then(|pid| pid.trim().parse().ok()),
+    })
+}
+
+/// A port that is in use, and what the node would have used it for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Busy {
+    /// The AMQP port of the candidate it blocked.
+    amqp_port: u16,
+    /// The port in use.
+    port: u16,
+    role: &'static str,
+}
+
+impl Busy {
+    fn describe(&self) -> String {
+        if self.port == self.amqp_port {
+            format!("{} (AMQP)", self.port)
+        } else {
+            format!("{} ({} for AMQP {})", self.port, self.role, self.amqp_port)
+        }
+    }
+}
+
+/// The ports a node with AMQP port `port` listens on, with what each is for.
+fn port_layout(port: u16) -> [(u16, &'static str); 4] {
+    [
+        (port, "AMQP"),
+        (port + MANAGEMENT_OFFSET, "management"),
+        (port + PROMETHEUS_OFFSET, "Prometheus"),
+        (port + DISTRIBUTION_OFFSET, "Erlang distribution"),
+    ]
+}
+
+fn last_candidate(preferred: u16) -> u16 {
+    preferred.saturating_add(PORT_ATTEMPTS - 1).min(MAX_PORT)
+}
+
+/// The first AMQP port from `preferred` up (10 at most) whose whole layout is free, with the
+/// first busy port of each candidate skipped on the way; or all of those when none is free.
+fn choose_port(
+    preferred: u16,
+    is_busy: impl Fn(u16) -> bool,
+) -> Result<(u16, Vec<Busy>), Vec<Busy>> {
+    let mut skipped = Vec::new();
+    for candidate in preferred..=last_candidate(preferred) {
+        match port_layout(candidate)
+            .into_iter()
+            .find(|&(port, _)| is_busy(port))
+        {
+            None => return Ok((candidate, skipped)),
+            Some((port, role)) => skipped.push(Busy {
+                amqp_port: candidate,
+                port,
+                role,
+            }),
+        }
+    }
+    Err(skipped)
+}
+
+/// The note for a node that could not have its preferred port: who holds it, and where the
+/// node listens instead.
+fn moved_note(busy: &Busy, port: u16) -> String {
+    let holder = match amqp_probe(busy.port, Duration::from_millis(500)) {
+        Ok(server) => format!("another AMQP broker ({})", server.describe()),
+        Err(_) => "another process".to_string(),
+    };
+    format!(
+        "port {} is taken by {holder}, not this brokerbench RabbitMQ: listening on {port} instead (management {}, Prometheus {})",
+        busy.describe(),
+        port + MANAGEMENT_OFFSET,
+        port + PROMETHEUS_OFFSET
+    )
+}
+
+/// `brokerbench_5672` of `brokerbench_5672@localhost`.
+fn node_part(node: &str) -> &str {
+    node.split_once('@').map_or(node, |(name, _)| name)
+}
+
+fn node_name(port: u16) -> String {
+    format!("brokerbench_{port}@localhost")
+}
+
+/// `rabbitmq.conf` for a node on 127.0.0.1 only: AMQP on `port`, management and Prometheus
+/// on the ports [`port_layout`] gives.
+fn rabbitmq_conf(port: u16) -> String {
+    let management = port + MANAGEMENT_OFFSET;
+    let prometheus = port + PROMETHEUS_OFFSET;
+    format!(
+        "\
+# Written by brokerbench on every start; edits are overwritten.
+listeners.tcp.default = 127.0.0.1:{port}
+management.tcp.ip = 127.0.0.1
+management.tcp.port = {management}
+prometheus.tcp.ip = 127.0.0.1
+prometheus.tcp.port = {prometheus}
+# guest/guest may connect from loopback only (RabbitMQ's default), which is all we listen on.
+loopback_users.guest = true
+"
+    )
+}
+
+/// Sourced by the start script instead of /etc/rabbitmq/rabbitmq-env.conf.
+const ENV_CONF: &str = "\
+# Written by brokerbench. Empty on purpose: the node takes its settings from the environment
+# brokerbench gives it, not from /etc/rabbitmq/rabbitmq-env.conf.
+";
+
+/// Reads BROKERBENCH_RABBITMQ_PORT: its port, or the default and the bad value to report.
+fn port_from_variable(value: Option<OsString>) -> (u16, Option<String>) {
+    let Some(value) = value.filter(|value| !value.is_empty()) else {
+        return (DEFAULT_PORT, None);
+    };
+    let text = value.to_string_lossy();
+    match text.trim().parse::<u16>() {
+        Ok(port) if port != 0 && port <= MAX_PORT => (port, None),
+        _ => (DEFAULT_PORT, Some(text.into_owned())),
+    }
+}
+
+/// The folder with a usable `rabbitmq-server` and `rabbitmqctl`: Debian's package folder,
+/// then PATH, then the sbin folders (often not on a user's PATH).
+fn find_bin_dir(path: Option<OsString>) -> Option<PathBuf> {
+    let mut candidates = vec![PathBuf::from(PACKAGE_BIN_DIR)];
+    if let Some(path) = path {
+        candidates.extend(std::env::split_paths(&path));
+    }
+    candidates.extend(OTHER_BIN_DIRS.iter().map(PathBuf::from));
+    candidates
+        .into_iter()
+        .find(|dir| is_usable_script(&dir.join(SERVER)) && is_usable_script(&dir.join(CTL)))
+}
+
+/// An executable file that is not Debian's `/usr/sbin` wrapper (it re-runs the script as
+/// the `rabbitmq` user with the system node's paths, so it cannot start a node of ours).
+fn is_usable_script(path: &Path) -> bool {
+    match fs::canonicalize(path) {
+        Ok(real) => {
+            real.file_name() != Some(OsStr::new(DEBIAN_WRAPPER))
+                && fs::metadata(&real)
+                    .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        }
+        Err(_) => false,
+    }
+}
+
+/// `3.10.8` from `…/rabbitmq_server-3.10.8/sbin/rabbitmq-server`, the layout of Debian's
+/// package and of RabbitMQ's generic Unix tarball.
+fn version_from_install(bin_dir: &Path) -> Option<String> {
+    let script = fs::canonicalize(bin_dir.join(SERVER)).ok()?;
+    let release = script.parent()?.parent()?.file_name()?.to_str()?;
+    release
+        .strip_prefix("rabbitmq_server-")
+        .filter(|version| !version.is_empty())
+        .map(str::to_string)
+}
+
+fn version_from_dpkg() -> Option<String> {
+    let output = Command::new("dpkg-query")
+        .args(["-W", "-f=${Version}", PACKAGE])
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    upstream_version(&String::from_utf8_lossy(&output.stdout))
+}
+
+/// The upstream part of a Debian version: `3.10.8` from `1:3.10.8-1.1+deb12u1`.
+fn upstream_version(debian: &str) -> Option<String> {
+    let debian = debian.trim();
+    let without_epoch = debian.split_once(':').map_or(debian, |(_, rest)| rest);
+    let upstream = without_epoch
+        .rsplit_once('-')
+        .map_or(without_epoch, |(upstream, _)| upstream);
+    (!upstream.is_empty()).then(|| upstream.to_string())
+}
+
+/// The lines that explain a failed boot. RabbitMQ prints the errors that caused it, then
+/// `BOOT FAILED`, then `Error during startup: TERM` (an Erlang term that may span lines),
+/// then a blank line and crash reports nobody needs. `None` when the text has no such block.
+fn boot_failure(text: &str) -> Option<String> {
+    const MAX_CAUSE_LINES: usize = 12;
+    const MAX_REASON_LINES: usize = 20;
+    // In RabbitMQ's own log a blank line still carries a timestamp, level and process id.
+    let blank = |line: &str| line.trim().is_empty() || line.trim_end().ends_with('>');
+    let lines: Vec<&str> = text.lines().collect();
+    let failed = lines
+        .iter()
+        .position(|line| line.trim_end().ends_with("BOOT FAILED"))?;
+    // The causes: the error lines right before it.
+    let mut start = failed;
+    while start > 0
+        && failed - start < MAX_CAUSE_LINES
+        && (lines[start - 1].contains("[error]") || blank(lines[start - 1]))
+    {
+        start -= 1;
+    }
+    while start < failed && blank(lines[start]) {
+        start += 1;
+    }
+    // The reason, to the end of its term.
+    let end = match lines[failed..]
+        .iter()
+        .position(|line| line.contains("Error during startup"))
+    {
+        Some(offset) => {
+            let reason = failed + offset;
+            let after = &lines[reason + 1..];
+            let length = after
+                .iter()
+                .position(|line| blank(line))
+                .unwrap_or(after.len());
+            reason + 1 + length.min(MAX_REASON_LINES)
+        }
+        None => failed + 1,
+    };
+    Some(lines[start..end].join("\n"))
+}
+
+const RANDOM: &str = "/dev/urandom";
+
+/// 20 random capital letters, the form Erlang uses for the cookies it makes itself.
+fn random_cookie() -> io::Result<String> {
+    let mut bytes = [0u8; 20];
+    fs::File::open(RANDOM)?.read_exact(&mut bytes)?;
+    // 256 is not a multiple of 26; the bias this leaves is irrelevant for a loopback-only node.
+    Ok(bytes
+        .iter()
+        .map(|byte| char::from(b'A' + byte % 26))
+        .collect())
+}
+
+/// What a broker says about itself in its AMQP 0-9-1 `Connection.Start`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct ServerInfo {
+    product: Option<String>,
+    version: Option<String>,
+    /// RabbitMQ: the cluster name, which defaults to the node name.
+    cluster_name: Option<String>,
+}
+
+impl ServerInfo {
+    fn describe(&self) -> String {
+        let mut text = match (&self.product, &self.version) {
+            (Some(product), Some(version)) => format!("{product} {version}"),
+            (Some(product), None) => product.clone(),
+            _ => "unknown product".to_string(),
+        };
+        if let Some(cluster) = &self.cluster_name {
+            text.push_str(&format!(", node {cluster}"));
+        }
+        text
+    }
+}
+
+/// Opens an AMQP 0-9-1 connection to 127.0.0.1:`port` as far as the server's
+/// `Connection.Start` (frame type 1 on channel 0, class 10, method 10), and closes it.
+fn amqp_probe(port: u16, timeout: Duration) -> io::Result<ServerInfo> {
+    let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut stream = TcpStream::connect_timeout(&address, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    stream.write_all(PROTOCOL_HEADER)?;
+    let mut header = [0u8; 7];
+    stream.read_exact(&mut header)?;
+    // A server that does not speak 0-9-1 answers with the protocol header it does speak.
+    let size = u32::from_be_bytes([header[3], header[4], header[5], header[6]]) as usize;
+    if header[0] != 1 || header[1..3] != [0, 0] || size > 1 << 20 {
+        return Err(not_amqp("no method frame on channel 0"));
+    }
+    let mut payload = vec![0u8; size + 1];
+    stream.read_exact(&mut payload)?;
+    if payload[size] != 0xCE {
+        return Err(not_amqp("bad frame end"));
+    }
+    parse_connection_start(&payload[..size]).ok_or_else(|| not_amqp("no Connection.Start"))
+}
+
+fn not_amqp(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("not AMQP 0-9-1: {what}"),
+    )
+}
+
+/// The server properties of a `Connection.Start` method payload, `None` if it is not one.
+fn parse_connection_start(payload: &[u8]) -> Option<ServerInfo> {
+    let class = u16::from_be_bytes([*payload.first()?, *payload.get(1)?]);
+    let method = u16::from_be_bytes([*payload.get(2)?, *payload.get(3)?]);
+    if (class, method) != (10, 10) {
+        return None;
+    }
+    // Then version-major and version-minor (one byte each), then the properties table.
+    let (table, _) = long_bytes(payload.get(6..)?)?;
+    Some(parse_server_properties(table))
+}
+
+/// `product`, `version` and `cluster_name` of an AMQP field table; stops at the first value
+/// type it does not know (the table has no other way to skip it).
+fn parse_server_properties(mut table: &[u8]) -> ServerInfo {
+    let mut info = ServerInfo::default();
+    while let Some((&name_length, rest)) = table.split_first() {
+        let Some(name) = rest.get(..usize::from(name_length)) else {
+            break;
+        };
+        let Some((&kind, value)) = rest[usize::from(name_length)..].split_first() else {
+            break;
+        };
+        let width = match kind {
+            // long string, byte array, nested table, array: a u32 length, then the bytes
+            b'S' | b'x' | b'F' | b'A' => match long_bytes(value) {
+                Some((bytes, width)) => {
+                    if kind == b'S' {
+                        let text = Some(String::from_utf8_lossy(bytes).into_owned());
+                        match name {
+                            b"product" => info.product = text,
+                            b"version" => info.version = text,
+                            b"cluster_name" => info.cluster_name = text,
+                            _ => {}
+                        }
+                    }
+                    width
+                }
+                None => break,
+            },
+            b't' | b'b' | b'B' => 1,
+            b's' | b'u' => 2,
+            b'I' | b'i' | b'f' => 4,
+            b'D' => 5,
+            b'l' | b'L' | b'd' | b'T' => 8,
+            b'V' => 0,
+            _ => break,
+        };
+        match value.get(width..) {
+            Some(next) => table = next,
+            None => break,
+        }
+    }
+    info
+}
+
+/// The bytes of a u32-length-prefixed value, and how many bytes it takes with its length.
+fn long_bytes(value: &[u8]) -> Option<(&[u8], usize)> {
+    let length = u32::from_be_bytes(value.get(..4)?.try_into().ok()?) as usize;
+    Some((value.get(4..4 + length)?, 4 + length))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::net::TcpListener;
+
+    fn parse(conf: &str) -> HashMap<&str, &str> {
+        conf.lines()
+            .filter(|line| !line.starts_with('#') && !line.is_empty())
+            .map(|line| {
+                let (key, value) = line.split_once(" = ").expect(line);
+                (key, value)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn configuration_listens_on_loopback_only() {
+        let conf = rabbitmq_conf(15999);
+        let settings = parse(&conf);
+        let expected = [
+            ("listeners.tcp.default", "127.0.0.1:15999"),
+            ("management.tcp.ip", "127.0.0.1"),
+            ("management.tcp.port", "25999"),
+            ("prometheus.tcp.ip", "127.0.0.1"),
+            ("prometheus.tcp.port", "26019"),
+            ("loopback_users.guest", "true"),
+        ];
+        for (key, value) in expected {
+            assert_eq!(settings.get(key), Some(&value), "{key} in\n{conf}");
+        }
+        assert_eq!(settings.len(), expected.len(), "{conf}");
+        // The defaults: RabbitMQ's own ports.
+        let conf = rabbitmq_conf(DEFAULT_PORT);
+        assert!(conf.contains("management.tcp.port = 15672\n"), "{conf}");
+        assert!(conf.contains("prometheus.tcp.port = 15692\n"), "{conf}");
+        assert_eq!(
+            port_layout(DEFAULT_PORT).map(|(port, _)| port),
+            [5672, 15672, 15692, 25672]
+        );
+        assert_eq!(PLUGINS, "[rabbitmq_management,rabbitmq_prometheus].\n");
+    }
+
+    #[test]
+    fn server_command_points_every_path_into_our_folder() {
+        let rabbit = RabbitMq::new(Path::new("/h")).with_port(15999);
+        let command = rabbit.server_command(Path::new(PACKAGE_BIN_DIR), 15999);
+        assert_eq!(
+            command.get_program(),
+            OsStr::new("/usr/lib/rabbitmq/bin/rabbitmq-server")
+        );
+        let arguments: Vec<&OsStr> = command.get_args().collect();
+        let expected = [
+            "-kernel",
+            "inet_dist_use_interface",
+            "{127,0,0,1}",
+            "-brokerbench_dir",
+            "/h/rabbitmq",
+        ];
+        assert_eq!(arguments, expected.map(OsStr::new));
+        let environment: HashMap<&OsStr, Option<&OsStr>> = command.get_envs().collect();
+        let expected = [
+            ("HOME", "/h/rabbitmq"),
+            ("RABBITMQ_NODENAME", "brokerbench_15999@localhost"),
+            ("RABBITMQ_CONF_ENV_FILE", "/h/rabbitmq/rabbitmq-env.conf"),
+            ("RABBITMQ_BASE", "/h/rabbitmq"),
+            ("RABBITMQ_CONFIG_FILE", "/h/rabbitmq/rabbitmq.conf"),
+            ("RABBITMQ_CONFIG_FILES", "/h/rabbitmq/conf.d"),
+            (
+                "RABBITMQ_ADVANCED_CONFIG_FILE",
+                "/h/rabbitmq/advanced.config",
+            ),
+            (
+                "RABBITMQ_ENABLED_PLUGINS_FILE",
+                "/h/rabbitmq/enabled_plugins",
+            ),
+            ("RABBITMQ_MNESIA_BASE", "/h/rabbitmq/mnesia"),
+            ("RABBITMQ_LOG_BASE", "/h/rabbitmq/log"),
+            ("RABBITMQ_LOGS", "/h/rabbitmq/log/rabbitmq.log"),
+            ("RABBITMQ_PID_FILE", "/h/rabbitmq/rabbitmq.pid"),
+            ("RABBITMQ_DIST_PORT", "35999"),
+            ("ERL_EPMD_ADDRESS", "127.0.0.1"),
+            ("ERL_CRASH_DUMP", "/h/rabbitmq/log/erl_crash.dump"),
+        ];
+        for (name, value) in expected {
+            assert_eq!(
+                environment.get(OsStr::new(name)),
+                Some(&Some(OsStr::new(value))),
+                "{name}"
+            );
+        }
+        assert_eq!(command.get_current_dir(), Some(Path::new("/h/rabbitmq")));
+
+        // What `down` looks for on beam's command line is what the script hands to erl, plus
+        // the boot module the script adds (`-s rabbit boot`); the script's shell lacks that.
+        let beam: Vec<u8> = [
+            OsStr::new("beam.smp"),
+            OsStr::new("-s"),
+            OsStr::new("rabbit"),
+        ]
+        .into_iter()
+        .chain(arguments.iter().copied())
+        .flat_map(|argument| argument.as_encoded_bytes().iter().copied().chain([0]))
+        .collect();
+        assert!(process::cmdline_has_arguments(
+            &beam,
+            &rabbit.ownership_arguments()
+        ));
+        let shell =
+            b"/bin/sh\0/usr/lib/rabbitmq/bin/rabbitmq-server\0-brokerbench_dir\0/h/rabbitmq\0";
+        assert!(!process::cmdline_has_arguments(
+            shell,
+            &rabbit.ownership_arguments()
+        ));
+        let other = RabbitMq::new(Path::new("/elsewhere")).ownership_arguments();
+        assert!(!process::cmdline_has_arguments(&beam, &other));
+    }
+
+    #[test]
+    fn rabbitmqctl_shares_the_nodes_home_and_name() {
+        let home = tempfile::tempdir().unwrap();
+        let rabbit = RabbitMq::new(home.path());
+        fs::create_dir_all(rabbit.logs_dir()).unwrap();
+        let command = rabbit
+            .ctl_command(Path::new(PACKAGE_BIN_DIR), 5673, &["stop"])
+            .unwrap();
+        let arguments: Vec<&OsStr> = command.get_args().collect();
+        assert_eq!(
+            arguments,
+            ["-n", "brokerbench_5673@localhost", "stop"].map(OsStr::new)
+        );
+        let environment: HashMap<&OsStr, Option<&OsStr>> = command.get_envs().collect();
+        assert_eq!(
+            environment.get(OsStr::new("HOME")),
+            Some(&Some(rabbit.dir().as_os_str()))
+        );
+    }
+
+    #[test]
+    fn the_preferred_port_is_taken_when_its_layout_is_free() {
+        assert_eq!(choose_port(5672, |_| false), Ok((5672, vec![])));
+    }
+
+    #[test]
+    fn a_taken_port_moves_the_node_up_and_says_why() {
+        // 5672 held by a system RabbitMQ, 15673 (management for 5673) by something else.
+        let (port, skipped) = choose_port(5672, |port| port == 5672 || port == 15673).unwrap();
+        assert_eq!(port, 5674);
+        assert_eq!(
+            skipped,
+            [
+                Busy {
+                    amqp_port: 5672,
+                    port: 5672,
+                    role: "AMQP"
+                },
+                Busy {
+                    amqp_port: 5673,
+                    port: 15673,
+                    role: "management"
+                },
+            ]
+        );
+        assert_eq!(skipped[0].describe(), "5672 (AMQP)");
+        assert_eq!(skipped[1].describe(), "15673 (management for AMQP 5673)");
+        let (port, skipped) = choose_port(5672, |port| port == 25672).unwrap();
+        assert_eq!((port, skipped[0].role), (5673, "Erlang distribution"));
+    }
+
+    #[test]
+    fn ten_taken_ports_are_an_error_naming_them() {
+        let busy = choose_port(5672, |port| (5672..5700).contains(&port)).unwrap_err();
+        assert_eq!(busy.len(), 10);
+        assert_eq!(busy[9].port, 5681);
+        // Near the top of the range there are fewer candidates, never an overflow.
+        let busy = choose_port(MAX_PORT - 1, |_| true).unwrap_err();
+        assert_eq!(busy.len(), 2);
+        assert_eq!(choose_port(MAX_PORT, |_| false), Ok((MAX_PORT, vec![])));
+    }
+
+    #[test]
+    fn a_note_names_the_taken_port_and_the_new_one() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let taken = listener.local_addr().unwrap().port();
+        let busy = Busy {
+            amqp_port: taken,
+            port: taken,
+            role: "AMQP",
+        };
+        // The listener never answers the AMQP header: "another process".
+        drop(listener);
+        let note = moved_note(&busy, 5673);
+        assert_eq!(
+            note,
+            format!("port {taken} (AMQP) is taken by another process, not this brokerbench RabbitMQ: listening on 5673 instead (management 15673, Prometheus 15693)")
+        );
+    }
+
+    #[test]
+    fn state_round_trip() {
+        let state = State {
+            port: 5673,
+            note: Some("port 5672 (AMQP) is taken\nby someone".to_string()),
+            script_pid: Some(4242),
+        };
+        let parsed = parse_state(&format_state(&state)).unwrap();
+        assert_eq!(parsed.port, 5673);
+        assert_eq!(parsed.script_pid, Some(4242));
+        assert_eq!(
+            parsed.note.as_deref(),
+            Some("port 5672 (AMQP) is taken by someone")
+        );
+        let plain = State {
+            port: 5672,
+            note: None,
+            script_pid: None,
+        };
+        assert_eq!(parse_state(&format_state(&plain)), Some(plain));
+        assert_eq!(parse_state("note=x\n"), None);
+        assert_eq!(parse_state("port=lots\n"), None);
+    }
+
+    #[test]
+    fn amqp_uri_and_ports_follow_the_recorded_port() {
+        let home = tempfile::tempdir().unwrap();
+        let rabbit = RabbitMq::new(home.path()).with_port(15999);
+        assert_eq!(rabbit.amqp_uri(), "amqp://guest:guest@127.0.0.1:15999/%2f");
+        assert_eq!(rabbit.node_name(), "brokerbench_15999@localhost");
+        fs::create_dir_all(rabbit.dir()).unwrap();
+        rabbit
+            .write_state(&State {
+                port: 16000,
+                note: None,
+                script_pid: None,
+            })
+            .unwrap();
+        assert_eq!(rabbit.amqp_port(), 16000);
+        assert_eq!(rabbit.amqp_uri(), "amqp://guest:guest@127.0.0.1:16000/%2f");
+        assert_eq!(rabbit.management_port(), 26000);
+        assert_eq!(rabbit.prometheus_port(), 26020);
+        assert_eq!(
+            rabbit.data_dir(),
+            rabbit.dir().join("mnesia/brokerbench_16000@localhost")
+        );
+    }
+
+    #[test]
+    fn port_variable_is_validated() {
+        assert_eq!(port_from_variable(None), (5672, None));
+        assert_eq!(port_from_variable(Some("".into())), (5672, None));
+        assert_eq!(port_from_variable(Some(" 5680 ".into())), (5680, None));
+        assert_eq!(
+            port_from_variable(Some("50000".into())),
+            (5672, Some("50000".to_string()))
+        );
+        assert_eq!(
+            port_from_variable(Some("amqp".into())),
+            (5672, Some("amqp".to_string()))
+        );
+    }
+
+    #[test]
+    fn invalid_ports_are_reported_by_up() {
+        let home = tempfile::tempdir().unwrap();
+        for port in [0, MAX_PORT + 1] {
+            let error = RabbitMq::new(home.path()).with_port(port).up().unwrap_err();
+            assert!(
+                matches!(error, BrokerError::PortOutOfRange { .. }),
+                "{error}"
+            );
+            assert!(error.to_string().contains("port + 20000"), "{error}");
+        }
+    }
+
+    #[test]
+    fn up_without_the_package_says_how_to_install_it() {
+        let home = tempfile::tempdir().unwrap();
+        let rabbit = RabbitMq {
+            bin_dir: None,
+            ..RabbitMq::new(home.path()).with_port(15998)
+        };
+        assert!(!rabbit.is_installed());
+        let message = rabbit.up().unwrap_err().to_string();
+        assert!(
+            message.contains("sudo apt-get install rabbitmq-server"),
+            "{message}"
+        );
+        assert_eq!(rabbit.status().unwrap(), None);
+        assert_eq!(rabbit.down().unwrap(), None);
+    }
+
+    #[test]
+    fn debians_sbin_wrapper_is_not_a_usable_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let wrapper = dir.path().join(DEBIAN_WRAPPER);
+        fs::write(&wrapper, "#!/bin/sh\n").unwrap();
+        fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+        let sbin = dir.path().join("sbin");
+        fs::create_dir(&sbin).unwrap();
+        for name in [SERVER, CTL] {
+            std::os::unix::fs::symlink(&wrapper, sbin.join(name)).unwrap();
+        }
+        assert!(!is_usable_script(&sbin.join(SERVER)));
+
+        // A tarball-style install on PATH is found, with its version from the folder name.
+        let release = dir.path().join("rabbitmq_server-3.13.7/sbin");
+        fs::create_dir_all(&release).unwrap();
+        for name in [SERVER, CTL] {
+            let script = release.join(name);
+            fs::write(&script, "#!/bin/sh\n").unwrap();
+            fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        assert!(is_usable_script(&release.join(SERVER)));
+        assert_eq!(version_from_install(&release).as_deref(), Some("3.13.7"));
+        let path = std::env::join_paths([&sbin, &release]).unwrap();
+        let found = find_bin_dir(Some(path)).unwrap();
+        // Debian's package folder wins when it is installed.
+        assert!(
+            found == release || found == Path::new(PACKAGE_BIN_DIR),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn debian_versions_lose_epoch_and_revision() {
+        assert_eq!(
+            upstream_version("3.10.8-1.1+deb12u1\n").as_deref(),
+            Some("3.10.8")
+        );
+        assert_eq!(upstream_version("1:3.12.1-2").as_deref(), Some("3.12.1"));
+        assert_eq!(upstream_version("3.9.13").as_deref(), Some("3.9.13"));
+        assert_eq!(upstream_version(""), None);
+    }
+
+    #[test]
+    fn boot_failures_are_quoted_from_their_block() {
+        // A configuration error, as the start script's stdout shows it.
+        let startup = "\
+2026-11-22 04:27:02.59 [info] <0.132.0> noise
+2026-11-22 04:27:02.59 [error] <0.132.0> Error preparing configuration in phase transform_datatypes:
+2026-11-22 04:27:02.61 [error] <0.132.0>   - \"127.0.0.1:15999x\" cannot be converted to a(n) IP
+
+BOOT FAILED
+===========
+Error during startup: {error,failed_to_prepare_configuration}
+
+crash report 1
+";
+        let excerpt = boot_failure(startup).unwrap();
+        assert!(
+            excerpt.starts_with("2026-11-22 04:27:02.59 [error] <0.132.0> Error preparing"),
+            "{excerpt}"
+        );
+        assert!(
+            excerpt.ends_with("Error during startup: {error,failed_to_prepare_configuration}"),
+            "{excerpt}"
+        );
+
+        // A reason spanning lines, after unrelated messages.
+        let startup = "\
+2026-11-22 04:40:34.86 [notice] <0.223.0> Logging: switching to configured handler(s)
+
+BOOT FAILED
+===========
+Error during startup: {error,
+                          {cannot_create_mnesia_dir,
+                              \"/h/rabbitmq/mnesia/brokerbench_15999@localhost/\",
+                              eexist}}
+
+{\"Kernel pid terminated\",application_controller,\"...\"}
+";
+        let excerpt = boot_failure(startup).unwrap();
+        assert!(excerpt.starts_with("BOOT FAILED\n"), "{excerpt}");
+        assert!(excerpt.ends_with("eexist}}"), "{excerpt}");
+
+        // RabbitMQ's own log: blank lines carry a prefix.
+        let log = "\
+2026-11-22 04:40:46.69 [error] <0.223.0> 
+2026-11-22 04:40:46.69 [error] <0.223.0> BOOT FAILED
+2026-11-22 04:40:46.69 [error] <0.223.0> Error during startup: {error,
+2026-11-22 04:40:46.69 [error] <0.223.0>     eexist}}
+2026-11-22 04:40:46.69 [error] <0.223.0> 
+2026-11-22 04:40:47.70 [error] <0.222.0>   crasher:
+";
+        let excerpt = boot_failure(log).unwrap();
+        assert!(excerpt.starts_with("2026-11-22 04:40:46.69 [error] <0.223.0> BOOT FAILED"));
+        assert!(excerpt.ends_with("eexist}}"), "{excerpt}");
+
+        assert_eq!(boot_failure("all fine\n"), None);
+    }
+
+    #[test]
+    fn cookies_are_capital_letters() {
+        let cookie = random_cookie().unwrap();
+        assert_eq!(cookie.len(), 20);
+        assert!(
+            cookie.bytes().all(|byte| byte.is_ascii_uppercase()),
+            "{cookie}"
+        );
+        assert_ne!(random_cookie().unwrap(), cookie);
+    }
+
+    #[test]
+    fn cookie_is_made_once_and_private() {
+        let home = tempfile::tempdir().unwrap();
+        let rabbit = RabbitMq::new(home.path());
+        fs::create_dir_all(rabbit.dir()).unwrap();
+        rabbit.ensure_cookie().unwrap();
+        let cookie = fs::read_to_string(rabbit.cookie_file()).unwrap();
+        let mode = fs::metadata(rabbit.cookie_file())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o400);
+        rabbit.ensure_cookie().unwrap();
+        assert_eq!(fs::read_to_string(rabbit.cookie_file()).unwrap(), cookie);
+    }
+
+    /// A `Connection.Start` payload as RabbitMQ sends it (abridged).
+    fn connection_start(properties: &[(&str, u8, &[u8])]) -> Vec<u8> {
+        let mut table = Vec::new();
+        for (name, kind, value) in properties {
+            table.push(name.len() as u8);
+            table.extend_from_slice(name.as_bytes());
+            table.push(*kind);
+            if matches!(kind, b'S' | b'F') {
+                table.extend_from_slice(&(value.len() as u32).to_be_bytes());
+            }
+            table.extend_from_slice(value);
+        }
+        let mut payload = vec![0, 10, 0, 10, 0, 9];
+        payload.extend_from_slice(&(table.len() as u32).to_be_bytes());
+        payload.extend_from_slice(&table);
+        for long_string in [&b"AMQPLAIN PLAIN"[..], b"en_US"] {
+            payload.extend_from_slice(&(long_string.len() as u32).to_be_bytes());
+            payload.extend_from_slice(long_string);
+        }
+        payload
+    }
+
+    #[test]
+    fn connection_start_properties_are_read() {
+        let capabilities = [
+            &[17u8][..],
+            b"publisher_confirms",
+            b"t",
+            &[1],
+            &[10],
+            b"per_consumer_qos",
+        ]
+        .concat();
+        // A nested table with a bool, then a truncated entry: parsing must stop, not panic.
+        let payload = connection_start(&[
+            (
+                "capabilities",
+                b'F',
+                &capabilities[..capabilities.len() - 17],
+            ),
+            ("cluster_name", b'S', b"brokerbench_15999@localhost"),
+            ("product", b'S', b"RabbitMQ"),
+            ("version", b'S', b"3.10.8"),
+        ]);
+        let info = parse_connection_start(&payload).unwrap();
+        assert_eq!(
+            info,
+            ServerInfo {
+                product: Some("RabbitMQ".to_string()),
+                version: Some("3.10.8".to_string()),
+                cluster_name: Some("brokerbench_15999@localhost".to_string()),
+            }
+        );
+        assert_eq!(
+            info.describe(),
+            "RabbitMQ 3.10.8, node brokerbench_15999@localhost"
+        );
+        // Another method, or a cut-off payload, is not a Connection.Start.
+        assert_eq!(parse_connection_start(&[0, 10, 0, 11, 0, 9]), None);
+        assert_eq!(parse_connection_start(&payload[..8]), None);
+        // Unknown value types end the table early but keep what came before.
+        let odd = connection_start(&[("product", b'S', b"X"), ("weird", b'?', b"")]);
+        assert_eq!(
+            parse_connection_start(&odd).unwrap().product.as_deref(),
+            Some("X")
+        );
+    }
+
+    #[test]
+    fn probes_reject_servers_that_do_not_speak_amqp() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = thread::spawn(move || {
+            let (mut client, _) = listener.accept().unwrap();
+            let mut header = [0u8; 8];
+            client.read_exact(&mut header).unwrap();
+            assert_eq!(&header, PROTOCOL_HEADER);
+            // An AMQP 1.0 broker answers with its own protocol header.
+            client.write_all(b"AMQP\x00\x01\x00\x00").unwrap();
+        });
+        let error = amqp_probe(port, Duration::from_secs(2)).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::InvalidData, "{error}");
+        server.join().unwrap();
+
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = thread::spawn(move || {
+            let (mut client, _) = listener.accept().unwrap();
+            let mut header = [0u8; 8];
+            client.read_exact(&mut header).unwrap();
+            let payload = connection_start(&[("product", b'S', b"FakeMQ")]);
+            let mut frame = vec![1, 0, 0];
+            frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+            frame.extend_from_slice(&payload);
+            frame.push(0xCE);
+            client.write_all(&frame).unwrap();
+        });
+        let info = amqp_probe(port, Duration::from_secs(2)).unwrap();
+        assert_eq!(info.product.as_deref(), Some("FakeMQ"));
+        server.join().unwrap();
+    }
+
+    /// A plain HTTP/1.0 GET on loopback: the status code and the body.
+    fn http_get(port: u16, path: &str, authorization: Option<&str>) -> (u16, String) {
+        let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n");
+        if let Some(credentials) = authorization {
+            request.push_str(&format!("Authorization: Basic {credentials}\r\n"));
+        }
+        request.push_str("\r\n");
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).unwrap();
+        let response = String::from_utf8_lossy(&response).into_owned();
+        let status = response
+            .split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or(0);
+        let body = response
+            .split_once("\r\n\r\n")
+            .map_or(String::new(), |(_, body)| body.to_string());
+        (status, body)
+    }
+
+    /// Starts, checks and stops a real node from the installed package in a temporary home,
+    /// preferring AMQP port 15999 (management 25999, Prometheus 26019, distribution 35999).
+    /// A listener of ours holds 15999 at first, so the node has to move to 16000 and say so.
+    #[test]
+    fn real_node_lifecycle() {
+        /// Stops the node even when an assertion fails, so no beam.smp outlives its home.
+        struct DownOnDrop<'a>(&'a RabbitMq);
+        impl Drop for DownOnDrop<'_> {
+            fn drop(&mut self) {
+                let _ = self.0.down();
+            }
+        }
+
+        let home = tempfile::tempdir().unwrap();
+        let rabbit = RabbitMq::new(home.path()).with_port(15999);
+        assert!(
+            rabbit.is_installed(),
+            "install the rabbitmq-server package (scripts/setup does)"
+        );
+        let _down_on_drop = DownOnDrop(&rabbit);
+        assert_eq!(rabbit.status().unwrap(), None);
+        assert_eq!(rabbit.down().unwrap(), None);
+
+        // A foreign listener on the preferred port: the node moves up one and says so.
+        let foreign = TcpListener::bind((Ipv4Addr::LOCALHOST, 15999)).expect("15999 is free");
+        let started = Instant::now();
+        let (status, already_running) = rabbit.up().expect("up");
+        eprintln!("up (cold start, new database): {:?}", started.elapsed());
+        assert!(!already_running);
+        assert_eq!(status.name, "rabbitmq");
+        assert_eq!(status.address, "127.0.0.1:16000");
+        assert_eq!(status.version, rabbit.version());
+        assert!(status.version.starts_with("3."), "{}", status.version);
+        let note = status.note.clone().expect("a note about the port");
+        assert!(
+            note.contains("15999 (AMQP) is taken by another process")
+                && note.contains("listening on 16000"),
+            "{note}"
+        );
+        eprintln!("note: {note}");
+        assert_eq!(status.data_dir, rabbit.data_dir());
+        assert!(status.data_dir.is_dir());
+        assert_eq!(
+            fs::read_to_string(format!("/proc/{}/comm", status.pid))
+                .unwrap()
+                .trim(),
+            "beam.smp"
+        );
+        assert_eq!(process::read_pid_file(&rabbit.pid_file()), Some(status.pid));
+        assert_eq!(rabbit.status().unwrap(), Some(status.clone()));
+        assert_eq!(rabbit.amqp_uri(), "amqp://guest:guest@127.0.0.1:16000/%2f");
+        assert_eq!(rabbit.node_name(), "brokerbench_16000@localhost");
+
+        let started = Instant::now();
+        let (again, already_running) = rabbit.up().expect("second up");
+        eprintln!("up (already running): {:?}", started.elapsed());
+        assert!(already_running);
+        assert_eq!(again, status);
+
+        // AMQP answers, as our node.
+        let server = amqp_probe(16000, Duration::from_secs(5)).expect("AMQP handshake");
+        assert_eq!(server.product.as_deref(), Some("RabbitMQ"));
+        assert_eq!(server.version.as_deref(), Some(status.version.as_str()));
+        let cluster = server.cluster_name.unwrap_or_default();
+        assert_eq!(node_part(&cluster), "brokerbench_16000", "{cluster}");
+
+        // Prometheus and management answer HTTP on loopback.
+        let (code, metrics) = http_get(rabbit.prometheus_port(), "/metrics", None);
+        assert_eq!(code, 200, "{metrics}");
+        assert!(metrics.contains("rabbitmq_"), "{metrics}");
+        // guest:guest, base64
+        let (code, overview) = http_get(
+            rabbit.management_port(),
+            "/api/overview",
+            Some("Z3Vlc3Q6Z3Vlc3Q="),
+        );
+        assert_eq!(code, 200, "{overview}");
+        assert!(overview.contains("\"rabbitmq_version\""), "{overview}");
+        // Every listener of the node is on loopback (/proc/net/tcp: local address in hex,
+        // state 0A = LISTEN), and none is on IPv6.
+        let listeners = |table: &str| -> Vec<(String, u16)> {
+            fs::read_to_string(table)
+                .unwrap_or_default()
+                .lines()
+                .skip(1)
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    let (address, port) = fields.get(1)?.rsplit_once(':')?;
+                    let port = u16::from_str_radix(port, 16).ok()?;
+                    (fields.get(3) == Some(&"0A")).then(|| (address.to_string(), port))
+                })
+                .collect()
+        };
+        let ipv4 = listeners("/proc/net/tcp");
+        let ipv6 = listeners("/proc/net/tcp6");
+        for (port, role) in port_layout(16000) {
+            let addresses: Vec<&str> = ipv4
+                .iter()
+                .filter(|(_, listening)| *listening == port)
+                .map(|(address, _)| address.as_str())
+                .collect();
+            assert_eq!(addresses, ["0100007F"], "{role} port {port}");
+            assert!(
+                !ipv6.iter().any(|(_, listening)| *listening == port),
+                "{port}"
+            );
+        }
+
+        // rabbitmqctl reaches the node with the cookie in our folder.
+        let ctl = rabbit
+            .ctl_command(
+                rabbit.bin_dir.as_deref().unwrap(),
+                16000,
+                &["await_startup"],
+            )
+            .unwrap()
+            .status()
+            .unwrap();
+        assert!(ctl.success(), "rabbitmqctl await_startup: {ctl}");
+
+        let script = rabbit.read_state().unwrap().script_pid.unwrap();
+        assert_ne!(script, status.pid);
+        let started = Instant::now();
+        assert_eq!(rabbit.down().expect("down"), Some(status.pid));
+        eprintln!("down: {:?}", started.elapsed());
+        assert!(!process::is_alive(status.pid));
+        // The start script (our child here) is reaped, not left a zombie.
+        assert!(!Path::new(&format!("/proc/{script}")).exists());
+        assert!(!rabbit.state_file().exists());
+        assert!(!rabbit.pid_file().exists());
+        assert_eq!(rabbit.status().unwrap(), None);
+        assert_eq!(rabbit.down().unwrap(), None);
+        let log = fs::read_to_string(&status.log_file).unwrap();
+        assert!(log.contains("Server startup complete"), "{log}");
+        assert!(
+            log.contains("stopped TCP listener"),
+            "clean shutdown in {log}"
+        );
+
+        // With the port free again, the node comes back on it, with nothing to say.
+        drop(foreign);
+        let started = Instant::now();
+        let (status, already_running) = rabbit.up().expect("up on the preferred port");
+        eprintln!("up (cold start, new database): {:?}", started.elapsed());
+        assert!(!already_running);
+        assert_eq!(status.address, "127.0.0.1:15999");
+        assert_eq!(status.note, None);
+        assert_eq!(rabbit.down().unwrap(), Some(status.pid));
+        let started = Instant::now();
+        let (status, _) = rabbit.up().expect("warm up");
+        eprintln!(
+            "up (warm start, existing database): {:?}",
+            started.elapsed()
+        );
+        let started = Instant::now();
+        assert_eq!(rabbit.down().unwrap(), Some(status.pid));
+        eprintln!("down: {:?}", started.elapsed());
+
+        // A node that cannot boot fails `up` at once, quoting why: here its database folder
+        // is a file.
+        let data_dir = rabbit.data_dir();
+        fs::remove_dir_all(&data_dir).unwrap();
+        fs::write(&data_dir, "not a folder").unwrap();
+        let started = Instant::now();
+        let error = rabbit.up().unwrap_err();
+        let message = error.to_string();
+        eprintln!(
+            "failed start after {:?}, reported as:\n{message}",
+            started.elapsed()
+        );
+        assert!(
+            matches!(error, BrokerError::StartFailed { .. }),
+            "{message}"
+        );
+        assert!(message.contains("exited"), "{message}");
+        assert!(message.contains("cannot_create_mnesia_dir"), "{message}");
+        assert!(started.elapsed() < Duration::from_secs(30), "{message}");
+        assert!(!rabbit.state_file().exists());
+        assert_eq!(rabbit.status().unwrap(), None);
+    }
+}

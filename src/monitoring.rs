@@ -1,0 +1,385 @@
+//! Resource and broker-metric monitoring for one run: a monitor thread samples the broker,
+//! the client and the host from /proc and scrapes the broker's metrics endpoint on the same
+//! tick, writing `resources.csv` and `broker-metrics.csv` as it goes; the live figures are
+//! served in the Prometheus format when `--metrics-listen` is given.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::ops::Range;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context;
+use brokerbench_engine::Clock;
+use brokerbench_metrics::{BrokerMetrics, Exposition, MetricsServer, Reading};
+use brokerbench_model::resources::ResourceSummary;
+use brokerbench_model::{BrokerMetricsSummary, IntervalRow, Phase, RunObserver};
+use brokerbench_monitor::{Monitor, ResourcesCsv, Role, Sample, Target};
+
+/// Name of the broker metrics file in the results folder.
+pub const BROKER_METRICS_FILE: &str = "broker-metrics.csv";
+/// Name of the resources file in the results folder.
+pub const RESOURCES_FILE: &str = "resources.csv";
+
+/// What the monitor thread shares with the rest of the run.
+#[derive(Default)]
+struct Shared {
+    /// Broker metric readings with their times (for the window summary).
+    readings: Vec<Reading>,
+    scrape_errors: u64,
+    /// Latest resource and broker gauges, for the live exposition.
+    live: Vec<(String, String, String, f64)>,
+}
+
+/// Monitoring of one run.
+pub struct Monitoring {
+    monitor: Option<Monitor>,
+    shared: Arc<Mutex<Shared>>,
+    broker_metrics: Option<Arc<Mutex<BrokerMetrics>>>,
+    /// Broker counter total (messages in) just before the run.
+    messages_in_before: Option<f64>,
+}
+
+fn messages_in_total(reading: &Reading, metrics: &BrokerMetrics) -> Option<f64> {
+    let i = metrics
+        .specs()
+        .iter()
+        .position(|s| s.key == "messages_in_per_s")?;
+    reading.totals.get(i).copied().flatten()
+}
+
+impl Monitoring {
+    /// Starts sampling. `broker_pid`: the broker's process (its children included);
+    /// `metrics_url`: its Prometheus endpoint.
+    pub fn start(
+        folder: &Path,
+        interval: Duration,
+        broker_pid: Option<u32>,
+        metrics_url: Option<&str>,
+    ) -> anyhow::Result<Monitoring> {
+        let clock = Clock::process();
+        let mut targets = vec![Target::client()];
+        if let Some(pid) = broker_pid {
+            targets.push(Target::broker(pid));
+        }
+        let broker_metrics = match metrics_url {
+            Some(url) => match BrokerMetrics::detect(url) {
+                Ok(Some(m)) => Some(Arc::new(Mutex::new(m))),
+                Ok(None) => {
+                    eprintln!("note: {url} serves neither Kafka JMX exporter nor rabbitmq_prometheus metrics; broker metrics are not recorded");
+                    None
+                }
+                Err(e) => {
+                    eprintln!("note: broker metrics are not recorded: {e}");
+                    None
+                }
+            },
+            None => None,
+        };
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let mut messages_in_before = None;
+        let mut metrics_csv = None;
+        if let Some(metrics) = &broker_metrics {
+            let mut m = metrics.lock().unwrap_or_else(|e| e.into_inner());
+            if let Ok(reading) = m.read(clock.now_ns()) {
+                messages_in_before = messages_in_total(&reading, &m);
+            }
+            let path = folder.join(BROKER_METRICS_FILE);
+            let mut file = BufWriter::new(
+                File::create(&path).with_context(|| format!("creating {}", path.display()))?,
+            );
+            let header: Vec<&str> = std::iter::once("time_s")
+                .chain(m.specs().iter().map(|s| s.key))
+                .collect();
+            writeln!(file, "{}", header.join(","))?;
+            file.flush()?;
+            metrics_csv = Some(file);
+        }
+        let resources_path = folder.join(RESOURCES_FILE);
+        let mut resources_csv = ResourcesCsv::new(BufWriter::new(
+            File::create(&resources_path)
+                .with_context(|| format!("creating {}", resources_path.display()))?,
+        ))?;
+        let on_sample = {
+            let shared = shared.clone();
+            let broker_metrics = broker_metrics.clone();
+            move |sample: &Sample| {
+                let _ = resources_csv.write(sample);
+                let mut live = resource_gauges(sample);
+                let mut shared = shared.lock().unwrap_or_else(|e| e.into_inner());
+                if let (Some(metrics), Some(csv)) = (&broker_metrics, metrics_csv.as_mut()) {
+                    let mut metrics = metrics.lock().unwrap_or_else(|e| e.into_inner());
+                    match metrics.read(sample.time_ns) {
+                        Ok(reading) => {
+                            let cells: Vec<String> = reading
+                                .values
+                                .iter()
+                                .map(|v| v.map(|v| format!("{v:.3}")).unwrap_or_default())
+                                .collect();
+                            let _ = writeln!(
+                                csv,
+                                "{:.3},{}",
+                                reading.time_ns as f64 / 1e9,
+                                cells.join(",")
+                            );
+                            let _ = csv.flush();
+                            for (spec, value) in metrics.specs().iter().zip(&reading.values) {
+                                if let Some(v) = value {
+                                    live.push((
+                                        format!("broker_{}", spec.key),
+                                        "The broker's own metric, from its Prometheus endpoint."
+                                            .into(),
+                                        String::new(),
+                                        *v,
+                                    ));
+                                }
+                            }
+                            shared.readings.push(reading);
+                        }
+                        Err(_) => shared.scrape_errors += 1,
+                    }
+                }
+                shared.live = live;
+            }
+        };
+        let monitor = Monitor::start(targets, interval, move || clock.now_ns(), on_sample)?;
+        Ok(Monitoring {
+            monitor: Some(monitor),
+            shared,
+            broker_metrics,
+            messages_in_before,
+        })
+    }
+
+    /// An observer that serves the live figures on `server` after each interval.
+    pub fn live_exposition(&self, server: MetricsServer) -> LiveExposition {
+        LiveExposition {
+            server,
+            shared: self.shared.clone(),
+            phase: Phase::Warmup,
+        }
+    }
+
+    /// Stops sampling and summarizes the measurement `window`. `counted` is what brokerbench
+    /// counted over the whole run, to compare with the broker's own count.
+    pub fn finish(
+        mut self,
+        window: Range<u64>,
+        counted: u64,
+    ) -> (Option<ResourceSummary>, Option<BrokerMetricsSummary>) {
+        let recording = self.monitor.take().map(Monitor::stop);
+        let resources = recording.map(|r| r.summarize(window.clone()));
+        let broker = self.broker_metrics.as_ref().map(|metrics| {
+            let mut metrics = metrics.lock().unwrap_or_else(|e| e.into_inner());
+            let after = metrics.read(Clock::process().now_ns()).ok();
+            let shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+            summarize_broker(
+                &metrics,
+                &shared,
+                window,
+                self.messages_in_before,
+                after.as_ref(),
+                counted,
+            )
+        });
+        (resources, broker)
+    }
+}
+
+fn summarize_broker(
+    metrics: &BrokerMetrics,
+    shared: &Shared,
+    window: Range<u64>,
+    before: Option<f64>,
+    after: Option<&Reading>,
+    counted: u64,
+) -> BrokerMetricsSummary {
+    let mut means = BTreeMap::new();
+    let mut maxima = BTreeMap::new();
+    for (i, spec) in metrics.specs().iter().enumerate() {
+        let values: Vec<f64> = shared
+            .readings
+            .iter()
+            .filter(|r| window.contains(&r.time_ns))
+            .filter_map(|r| r.values[i])
+            .collect();
+        if !values.is_empty() {
+            means.insert(
+                spec.key.to_string(),
+                values.iter().sum::<f64>() / values.len() as f64,
+            );
+            maxima.insert(
+                spec.key.to_string(),
+                values.iter().copied().fold(f64::MIN, f64::max),
+            );
+        }
+    }
+    let messages_in = match (before, after.and_then(|a| messages_in_total(a, metrics))) {
+        (Some(b), Some(a)) => Some((a - b).max(0.0).round() as u64),
+        _ => None,
+    };
+    let disagreement_pct = messages_in
+        .filter(|_| counted > 0)
+        .map(|m| (m as f64 - counted as f64).abs() / counted as f64 * 100.0);
+    BrokerMetricsSummary {
+        url: metrics.url().to_string(),
+        source: if metrics
+            .specs()
+            .first()
+            .is_some_and(|s| s.metric.starts_with("kafka"))
+        {
+            "kafka".into()
+        } else {
+            "rabbitmq".into()
+        },
+        means,
+        maxima,
+        messages_in,
+        messages_counted_by_brokerbench: counted,
+        disagreement_pct,
+        scrape_errors: shared.scrape_errors,
+    }
+}
+
+fn resource_gauges(sample: &Sample) -> Vec<(String, String, String, f64)> {
+    let mut gauges = Vec::new();
+    for (role, name) in [(Role::Broker, "broker"), (Role::Client, "client")] {
+        if let Some(p) = sample.process(role) {
+            let help = format!("CPU of the {name} process tree, percent of one core.");
+            if let Some(v) = p.cpu_user_pct {
+                gauges.push((
+                    format!("{name}_cpu_percent"),
+                    help.clone(),
+                    "mode=\"user\"".into(),
+                    v,
+                ));
+            }
+            if let Some(v) = p.cpu_system_pct {
+                gauges.push((
+                    format!("{name}_cpu_percent"),
+                    help,
+                    "mode=\"system\"".into(),
+                    v,
+                ));
+            }
+            if let Some(v) = p.rss_bytes {
+                gauges.push((
+                    format!("{name}_rss_bytes"),
+                    format!("Resident memory of the {name}."),
+                    String::new(),
+                    v as f64,
+                ));
+            }
+        }
+    }
+    if let Some(interval) = sample.interval_s.filter(|&i| i > 0.0) {
+        let host = &sample.host;
+        let rates = [
+            (
+                "host_disk_written_bytes_per_second",
+                "Bytes written to the host's disks per second.",
+                host.disk_written_bytes(),
+            ),
+            (
+                "host_disk_read_bytes_per_second",
+                "Bytes read from the host's disks per second.",
+                host.disk_read_bytes(),
+            ),
+            (
+                "host_network_received_bytes_per_second",
+                "Bytes received on all interfaces, loopback included, per second.",
+                host.network_total().map(|n| n.rx_bytes),
+            ),
+        ];
+        for (name, help, bytes) in rates {
+            if let Some(bytes) = bytes {
+                gauges.push((
+                    name.into(),
+                    help.into(),
+                    String::new(),
+                    bytes as f64 / interval,
+                ));
+            }
+        }
+    }
+    gauges
+}
+
+/// Publishes brokerbench's figures of each second, with the latest resource and broker
+/// gauges, to the metrics server.
+pub struct LiveExposition {
+    server: MetricsServer,
+    shared: Arc<Mutex<Shared>>,
+    phase: Phase,
+}
+
+impl RunObserver for LiveExposition {
+    fn phase_started(&mut self, phase: Phase, _at_ns: u64) {
+        self.phase = phase;
+    }
+
+    fn interval(&mut self, row: &IntervalRow) {
+        let mut e = Exposition::default();
+        let per_second = "Messages in the last second.";
+        e.gauge("sent_per_second", per_second, "", row.sent as f64);
+        e.gauge(
+            "acknowledged_per_second",
+            per_second,
+            "",
+            row.acknowledged as f64,
+        );
+        e.gauge("failed_per_second", per_second, "", row.failed as f64);
+        e.gauge("received_per_second", per_second, "", row.received as f64);
+        e.gauge(
+            "acknowledged_rate_1m",
+            "Kafka-style one-minute exponentially weighted acknowledged rate.",
+            "",
+            row.acknowledged_rate_1m,
+        );
+        if let Some(backlog) = row.backlog {
+            e.gauge(
+                "backlog_messages",
+                "Acknowledged and not yet received.",
+                "",
+                backlog as f64,
+            );
+        }
+        e.gauge(
+            "schedule_lag_max_seconds",
+            "Largest lateness of a send against its intended time in the last second.",
+            "",
+            row.schedule_lag_max_ns as f64 / 1e9,
+        );
+        for (name, histogram) in [
+            ("publish_latency_seconds", &row.publish),
+            ("end_to_end_latency_seconds", &row.end_to_end),
+        ] {
+            if !histogram.is_empty() {
+                for q in [0.5, 0.99, 1.0] {
+                    e.gauge(
+                        name,
+                        "Latency from the intended send time, last second.",
+                        &format!("quantile=\"{q}\""),
+                        histogram.value_at_quantile(q) as f64 / 1e9,
+                    );
+                }
+            }
+        }
+        for phase in [Phase::Warmup, Phase::Measurement, Phase::Drain] {
+            e.gauge(
+                "phase",
+                "1 for the current phase of the run.",
+                &format!("phase=\"{}\"", phase.as_str()),
+                (phase == self.phase) as u8 as f64,
+            );
+        }
+        for (name, help, labels, value) in
+            &self.shared.lock().unwrap_or_else(|e| e.into_inner()).live
+        {
+            e.gauge(name, help, labels, *value);
+        }
+        self.server.publish(&e);
+    }
+}

@@ -1,0 +1,180 @@
+//! Integration tests against the real managed RabbitMQ (started by these tests if needed).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Runs against RabbitMQ with the bundled driver file plus `sets`.
+fn rabbit_run(sets: &[String]) -> Run {
+    rabbitmq();
+    let mut args = vec!["--driver", RABBITMQ_DRIVER];
+    args.extend(with_sets(sets, &[]));
+    run(&args)
+}
+
+fn sets(rate: &str, seconds: u32, extra: &[&str]) -> Vec<String> {
+    let mut s = short(rate, seconds);
+    s.extend(extra.iter().map(|e| e.to_string()));
+    s
+}
+
+#[test]
+fn direct_exchange_with_confirms_and_manual_acks_is_lossless() {
+    let _turn = serial();
+    let run = rabbit_run(&sets("2000", 2, &[]));
+    let s = assert_lossless(&run);
+    assert_eq!(s["driver"], "rabbitmq");
+    assert!(
+        s["latency"]["publish"]["count"].as_u64().unwrap() > 3000,
+        "confirms give publish latency"
+    );
+    assert_eq!(
+        s["broker_metrics"]["source"], "rabbitmq",
+        "{:#}",
+        s["broker_metrics"]
+    );
+}
+
+#[test]
+fn fanout_queues_each_receive_every_message() {
+    let _turn = serial();
+    let run = rabbit_run(&sets(
+        "1000",
+        2,
+        &["exchange.type=fanout", "queues_per_topic=3"],
+    ));
+    let s = assert_lossless_copies(&run, 3);
+    let shares: Vec<u64> = s["consumers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["received"].as_u64().unwrap())
+        .collect();
+    let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
+    assert_eq!(
+        shares,
+        vec![acknowledged; 3],
+        "each of 3 queues got every message"
+    );
+}
+
+/// Like `assert_lossless`, for `copies` subscriptions each receiving every message.
+fn assert_lossless_copies(run: &Run, copies: u64) -> serde_json::Value {
+    assert_eq!(
+        run.code, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    let s = run.summary();
+    let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
+    assert!(acknowledged > 0);
+    assert_eq!(
+        s["total"]["received"].as_u64().unwrap(),
+        copies * acknowledged,
+        "{s:#}"
+    );
+    assert_eq!(s["integrity"]["lost"], 0);
+    assert_eq!(s["integrity"]["duplicated"], 0);
+    s
+}
+
+#[test]
+fn without_confirms_only_sent_is_counted_and_the_summary_says_so() {
+    let _turn = serial();
+    let run = rabbit_run(&sets("2000", 2, &["confirms.enabled=false"]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let s = run.summary();
+    assert_eq!(s["total"]["acknowledged"], 0);
+    assert!(s["total"]["sent"].as_u64().unwrap() >= 5000);
+    assert_eq!(s["total"]["sent"], s["total"]["received"], "{s:#}");
+    assert_eq!(s["integrity"]["lost"], 0);
+    assert_eq!(s["latency"]["publish"]["count"], 0);
+    assert!(
+        s["notes"].to_string().contains("not confirmed"),
+        "{:#}",
+        s["notes"]
+    );
+}
+
+#[test]
+fn auto_ack_consumers_are_lossless() {
+    let _turn = serial();
+    let run = rabbit_run(&sets("2000", 2, &["ack.mode=auto"]));
+    assert_lossless(&run);
+}
+
+#[test]
+fn lazy_and_quorum_queues_are_lossless() {
+    let _turn = serial();
+    for queue in [&["queue.lazy=true"][..], &["queue.type=quorum"][..]] {
+        let run = rabbit_run(&sets("1000", 2, queue));
+        assert_lossless(&run);
+    }
+}
+
+#[test]
+fn a_queue_length_limit_with_reject_publish_counts_rejections_as_errors() {
+    let _turn = serial();
+    let run = rabbit_run(&sets(
+        "2000",
+        2,
+        &[
+            "consumers_per_topic=0",
+            "queue.max_length=100",
+            "queue.overflow=reject-publish",
+        ],
+    ));
+    assert_eq!(run.code, 1, "completed with errors\nstderr: {}", run.stderr);
+    let s = run.summary();
+    assert_eq!(s["status"], "complete");
+    let rejected = s["errors"]["rejected"].as_u64().unwrap_or(0);
+    assert!(
+        rejected > 4000,
+        "publishes beyond 100 queued are rejected: {s:#}"
+    );
+    assert_eq!(
+        s["total"]["acknowledged"].as_u64().unwrap() + rejected,
+        s["total"]["sent"].as_u64().unwrap()
+    );
+}
+
+#[test]
+fn an_unreachable_rabbitmq_exits_3_fast() {
+    let _turn = serial();
+    let started = Instant::now();
+    let run = run(&[
+        "--driver",
+        RABBITMQ_DRIVER,
+        "--set",
+        "uri=amqp://guest:guest@127.0.0.1:1/%2f",
+    ]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(
+        run.stderr.contains("127.0.0.1:1") && run.stderr.contains("brokerbench broker up rabbitmq"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn wrong_credentials_exit_3_without_revealing_the_password() {
+    let _turn = serial();
+    let port = rabbitmq();
+    let uri = format!("uri=amqp://guest:not-the-password-4711@127.0.0.1:{port}/%2f");
+    let run = run(&["--driver", RABBITMQ_DRIVER, "--set", &uri]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stderr.to_lowercase().contains("credentials"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("not-the-password-4711")
+            && !run.stdout.contains("not-the-password-4711"),
+        "{}",
+        run.stderr
+    );
+}
