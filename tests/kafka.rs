@@ -292,3 +292,20 @@ fn credentials_never_reach_results_or_output() {
     }
     assert!(run.manifest().to_string().contains("***"));
 }
+
+#[test]
+fn acknowledgements_are_timed_when_they_arrive_not_when_the_producer_wakes() {
+    let _turn = serial();
+    kafka();
+    // At 400 msg/s the producer sleeps 2.5 ms between sends; an acknowledgement timed when
+    // the producer next looks would carry part of that sleep into publish latency.
+    let sets = short("400", 4);
+    let run = run(&with_sets(&sets, &[]));
+    let s = assert_lossless(&run);
+    let publish = s["latency"]["publish"]["p50_ns"].as_u64().unwrap();
+    let e2e = s["latency"]["end_to_end"]["p50_ns"].as_u64().unwrap();
+    assert!(
+        publish < e2e + 300_000,
+        "publish p50 {publish} ns must not exceed end-to-end p50 {e2e} ns: the consumer sees a message after it is acknowledged"
+    );
+}

@@ -2,11 +2,13 @@
 //! (topics, queues), and hands out producers and consumers that send, acknowledge and
 //! receive. Drivers know nothing about schedules, phases or histograms.
 
+mod clock;
 mod envelope;
 pub mod mock;
 
 use std::time::Duration;
 
+pub use clock::Clock;
 pub use envelope::{Envelope, EnvelopeError, ENVELOPE_HEADER_LEN, ENVELOPE_VERSION};
 
 /// Errors a driver reports while setting up or tearing down.
@@ -78,6 +80,9 @@ pub struct Ack {
     pub sent_ns: u64,
     /// Payload length in bytes.
     pub bytes: u32,
+    /// When the acknowledgement arrived, ns since the UNIX epoch ([`Clock::process`]), for
+    /// drivers that see it arrive; None lets the engine use the time it was handed over.
+    pub acknowledged_ns: Option<u64>,
     /// Ok, or the kind of failure (`snake_case`, e.g. `msg_timed_out`).
     pub result: Result<(), String>,
 }

@@ -140,6 +140,7 @@ impl Producer for MockProducer {
                     envelope: Envelope::read(&payload).expect("the engine writes envelopes"),
                     sent_ns,
                     bytes: payload.len() as u32,
+                    acknowledged_ns: None,
                     result: Ok(()),
                 });
             }

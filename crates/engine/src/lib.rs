@@ -2,7 +2,6 @@
 //! schedule of intended send times, the producer and consumer tasks, the phases, the
 //! per-task histograms and interval counters, and the delivery ledger.
 
-pub mod clock;
 pub mod ledger;
 pub mod meter;
 pub mod payload;
@@ -11,5 +10,5 @@ mod run;
 pub mod schedule;
 pub mod sensor;
 
-pub use clock::Clock;
+pub use brokerbench_driver::Clock;
 pub use run::{run, EngineError, RunControl, RunOutcome};

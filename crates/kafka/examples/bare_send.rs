@@ -46,7 +46,7 @@ fn main() {
         .create_with_context(Counter::default())
         .expect("producer");
     // The same once-made topic handle brokerbench's driver uses, so this stays the best case.
-    let handle = TopicHandle::new(&producer, topic).expect("topic handle");
+    let handle = TopicHandle::new(producer.client(), topic).expect("topic handle");
     let payload = vec![0x5au8; size];
     let started = Instant::now();
     for i in 0..messages {

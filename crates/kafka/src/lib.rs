@@ -2,7 +2,7 @@
 //! acknowledgements, consumers in a group per topic. Works with any Kafka-API broker.
 
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_executor::block_on;
@@ -12,11 +12,11 @@ use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, DeliveryResult, Producer as _, ProducerContext};
+use rdkafka::producer::{DeliveryResult, Producer as _, ProducerContext, ThreadedProducer};
 use rdkafka::ClientContext;
 
 use brokerbench_driver::{
-    Ack, Consumer, ConsumerSlot, Delivery, Driver, DriverError, Envelope, OutgoingMessage,
+    Ack, Clock, Consumer, ConsumerSlot, Delivery, Driver, DriverError, Envelope, OutgoingMessage,
     Producer, SendError, Topology,
 };
 use brokerbench_model::KafkaDriverConfig;
@@ -300,14 +300,14 @@ impl Driver for KafkaDriver {
             config.set(key, value);
         }
         let acks = self.config.producer_config.get("acks").cloned();
-        let producer: BaseProducer<AckCollector> = config
+        let producer: ThreadedProducer<AckCollector> = config
             .create_with_context(AckCollector::default())
             .map_err(|e| {
                 DriverError::Other(format!(
                     "creating a Kafka producer (check producer_config): {e}"
                 ))
             })?;
-        let topic = TopicHandle::new(&producer, &self.topics[topic as usize])
+        let topic = TopicHandle::new(producer.client(), &self.topics[topic as usize])
             .map_err(|e| DriverError::Other(format!("creating a topic handle: {e}")))?;
         Ok(Box::new(KafkaProducer {
             topic,
@@ -386,10 +386,14 @@ impl Driver for KafkaDriver {
     }
 }
 
-/// Collects delivery reports during `poll` so they can be handed to the engine afterwards.
+/// Collects delivery reports as they arrive. The producer's own polling thread
+/// (`ThreadedProducer`) runs the callback as soon as a report comes in, so each
+/// acknowledgement is stamped with its arrival time, however long the engine's producer
+/// thread sleeps before it takes them.
 #[derive(Default)]
 struct AckCollector {
     acks: Mutex<Vec<Ack>>,
+    arrived: Condvar,
 }
 
 impl ClientContext for AckCollector {}
@@ -399,6 +403,7 @@ impl ProducerContext for AckCollector {
     type DeliveryOpaque = usize;
 
     fn delivery(&self, result: &DeliveryResult<'_>, sent_ns: usize) {
+        let arrived = Clock::process().now_ns();
         let (message, outcome) = match result {
             Ok(m) => (m, Ok(())),
             Err((e, m)) => (m, Err(error_kind(e))),
@@ -411,19 +416,21 @@ impl ProducerContext for AckCollector {
             envelope,
             sent_ns: sent_ns as u64,
             bytes: payload.len() as u32,
+            acknowledged_ns: Some(arrived),
             result: outcome,
         };
-        self.acks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(ack);
+        let mut acks = self.acks.lock().unwrap_or_else(|e| e.into_inner());
+        acks.push(ack);
+        if acks.len() == 1 {
+            self.arrived.notify_one();
+        }
     }
 }
 
 struct KafkaProducer {
     /// Declared before `producer` so that it is dropped first, as librdkafka requires.
     topic: TopicHandle,
-    producer: BaseProducer<AckCollector>,
+    producer: ThreadedProducer<AckCollector>,
     in_flight: usize,
     /// Reused buffer the collected acknowledgements are swapped into.
     batch: Vec<Ack>,
@@ -447,14 +454,16 @@ impl Producer for KafkaProducer {
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
-        self.producer.poll(timeout);
         {
-            let mut collected = self
-                .producer
-                .context()
-                .acks
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let collector = self.producer.context();
+            let mut collected = collector.acks.lock().unwrap_or_else(|e| e.into_inner());
+            if collected.is_empty() && !timeout.is_zero() {
+                collected = collector
+                    .arrived
+                    .wait_timeout(collected, timeout)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
             if collected.is_empty() {
                 return;
             }

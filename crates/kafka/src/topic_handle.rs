@@ -6,8 +6,9 @@ use std::ffi::CString;
 use std::ptr::NonNull;
 
 use rdkafka::bindings as rd;
-use rdkafka::producer::{BaseProducer, Producer as _, ProducerContext};
+use rdkafka::client::Client;
 use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::ClientContext;
 
 /// A topic handle bound to one producer. It must be dropped before that producer: keep it in
 /// a field declared before the producer's.
@@ -19,21 +20,14 @@ pub struct TopicHandle {
 unsafe impl Send for TopicHandle {}
 
 impl TopicHandle {
-    /// A handle for `name` on `producer`'s client.
-    pub fn new<C: ProducerContext>(
-        producer: &BaseProducer<C>,
-        name: &str,
-    ) -> Result<TopicHandle, String> {
+    /// A handle for `name` on a producer's client (`producer.client()`).
+    pub fn new<C: ClientContext>(client: &Client<C>, name: &str) -> Result<TopicHandle, String> {
         let name =
             CString::new(name).map_err(|_| format!("topic name {name:?} contains a NUL byte"))?;
-        // SAFETY: the client pointer is valid while `producer` lives; a null config means the
+        // SAFETY: the client pointer is valid while its producer lives; a null config means the
         // topic takes the producer's defaults (librdkafka copies the name).
         let raw = unsafe {
-            rd::rd_kafka_topic_new(
-                producer.client().native_ptr(),
-                name.as_ptr(),
-                std::ptr::null_mut(),
-            )
+            rd::rd_kafka_topic_new(client.native_ptr(), name.as_ptr(), std::ptr::null_mut())
         };
         NonNull::new(raw)
             .map(|handle| TopicHandle { handle })

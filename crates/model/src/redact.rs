@@ -21,7 +21,9 @@ pub fn is_secret_key(key: &str) -> bool {
 pub fn redact_uri(text: &str) -> String {
     if let Some(scheme_end) = text.find("://") {
         let rest = &text[scheme_end + 3..];
-        if let Some(at) = rest.find('@') {
+        // The host starts after the last '@' of the authority (a raw '@' may be in the password).
+        let authority_end = rest.find('/').unwrap_or(rest.len());
+        if let Some(at) = rest[..authority_end].rfind('@') {
             let userinfo = &rest[..at];
             if let Some(colon) = userinfo.find(':') {
                 return format!(
@@ -85,5 +87,9 @@ mod tests {
             "producer_config.sasl.password=***"
         );
         assert_eq!(redact_uri("http://host:1"), "http://host:1");
+        assert_eq!(
+            redact_uri("amqp://u:p@ss@h:5672/%2f"),
+            "amqp://u:***@h:5672/%2f"
+        );
     }
 }
