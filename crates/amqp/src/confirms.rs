@@ -71,9 +71,16 @@ impl ConfirmBook {
     }
 
     /// Applies a basic.ack (`ack`) or basic.nack for `tag` (and every earlier tag when
-    /// `multiple`), reporting each newly confirmed message in tag order. Unknown or already
-    /// confirmed tags are ignored.
-    pub fn confirm(&mut self, tag: u64, multiple: bool, ack: bool, out: &mut dyn FnMut(Ack)) {
+    /// `multiple`) that arrived at `at_ns`, reporting each newly confirmed message in tag
+    /// order. Unknown or already confirmed tags are ignored.
+    pub fn confirm(
+        &mut self,
+        tag: u64,
+        multiple: bool,
+        ack: bool,
+        at_ns: u64,
+        out: &mut dyn FnMut(Ack),
+    ) {
         if tag < self.first_tag {
             return;
         }
@@ -97,6 +104,7 @@ impl ConfirmBook {
                 envelope: entry.envelope,
                 sent_ns: entry.sent_ns,
                 bytes: entry.bytes,
+                acknowledged_ns: Some(at_ns),
                 result,
             });
         }
@@ -126,6 +134,7 @@ impl ConfirmBook {
                     envelope: entry.envelope,
                     sent_ns: entry.sent_ns,
                     bytes: entry.bytes,
+                    acknowledged_ns: None,
                     result: Err(kind.to_string()),
                 });
             }
@@ -176,7 +185,7 @@ mod tests {
         ack: bool,
     ) -> Vec<(u64, Result<(), String>)> {
         let mut out = Vec::new();
-        book.confirm(tag, multiple, ack, &mut |a| {
+        book.confirm(tag, multiple, ack, 5000, &mut |a| {
             out.push((a.envelope.sequence, a.result))
         });
         out
@@ -225,7 +234,7 @@ mod tests {
     fn acks_carry_envelope_send_time_and_size() {
         let mut book = book_with(1);
         let mut acks = Vec::new();
-        book.confirm(1, false, true, &mut |a| acks.push(a));
+        book.confirm(1, false, true, 3000, &mut |a| acks.push(a));
         assert_eq!(
             acks,
             vec![Ack {
@@ -236,6 +245,7 @@ mod tests {
                 },
                 sent_ns: 2000,
                 bytes: 100,
+                acknowledged_ns: Some(3000),
                 result: Ok(())
             }]
         );

@@ -60,9 +60,14 @@
 //! # Threads
 //!
 //! The engine's traits are synchronous: one thread per producer and per consumer. Each AMQP
-//! connection runs on its own current-thread tokio runtime (see [`link`]), driven by the
-//! thread that owns it inside `poll`: `send` only queues frames and never waits for the
-//! broker (a full outgoing queue is backpressure), and `poll` writes them and reads confirms.
+//! connection runs on its own tokio runtime (see [`link`]). A consumer connection's runtime
+//! is driven by its consumers' threads inside `poll`, so deliveries are timestamped there. A
+//! producer connection's runtime has one background I/O thread, which writes what `send`
+//! queued and reads confirms, timestamping each as it arrives (publish latency = that time −
+//! intended send time), even while the producer threads sleep between sends. `send` only
+//! queues frames and never waits for the broker (a full outgoing queue, or
+//! `confirms.max_outstanding` unconfirmed messages, is backpressure), and `poll` hands over
+//! the confirms that have arrived, waiting for the first one up to its timeout.
 
 mod confirms;
 mod consumer;
@@ -83,7 +88,7 @@ use brokerbench_model::driver_config::{AmqpUri, RabbitMqDriverConfig};
 
 pub use naming::TopicNames;
 
-use crate::link::{field_table, ChannelEvents, Link, ADMIN_TIMEOUT};
+use crate::link::{field_table, ChannelEvents, Io, Link, ADMIN_TIMEOUT};
 use crate::naming::{queue_arguments, MAX_NAME_LEN};
 
 /// How long `connect` may take at most.
@@ -126,8 +131,8 @@ impl AmqpDriver {
             topics: Vec::new(),
             created_exchanges: Vec::new(),
             created_queues: Vec::new(),
-            producers: Pool::new("producer", per_connection),
-            consumers: Pool::new("consumer", per_connection),
+            producers: Pool::new("producer", per_connection, Io::Background),
+            consumers: Pool::new("consumer", per_connection, Io::Caller),
         }
     }
 
@@ -137,7 +142,11 @@ impl AmqpDriver {
     }
 
     fn link(&self, role: &str) -> Result<Link, DriverError> {
-        Link::open(&self.uri, &format!("brokerbench-{}-{role}", self.run_id))
+        Link::open(
+            &self.uri,
+            &format!("brokerbench-{}-{role}", self.run_id),
+            Io::Caller,
+        )
     }
 
     fn topic(&self, topic: u32) -> Result<&TopicNames, DriverError> {
@@ -395,6 +404,8 @@ impl Driver for AmqpDriver {
 struct Pool {
     role: &'static str,
     per_connection: u32,
+    /// Who drives the connections' I/O.
+    io: Io,
     /// The connection being filled and how many channels it has.
     current: Mutex<Option<(Arc<Link>, u32)>>,
     /// Connections opened so far, for their names.
@@ -402,10 +413,11 @@ struct Pool {
 }
 
 impl Pool {
-    fn new(role: &'static str, per_connection: u32) -> Self {
+    fn new(role: &'static str, per_connection: u32, io: Io) -> Self {
         Pool {
             role,
             per_connection,
+            io,
             current: Mutex::new(None),
             opened: Default::default(),
         }
@@ -425,6 +437,7 @@ impl Pool {
         let link = Arc::new(Link::open(
             uri,
             &format!("brokerbench-{run_id}-{}-{index}", self.role),
+            self.io,
         )?);
         *current = (self.per_connection > 1).then(|| (link.clone(), 1));
         Ok(link)

@@ -1,15 +1,18 @@
 //! One AMQP connection and the tokio runtime that drives it. amqprs runs a connection as
-//! tasks (socket reader, socket writer, one dispatcher per channel); here they run on a
-//! current-thread runtime owned by the connection, driven by whichever producer or consumer
-//! thread is inside `block_on` (in `poll`), so no extra thread and no cross-thread hand-over
-//! sits on the message path. Channels sharing a connection share its runtime; tokio lets any
-//! of their threads drive it.
+//! tasks (socket reader, socket writer, one dispatcher per channel). A consumer connection
+//! (and an admin one) runs them on a current-thread runtime owned by the connection, driven
+//! by whichever thread is inside `block_on` (in `poll`), so no extra thread and no cross-thread
+//! hand-over sits on the delivery path. A producer connection runs them on a runtime with one
+//! background I/O thread ([`Io::Background`]), so that confirms are read and timestamped as
+//! they arrive even while the producer threads sleep between sends. Channels sharing a
+//! connection share its runtime.
 //!
 //! amqprs spawns tasks when its handles drop, so every drop of a connection or channel
 //! happens inside this runtime's context (see the `Drop` impls).
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
@@ -17,7 +20,7 @@ use amqprs::callbacks::ChannelCallback;
 use amqprs::channel::Channel;
 use amqprs::connection::{Connection, OpenConnectionArguments};
 use amqprs::{Ack, BasicProperties, Cancel, CloseChannel, Nack, Return};
-use brokerbench_driver::{DriverError, Envelope};
+use brokerbench_driver::{Clock, DriverError, Envelope};
 use brokerbench_model::driver_config::AmqpUri;
 use tokio::runtime::Runtime;
 use tokio::sync::Notify;
@@ -36,6 +39,15 @@ pub const CONNECTION_CLOSED: &str = "connection_closed";
 /// Kind of a send or poll failure after the broker closed the channel.
 pub const CHANNEL_CLOSED: &str = "channel_closed";
 
+/// Which threads drive a connection's I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Io {
+    /// Whichever thread is inside [`Link::block_on`].
+    Caller,
+    /// A background thread of the connection's own, always.
+    Background,
+}
+
 /// A connection with its runtime.
 pub struct Link {
     connection: Option<Connection>,
@@ -44,8 +56,16 @@ pub struct Link {
 
 impl Link {
     /// Opens a connection named `name` (shown in the management UI) within [`CONNECT_TIMEOUT`].
-    pub fn open(uri: &AmqpUri, name: &str) -> Result<Link, DriverError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
+    pub fn open(uri: &AmqpUri, name: &str, io: Io) -> Result<Link, DriverError> {
+        let mut builder = match io {
+            Io::Caller => tokio::runtime::Builder::new_current_thread(),
+            Io::Background => {
+                let mut b = tokio::runtime::Builder::new_multi_thread();
+                b.worker_threads(1).thread_name("amqp-io");
+                b
+            }
+        };
+        let runtime = builder
             .enable_all()
             .build()
             .map_err(|e| DriverError::Other(format!("starting a tokio runtime: {e}")))?;
@@ -102,6 +122,15 @@ impl Link {
     pub fn block_on_for<F: Future>(&self, limit: Duration, future: F) -> Option<F::Output> {
         self.runtime
             .block_on(async { tokio::time::timeout(limit, future).await.ok() })
+    }
+
+    /// Runs `future` as a task of this connection's runtime.
+    pub fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.runtime.spawn(future)
     }
 
     /// Enters the runtime's context, as amqprs needs when its handles are dropped.
@@ -168,8 +197,14 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// What a channel's dispatcher reported, in arrival order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChannelEvent {
-    /// basic.ack (`ack`) or basic.nack from the broker in confirm mode.
-    Confirm { tag: u64, multiple: bool, ack: bool },
+    /// basic.ack (`ack`) or basic.nack from the broker in confirm mode, processed at `at_ns`
+    /// ([`Clock::process`]).
+    Confirm {
+        tag: u64,
+        multiple: bool,
+        ack: bool,
+        at_ns: u64,
+    },
     /// basic.return of a mandatory message no queue took.
     Returned(Envelope),
 }
@@ -178,8 +213,14 @@ pub enum ChannelEvent {
 #[derive(Default)]
 pub struct ChannelEvents {
     events: Mutex<Vec<ChannelEvent>>,
-    /// Woken when an event arrives.
+    /// Woken when an event arrives (for owners waiting inside the runtime).
     pub arrived: Notify,
+    /// Signalled when an event arrives (for owners waiting outside the runtime, see
+    /// [`ChannelEvents::wait`]).
+    ready: Condvar,
+    /// Threads waiting on `ready`; changed only under the `events` lock. Signalling a condvar
+    /// is a system call even with nobody waiting, so it is skipped then.
+    waiting: AtomicUsize,
     /// Why the broker closed the channel (`404 NOT_FOUND - ...`), if it did.
     closed: Mutex<Option<String>>,
     /// Set when the broker cancelled the channel's consumer (e.g. its queue was deleted).
@@ -195,6 +236,38 @@ impl ChannelEvents {
         }
     }
 
+    /// Waits up to `timeout` for an event (or the channel's close or cancel) unless one has
+    /// already arrived. For channels whose connection I/O runs on a background thread.
+    pub fn wait(&self, timeout: Duration) {
+        if timeout.is_zero() {
+            return;
+        }
+        let events = lock(&self.events);
+        if events.is_empty() && self.close_reason().is_none() && !self.cancelled() {
+            self.waiting.fetch_add(1, Ordering::Relaxed);
+            let (events, _) = self
+                .ready
+                .wait_timeout(events, timeout)
+                .unwrap_or_else(|e| e.into_inner());
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            drop(events);
+        }
+    }
+
+    /// Wakes the owner, whether it waits in [`ChannelEvents::wait`] or on `arrived`.
+    fn signal(&self) {
+        // Reading `waiting` under the lock orders this after a waiter's check of the
+        // events, so no wake-up is missed.
+        let waiting = {
+            let _events = lock(&self.events);
+            self.waiting.load(Ordering::Relaxed)
+        };
+        if waiting > 0 {
+            self.ready.notify_all();
+        }
+        self.arrived.notify_one();
+    }
+
     pub fn is_empty(&self) -> bool {
         lock(&self.events).is_empty()
     }
@@ -208,7 +281,14 @@ impl ChannelEvents {
     }
 
     fn push(&self, event: ChannelEvent) {
-        lock(&self.events).push(event);
+        let waiting = {
+            let mut events = lock(&self.events);
+            events.push(event);
+            self.waiting.load(Ordering::Relaxed)
+        };
+        if waiting > 0 {
+            self.ready.notify_all();
+        }
         self.arrived.notify_one();
     }
 }
@@ -223,12 +303,12 @@ impl ChannelCallback for ChannelEventSink {
         close: CloseChannel,
     ) -> Result<(), amqprs::error::Error> {
         *lock(&self.0.closed) = Some(format!("{} {}", close.reply_code(), close.reply_text()));
-        self.0.arrived.notify_one();
+        self.0.signal();
         Ok(())
     }
     async fn cancel(&mut self, _: &Channel, _: Cancel) -> Result<(), amqprs::error::Error> {
         *lock(&self.0.cancelled) = true;
-        self.0.arrived.notify_one();
+        self.0.signal();
         Ok(())
     }
     async fn flow(&mut self, _: &Channel, active: bool) -> Result<bool, amqprs::error::Error> {
@@ -239,6 +319,7 @@ impl ChannelCallback for ChannelEventSink {
             tag: ack.delivery_tag(),
             multiple: ack.mutiple(),
             ack: true,
+            at_ns: Clock::process().now_ns(),
         });
     }
     async fn publish_nack(&mut self, _: &Channel, nack: Nack) {
@@ -246,6 +327,7 @@ impl ChannelCallback for ChannelEventSink {
             tag: nack.delivery_tag(),
             multiple: nack.multiple(),
             ack: false,
+            at_ns: Clock::process().now_ns(),
         });
     }
     async fn publish_return(&mut self, _: &Channel, _: Return, _: BasicProperties, body: Vec<u8>) {

@@ -1,9 +1,14 @@
 //! A producer: one channel (in confirm mode unless confirms are off) publishing to its
-//! topic's exchange. `send` only queues the frames, never waiting for the broker; `poll`
-//! drives the connection (writes what is queued, reads confirms) and turns basic.ack /
-//! basic.nack / basic.return into acknowledgements through the [`ConfirmBook`].
+//! topic's exchange. The connection's I/O runs on its own background thread
+//! ([`crate::link::Io::Background`]), which publishes what `send` queued and reads confirms
+//! as they arrive, timestamping each then; so a confirm that arrives while the producer
+//! thread sleeps between sends is not late by the rest of that sleep. `send` only puts the
+//! message in the producer's [`Outbox`], never waiting for the broker, and wakes the I/O
+//! thread only if it has run out of work (so at high rates one wake-up takes many messages);
+//! `poll` waits for confirms (without driving anything) and turns basic.ack / basic.nack /
+//! basic.return into acknowledgements through the [`ConfirmBook`].
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use amqprs::channel::{BasicPublishArguments, Channel, ConfirmSelectArguments};
@@ -13,25 +18,83 @@ use brokerbench_model::driver_config::{Overflow, RabbitMqDriverConfig};
 
 use crate::confirms::ConfirmBook;
 use crate::link::{
-    error_kind, field_table, poll_once, ChannelEvent, ChannelEvents, Link, ADMIN_TIMEOUT,
-    CHANNEL_CLOSED, CONNECTION_CLOSED,
+    error_kind, field_table, ChannelEvent, ChannelEvents, Link, ADMIN_TIMEOUT, CHANNEL_CLOSED,
+    CLOSE_TIMEOUT, CONNECTION_CLOSED,
 };
 use crate::naming::TopicNames;
 
-/// Scheduler passes `poll` gives the connection's tasks. A pass runs every task that is
-/// ready and then checks the socket once (a zero-timeout epoll), which wakes the reader for
-/// frames that have arrived; the second pass lets the reader and the channel's dispatcher
-/// hand them over. With one pass a confirm that arrived while the producer slept between
-/// sends would wait for the next `poll`, adding up to one gap between sends (up to 3 ms at
-/// moderate rates) to publish latency.
-const DRIVE_PASSES: usize = 2;
+/// Messages a producer may have queued for its I/O task before `send` answers backpressure
+/// (with confirms, `max_outstanding` usually binds first).
+const OUTBOX_CAPACITY: usize = 16_384;
+
+/// Payloads `send` queued for the connection's I/O thread, which publishes them in order.
+#[derive(Default)]
+struct Outbox {
+    state: Mutex<OutboxState>,
+    /// Wakes the publishing task.
+    wake: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct OutboxState {
+    payloads: Vec<Vec<u8>>,
+    /// The publishing task found nothing to do and waits for `wake`.
+    idle: bool,
+    /// The producer is closing: publish what is queued and stop.
+    closing: bool,
+    /// Why publishing failed, if it did.
+    failed: Option<&'static str>,
+}
+
+fn lock(outbox: &Outbox) -> std::sync::MutexGuard<'_, OutboxState> {
+    outbox.state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The I/O task of one producer: publishes every queued payload per wake-up, in order (so
+/// delivery tags follow the order of `send`).
+async fn publish_queued(
+    channel: Channel,
+    outbox: Arc<Outbox>,
+    properties: BasicProperties,
+    publish: BasicPublishArguments,
+) {
+    let mut batch = Vec::new();
+    loop {
+        {
+            let mut state = lock(&outbox);
+            std::mem::swap(&mut state.payloads, &mut batch);
+            if batch.is_empty() {
+                if state.closing {
+                    return;
+                }
+                state.idle = true;
+            }
+        }
+        if batch.is_empty() {
+            // A wake-up given between the check above and here is kept as a permit.
+            outbox.wake.notified().await;
+            continue;
+        }
+        for payload in batch.drain(..) {
+            if let Err(e) = channel
+                .basic_publish(properties.clone(), payload, publish.clone())
+                .await
+            {
+                lock(&outbox).failed.get_or_insert(error_kind(&e));
+            }
+        }
+    }
+}
 
 pub(crate) struct AmqpProducer {
     /// None only while dropping.
     channel: Option<Channel>,
     events: Arc<ChannelEvents>,
-    publish: BasicPublishArguments,
-    properties: BasicProperties,
+    outbox: Arc<Outbox>,
+    /// The task publishing what `outbox` holds; None only while dropping.
+    publisher: Option<tokio::task::JoinHandle<()>>,
+    /// Whether messages are persistent (for the note on what an acknowledgement means).
+    persistent: bool,
     /// None when confirms are off.
     book: Option<ConfirmBook>,
     max_outstanding: usize,
@@ -87,11 +150,19 @@ impl AmqpProducer {
             Overflow::RejectPublish => "rejected",
             Overflow::DropHead => "nacked",
         };
+        let outbox = Arc::new(Outbox::default());
+        let publisher = link.spawn(publish_queued(
+            channel.clone(),
+            outbox.clone(),
+            properties.finish(),
+            publish,
+        ));
         Ok(AmqpProducer {
             channel: Some(channel),
             events,
-            publish,
-            properties: properties.finish(),
+            outbox,
+            publisher: Some(publisher),
+            persistent: config.persistent,
             book: config.confirms.enabled.then(|| ConfirmBook::new(nack_kind)),
             max_outstanding: config.confirms.max_outstanding as usize,
             batch: Vec::with_capacity(256),
@@ -133,43 +204,36 @@ impl Producer for AmqpProducer {
         }
         let envelope = Envelope::read(message.payload)
             .map_err(|_| SendError::Failed("bad_envelope".into()))?;
-        let publish = self.channel().basic_publish(
-            self.properties.clone(),
-            message.payload.to_vec(),
-            self.publish.clone(),
-        );
-        match poll_once(publish) {
-            Some(Ok(())) => {
-                if let Some(book) = self.book.as_mut() {
-                    book.record(envelope, message.sent_ns, message.payload.len() as u32);
-                }
-                Ok(())
-            }
-            Some(Err(e)) => {
-                let kind = error_kind(&e);
+        let wake = {
+            let mut state = lock(&self.outbox);
+            if let Some(kind) = state.failed {
                 if kind == CONNECTION_CLOSED {
                     self.lost = Some(kind);
                 }
-                Err(SendError::Failed(kind.into()))
+                return Err(SendError::Failed(kind.into()));
             }
-            // The connection's outgoing queue is full: the writer is behind (a slow or
-            // blocked broker). Polling lets it catch up.
-            None => Err(SendError::Backpressure),
+            if state.payloads.len() >= OUTBOX_CAPACITY {
+                // The I/O thread is behind (a slow or blocked broker).
+                return Err(SendError::Backpressure);
+            }
+            state.payloads.push(message.payload.to_vec());
+            std::mem::take(&mut state.idle)
+        };
+        if wake {
+            self.outbox.wake.notify_one();
         }
+        if let Some(book) = self.book.as_mut() {
+            book.record(envelope, message.sent_ns, message.payload.len() as u32);
+        }
+        Ok(())
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
-        let events = &self.events;
         let lost = self.lost.is_some();
-        self.link.block_on(async {
-            if !timeout.is_zero() && !lost && events.is_empty() {
-                let _ = tokio::time::timeout(timeout, events.arrived.notified()).await;
-            }
-            for _ in 0..DRIVE_PASSES {
-                tokio::task::yield_now().await;
-            }
-        });
-        if lost && !timeout.is_zero() {
+        if !lost {
+            // The connection's I/O thread reads confirms meanwhile and signals their arrival.
+            self.events.wait(timeout);
+        } else if !timeout.is_zero() {
             // Nothing can arrive any more; do not spin.
             std::thread::sleep(timeout.min(Duration::from_millis(10)));
         }
@@ -177,9 +241,12 @@ impl Producer for AmqpProducer {
         if let Some(book) = self.book.as_mut() {
             for event in self.batch.drain(..) {
                 match event {
-                    ChannelEvent::Confirm { tag, multiple, ack } => {
-                        book.confirm(tag, multiple, ack, acks)
-                    }
+                    ChannelEvent::Confirm {
+                        tag,
+                        multiple,
+                        ack,
+                        at_ns,
+                    } => book.confirm(tag, multiple, ack, at_ns, acks),
                     ChannelEvent::Returned(envelope) => book.returned(&envelope),
                 }
             }
@@ -209,7 +276,7 @@ impl Producer for AmqpProducer {
 
     fn ack_note(&self) -> Option<String> {
         // Without confirms the engine says itself that delivery was not confirmed.
-        if self.book.is_some() && self.properties.delivery_mode() != Some(2) {
+        if self.book.is_some() && !self.persistent {
             Some("persistent: false: a confirm means the broker accepted the message, not that it reached disk".into())
         } else {
             None
@@ -221,6 +288,14 @@ impl Drop for AmqpProducer {
     fn drop(&mut self) {
         // Closing the channel sends whatever is still queued first (it matters when confirms
         // are off: nothing else waits for those frames).
+        lock(&self.outbox).closing = true;
+        self.outbox.wake.notify_one();
+        if let Some(publisher) = self.publisher.take() {
+            let _entered = self.link.enter();
+            // Publishes what is still queued (it matters when confirms are off: nothing else
+            // waits for those messages); a blocked broker gets CLOSE_TIMEOUT.
+            let _ = self.link.block_on_for(CLOSE_TIMEOUT, publisher);
+        }
         if let Some(channel) = self.channel.take() {
             self.link.close_channel(channel);
         }

@@ -368,7 +368,12 @@ fn a_deleted_exchange_fails_sends_by_kind_without_a_panic() {
             Duration::from_millis(2500),
             move |config, workload, run_id| {
                 let names = brokerbench_amqp::TopicNames::new(config, workload, run_id, 0);
-                let link = brokerbench_amqp::link::Link::open(&admin_uri, "test-admin").unwrap();
+                let link = brokerbench_amqp::link::Link::open(
+                    &admin_uri,
+                    "test-admin",
+                    brokerbench_amqp::link::Io::Caller,
+                )
+                .unwrap();
                 let events = Arc::default();
                 let channel = link.channel(&events).unwrap();
                 let _entered = link.enter();
@@ -418,4 +423,32 @@ fn a_lost_connection_fails_sends_by_kind_without_a_panic() {
     let failed = s.errors.get("connection_closed").copied().unwrap_or(0);
     assert!(failed > 1000, "sends after the close fail: {:?}", s.errors);
     assert!(s.total.acknowledged > 3000, "{:?}", s.total);
+}
+
+/// Confirms are stamped when they arrive, even while the producer thread sleeps between
+/// sends: with transient messages a confirm comes back about as fast as a delivery, so
+/// publish latency must not exceed end-to-end latency by anything like a gap between sends.
+#[test]
+fn publish_latency_is_not_inflated_by_the_gap_between_sends() {
+    let Some(uri) = broker_uri("publish_latency_is_not_inflated_by_the_gap_between_sends") else {
+        return;
+    };
+    let s = run_with(
+        &uri,
+        "persistent: false\nqueue: {durable: false}",
+        "name: amqplatency\nrate: 500\nwarmup: 1s\nduration: 3s\ndrain_timeout: 5s\nproducers_per_topic: 1\nconsumers_per_topic: 1\n",
+    );
+    let (publish, e2e) = (&s.latency.publish, &s.latency.end_to_end);
+    eprintln!(
+        "publish p50 {} p99 {} ns; end-to-end p50 {} p99 {} ns",
+        publish.p50_ns, publish.p99_ns, e2e.p50_ns, e2e.p99_ns
+    );
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert!(s.total.acknowledged >= 1400, "{}", s.total.acknowledged);
+    assert!(
+        publish.p50_ns < e2e.p50_ns + 1_000_000,
+        "publish p50 {} ns, end-to-end p50 {} ns",
+        publish.p50_ns,
+        e2e.p50_ns
+    );
 }
