@@ -19,6 +19,11 @@ of the whole client process (JVM start-up, warm-up and drain included, for both)
 kernel's rusage of that child alone via wait4, divided by all messages it sent. Medians over
 the rounds, and ratios.
 
+Before each run the script waits (up to 2 min) until no other process is connected to the
+broker and the host is under 20% busy; each round line shows the host CPU seconds used
+during the run by neither the client nor the broker ("others") and names any other process
+that connected to the broker meanwhile: on a 2-core machine either skews the figures.
+
 Latency is printed as each tool defines it, and the two are not the same measure:
 PerfTest times from the actual send (a timestamp in the body) and takes percentiles from an
 exponentially decaying sampled reservoir over the whole run, warm-up included; brokerbench
@@ -40,6 +45,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,33 +66,91 @@ def home():
     return os.path.join(base, "brokerbench")
 
 
-def timed(cmd, merge=True):
-    """Runs cmd; returns (stdout [+ stderr], CPU seconds, peak RSS MB) of that child process alone."""
+def others_on_broker(port, own_pid=None):
+    """Processes other than own_pid with an AMQP connection to the broker's port: {(pid, name)}."""
+    out = subprocess.run(["ss", "-tnpH", "state", "established", "(", "dport", "=", f":{port}", ")"],
+                         capture_output=True, text=True).stdout
+    return {(int(pid), name) for name, pid in re.findall(r'\(\("([^"]*)",pid=(\d+)', out) if int(pid) != own_pid}
+
+
+def host_busy_jiffies():
+    user, nice, system, idle, iowait, irq, softirq, steal = map(int, open("/proc/stat").readline().split()[1:9])
+    return user + nice + system + irq + softirq + steal
+
+
+def process_jiffies(pid):
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def wait_quiet(port, limit_s=120):
+    """Waits (up to limit_s) until no other client is connected to the broker and the host is
+    under 20% busy; returns what was still there when it gave up, or ''."""
+    hz, deadline, quiet = os.sysconf("SC_CLK_TCK"), time.time() + limit_s, 0
+    while True:
+        before = host_busy_jiffies()
+        time.sleep(1)
+        busy = (host_busy_jiffies() - before) / hz / os.cpu_count()
+        others = others_on_broker(port)
+        quiet = quiet + 1 if busy < 0.2 and not others else 0
+        if quiet >= 3:
+            return ""
+        if time.time() > deadline:
+            return f"started anyway: host {busy:.0%} busy, other broker clients {sorted(others)}"
+
+
+def timed(cmd, merge=True, watch=None):
+    """Runs cmd; returns (stdout [+ stderr], CPU seconds, peak RSS MB, interference) of that child
+    process alone. watch=(broker port, broker pid): interference lists other processes connected
+    to the broker during the run and the host CPU seconds used by neither the child nor the broker."""
+    hz = os.sysconf("SC_CLK_TCK")
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        busy0 = host_busy_jiffies()
+        broker0 = process_jiffies(watch[1]) if watch else 0
         child = subprocess.Popen(cmd, stdout=out, stderr=out if merge else err, text=True)
+        others, done = set(), threading.Event()
+
+        def sample():
+            while watch and not done.wait(0.5):
+                others.update(others_on_broker(watch[0], child.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         _, status, usage = os.wait4(child.pid, 0)
+        done.set()
+        sampler.join()
         child.returncode = os.waitstatus_to_exitcode(status)
+        cpu = usage.ru_utime + usage.ru_stime
+        other_cpu = (host_busy_jiffies() - busy0 - (process_jiffies(watch[1]) - broker0 if watch else 0)) / hz - cpu
         out.seek(0)
         err.seek(0)
         text, errors = out.read(), err.read()
     if child.returncode != 0:
         sys.exit(f"{os.path.basename(cmd[0])} failed ({child.returncode}):\n{(errors + text)[-3000:]}")
-    return text, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    interference = {"other_cpu_s": other_cpu, "others": sorted(others)}
+    return text, cpu, usage.ru_maxrss / 1024, interference
 
 
 def perftest_cp():
     lib = os.path.join(home(), "perftest", PERFTEST_VERSION, "lib")
     if not glob.glob(os.path.join(lib, f"perf-test-{PERFTEST_VERSION}.jar")):
         print(f"resolving PerfTest {PERFTEST_VERSION} into {lib} ...", file=sys.stderr, flush=True)
-        subprocess.run(["mvn", "-q", "-B", "-f", POM, "dependency:copy-dependencies",
-                        f"-DoutputDirectory={lib}", "-DincludeScope=runtime"], check=True)
+        mvn = subprocess.run(["mvn", "-q", "-B", "-Dstyle.color=never", "-f", POM, "dependency:copy-dependencies",
+                              f"-DoutputDirectory={lib}", "-DincludeScope=runtime"], capture_output=True, text=True)
+        if mvn.returncode != 0:
+            sys.exit(f"mvn failed ({mvn.returncode}):\n{(mvn.stdout + mvn.stderr)[-3000:]}")
     return os.path.join(lib, "*")
 
 
-def broker_address():
+def broker_up():
+    """Starts the managed RabbitMQ if needed; returns (address, broker pid or None)."""
     up = subprocess.run([BIN, "broker", "up", "rabbitmq"], check=True, capture_output=True, text=True).stdout
     m = re.search(r"\bat (\S+:\d+)", up)
-    return m.group(1) if m else "127.0.0.1:5672"
+    pid = re.search(r"\(pid (\d+)", up)
+    return (m.group(1) if m else "127.0.0.1:5672"), (int(pid.group(1)) if pid else None)
 
 
 def latency_us(values, unit):
@@ -94,8 +158,9 @@ def latency_us(values, unit):
     return [v * 1000 if unit == "ms" else v for v in values]
 
 
-def perftest(address, seconds, confirms, rate):
+def perftest(broker, seconds, confirms, rate):
     """One PerfTest run; returns a result dict."""
+    address, watch = broker
     queue = f"bench-pt-{int(time.time() * 1000)}"
     args = ["java", "-cp", perftest_cp(), "com.rabbitmq.perf.PerfTest",
             "-h", f"amqp://guest:guest@{address}", "--id", queue,
@@ -105,7 +170,7 @@ def perftest(address, seconds, confirms, rate):
         args += ["-c", str(MAX_UNCONFIRMED)]
     if rate:
         args += ["-r", str(rate)]
-    out, cpu, rss = timed(args)
+    out, cpu, rss, interference = timed(args, watch=watch)
     # Per-interval lines: "id: X, time 3.005 s, sent: 18686 msg/s, [confirmed: ...,] received: 19009 msg/s, ..."
     intervals = [(float(t), float(s), float(r)) for t, s, r in re.findall(
         r"time:? ([\d.]+) ?s, sent: ([\d.]+) msg/s.*?received: ([\d.]+) msg/s", out)]
@@ -139,10 +204,10 @@ def perftest(address, seconds, confirms, rate):
             mn, p50, p75, p95, p99 = latency_us([int(v) for v in m.group(1).split("/")], m.group(2))
             lat[key] = {"p50": p50, "p95": p95, "p99": p99, "max": None}
     return {"sent": sent_rate, "received": received_rate, "cpu": cpu / total_sent * 1e6, "rss": rss,
-            "lat": lat, "per_second": (min(per_second), max(per_second)), "note": ""}
+            "lat": lat, "per_second": (min(per_second), max(per_second)), "note": "", **interference}
 
 
-def brokerbench(seconds, confirms, rate):
+def brokerbench(broker, seconds, confirms, rate):
     """One brokerbench run; returns a result dict (with a note of anything its summary flags)."""
     sets = [f"rate={rate or 'max'}", f"message_size={SIZE}B", "producers_per_topic=1", "consumers_per_topic=1",
             f"warmup={WARMUP_S}s", f"duration={seconds}s", "drain_timeout=30s",
@@ -153,7 +218,7 @@ def brokerbench(seconds, confirms, rate):
         args = [BIN, "run", "--driver", DRIVER, "--json", "--quiet", "--out", os.path.join(tmp, "run")]
         for s in sets:
             args += ["--set", s]
-        out, cpu, rss = timed(args, merge=False)
+        out, cpu, rss, interference = timed(args, merge=False, watch=broker[1])
     try:
         summary = json.loads(out)
     except json.JSONDecodeError:
@@ -179,7 +244,7 @@ def brokerbench(seconds, confirms, rate):
         problems.append("client_bound")
     return {"sent": summary["throughput"]["sent_per_s"], "received": summary["throughput"]["received_per_s"],
             "cpu": cpu / total_sent * 1e6, "rss": rss, "lat": lat, "per_second": None,
-            "note": ("  [" + ", ".join(problems) + "]") if problems else ""}
+            "note": ("  [" + ", ".join(problems) + "]") if problems else "", **interference}
 
 
 def fmt_lat(lat, key):
@@ -199,12 +264,14 @@ def main():
     p.add_argument("--fixed-rate", type=int, default=10_000, help="msg/s of the latency case")
     a = p.parse_args()
     subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "brokerbench"], cwd=ROOT, check=True)
-    address = broker_address()
+    address, broker_pid = broker_up()
+    port = int(address.rsplit(":", 1)[1])
+    broker = (address, (port, broker_pid))
     perftest_cp()
     cases = [("max, confirms", True, None), ("max, no confirms", False, None),
              (f"{a.fixed_rate:,}/s, confirms", True, a.fixed_rate)]
-    tools = {"PerfTest": lambda c, r: perftest(address, a.seconds, c, r),
-             "brokerbench": lambda c, r: brokerbench(a.seconds, c, r)}
+    tools = {"PerfTest": lambda c, r: perftest(broker, a.seconds, c, r),
+             "brokerbench": lambda c, r: brokerbench(broker, a.seconds, c, r)}
     results = {(case, tool): [] for case, _, _ in cases for tool in tools}
     print(f"RabbitMQ at {address}; 1 producer, 1 consumer, {SIZE} B, transient messages on a transient classic "
           f"queue, prefetch {PREFETCH}, manual ack of every message, confirms: at most {MAX_UNCONFIRMED} unconfirmed; "
@@ -213,12 +280,18 @@ def main():
         order = list(tools) if r % 2 == 0 else list(reversed(tools))
         for case, confirms, rate in cases:
             for tool in order:
+                waited = wait_quiet(port)
                 res = tools[tool](confirms, rate)
+                if waited:
+                    res["note"] += f"  [{waited}]"
+                if res["others"]:
+                    res["note"] += f"  [other clients on the broker: {', '.join(f'{n} pid {p}' for p, n in res['others'])}]"
                 results[(case, tool)].append(res)
                 extra = f"  per-second sent {res['per_second'][0]:,.0f}-{res['per_second'][1]:,.0f}" \
                     if res["per_second"] else ""
                 print(f"round {r + 1} {case:20} {tool:12} {res['sent']:10,.0f} sent/s {res['received']:10,.0f} recv/s"
-                      f"  {res['cpu']:6.2f} CPU-s/M msgs  {res['rss']:5.0f} MB RSS{extra}{res['note']}", flush=True)
+                      f"  {res['cpu']:6.2f} CPU-s/M msgs  {res['rss']:5.0f} MB RSS  others {res['other_cpu_s']:4.1f} CPU-s"
+                      f"{extra}{res['note']}", flush=True)
 
     def med(case, tool, key):
         return statistics.median(x[key] for x in results[(case, tool)])
@@ -247,11 +320,12 @@ def main():
           f"full histogram over the measurement window)")
     for r in range(a.rounds):
         pt, bb = results[(case, "PerfTest")][r], results[(case, "brokerbench")][r]
-        print(f"  round {r + 1} PerfTest    confirm  (send -> confirm):          {fmt_lat(pt['lat'], 'publish')}")
-        print(f"  round {r + 1} brokerbench publish  (intended send -> confirm): {fmt_lat(bb['lat'], 'publish')}")
-        print(f"  round {r + 1} PerfTest    consumer (send -> receive):          {fmt_lat(pt['lat'], 'end_to_end')}")
-        print(f"  round {r + 1} brokerbench end-to-end (intended send -> receive): {fmt_lat(bb['lat'], 'end_to_end')}")
-
+        for tool, label, res, key in [
+                ("PerfTest", "confirm (actual send -> confirm)", pt, "publish"),
+                ("brokerbench", "publish (intended send -> confirm)", bb, "publish"),
+                ("PerfTest", "consumer (actual send -> receive)", pt, "end_to_end"),
+                ("brokerbench", "end-to-end (intended send -> receive)", bb, "end_to_end")]:
+            print(f"  round {r + 1} {tool:12} {label:38} {fmt_lat(res['lat'], key)}")
 
 if __name__ == "__main__":
     main()
