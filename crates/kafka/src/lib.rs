@@ -2,6 +2,7 @@
 //! acknowledgements, consumers in a group per topic. Works with any Kafka-API broker.
 
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -394,6 +395,9 @@ impl Driver for KafkaDriver {
 struct AckCollector {
     acks: Mutex<Vec<Ack>>,
     arrived: Condvar,
+    /// Whether the producer thread waits on `arrived`: a wake-up is a system call, made only
+    /// when someone waits.
+    waiting: AtomicBool,
 }
 
 impl ClientContext for AckCollector {}
@@ -421,7 +425,7 @@ impl ProducerContext for AckCollector {
         };
         let mut acks = self.acks.lock().unwrap_or_else(|e| e.into_inner());
         acks.push(ack);
-        if acks.len() == 1 {
+        if acks.len() == 1 && self.waiting.load(Ordering::Relaxed) {
             self.arrived.notify_one();
         }
     }
@@ -458,11 +462,14 @@ impl Producer for KafkaProducer {
             let collector = self.producer.context();
             let mut collected = collector.acks.lock().unwrap_or_else(|e| e.into_inner());
             if collected.is_empty() && !timeout.is_zero() {
+                // Set under the lock, so a report pushed after this check sees it and wakes us.
+                collector.waiting.store(true, Ordering::Relaxed);
                 collected = collector
                     .arrived
                     .wait_timeout(collected, timeout)
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
+                collector.waiting.store(false, Ordering::Relaxed);
             }
             if collected.is_empty() {
                 return;
