@@ -823,15 +823,6 @@ fn summarize(
     let mut total = Counts::default();
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
     let mut notes = Vec::new();
-    let add_counts = |into: &mut Counts, from: &Counts| {
-        into.sent += from.sent;
-        into.acknowledged += from.acknowledged;
-        into.failed += from.failed;
-        into.received += from.received;
-        into.bytes_sent += from.bytes_sent;
-        into.bytes_acknowledged += from.bytes_acknowledged;
-        into.bytes_received += from.bytes_received;
-    };
     let mut add_errors = |from: &HashMap<String, u64>| {
         for (kind, n) in from {
             *errors.entry(kind.clone()).or_default() += n;
@@ -841,8 +832,8 @@ fn summarize(
         publish.add(&p.publish).expect("same bounds");
         service_time.add(&p.service_time).expect("same bounds");
         schedule_lag.add(&p.schedule_lag).expect("same bounds");
-        add_counts(&mut window, &p.window);
-        add_counts(&mut total, &p.total);
+        window.add(&p.window);
+        total.add(&p.total);
         add_errors(&p.errors);
     }
     if let Some(note) = collected.producers.iter().find_map(|p| p.ack_note.clone()) {
@@ -863,8 +854,8 @@ fn summarize(
     consumers.sort_by_key(|c| (c.topic, c.subscription, c.member));
     for c in collected.consumers {
         end_to_end.add(&c.end_to_end).expect("same bounds");
-        add_counts(&mut window, &c.window);
-        add_counts(&mut total, &c.total);
+        window.add(&c.window);
+        total.add(&c.total);
         add_errors(&c.errors);
         foreign += c.foreign;
         subscriptions

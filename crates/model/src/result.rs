@@ -130,6 +130,19 @@ pub struct Counts {
     pub bytes_received: u64,
 }
 
+impl Counts {
+    /// Adds another task's counts to these.
+    pub fn add(&mut self, other: &Counts) {
+        self.sent += other.sent;
+        self.acknowledged += other.acknowledged;
+        self.failed += other.failed;
+        self.received += other.received;
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_acknowledged += other.bytes_acknowledged;
+        self.bytes_received += other.bytes_received;
+    }
+}
+
 /// Rates over the measurement window, per second.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
