@@ -1,33 +1,26 @@
 //! A consumer: one channel consuming one queue (a subscription), with basic.qos prefetch
-//! and manual acknowledgements every n-th delivery (multiple=true), or no_ack consuming.
-//! `poll` drives the connection while it waits for deliveries.
+//! and manual acknowledgements every n-th delivery (multiple=true when n > 1), or no_ack
+//! consuming. `poll` reads the connection's socket itself while it waits (see
+//! [`crate::session`]), hands over every delivery that read brought, and writes their
+//! acknowledgements with one system call.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use amqprs::channel::{
-    BasicAckArguments, BasicConsumeArguments, BasicQosArguments, Channel, ConsumerMessage,
-};
 use brokerbench_driver::{Consumer, Delivery, DriverError};
 use brokerbench_model::driver_config::{AckMode, RabbitMqDriverConfig};
-use tokio::sync::mpsc::error::TryRecvError;
-use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::link::{field_table, ChannelEvents, Link, ADMIN_TIMEOUT, CLOSE_TIMEOUT};
-use crate::link::{CHANNEL_CLOSED, CONNECTION_CLOSED};
+use crate::link::ADMIN_TIMEOUT;
 use crate::naming::consume_arguments;
-
-/// Deliveries handed over by one `poll` at most.
-const MAX_BATCH: usize = 10_000;
-/// Times `poll` lets the connection's tasks run again when its queue of deliveries is empty
-/// before it returns (the next frames may already be in the socket buffer).
-const REFILL_PASSES: usize = 2;
+use crate::session::{Channel, Deliveries, Session};
+use crate::wire::{self, id};
 
 pub(crate) struct AmqpConsumer {
-    /// None only while dropping.
-    channel: Option<Channel>,
-    deliveries: UnboundedReceiver<ConsumerMessage>,
-    events: Arc<ChannelEvents>,
+    channel: Channel,
+    /// Deliveries taken from the channel's inbox (swapped, so both arenas are reused).
+    batch: Deliveries,
+    /// Acknowledgements encoded and not yet written.
+    out: Vec<u8>,
     /// The queue's index among its topic's queues: the `stream` of every delivery.
     queue_index: u32,
     manual: bool,
@@ -36,119 +29,66 @@ pub(crate) struct AmqpConsumer {
     unacknowledged: u32,
     /// Delivery tag of the last delivery handed over.
     last_tag: u64,
-    /// Whether basic.consume-ok arrived and the consumer has not been cancelled or lost.
-    consuming: bool,
     /// The failure already reported once; later polls only wait.
     reported: Option<&'static str>,
-    /// Declared last: the channel above must close before the connection does.
-    link: Arc<Link>,
 }
 
 impl AmqpConsumer {
     pub(crate) fn new(
-        link: Arc<Link>,
+        session: Arc<Session>,
         queue: &str,
         queue_index: u32,
         consumer_tag: &str,
         config: &RabbitMqDriverConfig,
     ) -> Result<Self, DriverError> {
-        let events = Arc::new(ChannelEvents::default());
-        let channel = link.channel(&events)?;
+        let mut channel = session.channel()?;
         let manual = config.ack.mode == AckMode::Manual;
-        let arguments = BasicConsumeArguments::new(queue, consumer_tag)
-            .manual_ack(manual)
-            .arguments(field_table(&consume_arguments(&config.queue)))
-            .finish();
-        let prefetch = config.prefetch;
-        let started = {
-            let _entered = link.enter();
-            link.block_on_for(ADMIN_TIMEOUT, async {
-                if manual && prefetch > 0 {
-                    channel
-                        .basic_qos(BasicQosArguments::new(0, prefetch, false))
-                        .await?;
-                }
-                channel.basic_consume_rx(arguments).await
-            })
-        };
-        let deliveries = match started {
-            Some(Ok((_tag, deliveries))) => deliveries,
-            failed => {
-                let reason = events.close_reason();
-                link.close_channel(channel);
-                return Err(DriverError::Other(match (failed, reason) {
-                    (_, Some(reason)) => format!("consuming queue '{queue}': {reason}"),
-                    (Some(Err(e)), None) => format!("consuming queue '{queue}': {e}"),
-                    _ => {
-                        format!("consuming queue '{queue}': no consume-ok within {ADMIN_TIMEOUT:?}")
-                    }
-                }));
-            }
-        };
+        let failed = |e: String| DriverError::Other(format!("consuming queue '{queue}': {e}"));
+        if manual && config.prefetch > 0 {
+            let mut qos = Vec::new();
+            wire::method(&mut qos, channel.number(), id::BASIC_QOS, |out| {
+                out.extend_from_slice(&0u32.to_be_bytes());
+                out.extend_from_slice(&config.prefetch.to_be_bytes());
+                out.push(0);
+            });
+            channel
+                .call(qos, id::BASIC_QOS_OK, ADMIN_TIMEOUT)
+                .map_err(failed)?;
+        }
+        let mut consume = Vec::new();
+        wire::method(&mut consume, channel.number(), id::BASIC_CONSUME, |out| {
+            out.extend_from_slice(&0u16.to_be_bytes());
+            wire::put_short_string(out, queue);
+            wire::put_short_string(out, consumer_tag);
+            // no-local, no-ack, exclusive, no-wait
+            out.push(if manual { 0 } else { 0b10 });
+            wire::put_arguments(out, &consume_arguments(&config.queue));
+        });
+        channel
+            .call(consume, id::BASIC_CONSUME_OK, ADMIN_TIMEOUT)
+            .map_err(failed)?;
         Ok(AmqpConsumer {
-            channel: Some(channel),
-            deliveries,
-            events,
+            channel,
+            batch: Deliveries::default(),
+            out: Vec::with_capacity(16 * 1024),
             queue_index,
             manual,
             multiple_every: config.ack.multiple_every.max(1),
             unacknowledged: 0,
             last_tag: 0,
-            consuming: true,
             reported: None,
-            link,
         })
     }
 
     /// Why the consumer cannot receive any more, if it cannot.
-    fn failure(&self, queue_closed: bool) -> Option<&'static str> {
-        let channel = self.channel.as_ref()?;
-        if !channel.is_connection_open() {
-            Some(CONNECTION_CLOSED)
-        } else if !channel.is_open() || self.events.close_reason().is_some() {
-            Some(CHANNEL_CLOSED)
-        } else if self.events.cancelled() {
+    fn failure(&self) -> Option<&'static str> {
+        if let Some((kind, _)) = self.channel.ended() {
+            Some(kind)
+        } else if self.channel.state().inbox().cancelled {
             Some("consumer_cancelled")
-        } else if queue_closed {
-            Some(CONNECTION_CLOSED)
         } else {
             None
         }
-    }
-}
-
-/// What one `poll` hands over and still owes the broker.
-struct Handover<'a> {
-    deliveries: &'a mut dyn FnMut(Delivery<'_>),
-    stream: u32,
-    manual: bool,
-    every: u32,
-    unacknowledged: u32,
-    last_tag: u64,
-}
-
-impl Handover<'_> {
-    /// Hands one delivery over; true when an acknowledgement is due.
-    fn hand_over(&mut self, message: ConsumerMessage) -> bool {
-        let tag = message.deliver.as_ref().map_or(0, |d| d.delivery_tag());
-        let payload = message.content.unwrap_or_default();
-        (self.deliveries)(Delivery {
-            stream: self.stream,
-            payload: &payload,
-        });
-        self.last_tag = tag;
-        self.unacknowledged += 1;
-        self.manual && self.unacknowledged >= self.every
-    }
-
-    /// Acknowledges everything handed over so far (multiple=true when n > 1).
-    async fn acknowledge(&mut self, channel: &Channel) -> Result<(), &'static str> {
-        channel
-            .basic_ack(BasicAckArguments::new(self.last_tag, self.every > 1))
-            .await
-            .map_err(|e| crate::link::error_kind(&e))?;
-        self.unacknowledged = 0;
-        Ok(())
     }
 }
 
@@ -162,75 +102,38 @@ impl Consumer for AmqpConsumer {
             std::thread::sleep(timeout);
             return Ok(());
         }
-        let mut handover = Handover {
-            deliveries,
-            stream: self.queue_index,
-            manual: self.manual,
-            every: self.multiple_every,
-            unacknowledged: self.unacknowledged,
-            last_tag: self.last_tag,
-        };
-        let channel = self.channel.as_ref().expect("open until dropped");
-        let receiver = &mut self.deliveries;
-        let (closed, ack_error) = self.link.block_on(async {
-            let mut closed = false;
-            let first = if timeout.is_zero() {
-                receiver.try_recv().ok()
-            } else {
-                match tokio::time::timeout(timeout, receiver.recv()).await {
-                    Ok(Some(message)) => Some(message),
-                    Ok(None) => {
-                        closed = true;
-                        None
-                    }
-                    Err(_) => None,
-                }
-            };
-            let Some(first) = first else {
-                return (closed, None);
-            };
-            let mut ack_due = handover.hand_over(first);
-            let mut handed = 1;
-            let mut refills = 0;
-            loop {
-                if ack_due {
-                    // Acknowledge as soon as the n-th delivery is handed over, so that the
-                    // prefetch window never runs dry.
-                    if let Err(kind) = handover.acknowledge(channel).await {
-                        return (closed, Some(kind));
-                    }
-                    ack_due = false;
-                }
-                if handed >= MAX_BATCH {
-                    break;
-                }
-                match receiver.try_recv() {
-                    Ok(message) => {
-                        ack_due = handover.hand_over(message);
-                        handed += 1;
-                    }
-                    Err(TryRecvError::Empty) if refills < REFILL_PASSES => {
-                        refills += 1;
-                        tokio::task::yield_now().await;
-                    }
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => {
-                        closed = true;
-                        break;
-                    }
+        let session = self.channel.session();
+        session.heartbeat();
+        session.wait(self.channel.state(), timeout, &|inbox| {
+            !inbox.deliveries.is_empty() || inbox.ended.is_some() || inbox.cancelled
+        });
+        {
+            let mut inbox = self.channel.state().inbox();
+            std::mem::swap(&mut inbox.deliveries, &mut self.batch);
+        }
+        let number = self.channel.number();
+        for (tag, payload) in self.batch.iter() {
+            deliveries(Delivery {
+                stream: self.queue_index,
+                payload,
+            });
+            self.last_tag = tag;
+            if self.manual {
+                self.unacknowledged += 1;
+                if self.unacknowledged >= self.multiple_every {
+                    wire::basic_ack(&mut self.out, number, tag, self.multiple_every > 1);
+                    self.unacknowledged = 0;
                 }
             }
-            (closed, None)
-        });
-        self.unacknowledged = if self.manual {
-            handover.unacknowledged
+        }
+        self.batch.clear();
+        let written = if self.out.is_empty() && session.backlog() == 0 {
+            Ok(())
         } else {
-            0
+            session.write(&mut self.out)
         };
-        self.last_tag = handover.last_tag;
-        match ack_error.or_else(|| self.failure(closed)) {
+        match written.err().or_else(|| self.failure()) {
             Some(kind) => {
-                self.consuming = false;
                 self.reported = Some(kind);
                 Err(kind.to_string())
             }
@@ -239,24 +142,18 @@ impl Consumer for AmqpConsumer {
     }
 
     fn assigned(&self) -> usize {
-        usize::from(self.consuming)
+        // consume-ok arrived (or `new` failed), and the consumer was not cancelled or lost.
+        usize::from(self.reported.is_none() && self.failure().is_none())
     }
 }
 
 impl Drop for AmqpConsumer {
     fn drop(&mut self) {
-        let Some(channel) = self.channel.take() else {
-            return;
-        };
-        if self.manual && self.unacknowledged > 0 && channel.is_open() && self.link.is_open() {
-            // What was handed over and not yet acknowledged; deliveries still buffered here
-            // were never read and go back to the queue when the channel closes.
-            let _entered = self.link.enter();
-            let _ = self.link.block_on_for(
-                CLOSE_TIMEOUT,
-                channel.basic_ack(BasicAckArguments::new(self.last_tag, true)),
-            );
+        if self.manual && self.unacknowledged > 0 && self.failure().is_none() {
+            // What was handed over and not yet acknowledged; deliveries not handed over go
+            // back to the queue when the channel closes.
+            wire::basic_ack(&mut self.out, self.channel.number(), self.last_tag, true);
+            let _ = self.channel.session().write(&mut self.out);
         }
-        self.link.close_channel(channel);
     }
 }

@@ -1,4 +1,4 @@
-//! The RabbitMQ driver (AMQP 0-9-1, on the amqprs client): an exchange per topic, queues as
+//! The RabbitMQ driver (AMQP 0-9-1): an exchange per topic, queues as
 //! subscriptions, publisher confirms as acknowledgements, consumers with prefetch and manual
 //! or automatic acknowledgements.
 //!
@@ -57,17 +57,29 @@
 //!   full; `broker_drop_policy()` says so, and messages acknowledged and never received are
 //!   then reported as dropped by the broker, not as lost by brokerbench.
 //!
-//! # Threads
+//! # Connections and threads
 //!
-//! The engine's traits are synchronous: one thread per producer and per consumer. Each AMQP
-//! connection runs on its own tokio runtime (see [`link`]). A consumer connection's runtime
-//! is driven by its consumers' threads inside `poll`, so deliveries are timestamped there. A
-//! producer connection's runtime has one background I/O thread, which writes what `send`
-//! queued and reads confirms, timestamping each as it arrives (publish latency = that time −
-//! intended send time), even while the producer threads sleep between sends. `send` only
-//! queues frames and never waits for the broker (a full outgoing queue, or
-//! `confirms.max_outstanding` unconfirmed messages, is backpressure), and `poll` hands over
-//! the confirms that have arrived, waiting for the first one up to its timeout.
+//! The engine's traits are synchronous: one thread per producer and per consumer. Messages
+//! travel on brokerbench's own AMQP 0-9-1 connections ([`session`], [`wire`]); declaring,
+//! binding and deleting exchanges and queues goes through amqprs on a separate admin
+//! connection ([`link`]).
+//!
+//! - A producer encodes each message's frames into its own buffer (`send` never waits for the
+//!   broker) and writes the buffer with one non-blocking system call per `poll` (the engine
+//!   polls before every wait and at least every 64 sends) or per 64 KiB. A producer
+//!   connection has one reader thread, which timestamps each confirm as it arrives (publish
+//!   latency = that time − intended send time), even while the producer threads sleep between
+//!   sends. `confirms.max_outstanding` unconfirmed messages, or 4 MiB the socket has not
+//!   taken, is backpressure.
+//! - A consumer reads its connection's socket itself inside `poll`, hands over every
+//!   delivery one read brought, and writes all their acknowledgements with one system call.
+//!   Consumers sharing a connection take turns reading for each other.
+//!
+//! Why not amqprs or lapin on the message path: both send every publish and every basic.ack
+//! with a system call of its own and hand each frame across tasks. Against RabbitMQ PerfTest
+//! (`bench/rabbitmq_perftest.py`) amqprs-based producing and consuming cost about 24 µs of
+//! client CPU per message at 23k msg/s with confirms; this path costs a third of that and
+//! leaves the broker the CPU to go faster (figures in the README).
 
 mod confirms;
 mod consumer;
@@ -75,6 +87,8 @@ pub mod link;
 pub mod naming;
 pub mod probe;
 mod producer;
+pub mod session;
+pub mod wire;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -88,8 +102,9 @@ use brokerbench_model::driver_config::{AmqpUri, RabbitMqDriverConfig};
 
 pub use naming::TopicNames;
 
-use crate::link::{field_table, ChannelEvents, Io, Link, ADMIN_TIMEOUT};
+use crate::link::{field_table, ChannelEvents, Link, ADMIN_TIMEOUT};
 use crate::naming::{queue_arguments, MAX_NAME_LEN};
+use crate::session::{Reading, Session};
 
 /// How long `connect` may take at most.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -131,8 +146,8 @@ impl AmqpDriver {
             topics: Vec::new(),
             created_exchanges: Vec::new(),
             created_queues: Vec::new(),
-            producers: Pool::new("producer", per_connection, Io::Background),
-            consumers: Pool::new("consumer", per_connection, Io::Caller),
+            producers: Pool::new("producer", per_connection, Reading::Thread),
+            consumers: Pool::new("consumer", per_connection, Reading::Caller),
         }
     }
 
@@ -142,11 +157,7 @@ impl AmqpDriver {
     }
 
     fn link(&self, role: &str) -> Result<Link, DriverError> {
-        Link::open(
-            &self.uri,
-            &format!("brokerbench-{}-{role}", self.run_id),
-            Io::Caller,
-        )
+        Link::open(&self.uri, &format!("brokerbench-{}-{role}", self.run_id))
     }
 
     fn topic(&self, topic: u32) -> Result<&TopicNames, DriverError> {
@@ -286,27 +297,10 @@ impl Driver for AmqpDriver {
     }
 
     fn connect(&mut self) -> Result<(), DriverError> {
-        match probe::probe(&self.uri, CONNECT_TIMEOUT) {
-            Ok(info) => {
-                self.broker = Some(info.describe());
-                Ok(())
-            }
-            Err(probe::ProbeError::Unreachable(reason)) => Err(DriverError::Unreachable {
-                broker: "rabbitmq",
-                address: self.uri.address(),
-                reason,
-                hint: HINT.into(),
-            }),
-            Err(probe::ProbeError::Authentication(reason)) => Err(DriverError::Authentication {
-                broker: "rabbitmq",
-                address: self.uri.address(),
-                reason,
-            }),
-            Err(probe::ProbeError::Refused(reason)) => Err(DriverError::Other(format!(
-                "rabbitmq at {} refused the connection: {reason}",
-                self.uri.address()
-            ))),
-        }
+        let info =
+            probe::probe(&self.uri, CONNECT_TIMEOUT).map_err(|e| probe_error(&self.uri, e))?;
+        self.broker = Some(info.describe());
+        Ok(())
     }
 
     fn broker_version(&self) -> Option<String> {
@@ -345,9 +339,9 @@ impl Driver for AmqpDriver {
 
     fn producer(&self, topic: u32, _producer: u32) -> Result<Box<dyn Producer>, DriverError> {
         let names = self.topic(topic)?;
-        let link = self.producers.link(&self.uri, &self.run_id)?;
+        let session = self.producers.session(&self.uri, &self.run_id)?;
         Ok(Box::new(producer::AmqpProducer::new(
-            link,
+            session,
             names,
             &self.config,
         )?))
@@ -364,13 +358,13 @@ impl Driver for AmqpDriver {
                     slot.subscription, slot.topic, self.config.queues_per_topic
                 ))
             })?;
-        let link = self.consumers.link(&self.uri, &self.run_id)?;
+        let session = self.consumers.session(&self.uri, &self.run_id)?;
         let tag = format!(
             "brokerbench-{}-{}-{}-{}",
             self.run_id, slot.topic, slot.subscription, slot.member
         );
         Ok(Box::new(consumer::AmqpConsumer::new(
-            link,
+            session,
             queue,
             slot.subscription,
             &tag,
@@ -400,30 +394,51 @@ impl Driver for AmqpDriver {
     }
 }
 
+/// The driver's error for a failed handshake with the broker at `uri`.
+pub(crate) fn probe_error(uri: &AmqpUri, error: probe::ProbeError) -> DriverError {
+    match error {
+        probe::ProbeError::Unreachable(reason) => DriverError::Unreachable {
+            broker: "rabbitmq",
+            address: uri.address(),
+            reason,
+            hint: HINT.into(),
+        },
+        probe::ProbeError::Authentication(reason) => DriverError::Authentication {
+            broker: "rabbitmq",
+            address: uri.address(),
+            reason,
+        },
+        probe::ProbeError::Refused(reason) => DriverError::Other(format!(
+            "rabbitmq at {} refused the connection: {reason}",
+            uri.address()
+        )),
+    }
+}
+
 /// Connections handed to producers (or consumers), `per_connection` channels each.
 struct Pool {
     role: &'static str,
     per_connection: u32,
-    /// Who drives the connections' I/O.
-    io: Io,
+    /// Who reads the connections' sockets.
+    reading: Reading,
     /// The connection being filled and how many channels it has.
-    current: Mutex<Option<(Arc<Link>, u32)>>,
+    current: Mutex<Option<(Arc<Session>, u32)>>,
     /// Connections opened so far, for their names.
     opened: std::sync::atomic::AtomicU32,
 }
 
 impl Pool {
-    fn new(role: &'static str, per_connection: u32, io: Io) -> Self {
+    fn new(role: &'static str, per_connection: u32, reading: Reading) -> Self {
         Pool {
             role,
             per_connection,
-            io,
+            reading,
             current: Mutex::new(None),
             opened: Default::default(),
         }
     }
 
-    fn link(&self, uri: &AmqpUri, run_id: &str) -> Result<Arc<Link>, DriverError> {
+    fn session(&self, uri: &AmqpUri, run_id: &str) -> Result<Arc<Session>, DriverError> {
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((link, used)) = current.as_mut() {
             if *used < self.per_connection && link.is_open() {
@@ -434,13 +449,13 @@ impl Pool {
         let index = self
             .opened
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let link = Arc::new(Link::open(
+        let session = Arc::new(Session::open(
             uri,
             &format!("brokerbench-{run_id}-{}-{index}", self.role),
-            self.io,
+            self.reading,
         )?);
-        *current = (self.per_connection > 1).then(|| (link.clone(), 1));
-        Ok(link)
+        *current = (self.per_connection > 1).then(|| (session.clone(), 1));
+        Ok(session)
     }
 
     /// Lets go of the connection being filled, so that it closes with its last channel.

@@ -3,7 +3,8 @@
 //! an absent broker, a wrong password (the client advertises `authentication_failure_close`,
 //! so RabbitMQ answers ACCESS_REFUSED instead of dropping the socket) and a missing virtual
 //! host apart, and reads the broker's product and version. amqprs does not advertise that
-//! capability, so through it a wrong password looks like a reset connection.
+//! capability, so through it a wrong password looks like a reset connection. The message
+//! path's connections ([`crate::session`]) open with the same handshake ([`open`]).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -11,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use brokerbench_model::driver_config::AmqpUri;
 
-const PROTOCOL_HEADER: &[u8; 8] = b"AMQP\x00\x00\x09\x01";
-const FRAME_METHOD: u8 = 1;
-const FRAME_HEARTBEAT: u8 = 8;
-const FRAME_END: u8 = 0xCE;
+use crate::wire::{
+    self, id, next_frame, put_long_bytes, put_short_string, put_table, Field, Reader,
+    FRAME_HEARTBEAT, FRAME_METHOD, PROTOCOL_HEADER,
+};
+
 /// A handshake frame larger than this is not from an AMQP broker.
 const MAX_FRAME: usize = 1 << 20;
 /// How long one TCP connection attempt may take.
@@ -49,8 +51,49 @@ pub enum ProbeError {
     Refused(String),
 }
 
-/// Runs the handshake against `uri` within `limit`.
+/// Runs the handshake against `uri` within `limit`, then closes the connection.
 pub fn probe(uri: &AmqpUri, limit: Duration) -> Result<BrokerInfo, ProbeError> {
+    let mut opened = open(uri, limit, "brokerbench-connect-check", 0)?;
+    let mut conversation = Conversation {
+        stream: &mut opened.stream,
+        deadline: Instant::now() + limit,
+        limit,
+    };
+    let mut close = Vec::new();
+    wire::close(
+        &mut close,
+        0,
+        id::CONNECTION_CLOSE,
+        "brokerbench connect check",
+    );
+    // A polite close; the answer does not matter.
+    if conversation.write(&close).is_ok() {
+        let _ = conversation.read_method("closing");
+    }
+    Ok(opened.info)
+}
+
+/// An open AMQP connection (handshake done, no channel yet) and what was negotiated.
+#[derive(Debug)]
+pub struct Opened {
+    pub stream: TcpStream,
+    pub info: BrokerInfo,
+    /// Largest frame either side may send.
+    pub frame_max: u32,
+    /// Highest channel number, 0 for no limit.
+    pub channel_max: u16,
+    /// Heartbeat interval in seconds, 0 for none.
+    pub heartbeat: u16,
+}
+
+/// Connects and logs in to `uri` within `limit`, naming the connection `name` (shown in the
+/// management UI) and asking for `heartbeat` seconds (0 = none; the broker's lower value wins).
+pub fn open(
+    uri: &AmqpUri,
+    limit: Duration,
+    name: &str,
+    heartbeat: u16,
+) -> Result<Opened, ProbeError> {
     let deadline = Instant::now() + limit;
     let mut stream = connect_tcp(uri, deadline)?;
     let _ = stream.set_nodelay(true);
@@ -59,7 +102,16 @@ pub fn probe(uri: &AmqpUri, limit: Duration) -> Result<BrokerInfo, ProbeError> {
         deadline,
         limit,
     };
-    conversation.handshake(uri)
+    let (info, frame_max, channel_max, heartbeat) = conversation.handshake(uri, name, heartbeat)?;
+    let _ = stream.set_read_timeout(None);
+    let _ = stream.set_write_timeout(None);
+    Ok(Opened {
+        stream,
+        info,
+        frame_max,
+        channel_max,
+        heartbeat,
+    })
 }
 
 fn connect_tcp(uri: &AmqpUri, deadline: Instant) -> Result<TcpStream, ProbeError> {
@@ -99,7 +151,7 @@ struct Method {
 }
 
 impl Method {
-    fn is(&self, class: u16, method: u16) -> bool {
+    fn is(&self, (class, method): (u16, u16)) -> bool {
         self.class == class && self.method == method
     }
 
@@ -113,11 +165,18 @@ impl Method {
 }
 
 impl Conversation<'_> {
-    fn handshake(&mut self, uri: &AmqpUri) -> Result<BrokerInfo, ProbeError> {
+    /// Logs in and opens the virtual host: the broker's description, frame_max, channel_max
+    /// and heartbeat.
+    fn handshake(
+        &mut self,
+        uri: &AmqpUri,
+        name: &str,
+        heartbeat: u16,
+    ) -> Result<(BrokerInfo, u32, u16, u16), ProbeError> {
         self.write(PROTOCOL_HEADER)
             .map_err(|e| self.unreachable("sending the protocol header", e))?;
         let start = self.read_method("the protocol header")?;
-        if !start.is(10, 10) {
+        if !start.is(id::CONNECTION_START) {
             return Err(ProbeError::Unreachable(format!(
                 "expected connection.start, got method {}.{}: not an AMQP 0-9-1 broker",
                 start.class, start.method
@@ -130,24 +189,32 @@ impl Conversation<'_> {
         response.extend_from_slice(uri.username.as_bytes());
         response.push(0);
         response.extend_from_slice(uri.password().as_bytes());
-        let mut start_ok = method_header(10, 11);
-        put_table(
-            &mut start_ok,
-            &[
-                ("product", Field::Text("brokerbench")),
-                (
-                    "capabilities",
-                    Field::Table(&[("authentication_failure_close", Field::Bool(true))]),
-                ),
-            ],
-        );
-        put_short_string(&mut start_ok, "PLAIN");
-        put_long_bytes(&mut start_ok, &response);
-        put_short_string(&mut start_ok, "en_US");
-        self.write_method(&start_ok)?;
+        let mut start_ok = Vec::new();
+        wire::method(&mut start_ok, 0, id::CONNECTION_START_OK, |out| {
+            put_table(
+                out,
+                &[
+                    ("product", Field::Text("brokerbench")),
+                    ("connection_name", Field::Text(name)),
+                    (
+                        "capabilities",
+                        Field::Table(&[
+                            ("authentication_failure_close", Field::Bool(true)),
+                            ("publisher_confirms", Field::Bool(true)),
+                            ("basic.nack", Field::Bool(true)),
+                            ("consumer_cancel_notify", Field::Bool(true)),
+                        ]),
+                    ),
+                ],
+            );
+            put_short_string(out, "PLAIN");
+            put_long_bytes(out, &response);
+            put_short_string(out, "en_US");
+        });
+        self.write_frame(&start_ok)?;
 
         let tune = self.read_method("logging in")?;
-        if tune.is(10, 50) {
+        if tune.is(id::CONNECTION_CLOSE) {
             let (code, text) = tune.close_reason();
             return Err(if code == 403 {
                 ProbeError::Authentication(format!(
@@ -158,7 +225,7 @@ impl Conversation<'_> {
                 ProbeError::Refused(format!("{code} {text}"))
             });
         }
-        if !tune.is(10, 30) {
+        if !tune.is(id::CONNECTION_TUNE) {
             return Err(ProbeError::Unreachable(format!(
                 "expected connection.tune, got method {}.{}",
                 tune.class, tune.method
@@ -166,20 +233,30 @@ impl Conversation<'_> {
         }
         let mut r = Reader::new(&tune.arguments);
         let channel_max = r.u16().unwrap_or(0);
-        let frame_max = r.u32().unwrap_or(131_072);
-        let mut tune_ok = method_header(10, 31);
-        tune_ok.extend_from_slice(&channel_max.to_be_bytes());
-        tune_ok.extend_from_slice(&frame_max.to_be_bytes());
-        tune_ok.extend_from_slice(&0u16.to_be_bytes());
-        self.write_method(&tune_ok)?;
-        let mut open = method_header(10, 40);
-        put_short_string(&mut open, &uri.vhost);
-        put_short_string(&mut open, "");
-        open.push(0);
-        self.write_method(&open)?;
+        let frame_max = match r.u32().unwrap_or(0) {
+            0 => wire::FRAME_MAX,
+            n => n.clamp(4096, wire::FRAME_MAX),
+        };
+        let heartbeat = match (r.u16().unwrap_or(0), heartbeat) {
+            (_, 0) => 0,
+            (0, ours) => ours,
+            (theirs, ours) => theirs.min(ours),
+        };
+        let mut reply = Vec::new();
+        wire::method(&mut reply, 0, id::CONNECTION_TUNE_OK, |out| {
+            out.extend_from_slice(&channel_max.to_be_bytes());
+            out.extend_from_slice(&frame_max.to_be_bytes());
+            out.extend_from_slice(&heartbeat.to_be_bytes());
+        });
+        wire::method(&mut reply, 0, id::CONNECTION_OPEN, |out| {
+            put_short_string(out, &uri.vhost);
+            put_short_string(out, "");
+            out.push(0);
+        });
+        self.write_frame(&reply)?;
 
         let open_ok = self.read_method("opening the virtual host")?;
-        if open_ok.is(10, 50) {
+        if open_ok.is(id::CONNECTION_CLOSE) {
             let (code, text) = open_ok.close_reason();
             return Err(if text.contains("refused") {
                 ProbeError::Authentication(format!(
@@ -192,21 +269,13 @@ impl Conversation<'_> {
                 ))
             });
         }
-        if !open_ok.is(10, 41) {
+        if !open_ok.is(id::CONNECTION_OPEN_OK) {
             return Err(ProbeError::Unreachable(format!(
                 "expected connection.open-ok, got method {}.{}",
                 open_ok.class, open_ok.method
             )));
         }
-        let mut close = method_header(10, 50);
-        close.extend_from_slice(&200u16.to_be_bytes());
-        put_short_string(&mut close, "brokerbench connect check");
-        close.extend_from_slice(&[0, 0, 0, 0]);
-        // A polite close; the answer does not matter.
-        if self.write_method(&close).is_ok() {
-            let _ = self.read_method("closing");
-        }
-        Ok(info)
+        Ok((info, frame_max, channel_max, heartbeat))
     }
 
     fn unreachable(&self, doing: &str, e: std::io::Error) -> ProbeError {
@@ -235,14 +304,8 @@ impl Conversation<'_> {
         self.stream.write_all(bytes)
     }
 
-    fn write_method(&mut self, payload: &[u8]) -> Result<(), ProbeError> {
-        let mut frame = Vec::with_capacity(payload.len() + 8);
-        frame.push(FRAME_METHOD);
-        frame.extend_from_slice(&0u16.to_be_bytes());
-        frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-        frame.extend_from_slice(payload);
-        frame.push(FRAME_END);
-        self.write(&frame)
+    fn write_frame(&mut self, frame: &[u8]) -> Result<(), ProbeError> {
+        self.write(frame)
             .map_err(|e| self.unreachable("logging in", e))
     }
 
@@ -255,40 +318,35 @@ impl Conversation<'_> {
     /// sent last, for the error message.
     fn read_method(&mut self, after: &str) -> Result<Method, ProbeError> {
         let doing = format!("waiting for the answer to {after}");
+        let malformed = |wire::Malformed(why)| ProbeError::Unreachable(why.into());
         loop {
-            let mut header = [0u8; 7];
-            self.read_exact(&mut header)
+            let mut frame = vec![0u8; 7];
+            self.read_exact(&mut frame)
                 .map_err(|e| self.unreachable(&doing, e))?;
-            if &header[..4] == b"AMQP" {
-                return Err(ProbeError::Unreachable(
-                    "the server answered with the header of another AMQP protocol version; it does not speak 0-9-1".into(),
-                ));
-            }
-            let kind = header[0];
-            let size = u32::from_be_bytes([header[3], header[4], header[5], header[6]]) as usize;
-            if size > MAX_FRAME || !(kind == FRAME_METHOD || kind == FRAME_HEARTBEAT) {
-                return Err(ProbeError::Unreachable(
-                    "the answer is not an AMQP 0-9-1 frame: not an AMQP broker".into(),
-                ));
-            }
-            let mut payload = vec![0u8; size + 1];
-            self.read_exact(&mut payload)
+            // Checks the frame type and size before reading the rest.
+            next_frame(&frame, MAX_FRAME).map_err(malformed)?;
+            let size = u32::from_be_bytes([frame[3], frame[4], frame[5], frame[6]]) as usize;
+            frame.resize(size + wire::FRAME_OVERHEAD, 0);
+            self.read_exact(&mut frame[7..])
                 .map_err(|e| self.unreachable(&doing, e))?;
-            if payload[size] != FRAME_END {
-                return Err(ProbeError::Unreachable(
-                    "a frame without the frame-end byte: not an AMQP broker".into(),
-                ));
+            let whole = next_frame(&frame, MAX_FRAME)
+                .map_err(malformed)?
+                .expect("a whole frame was read");
+            match whole.kind {
+                FRAME_HEARTBEAT => continue,
+                FRAME_METHOD if size >= 4 => {}
+                _ => {
+                    return Err(ProbeError::Unreachable(
+                        "a truncated or unexpected frame during the handshake".into(),
+                    ))
+                }
             }
-            if kind == FRAME_HEARTBEAT {
-                continue;
-            }
-            if size < 4 {
-                return Err(ProbeError::Unreachable("a truncated method frame".into()));
-            }
+            let mut r = Reader::new(&frame[whole.payload.0..whole.payload.1]);
+            let (class, method) = r.method_id().expect("four bytes");
             return Ok(Method {
-                class: u16::from_be_bytes([payload[0], payload[1]]),
-                method: u16::from_be_bytes([payload[2], payload[3]]),
-                arguments: payload[4..size].to_vec(),
+                class,
+                method,
+                arguments: r.rest().to_vec(),
             });
         }
     }
@@ -323,152 +381,10 @@ fn parse_start(arguments: &[u8]) -> Result<BrokerInfo, ProbeError> {
     })
 }
 
-/// A value written into a field table.
-enum Field<'a> {
-    Text(&'a str),
-    Bool(bool),
-    Table(&'a [(&'a str, Field<'a>)]),
-}
-
-fn method_header(class: u16, method: u16) -> Vec<u8> {
-    let mut v = Vec::with_capacity(64);
-    v.extend_from_slice(&class.to_be_bytes());
-    v.extend_from_slice(&method.to_be_bytes());
-    v
-}
-
-fn put_short_string(out: &mut Vec<u8>, s: &str) {
-    let bytes = &s.as_bytes()[..s.len().min(255)];
-    out.push(bytes.len() as u8);
-    out.extend_from_slice(bytes);
-}
-
-fn put_long_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
-    out.extend_from_slice(bytes);
-}
-
-fn put_table(out: &mut Vec<u8>, fields: &[(&str, Field<'_>)]) {
-    let mut body = Vec::new();
-    for (name, value) in fields {
-        put_short_string(&mut body, name);
-        match value {
-            Field::Text(t) => {
-                body.push(b'S');
-                put_long_bytes(&mut body, t.as_bytes());
-            }
-            Field::Bool(b) => {
-                body.push(b't');
-                body.push(u8::from(*b));
-            }
-            Field::Table(inner) => {
-                body.push(b'F');
-                put_table(&mut body, inner);
-            }
-        }
-    }
-    put_long_bytes(out, &body);
-}
-
-/// Reads AMQP wire types from a method's arguments.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
-        Reader { bytes, at: 0 }
-    }
-
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let slice = self.bytes.get(self.at..self.at.checked_add(n)?)?;
-        self.at += n;
-        Some(slice)
-    }
-
-    fn u8(&mut self) -> Option<u8> {
-        self.take(1).map(|b| b[0])
-    }
-
-    fn u16(&mut self) -> Option<u16> {
-        self.take(2).map(|b| u16::from_be_bytes([b[0], b[1]]))
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        self.take(4)
-            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    fn short_string(&mut self) -> Option<String> {
-        let n = self.u8()? as usize;
-        self.take(n)
-            .map(|b| String::from_utf8_lossy(b).into_owned())
-    }
-
-    fn long_string(&mut self) -> Option<String> {
-        let n = self.u32()? as usize;
-        self.take(n)
-            .map(|b| String::from_utf8_lossy(b).into_owned())
-    }
-
-    /// The string-valued entries of a field table; other values are skipped.
-    fn table_strings(&mut self) -> Option<Vec<(String, String)>> {
-        let n = self.u32()? as usize;
-        let mut table = Reader::new(self.take(n)?);
-        let mut out = Vec::new();
-        while table.at < table.bytes.len() {
-            let name = table.short_string()?;
-            let kind = table.u8()?;
-            if kind == b'S' {
-                out.push((name, table.long_string()?));
-            } else {
-                table.skip_value(kind)?;
-            }
-        }
-        Some(out)
-    }
-
-    fn skip_value(&mut self, kind: u8) -> Option<()> {
-        let fixed = match kind {
-            b't' | b'b' | b'B' => 1,
-            b's' | b'u' => 2,
-            b'I' | b'i' | b'f' => 4,
-            b'l' | b'd' | b'T' => 8,
-            b'D' => 5,
-            b'V' => 0,
-            b'S' | b'x' | b'A' | b'F' => self.u32()? as usize,
-            _ => return None,
-        };
-        self.take(fixed).map(|_| ())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::net::TcpListener;
-
-    #[test]
-    fn field_tables_round_trip_through_the_reader() {
-        let mut out = Vec::new();
-        put_table(
-            &mut out,
-            &[
-                ("product", Field::Text("RabbitMQ")),
-                ("capabilities", Field::Table(&[("x", Field::Bool(true))])),
-                ("version", Field::Text("3.10.8")),
-            ],
-        );
-        let strings = Reader::new(&out).table_strings().unwrap();
-        assert_eq!(
-            strings,
-            vec![
-                ("product".to_string(), "RabbitMQ".to_string()),
-                ("version".to_string(), "3.10.8".to_string())
-            ]
-        );
-    }
 
     #[test]
     fn start_without_plain_or_with_another_version_is_refused() {

@@ -1,98 +1,37 @@
 //! A producer: one channel (in confirm mode unless confirms are off) publishing to its
-//! topic's exchange. The connection's I/O runs on its own background thread
-//! ([`crate::link::Io::Background`]), which publishes what `send` queued and reads confirms
-//! as they arrive, timestamping each then; so a confirm that arrives while the producer
-//! thread sleeps between sends is not late by the rest of that sleep. `send` only puts the
-//! message in the producer's [`Outbox`], never waiting for the broker, and wakes the I/O
-//! thread only if it has run out of work (so at high rates one wake-up takes many messages);
-//! `poll` waits for confirms (without driving anything) and turns basic.ack / basic.nack /
+//! topic's exchange, on a [`Session`] whose own thread reads confirms and timestamps each as it
+//! arrives (so a confirm that arrives while the producer thread sleeps between sends is not
+//! late by the rest of that sleep).
+//!
+//! `send` encodes the message's frames into the producer's buffer and never waits for the
+//! broker; the buffer is written with one system call by the next `poll` (which the engine
+//! calls before it waits for anything, and at least every 64 sends) or as soon as it holds
+//! [`FLUSH_AT`] bytes. `poll` waits for confirms and turns basic.ack / basic.nack /
 //! basic.return into acknowledgements through the [`ConfirmBook`].
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use amqprs::channel::{BasicPublishArguments, Channel, ConfirmSelectArguments};
-use amqprs::BasicProperties;
 use brokerbench_driver::{Ack, DriverError, Envelope, OutgoingMessage, Producer, SendError};
 use brokerbench_model::driver_config::{Overflow, RabbitMqDriverConfig};
 
 use crate::confirms::ConfirmBook;
-use crate::link::{
-    error_kind, field_table, ChannelEvent, ChannelEvents, Link, ADMIN_TIMEOUT, CHANNEL_CLOSED,
-    CLOSE_TIMEOUT, CONNECTION_CLOSED,
-};
+use crate::link::{ADMIN_TIMEOUT, CLOSE_TIMEOUT};
 use crate::naming::TopicNames;
+use crate::session::{Channel, ChannelEvent, Session, FLUSH_AT};
+use crate::wire::{self, id, Publisher};
 
-/// Messages a producer may have queued for its I/O task before `send` answers backpressure
-/// (with confirms, `max_outstanding` usually binds first).
-const OUTBOX_CAPACITY: usize = 16_384;
-
-/// Payloads `send` queued for the connection's I/O thread, which publishes them in order.
-#[derive(Default)]
-struct Outbox {
-    state: Mutex<OutboxState>,
-    /// Wakes the publishing task.
-    wake: tokio::sync::Notify,
-}
-
-#[derive(Default)]
-struct OutboxState {
-    payloads: Vec<Vec<u8>>,
-    /// The publishing task found nothing to do and waits for `wake`.
-    idle: bool,
-    /// The producer is closing: publish what is queued and stop.
-    closing: bool,
-    /// Why publishing failed, if it did.
-    failed: Option<&'static str>,
-}
-
-fn lock(outbox: &Outbox) -> std::sync::MutexGuard<'_, OutboxState> {
-    outbox.state.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The I/O task of one producer: publishes every queued payload per wake-up, in order (so
-/// delivery tags follow the order of `send`).
-async fn publish_queued(
-    channel: Channel,
-    outbox: Arc<Outbox>,
-    properties: BasicProperties,
-    publish: BasicPublishArguments,
-) {
-    let mut batch = Vec::new();
-    loop {
-        {
-            let mut state = lock(&outbox);
-            std::mem::swap(&mut state.payloads, &mut batch);
-            if batch.is_empty() {
-                if state.closing {
-                    return;
-                }
-                state.idle = true;
-            }
-        }
-        if batch.is_empty() {
-            // A wake-up given between the check above and here is kept as a permit.
-            outbox.wake.notified().await;
-            continue;
-        }
-        for payload in batch.drain(..) {
-            if let Err(e) = channel
-                .basic_publish(properties.clone(), payload, publish.clone())
-                .await
-            {
-                lock(&outbox).failed.get_or_insert(error_kind(&e));
-            }
-        }
-    }
-}
+/// Bytes a producer may have written and not yet taken by the socket (a slow or blocked
+/// broker) before `send` answers backpressure.
+const BACKLOG_LIMIT: usize = 4 << 20;
+/// How long `poll` waits at a time while the socket has not taken everything.
+const BACKLOG_RETRY: Duration = Duration::from_millis(1);
 
 pub(crate) struct AmqpProducer {
-    /// None only while dropping.
-    channel: Option<Channel>,
-    events: Arc<ChannelEvents>,
-    outbox: Arc<Outbox>,
-    /// The task publishing what `outbox` holds; None only while dropping.
-    publisher: Option<tokio::task::JoinHandle<()>>,
+    channel: Channel,
+    publisher: Publisher,
+    /// Frames encoded and not yet written.
+    out: Vec<u8>,
     /// Whether messages are persistent (for the note on what an acknowledgement means).
     persistent: bool,
     /// None when confirms are off.
@@ -102,91 +41,71 @@ pub(crate) struct AmqpProducer {
     batch: Vec<ChannelEvent>,
     /// Set once the connection or channel is gone; every later send fails with it.
     lost: Option<&'static str>,
-    /// Declared last: the channel above must close before the connection does.
-    link: Arc<Link>,
 }
 
 impl AmqpProducer {
     pub(crate) fn new(
-        link: Arc<Link>,
+        session: Arc<Session>,
         topic: &TopicNames,
         config: &RabbitMqDriverConfig,
     ) -> Result<Self, DriverError> {
-        let events = Arc::new(ChannelEvents::default());
-        let channel = link.channel(&events)?;
+        let mut channel = session.channel()?;
         if config.confirms.enabled {
-            let _entered = link.enter();
-            match link.block_on_for(
-                ADMIN_TIMEOUT,
-                channel.confirm_select(ConfirmSelectArguments::default()),
-            ) {
-                Some(Ok(())) => {}
-                Some(Err(e)) => {
-                    link.close_channel(channel);
-                    return Err(DriverError::Other(format!(
-                        "switching a channel to confirm mode: {e}"
-                    )));
-                }
-                None => {
-                    link.close_channel(channel);
-                    return Err(DriverError::Other(format!(
-                        "switching a channel to confirm mode took longer than {ADMIN_TIMEOUT:?}"
-                    )));
-                }
-            }
+            let mut select = Vec::new();
+            wire::method(&mut select, channel.number(), id::CONFIRM_SELECT, |out| {
+                out.push(0)
+            });
+            channel
+                .call(select, id::CONFIRM_SELECT_OK, ADMIN_TIMEOUT)
+                .map_err(|e| {
+                    DriverError::Other(format!("switching a channel to confirm mode: {e}"))
+                })?;
         }
         // mandatory: a message no queue takes comes back as basic.return, reported as
         // `unroutable` rather than silently counted as acknowledged and then lost.
-        let publish = BasicPublishArguments::new(&topic.exchange, topic.routing.publish_key())
-            .mandatory(true)
-            .finish();
-        let mut properties = BasicProperties::default();
-        properties.with_delivery_mode(if config.persistent { 2 } else { 1 });
-        let headers = topic.routing.publish_headers();
-        if !headers.is_empty() {
-            properties.with_headers(field_table(&headers));
-        }
+        let publisher = Publisher::new(
+            channel.number(),
+            &topic.exchange,
+            topic.routing.publish_key(),
+            true,
+            config.persistent,
+            &topic.routing.publish_headers(),
+            session.frame_max(),
+        );
         let nack_kind = match config.queue.overflow {
             Overflow::RejectPublish => "rejected",
             Overflow::DropHead => "nacked",
         };
-        let outbox = Arc::new(Outbox::default());
-        let publisher = link.spawn(publish_queued(
-            channel.clone(),
-            outbox.clone(),
-            properties.finish(),
-            publish,
-        ));
         Ok(AmqpProducer {
-            channel: Some(channel),
-            events,
-            outbox,
-            publisher: Some(publisher),
+            channel,
+            publisher,
+            out: Vec::with_capacity(FLUSH_AT * 2),
             persistent: config.persistent,
             book: config.confirms.enabled.then(|| ConfirmBook::new(nack_kind)),
             max_outstanding: config.confirms.max_outstanding as usize,
             batch: Vec::with_capacity(256),
             lost: None,
-            link,
         })
     }
 
-    fn channel(&self) -> &Channel {
-        self.channel.as_ref().expect("open until dropped")
-    }
-
-    /// Whether the connection or channel is gone: two atomic loads, as amqprs marks both
-    /// closed when the broker closes them or the socket fails.
+    /// Whether the connection or channel is gone (one atomic load while it is not).
     fn check_lost(&mut self) -> Option<&'static str> {
         if self.lost.is_none() {
-            let channel = self.channel();
-            if !channel.is_connection_open() {
-                self.lost = Some(CONNECTION_CLOSED);
-            } else if !channel.is_open() {
-                self.lost = Some(CHANNEL_CLOSED);
+            if let Some((kind, _)) = self.channel.ended() {
+                self.lost = Some(kind);
             }
         }
         self.lost
+    }
+
+    /// Writes what `send` encoded; a failed write means the connection is gone.
+    fn flush(&mut self) {
+        if self.out.is_empty() && self.channel.session().backlog() == 0 {
+            return;
+        }
+        if let Err(kind) = self.channel.session().write(&mut self.out) {
+            self.lost.get_or_insert(kind);
+        }
     }
 }
 
@@ -202,42 +121,58 @@ impl Producer for AmqpProducer {
         {
             return Err(SendError::Backpressure);
         }
-        let envelope = Envelope::read(message.payload)
-            .map_err(|_| SendError::Failed("bad_envelope".into()))?;
-        let wake = {
-            let mut state = lock(&self.outbox);
-            if let Some(kind) = state.failed {
-                if kind == CONNECTION_CLOSED {
-                    self.lost = Some(kind);
-                }
-                return Err(SendError::Failed(kind.into()));
-            }
-            if state.payloads.len() >= OUTBOX_CAPACITY {
-                // The I/O thread is behind (a slow or blocked broker).
+        if self.channel.session().backlog() >= BACKLOG_LIMIT {
+            // The socket is not taking what was written (a slow or blocked broker).
+            self.flush();
+            if self.channel.session().backlog() >= BACKLOG_LIMIT {
                 return Err(SendError::Backpressure);
             }
-            state.payloads.push(message.payload.to_vec());
-            std::mem::take(&mut state.idle)
-        };
-        if wake {
-            self.outbox.wake.notify_one();
         }
+        let envelope = Envelope::read(message.payload)
+            .map_err(|_| SendError::Failed("bad_envelope".into()))?;
+        self.publisher.publish(&mut self.out, message.payload);
         if let Some(book) = self.book.as_mut() {
             book.record(envelope, message.sent_ns, message.payload.len() as u32);
+        }
+        if self.out.len() >= FLUSH_AT {
+            self.flush();
         }
         Ok(())
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
-        let lost = self.lost.is_some();
-        if !lost {
-            // The connection's I/O thread reads confirms meanwhile and signals their arrival.
-            self.events.wait(timeout);
+        self.flush();
+        let session = self.channel.session();
+        session.heartbeat();
+        if self.lost.is_none() {
+            // While the socket holds back part of what was written, wait in short steps and
+            // write again.
+            let timeout = if session.backlog() > 0 {
+                timeout.min(BACKLOG_RETRY)
+            } else {
+                timeout
+            };
+            let wait_for_confirms = self.book.as_ref().is_some_and(|b| b.in_flight() > 0);
+            if wait_for_confirms {
+                session.wait(self.channel.state(), timeout, &|inbox| {
+                    !inbox.events.is_empty() || inbox.ended.is_some()
+                });
+            } else if !timeout.is_zero() {
+                // Nothing to wait for but the end of the channel.
+                session.wait(self.channel.state(), timeout, &|inbox| {
+                    inbox.ended.is_some()
+                });
+            }
         } else if !timeout.is_zero() {
             // Nothing can arrive any more; do not spin.
             std::thread::sleep(timeout.min(Duration::from_millis(10)));
         }
-        self.events.take(&mut self.batch);
+        {
+            let mut inbox = self.channel.state().inbox();
+            if !inbox.events.is_empty() {
+                std::mem::swap(&mut inbox.events, &mut self.batch);
+            }
+        }
         if let Some(book) = self.book.as_mut() {
             for event in self.batch.drain(..) {
                 match event {
@@ -286,18 +221,11 @@ impl Producer for AmqpProducer {
 
 impl Drop for AmqpProducer {
     fn drop(&mut self) {
-        // Closing the channel sends whatever is still queued first (it matters when confirms
-        // are off: nothing else waits for those frames).
-        lock(&self.outbox).closing = true;
-        self.outbox.wake.notify_one();
-        if let Some(publisher) = self.publisher.take() {
-            let _entered = self.link.enter();
-            // Publishes what is still queued (it matters when confirms are off: nothing else
-            // waits for those messages); a blocked broker gets CLOSE_TIMEOUT.
-            let _ = self.link.block_on_for(CLOSE_TIMEOUT, publisher);
-        }
-        if let Some(channel) = self.channel.take() {
-            self.link.close_channel(channel);
-        }
+        // Everything sent goes out before the channel closes (it matters when confirms are
+        // off: nothing else waits for those messages); a blocked broker gets CLOSE_TIMEOUT.
+        self.flush();
+        self.channel
+            .session()
+            .flush_until(Instant::now() + CLOSE_TIMEOUT);
     }
 }

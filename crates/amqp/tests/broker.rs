@@ -368,12 +368,7 @@ fn a_deleted_exchange_fails_sends_by_kind_without_a_panic() {
             Duration::from_millis(2500),
             move |config, workload, run_id| {
                 let names = brokerbench_amqp::TopicNames::new(config, workload, run_id, 0);
-                let link = brokerbench_amqp::link::Link::open(
-                    &admin_uri,
-                    "test-admin",
-                    brokerbench_amqp::link::Io::Caller,
-                )
-                .unwrap();
+                let link = brokerbench_amqp::link::Link::open(&admin_uri, "test-admin").unwrap();
                 let events = Arc::default();
                 let channel = link.channel(&events).unwrap();
                 let _entered = link.enter();
