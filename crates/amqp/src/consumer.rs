@@ -130,7 +130,8 @@ impl Consumer for AmqpConsumer {
         let written = if self.out.is_empty() && session.backlog() == 0 {
             Ok(())
         } else {
-            session.write(&mut self.out)
+            // Nothing is written once the broker closed the channel; failure() names why.
+            self.channel.write(&mut self.out).map(|_| ())
         };
         match written.err().or_else(|| self.failure()) {
             Some(kind) => {
@@ -153,7 +154,7 @@ impl Drop for AmqpConsumer {
             // What was handed over and not yet acknowledged; deliveries not handed over go
             // back to the queue when the channel closes.
             wire::basic_ack(&mut self.out, self.channel.number(), self.last_tag, true);
-            let _ = self.channel.session().write(&mut self.out);
+            let _ = self.channel.write(&mut self.out);
         }
     }
 }

@@ -103,8 +103,10 @@ impl AmqpProducer {
         if self.out.is_empty() && self.channel.session().backlog() == 0 {
             return;
         }
-        if let Err(kind) = self.channel.session().write(&mut self.out) {
-            self.lost.get_or_insert(kind);
+        if let Err(kind) = self.channel.write(&mut self.out) {
+            if self.check_lost().is_none() {
+                self.lost = Some(kind);
+            }
         }
     }
 }

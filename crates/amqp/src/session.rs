@@ -21,8 +21,9 @@
 //!   each confirm as it arrives, so a confirm is not late by however long the producer
 //!   thread sleeps between sends.
 //! - A consumer connection has no thread: whichever consumer waits reads the socket for
-//!   everyone (routing other channels' frames to their inboxes), so a delivery is handed over
-//!   by the thread that read it, with no cross-thread wake-up.
+//!   everyone (routing other channels' frames to their inboxes, and waking the others when it
+//!   stops reading), so a delivery is handed over by the thread that read it, with no
+//!   cross-thread wake-up.
 //!
 //! Frames are routed by channel into each channel's [`Inbox`]: confirms and returns as
 //! [`ChannelEvent`]s, deliveries into one byte arena, replies to synchronous methods, and the
@@ -45,9 +46,6 @@ use crate::wire::{self, id, next_frame, Reader, FRAME_BODY, FRAME_HEADER, FRAME_
 
 /// A producer writes its buffer out once it holds this much, without waiting for `poll`.
 pub const FLUSH_AT: usize = 64 * 1024;
-/// How long a consumer waits for another consumer on the same connection, which is reading
-/// the socket for both, before it looks whether it should read itself.
-const SHARED_READ_TURN: Duration = Duration::from_millis(1);
 /// Bytes a read asks for at most.
 const READ_CHUNK: usize = 256 * 1024;
 
@@ -228,6 +226,8 @@ struct Shared {
     heartbeat: Option<Duration>,
     /// Set once the connection is gone.
     lost: AtomicBool,
+    /// Consumers waiting while another one reads for them ([`Reading::Caller`]).
+    turn_waiters: AtomicUsize,
     reading: Reading,
     clock: Clock,
 }
@@ -289,6 +289,7 @@ impl Session {
             heartbeat: (opened.heartbeat > 0)
                 .then(|| Duration::from_secs(u64::from(opened.heartbeat)) / 2),
             lost: AtomicBool::new(false),
+            turn_waiters: AtomicUsize::new(0),
             reading,
             clock: Clock::process(),
         });
@@ -416,7 +417,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         let shared = &self.shared;
-        if !shared.lost.load(Ordering::Relaxed) {
+        if !shared.lost.load(Ordering::Relaxed) && shared.backlog.load(Ordering::Relaxed) == 0 {
             let connection = lock(&shared.channels)[0].clone().expect("channel 0");
             lock(&connection.inbox).reply = None;
             let mut frame = Vec::new();
@@ -439,12 +440,28 @@ impl Drop for Session {
 
 impl Shared {
     fn write(&self, bytes: &mut Vec<u8>) -> Result<(), &'static str> {
+        self.write_on(None, bytes)
+    }
+
+    /// Writes `bytes`, unless they belong to `channel` and it has ended: the reader sets
+    /// `ended` before it writes the channel.close-ok, and this checks it under the write lock,
+    /// so no frame of a channel follows its close-ok (the broker would close the whole
+    /// connection for it).
+    fn write_on(
+        &self,
+        channel: Option<&ChannelState>,
+        bytes: &mut Vec<u8>,
+    ) -> Result<(), &'static str> {
         if self.lost.load(Ordering::Relaxed) {
             bytes.clear();
             return Err(CONNECTION_CLOSED);
         }
         let result = {
             let mut guard = lock(&self.write);
+            if channel.is_some_and(ChannelState::has_ended) {
+                bytes.clear();
+                return Err(CHANNEL_CLOSED);
+            }
             let side = &mut *guard;
             let result = if side.backlog.is_empty() {
                 send_now(&side.stream, bytes).map(|n| side.backlog.extend_from_slice(&bytes[n..]))
@@ -522,22 +539,71 @@ impl Shared {
                 return false;
             }
             first = false;
-            let mut side = match self.read.try_lock() {
-                Ok(side) => side,
-                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => {
-                    // Another consumer of this connection is reading and routes this
-                    // channel's frames here, signalling; look again after at most
-                    // SHARED_READ_TURN in case it stops reading meanwhile.
-                    channel.wait_signalled(left.min(SHARED_READ_TURN), until);
-                    continue;
-                }
+            let Some(mut side) = self.wait_for_turn(channel, left, until) else {
+                continue;
             };
             if until(&channel.inbox()) {
+                drop(side);
+                self.pass_turn();
                 return true;
             }
-            if !self.read_once(&mut side, Some(left)) {
+            let alive = self.read_once(&mut side, Some(left));
+            drop(side);
+            self.pass_turn();
+            if !alive {
                 return until(&channel.inbox());
+            }
+        }
+    }
+
+    /// The read side if no other consumer of this connection is reading; else waits (up to
+    /// `left`) until that one routes something to `channel` or stops reading, and returns
+    /// None.
+    fn wait_for_turn(
+        &self,
+        channel: &ChannelState,
+        left: Duration,
+        until: &dyn Fn(&Inbox) -> bool,
+    ) -> Option<MutexGuard<'_, ReadSide>> {
+        let mut inbox = channel.inbox();
+        loop {
+            match self.read.try_lock() {
+                Ok(side) => return Some(side),
+                Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+            if until(&inbox) {
+                return None;
+            }
+            // The reader passes the turn only after it let go of the read side, and takes
+            // this inbox's lock to see `waiting`: registered here under that lock, with the
+            // read side seen taken, this waiter cannot miss the wake-up.
+            channel.waiting.fetch_add(1, Ordering::Relaxed);
+            self.turn_waiters.fetch_add(1, Ordering::Relaxed);
+            let (guard, timed_out) = channel
+                .ready
+                .wait_timeout(inbox, left)
+                .unwrap_or_else(|e| e.into_inner());
+            inbox = guard;
+            channel.waiting.fetch_sub(1, Ordering::Relaxed);
+            self.turn_waiters.fetch_sub(1, Ordering::Relaxed);
+            if timed_out.timed_out() || until(&inbox) {
+                return None;
+            }
+        }
+    }
+
+    /// After a consumer stopped reading: wakes the consumers waiting for their turn.
+    fn pass_turn(&self) {
+        if self.turn_waiters.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let channels: Vec<_> = lock(&self.channels).iter().flatten().cloned().collect();
+        for channel in channels {
+            let inbox = channel.inbox();
+            if channel.waiting.load(Ordering::Relaxed) > 0 {
+                drop(inbox);
+                channel.ready.notify_all();
             }
         }
     }
@@ -815,6 +881,12 @@ impl Channel {
         self.state.inbox().ended.clone()
     }
 
+    /// Writes frames of this channel (see [`Session::write`]); nothing once the channel has
+    /// ended, whose kind [`Channel::ended`] then tells.
+    pub fn write(&self, bytes: &mut Vec<u8>) -> Result<(), &'static str> {
+        self.session.shared.write_on(Some(&self.state), bytes)
+    }
+
     /// Sends the method frame `frame` and waits up to `timeout` for the reply `expect`; its
     /// arguments, or why not.
     pub fn call(
@@ -823,12 +895,24 @@ impl Channel {
         expect: (u16, u16),
         timeout: Duration,
     ) -> Result<Vec<u8>, String> {
+        let deadline = Instant::now() + timeout;
         self.state.inbox().reply = None;
-        self.session.write(&mut frame).map_err(|_| {
-            self.ended()
+        let gone = |channel: &Channel| {
+            channel
+                .ended()
                 .map_or_else(|| "the connection is closed".to_string(), |(_, r)| r)
-        })?;
-        let answered = self.session.wait(&self.state, timeout, &|inbox| {
+        };
+        self.write(&mut frame).map_err(|_| gone(self))?;
+        // Nobody else may write after this: see that the method leaves.
+        if !self.session.flush_until(deadline) {
+            return Err(if self.session.is_open() {
+                format!("the broker took nothing for {timeout:?}")
+            } else {
+                gone(self)
+            });
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let answered = self.session.wait(&self.state, left, &|inbox| {
             inbox.reply.is_some() || inbox.ended.is_some()
         });
         let mut inbox = self.state.inbox();
@@ -849,7 +933,13 @@ impl Channel {
 
 impl Drop for Channel {
     fn drop(&mut self) {
-        if self.open && !self.state.has_ended() && self.session.is_open() {
+        // A socket that does not take what was written (a blocked broker) gets no close
+        // handshake: the connection's close, or its end, follows.
+        if self.open
+            && !self.state.has_ended()
+            && self.session.is_open()
+            && self.session.backlog() == 0
+        {
             let mut frame = Vec::new();
             wire::close(
                 &mut frame,
@@ -1047,7 +1137,13 @@ mod tests {
             });
             server.write_all(&out).unwrap();
             let (_, _, close_ok) = read_frame(&mut server);
-            (big, acks, method_of(&close_ok), server)
+            // Nothing of the channel may follow its close-ok.
+            server
+                .set_read_timeout(Some(Duration::from_millis(300)))
+                .unwrap();
+            let mut after = [0u8; 1];
+            let more = server.read(&mut after);
+            (big, acks, method_of(&close_ok), more, server)
         });
         let channel = session.channel().unwrap();
         let mut got = Vec::new();
@@ -1072,7 +1168,15 @@ mod tests {
                 .ended
                 .is_some())
         );
-        let (big, acks, close_ok, _server) = broker.join().unwrap();
+        let mut late = Vec::new();
+        wire::basic_ack(&mut late, channel.number(), 3, false);
+        assert_eq!(channel.write(&mut late), Err(CHANNEL_CLOSED));
+        let (big, acks, close_ok, more, _server) = broker.join().unwrap();
+        assert!(
+            more.as_ref()
+                .is_err_and(|e| e.kind() == io::ErrorKind::WouldBlock),
+            "{more:?}"
+        );
         assert_eq!(got.len(), 3);
         assert_eq!(got[0], (1, big));
         assert_eq!(got[1], (2, Vec::new()));

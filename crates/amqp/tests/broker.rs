@@ -389,8 +389,10 @@ fn a_deleted_exchange_fails_sends_by_kind_without_a_panic() {
     assert_eq!(s.integrity.lost, 0, "{:?}", s.integrity);
 }
 
-/// A shell command that closes every client connection of the test broker, e.g.
-/// `rabbitmqctl -n rabbit@localhost close_all_connections test`.
+/// A shell command that closes the test broker's client connections whose name contains its
+/// first argument (the run id; other tests run meanwhile), e.g.
+/// `rabbitmqctl -q list_connections pid client_properties | grep -F "$1" | cut -f1 | while read -r p; do
+/// rabbitmqctl close_connection "$p" test; done` (scripts/test sets it for the managed node).
 const CLOSE_VARIABLE: &str = "BROKERBENCH_TEST_AMQP_CLOSE_CMD";
 
 #[test]
@@ -402,14 +404,15 @@ fn a_lost_connection_fails_sends_by_kind_without_a_panic() {
         eprintln!("skipping a_lost_connection_fails_sends_by_kind_without_a_panic: set {CLOSE_VARIABLE} to a command that closes the broker's client connections");
         return;
     };
+    // 2000 msg/s for 6 s; the close lands about 2 s in (rabbitmqctl takes ~0.5 s a call).
     let s = run_disturbed(
         &uri,
         "{}",
-        &SMALL.replace("duration: 2s", "duration: 3s"),
-        Duration::from_millis(2500),
-        move |_, _, _| {
+        &SMALL.replace("duration: 2s", "duration: 5s"),
+        Duration::from_millis(1500),
+        move |_, _, run_id| {
             let status = std::process::Command::new("sh")
-                .args(["-c", &command])
+                .args(["-c", &command, "sh", run_id])
                 .status()
                 .unwrap();
             assert!(status.success(), "{command}: {status}");
@@ -417,7 +420,7 @@ fn a_lost_connection_fails_sends_by_kind_without_a_panic() {
     );
     let failed = s.errors.get("connection_closed").copied().unwrap_or(0);
     assert!(failed > 1000, "sends after the close fail: {:?}", s.errors);
-    assert!(s.total.acknowledged > 3000, "{:?}", s.total);
+    assert!(s.total.acknowledged > 2000, "{:?}", s.total);
 }
 
 /// Confirms are stamped when they arrive, even while the producer thread sleeps between
