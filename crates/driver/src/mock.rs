@@ -24,6 +24,9 @@ pub struct MockFaults {
     pub unconfirmed: bool,
     /// Declare that dropped messages are the broker's policy (like a drop-head queue limit).
     pub drops_by_policy: bool,
+    /// Deliver at most this many messages per consumer poll, each poll taking at least 1 ms:
+    /// a consumer slower than the producers.
+    pub receive_per_poll: Option<usize>,
 }
 
 type Queues = Arc<Mutex<Vec<VecDeque<Vec<u8>>>>>;
@@ -75,6 +78,7 @@ impl Driver for MockDriver {
         Ok(Box::new(MockConsumer {
             queue: (slot.topic * self.subscriptions + slot.subscription) as usize,
             queues: self.queues.clone(),
+            per_poll: self.faults.receive_per_poll.unwrap_or(10_000),
         }))
     }
     fn broker_drop_policy(&self) -> Option<String> {
@@ -163,6 +167,8 @@ impl Producer for MockProducer {
 struct MockConsumer {
     queue: usize,
     queues: Queues,
+    /// Messages delivered per poll at most.
+    per_poll: usize,
 }
 
 impl Consumer for MockConsumer {
@@ -174,10 +180,10 @@ impl Consumer for MockConsumer {
         let batch: Vec<Vec<u8>> = {
             let mut queues = self.queues.lock().expect("queues");
             let q = &mut queues[self.queue];
-            let n = q.len().min(10_000);
+            let n = q.len().min(self.per_poll);
             q.drain(..n).collect()
         };
-        if batch.is_empty() {
+        if batch.is_empty() || self.per_poll < 10_000 {
             std::thread::sleep(timeout.min(Duration::from_millis(1)));
         }
         for payload in &batch {

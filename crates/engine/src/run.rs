@@ -598,6 +598,33 @@ struct Collected {
     cpu: Option<(Rusage, Rusage)>,
     /// When the measurement window actually ended (earlier than planned after Ctrl-C).
     measurement_end_ns: u64,
+    /// Set when the drain ended at its timeout before consumers had received every
+    /// acknowledged message: how many they received in the drain's last one to two seconds
+    /// (more than 0: still receiving, so some of what is missing may only be late).
+    drain_cut_off: Option<u64>,
+}
+
+/// Messages received (unique, all consumers) at one-second marks during the drain, to tell
+/// at its timeout whether consumers were still receiving.
+#[derive(Debug, Default)]
+struct DrainProgress {
+    /// (time, received) of the mark before the last, and of the last.
+    marks: [(u64, u64); 2],
+}
+
+impl DrainProgress {
+    fn observe(&mut self, now: u64, received: u64) {
+        if self.marks[1].0 == 0 {
+            self.marks = [(now, received); 2];
+        } else if now >= self.marks[1].0 + SECOND_NS {
+            self.marks = [self.marks[1], (now, received)];
+        }
+    }
+
+    /// Received since the older mark (one to two seconds ago).
+    fn recent(&self, received: u64) -> u64 {
+        received.saturating_sub(self.marks[0].1)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -647,6 +674,8 @@ fn collect(
     let mut received_so_far = 0u64;
     let mut lag_per_second = Vec::new();
     let mut measurement_end_ns = times.measure_end_ns;
+    let mut drain_progress = DrainProgress::default();
+    let mut drain_cut_off = None;
     observer.phase_started(Phase::Warmup, times.start_ns);
     loop {
         let all_done = progress.iter().all(|&p| p == u64::MAX);
@@ -696,6 +725,9 @@ fn collect(
             drain_started_ns = Some(now);
             observer.phase_started(phase, now);
         }
+        if phase == Phase::Drain && !shared.consumers_stop.load(Ordering::Relaxed) {
+            drain_progress.observe(now, received_unique(shared));
+        }
         if producers_done && !shared.consumers_stop.load(Ordering::Relaxed) {
             let caught_up = (0..workload.topics).all(|topic| {
                 let received: u64 = slots
@@ -708,6 +740,9 @@ fn collect(
             });
             let deadline = shared.drain_deadline(drain_started_ns.unwrap_or(now));
             if caught_up || now >= deadline {
+                if !caught_up && !slots.is_empty() {
+                    drain_cut_off = Some(drain_progress.recent(received_unique(shared)));
+                }
                 shared.consumers_stop.store(true, Ordering::Relaxed);
             }
         }
@@ -781,7 +816,17 @@ fn collect(
         lag_per_second,
         cpu,
         measurement_end_ns,
+        drain_cut_off,
     }
+}
+
+/// Distinct messages received so far by all consumers.
+fn received_unique(shared: &Shared) -> u64 {
+    shared
+        .unique
+        .iter()
+        .map(|u| u.load(Ordering::Relaxed))
+        .sum()
 }
 
 /// Client-bound when the schedule lag at the end of the window is large and has grown.
@@ -874,6 +919,23 @@ fn summarize(
         .collect();
     let subscriptions: Vec<_> = subscriptions.into_values().collect();
     let mut integrity = reconcile(&ledgers, &subscriptions, foreign);
+    if let (Some(recent), true) = (collected.drain_cut_off, integrity.lost > 0) {
+        let drain = format!(
+            "the drain ended at its timeout (drain_timeout: {:?})",
+            workload.drain_timeout
+        );
+        notes.push(if recent > 0 {
+            format!(
+                "{drain} while consumers were still receiving ({recent} messages in its last seconds): some of the {} acknowledged messages not received may only have been late; a longer drain_timeout tells them apart",
+                integrity.lost
+            )
+        } else {
+            format!(
+                "{drain}; consumers had received nothing in its last seconds, so the {} acknowledged messages not received had stopped arriving",
+                integrity.lost
+            )
+        });
+    }
     if let Some(reason) = &driver.drops {
         if integrity.lost > 0 {
             notes.push(format!(

@@ -248,3 +248,36 @@ fn drops_by_broker_policy_are_not_reported_as_lost() {
         .iter()
         .any(|n| n.contains("dropped by the broker")));
 }
+
+#[test]
+fn a_drain_cut_off_while_consumers_still_receive_says_so() {
+    // 2000 msg/s for 1 s against a consumer that takes at most 1 message per millisecond:
+    // about half is still queued when the 300 ms drain ends.
+    let w = workload("rate: 2000\nwarmup: 0s\nduration: 1s\ndrain_timeout: 300ms");
+    let faults = MockFaults {
+        receive_per_poll: Some(1),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    let s = &out.summary;
+    assert!(s.integrity.lost > 100, "{:?}", s.integrity);
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("drain ended at its timeout")
+                && n.contains("still receiving")
+                && n.contains(&s.integrity.lost.to_string())),
+        "{:?}",
+        s.notes
+    );
+    // A drain that ends because everything arrived says nothing of the kind.
+    let w = workload("rate: 1000\nwarmup: 0s\nduration: 1s\ndrain_timeout: 1s");
+    let mut driver = MockDriver::new(MockFaults::default(), 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    assert!(
+        !out.summary.notes.iter().any(|n| n.contains("drain ended")),
+        "{:?}",
+        out.summary.notes
+    );
+}
