@@ -10,9 +10,8 @@ use std::time::Duration;
 use brokerbench_driver::{Consumer, Delivery, DriverError};
 use brokerbench_model::driver_config::{AckMode, RabbitMqDriverConfig};
 
-use crate::link::ADMIN_TIMEOUT;
 use crate::naming::consume_arguments;
-use crate::session::{Channel, Deliveries, Session};
+use crate::session::{Channel, Deliveries, Session, ADMIN_TIMEOUT};
 use crate::wire::{self, id};
 
 pub(crate) struct AmqpConsumer {

@@ -59,10 +59,9 @@
 //!
 //! # Connections and threads
 //!
-//! The engine's traits are synchronous: one thread per producer and per consumer. Messages
-//! travel on brokerbench's own AMQP 0-9-1 connections ([`session`], [`wire`]); declaring,
-//! binding and deleting exchanges and queues goes through amqprs on a separate admin
-//! connection ([`link`]).
+//! The engine's traits are synchronous: one thread per producer and per consumer. Everything
+//! travels on brokerbench's own AMQP 0-9-1 connections ([`session`], [`wire`]): no client
+//! library, no async runtime. Declaring, binding and deleting use a separate admin connection.
 //!
 //! - A producer encodes each message's frames into its own buffer (`send` never waits for the
 //!   broker) and writes the buffer with one non-blocking system call per `poll` (the engine
@@ -75,15 +74,15 @@
 //!   delivery one read brought, and writes all their acknowledgements with one system call.
 //!   Consumers sharing a connection take turns reading for each other.
 //!
-//! Why not amqprs or lapin on the message path: both send every publish and every basic.ack
-//! with a system call of its own and hand each frame across tasks. Against RabbitMQ PerfTest
-//! (`bench/rabbitmq_perftest.py`) amqprs-based producing and consuming cost about 24 µs of
-//! client CPU per message at 23k msg/s with confirms; this path costs a third of that and
-//! leaves the broker the CPU to go faster (figures in the README).
+//! Why not a client library (amqprs was used at first; lapin was measured and cost more):
+//! both send every publish and every basic.ack with a system call of its own and hand each
+//! frame across tasks. Against RabbitMQ PerfTest (`bench/rabbitmq_perftest.py`) amqprs-based
+//! producing and consuming cost about 24 µs of client CPU per message at 23k msg/s with
+//! confirms; this client costs about a third of that and leaves the broker the CPU to go
+//! faster (figures in the README).
 
 mod confirms;
 mod consumer;
-pub mod link;
 pub mod naming;
 pub mod probe;
 mod producer;
@@ -93,18 +92,14 @@ pub mod wire;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use amqprs::channel::{
-    ExchangeDeclareArguments, ExchangeDeleteArguments, QueueBindArguments, QueueDeclareArguments,
-    QueueDeleteArguments,
-};
 use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Producer, Topology};
 use brokerbench_model::driver_config::{AmqpUri, RabbitMqDriverConfig};
 
 pub use naming::TopicNames;
 
-use crate::link::{field_table, ChannelEvents, Link, ADMIN_TIMEOUT};
-use crate::naming::{queue_arguments, MAX_NAME_LEN};
-use crate::session::{Reading, Session};
+use crate::naming::{queue_arguments as queue_arguments_of, MAX_NAME_LEN};
+use crate::session::{Channel, Reading, Session, ADMIN_TIMEOUT};
+use crate::wire::id;
 
 /// How long `connect` may take at most.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -156,8 +151,14 @@ impl AmqpDriver {
         &self.topics
     }
 
-    fn link(&self, role: &str) -> Result<Link, DriverError> {
-        Link::open(&self.uri, &format!("brokerbench-{}-{role}", self.run_id))
+    /// A connection for declaring or deleting (role `admin` or `cleanup`).
+    fn admin_session(&self, role: &str) -> Result<Arc<Session>, DriverError> {
+        Session::open(
+            &self.uri,
+            &format!("brokerbench-{}-{role}", self.run_id),
+            Reading::Caller,
+        )
+        .map(Arc::new)
     }
 
     fn topic(&self, topic: u32) -> Result<&TopicNames, DriverError> {
@@ -170,85 +171,101 @@ impl AmqpDriver {
     }
 
     /// Declares every exchange and queue and binds them, recording what was created.
-    fn declare_all(&mut self, link: &Link) -> Result<(), DriverError> {
-        let events = Arc::new(ChannelEvents::default());
-        let channel = link.channel(&events)?;
-        let _entered = link.enter();
+    fn declare_all(&mut self, session: &Arc<Session>) -> Result<(), DriverError> {
+        let mut channel = session.channel()?;
         let queue = &self.config.queue;
-        let durable = queue.durable;
-        let queue_arguments = field_table(&queue_arguments(queue));
+        // durable (bit 1); not passive, auto-delete, internal or exclusive; wait for the answer.
+        let flags = if queue.durable { 0b10 } else { 0 };
+        let mut queue_arguments = Vec::new();
+        wire::put_arguments(&mut queue_arguments, &queue_arguments_of(queue));
         let kind = self.config.exchange.kind.as_str();
-        let result = (|| {
-            for topic in &self.topics {
-                let exchange = ExchangeDeclareArguments::new(&topic.exchange, kind)
-                    .durable(durable)
-                    .finish();
+        for topic in &self.topics {
+            let n = channel.number();
+            let mut frame = Vec::new();
+            wire::method(&mut frame, n, id::EXCHANGE_DECLARE, |out| {
+                out.extend_from_slice(&0u16.to_be_bytes());
+                wire::put_short_string(out, &topic.exchange);
+                wire::put_short_string(out, kind);
+                out.push(flags);
+                wire::put_table(out, &[]);
+            });
+            admin(
+                &mut channel,
+                frame,
+                id::EXCHANGE_DECLARE_OK,
+                "declaring exchange",
+                &topic.exchange,
+            )?;
+            self.created_exchanges.push(topic.exchange.clone());
+            for name in &topic.queues {
+                let mut frame = Vec::new();
+                wire::method(&mut frame, n, id::QUEUE_DECLARE, |out| {
+                    out.extend_from_slice(&0u16.to_be_bytes());
+                    wire::put_short_string(out, name);
+                    out.push(flags);
+                    out.extend_from_slice(&queue_arguments);
+                });
                 admin(
-                    link,
-                    &events,
-                    "declaring exchange",
-                    &topic.exchange,
-                    async { channel.exchange_declare(exchange).await },
+                    &mut channel,
+                    frame,
+                    id::QUEUE_DECLARE_OK,
+                    "declaring queue",
+                    name,
                 )?;
-                self.created_exchanges.push(topic.exchange.clone());
-                for name in &topic.queues {
-                    let declare = QueueDeclareArguments::new(name)
-                        .durable(durable)
-                        .arguments(queue_arguments.clone())
-                        .finish();
-                    admin(link, &events, "declaring queue", name, async {
-                        channel.queue_declare(declare).await.map(|_| ())
-                    })?;
-                    self.created_queues.push(name.clone());
-                    let bind =
-                        QueueBindArguments::new(name, &topic.exchange, topic.routing.binding_key())
-                            .arguments(field_table(&topic.routing.binding_arguments()))
-                            .finish();
-                    admin(link, &events, "binding queue", name, async {
-                        channel.queue_bind(bind).await
-                    })?;
-                }
+                self.created_queues.push(name.clone());
+                let mut frame = Vec::new();
+                wire::method(&mut frame, n, id::QUEUE_BIND, |out| {
+                    out.extend_from_slice(&0u16.to_be_bytes());
+                    wire::put_short_string(out, name);
+                    wire::put_short_string(out, &topic.exchange);
+                    wire::put_short_string(out, topic.routing.binding_key());
+                    out.push(0);
+                    wire::put_arguments(out, &topic.routing.binding_arguments());
+                });
+                admin(
+                    &mut channel,
+                    frame,
+                    id::QUEUE_BIND_OK,
+                    "binding queue",
+                    name,
+                )?;
             }
-            Ok(())
-        })();
-        link.close_channel(channel);
-        result
+        }
+        Ok(())
     }
 
     /// Deletes what this run created; the names of what could not be deleted, with why.
-    fn delete_all(&mut self, link: &Link) -> Vec<String> {
+    fn delete_all(&mut self, session: &Arc<Session>) -> Vec<String> {
         let mut failures = Vec::new();
-        let mut events = Arc::new(ChannelEvents::default());
-        let mut channel = match link.channel(&events) {
+        let mut channel = match session.channel() {
             Ok(c) => c,
             Err(e) => return vec![e.to_string()],
         };
-        let _entered = link.enter();
         let queues = std::mem::take(&mut self.created_queues);
         let exchanges = std::mem::take(&mut self.created_exchanges);
         let queues = queues.into_iter().map(|q| (true, q));
         let exchanges = exchanges.into_iter().map(|e| (false, e));
         for (is_queue, name) in queues.chain(exchanges) {
-            let deleted = if is_queue {
-                admin(link, &events, "deleting queue", &name, async {
-                    channel
-                        .queue_delete(QueueDeleteArguments::new(&name))
-                        .await
-                        .map(|_| ())
-                })
+            let mut frame = Vec::new();
+            let (method, reply, doing) = if is_queue {
+                (id::QUEUE_DELETE, id::QUEUE_DELETE_OK, "deleting queue")
             } else {
-                admin(link, &events, "deleting exchange", &name, async {
-                    channel
-                        .exchange_delete(ExchangeDeleteArguments::new(&name))
-                        .await
-                })
+                (
+                    id::EXCHANGE_DELETE,
+                    id::EXCHANGE_DELETE_OK,
+                    "deleting exchange",
+                )
             };
-            if let Err(e) = deleted {
+            wire::method(&mut frame, channel.number(), method, |out| {
+                out.extend_from_slice(&0u16.to_be_bytes());
+                wire::put_short_string(out, &name);
+                out.push(0);
+            });
+            if let Err(e) = admin(&mut channel, frame, reply, doing, &name) {
                 failures.push(e.to_string());
                 // A failed operation closes the channel; go on with a new one.
-                events = Arc::new(ChannelEvents::default());
-                match link.channel(&events) {
-                    Ok(c) => link.close_channel(std::mem::replace(&mut channel, c)),
+                match session.channel() {
+                    Ok(c) => channel = c,
                     Err(e) => {
                         failures.push(e.to_string());
                         return failures;
@@ -256,38 +273,25 @@ impl AmqpDriver {
                 }
             }
         }
-        link.close_channel(channel);
         failures
     }
 }
 
-/// Runs one admin operation within [`ADMIN_TIMEOUT`], naming the object and the broker's
-/// reason when it fails.
-fn admin<F>(
-    link: &Link,
-    events: &ChannelEvents,
+/// Runs one admin method within [`ADMIN_TIMEOUT`], naming the object and the broker's reason
+/// when it fails.
+fn admin(
+    channel: &mut Channel,
+    frame: Vec<u8>,
+    reply: (u16, u16),
     doing: &str,
     name: &str,
-    operation: F,
-) -> Result<(), DriverError>
-where
-    F: std::future::Future<Output = Result<(), amqprs::error::Error>>,
-{
-    match link.block_on_for(ADMIN_TIMEOUT, operation) {
-        Some(Ok(())) => Ok(()),
-        Some(Err(e)) => {
-            let reason = events.close_reason().unwrap_or_else(|| e.to_string());
-            Err(if reason.starts_with("406") {
-                DriverError::Conflict(format!(
-                    "{doing} '{name}': the broker refused it: {reason}; delete the existing object or choose another exchange.name"
-                ))
-            } else {
-                DriverError::Other(format!("{doing} '{name}': {reason}"))
-            })
-        }
-        None => Err(DriverError::Other(format!(
-            "{doing} '{name}' took longer than {ADMIN_TIMEOUT:?}"
+) -> Result<(), DriverError> {
+    match channel.call(frame, reply, ADMIN_TIMEOUT) {
+        Ok(_) => Ok(()),
+        Err(reason) if reason.starts_with("406") => Err(DriverError::Conflict(format!(
+            "{doing} '{name}': the broker refused it: {reason}; delete the existing object or choose another exchange.name"
         ))),
+        Err(reason) => Err(DriverError::Other(format!("{doing} '{name}': {reason}"))),
     }
 }
 
@@ -324,11 +328,11 @@ impl Driver for AmqpDriver {
                 long.exchange
             )));
         }
-        let link = self.link("admin")?;
-        let declared = self.declare_all(&link);
+        let session = self.admin_session("admin")?;
+        let declared = self.declare_all(&session);
         if declared.is_err() && self.config.delete_queues {
             // Leave nothing behind from a half-prepared run.
-            let _ = self.delete_all(&link);
+            let _ = self.delete_all(&session);
         }
         declared
     }
@@ -384,8 +388,8 @@ impl Driver for AmqpDriver {
         {
             return Ok(());
         }
-        let link = self.link("cleanup")?;
-        let failures = self.delete_all(&link);
+        let session = self.admin_session("cleanup")?;
+        let failures = self.delete_all(&session);
         if failures.is_empty() {
             Ok(())
         } else {

@@ -1,10 +1,10 @@
-//! A bounded, synchronous AMQP 0-9-1 handshake used by `connect()` before any real client
-//! connects: TCP, protocol header, Start/StartOk (PLAIN), Tune/TuneOk, Open, Close. It tells
-//! an absent broker, a wrong password (the client advertises `authentication_failure_close`,
-//! so RabbitMQ answers ACCESS_REFUSED instead of dropping the socket) and a missing virtual
-//! host apart, and reads the broker's product and version. amqprs does not advertise that
-//! capability, so through it a wrong password looks like a reset connection. The message
-//! path's connections ([`crate::session`]) open with the same handshake ([`open`]).
+//! The bounded, synchronous AMQP 0-9-1 handshake: TCP, protocol header, Start/StartOk
+//! (PLAIN), Tune/TuneOk, Open. `connect()` runs it once and closes ([`probe`]); every
+//! connection of a run opens with it ([`open`], see [`crate::session`]). It tells an absent
+//! broker, a wrong password (the client advertises `authentication_failure_close`, so
+//! RabbitMQ answers ACCESS_REFUSED instead of dropping the socket, which would look like a
+//! reset connection) and a missing virtual host apart, and reads the broker's product and
+//! version.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};

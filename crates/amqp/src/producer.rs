@@ -16,9 +16,8 @@ use brokerbench_driver::{Ack, DriverError, Envelope, OutgoingMessage, Producer, 
 use brokerbench_model::driver_config::{Overflow, RabbitMqDriverConfig};
 
 use crate::confirms::ConfirmBook;
-use crate::link::{ADMIN_TIMEOUT, CLOSE_TIMEOUT};
 use crate::naming::TopicNames;
-use crate::session::{Channel, ChannelEvent, Session, FLUSH_AT};
+use crate::session::{Channel, ChannelEvent, Session, ADMIN_TIMEOUT, CLOSE_TIMEOUT, FLUSH_AT};
 use crate::wire::{self, id, Publisher};
 
 /// Bytes a producer may have written and not yet taken by the socket (a slow or blocked

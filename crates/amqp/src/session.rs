@@ -1,10 +1,9 @@
-//! brokerbench's own AMQP 0-9-1 connections for the message path: publishing, confirms,
-//! consuming and acknowledging, with no async runtime and no per-message allocation or
-//! system call. (Declaring and deleting exchanges and queues still goes through amqprs, see
-//! [`crate::link`].)
+//! brokerbench's own AMQP 0-9-1 connections: publishing, confirms, consuming and
+//! acknowledging with no async runtime and no per-message allocation or system call, and the
+//! synchronous methods (declaring, binding, deleting) through [`Channel::call`].
 //!
-//! Why not a general client: amqprs hands every frame through channels between tasks and
-//! writes each publish and each basic.ack with its own system call. Here a producer encodes
+//! Why not a general client: amqprs (used here before) hands every frame through channels
+//! between tasks and writes each publish and each basic.ack with its own system call. Here a producer encodes
 //! its publishes into its own buffer and writes them with one non-blocking `send` per burst
 //! (per `poll`, or every [`FLUSH_AT`] bytes); a consumer writes the acknowledgements of all
 //! the deliveries one read brought with one `send`. Measured on the PerfTest side-by-side
@@ -40,9 +39,17 @@ use std::time::{Duration, Instant};
 use brokerbench_driver::{Clock, DriverError, Envelope};
 use brokerbench_model::driver_config::AmqpUri;
 
-use crate::link::{ADMIN_TIMEOUT, CHANNEL_CLOSED, CLOSE_TIMEOUT, CONNECTION_CLOSED};
 use crate::probe;
 use crate::wire::{self, id, next_frame, Reader, FRAME_BODY, FRAME_HEADER, FRAME_METHOD};
+
+/// How long declaring, binding or deleting one object (or any synchronous method) may take.
+pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long closing a channel or connection may hold up the end of a run.
+pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Kind of a send or poll failure after the connection was lost.
+pub const CONNECTION_CLOSED: &str = "connection_closed";
+/// Kind of a send or poll failure after the broker closed the channel.
+pub const CHANNEL_CLOSED: &str = "channel_closed";
 
 /// A producer writes its buffer out once it holds this much, without waiting for `poll`.
 pub const FLUSH_AT: usize = 64 * 1024;

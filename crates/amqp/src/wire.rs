@@ -1,5 +1,5 @@
-//! AMQP 0-9-1 on the wire: frame layout, field tables and the few methods brokerbench's own
-//! message path speaks (see [`crate::session`]). Encoding writes straight into a caller's
+//! AMQP 0-9-1 on the wire: frame layout, field tables and the methods brokerbench speaks
+//! (see [`crate::session`]). Encoding writes straight into a caller's
 //! buffer, so publishing a message or acknowledging a delivery allocates nothing.
 //!
 //! A frame is `type:u8 channel:u16 size:u32 payload[size] 0xCE`; a method payload starts with
@@ -33,6 +33,16 @@ pub mod id {
     pub const CONNECTION_OPEN_OK: (u16, u16) = (10, 41);
     pub const CONNECTION_CLOSE: (u16, u16) = (10, 50);
     pub const CONNECTION_CLOSE_OK: (u16, u16) = (10, 51);
+    pub const EXCHANGE_DECLARE: (u16, u16) = (40, 10);
+    pub const EXCHANGE_DECLARE_OK: (u16, u16) = (40, 11);
+    pub const EXCHANGE_DELETE: (u16, u16) = (40, 20);
+    pub const EXCHANGE_DELETE_OK: (u16, u16) = (40, 21);
+    pub const QUEUE_DECLARE: (u16, u16) = (50, 10);
+    pub const QUEUE_DECLARE_OK: (u16, u16) = (50, 11);
+    pub const QUEUE_BIND: (u16, u16) = (50, 20);
+    pub const QUEUE_BIND_OK: (u16, u16) = (50, 21);
+    pub const QUEUE_DELETE: (u16, u16) = (50, 40);
+    pub const QUEUE_DELETE_OK: (u16, u16) = (50, 41);
     pub const CHANNEL_OPEN: (u16, u16) = (20, 10);
     pub const CHANNEL_OPEN_OK: (u16, u16) = (20, 11);
     pub const CHANNEL_CLOSE: (u16, u16) = (20, 40);

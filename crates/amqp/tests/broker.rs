@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use brokerbench_amqp::AmqpDriver;
+use brokerbench_amqp::session::{Reading, Session};
+use brokerbench_amqp::{wire, AmqpDriver};
 use brokerbench_driver::{Driver, DriverError};
 use brokerbench_engine::{run, RunControl};
 use brokerbench_model::driver_config::{AmqpUri, RabbitMqDriverConfig};
@@ -360,25 +361,32 @@ fn a_deleted_exchange_fails_sends_by_kind_without_a_panic() {
         return;
     };
     let admin_uri = uri.clone();
-    let s =
-        run_disturbed(
-            &uri,
-            "{}",
-            &SMALL.replace("duration: 2s", "duration: 3s"),
-            Duration::from_millis(2500),
-            move |config, workload, run_id| {
-                let names = brokerbench_amqp::TopicNames::new(config, workload, run_id, 0);
-                let link = brokerbench_amqp::link::Link::open(&admin_uri, "test-admin").unwrap();
-                let events = Arc::default();
-                let channel = link.channel(&events).unwrap();
-                let _entered = link.enter();
-                link.block_on(channel.exchange_delete(
-                    amqprs::channel::ExchangeDeleteArguments::new(&names.exchange),
-                ))
+    let s = run_disturbed(
+        &uri,
+        "{}",
+        &SMALL.replace("duration: 2s", "duration: 3s"),
+        Duration::from_millis(2500),
+        move |config, workload, run_id| {
+            let names = brokerbench_amqp::TopicNames::new(config, workload, run_id, 0);
+            let session =
+                Arc::new(Session::open(&admin_uri, "test-admin", Reading::Caller).unwrap());
+            let mut channel = session.channel().unwrap();
+            let mut frame = Vec::new();
+            wire::method(
+                &mut frame,
+                channel.number(),
+                wire::id::EXCHANGE_DELETE,
+                |out| {
+                    out.extend_from_slice(&[0, 0]);
+                    wire::put_short_string(out, &names.exchange);
+                    out.push(0);
+                },
+            );
+            channel
+                .call(frame, wire::id::EXCHANGE_DELETE_OK, Duration::from_secs(10))
                 .unwrap();
-                link.close_channel(channel);
-            },
-        );
+        },
+    );
     let failed = s.errors.get("channel_closed").copied().unwrap_or(0);
     assert!(
         failed > 1000,

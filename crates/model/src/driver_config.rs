@@ -160,7 +160,7 @@ fn default_max_outstanding() -> u32 {
     1000
 }
 
-/// RabbitMQ (and other AMQP 0-9-1 brokers), driven through the amqprs client.
+/// RabbitMQ (and other AMQP 0-9-1 brokers), driven through brokerbench's own AMQP client.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RabbitMqDriverConfig {
