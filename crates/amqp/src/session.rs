@@ -546,6 +546,7 @@ impl Shared {
                 return false;
             }
             first = false;
+            self.heartbeat();
             let Some(mut side) = self.wait_for_turn(channel, left, until) else {
                 continue;
             };
