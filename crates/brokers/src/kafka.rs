@@ -14,19 +14,19 @@
 //! ```
 
 use std::ffi::OsString;
-use std::fs::{self, OpenOptions};
+use std::fs;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::ClientContext;
 
-use crate::process::{self, Lock};
-use crate::{BrokerError, BrokerStatus};
+use crate::process;
+use crate::{managed, BrokerError, BrokerStatus};
 
 /// The Kafka version the embedded pom installs.
 pub const VERSION: &str = "4.1.1";
@@ -58,6 +58,8 @@ rules:
 ";
 const DEFAULT_PORT: u16 = 9092;
 const PORT_VARIABLE: &str = "BROKERBENCH_KAFKA_PORT";
+/// Usable client ports: the controller listens on the port after it.
+const PORTS: RangeInclusive<u16> = 1..=u16::MAX - 1;
 const DEFAULT_HEAP: &str = "1g";
 /// The broker's main class; with our properties path it identifies our JVM in `/proc`.
 const MAIN_CLASS: &str = "kafka.Kafka";
@@ -84,12 +86,11 @@ pub struct Kafka {
 impl Kafka {
     /// Kafka under `home`, on port `$BROKERBENCH_KAFKA_PORT` if set, else 9092.
     pub fn new(home: &Path) -> Self {
-        let (port, invalid_port_variable) = port_from_variable(std::env::var_os(PORT_VARIABLE));
-        // The ownership check compares the properties path on the JVM's command line, so
-        // it has to be the same string whatever the working directory of a later call.
-        let home = std::path::absolute(home).unwrap_or_else(|_| home.to_path_buf());
+        let (port, invalid_port_variable) =
+            managed::port_from_variable(std::env::var_os(PORT_VARIABLE), DEFAULT_PORT, PORTS);
         Kafka {
-            home,
+            // The ownership check compares the properties path on the JVM's command line.
+            home: managed::absolute_home(home),
             port,
             heap: DEFAULT_HEAP.to_string(),
             invalid_port_variable,
@@ -246,7 +247,7 @@ impl Kafka {
             return Err(BrokerError::MavenFailed {
                 what: format!("the Kafka {VERSION} jars"),
                 status: output.status,
-                output: last_lines(&strip_ansi(&printed), LOG_TAIL_LINES),
+                output: process::last_lines(&strip_ansi(&printed), LOG_TAIL_LINES),
             });
         }
         let agent_dir = version_dir.join("agent");
@@ -275,8 +276,7 @@ impl Kafka {
             });
         }
         let dir = self.dir();
-        fs::create_dir_all(&dir).map_err(BrokerError::io("creating", &dir))?;
-        let _lock = Lock::acquire(&dir.join(".lock"))?;
+        let _lock = managed::create_and_lock(&dir)?;
 
         if let Some(pid) = self.running_pid() {
             let status = self.status_of(pid);
@@ -294,7 +294,7 @@ impl Kafka {
         }
 
         self.write_configuration()?;
-        self.rotate_log()?;
+        process::rotate_log(&self.log_file())?;
         self.format_storage_once()?;
         let child = self.spawn_broker()?;
         let status = self.status_of(child.id());
@@ -314,20 +314,12 @@ impl Kafka {
     /// Stops the broker this home started (SIGTERM, then SIGKILL after 30 s). Returns the pid
     /// it stopped, or `None` when none was running.
     pub fn down(&self) -> Result<Option<u32>, BrokerError> {
-        let dir = self.dir();
-        if !dir.is_dir() {
-            return Ok(None);
-        }
-        let _lock = Lock::acquire(&dir.join(".lock"))?;
-        let stopped = match self.running_pid() {
-            Some(pid) => {
-                process::stop(NAME, pid, STOP_GRACE)?;
-                Some(pid)
-            }
-            None => None,
-        };
-        process::remove_pid_file(&self.pid_file())?;
-        Ok(stopped)
+        managed::down(
+            &self.dir(),
+            || self.running_pid(),
+            |pid| process::stop(NAME, pid, STOP_GRACE),
+            &[self.pid_file()],
+        )
     }
 
     /// The running broker of this home, or `None`. Does not check that it answers requests.
@@ -341,7 +333,7 @@ impl Kafka {
                 value: value.clone(),
             });
         }
-        if self.port == 0 || self.port == u16::MAX {
+        if !PORTS.contains(&self.port) {
             return Err(BrokerError::InvalidPort {
                 broker: NAME,
                 port: self.port,
@@ -384,17 +376,6 @@ impl Kafka {
         process::write_atomically(&self.properties_file(), properties.as_bytes())?;
         process::write_atomically(&self.log4j2_file(), LOG4J2_PROPERTIES.as_bytes())?;
         process::write_atomically(&self.jmx_exporter_config(), JMX_EXPORTER_CONFIG.as_bytes())
-    }
-
-    /// Keeps the previous start's log as `server.log.1`, so the tail quoted on failure is
-    /// about this start only.
-    fn rotate_log(&self) -> Result<(), BrokerError> {
-        let log = self.log_file();
-        if log.exists() {
-            let previous = log.with_extension("log.1");
-            fs::rename(&log, &previous).map_err(BrokerError::io("renaming to", &previous))?;
-        }
-        Ok(())
     }
 
     /// Formats `data/` for KRaft the first time only; later starts reuse it.
@@ -477,14 +458,7 @@ impl Kafka {
     /// Sends a command's stdout and stderr to the end of the broker log.
     fn redirect_to_log(&self, command: &mut Command) -> Result<(), BrokerError> {
         let path = self.log_file();
-        let log = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(BrokerError::io("opening", &path))?;
-        let log_for_stderr = log.try_clone().map_err(BrokerError::io("opening", &path))?;
-        command.stdout(log).stderr(log_for_stderr);
-        Ok(())
+        process::output_to(command, &path).map_err(BrokerError::io("opening", &path))
     }
 
     fn spawn_broker(&self) -> Result<Child, BrokerError> {
@@ -519,46 +493,30 @@ impl Kafka {
                 status.address
             ))
         })?;
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            let attempt = Instant::now();
+        managed::poll(READY_TIMEOUT, || {
             match client.fetch_metadata(None, Duration::from_millis(500)) {
-                Ok(metadata) if !metadata.brokers().is_empty() => return Ok(()),
+                Ok(metadata) if !metadata.brokers().is_empty() => return Some(Ok(())),
                 _ => {}
             }
             let exited = match child.as_mut() {
                 Some(jvm) => jvm.try_wait().ok().flatten().map(|code| code.to_string()),
                 None => (!process::is_alive(status.pid)).then(|| "it exited".to_string()),
             };
-            if let Some(exit) = exited {
-                return Err(failed(format!(
+            exited.map(|exit| {
+                Err(failed(format!(
                     "the JVM (pid {}) exited: {exit}",
                     status.pid
-                )));
-            }
-            if Instant::now() >= deadline {
-                return Err(failed(format!(
-                    "it (pid {}) did not answer metadata requests on {} within {} s",
-                    status.pid,
-                    status.address,
-                    READY_TIMEOUT.as_secs()
-                )));
-            }
-            // Refused connections fail fast; do not spin on them.
-            thread::sleep(Duration::from_millis(100).saturating_sub(attempt.elapsed()));
-        }
-    }
-}
-
-/// Reads BROKERBENCH_KAFKA_PORT: its port, or the default and the bad value to report.
-fn port_from_variable(value: Option<OsString>) -> (u16, Option<String>) {
-    let Some(value) = value.filter(|value| !value.is_empty()) else {
-        return (DEFAULT_PORT, None);
-    };
-    let text = value.to_string_lossy();
-    match text.trim().parse::<u16>() {
-        Ok(port) if port != 0 && port != u16::MAX => (port, None),
-        _ => (DEFAULT_PORT, Some(text.into_owned())),
+                )))
+            })
+        })
+        .unwrap_or_else(|| {
+            Err(failed(format!(
+                "it (pid {}) did not answer metadata requests on {} within {} s",
+                status.pid,
+                status.address,
+                READY_TIMEOUT.as_secs()
+            )))
+        })
     }
 }
 
@@ -593,11 +551,6 @@ fn strip_ansi(text: &str) -> String {
         }
     }
     plain
-}
-
-fn last_lines(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 /// `server.properties` for a single-node KRaft cluster (broker and controller in one JVM) on
@@ -736,6 +689,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
     use std::ffi::OsStr;
+    use std::time::Instant;
 
     fn parse(properties: &str) -> HashMap<&str, &str> {
         properties
@@ -790,18 +744,14 @@ mod tests {
     }
 
     #[test]
-    fn port_variable_is_validated() {
-        assert_eq!(port_from_variable(None), (9092, None));
-        assert_eq!(port_from_variable(Some("".into())), (9092, None));
-        assert_eq!(port_from_variable(Some("19092".into())), (19092, None));
-        assert_eq!(
-            port_from_variable(Some("nine".into())),
-            (9092, Some("nine".to_string()))
-        );
-        assert_eq!(
-            port_from_variable(Some("65535".into())),
-            (9092, Some("65535".to_string()))
-        );
+    fn port_variable_leaves_room_for_the_controller() {
+        let port =
+            |value: &str| managed::port_from_variable(Some(value.into()), DEFAULT_PORT, PORTS);
+        assert_eq!(port(""), (9092, None));
+        assert_eq!(port("19092"), (19092, None));
+        assert_eq!(port("65534"), (65534, None));
+        assert_eq!(port("nine"), (9092, Some("nine".to_string())));
+        assert_eq!(port("65535"), (9092, Some("65535".to_string())));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub mod kafka;
+mod managed;
 mod process;
 pub mod rabbitmq;
 

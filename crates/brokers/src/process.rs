@@ -216,6 +216,14 @@ pub(crate) fn run_with_timeout(
     }
 }
 
+/// Sends `command`'s stdout and stderr to the end of the file at `path`.
+pub(crate) fn output_to(command: &mut Command, path: &Path) -> io::Result<()> {
+    let log = OpenOptions::new().create(true).append(true).open(path)?;
+    let again = log.try_clone()?;
+    command.stdout(log).stderr(again);
+    Ok(())
+}
+
 /// Keeps the previous content of a log as `NAME.1` (replacing an older one), so what a failed
 /// start quotes is about that start only. A missing log is fine.
 pub(crate) fn rotate_log(path: &Path) -> Result<(), BrokerError> {
@@ -246,7 +254,8 @@ pub(crate) fn log_tail(path: &Path, lines: usize) -> String {
     }
 }
 
-fn last_lines(text: &str, lines: usize) -> String {
+/// The last `lines` lines of `text`.
+pub(crate) fn last_lines(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }

@@ -35,17 +35,17 @@
 //! would cut their command-line tools off. It is a few hundred kilobytes and idle.
 
 use std::ffi::{OsStr, OsString};
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::ops::RangeInclusive;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::process::{self, Lock};
-use crate::{BrokerError, BrokerStatus};
+use crate::process;
+use crate::{managed, BrokerError, BrokerStatus};
 
 /// The AMQP port `up` prefers when neither [`RabbitMq::with_port`] nor the variable says.
 pub const DEFAULT_PORT: u16 = 5672;
@@ -60,6 +60,8 @@ const DISTRIBUTION_OFFSET: u16 = 20_000;
 /// The highest AMQP port whose distribution port still exists.
 const MAX_PORT: u16 = u16::MAX - DISTRIBUTION_OFFSET;
 const MAX_PORT_REASON: &str = "the Erlang distribution listens on the port + 20000";
+/// Usable AMQP ports.
+const PORTS: RangeInclusive<u16> = 1..=MAX_PORT;
 /// How many AMQP ports `up` tries, from the preferred one up, before giving up.
 const PORT_ATTEMPTS: u16 = 10;
 /// The start script and the CLI; Debian's package keeps the real ones here. Its `/usr/sbin`
@@ -108,12 +110,11 @@ impl RabbitMq {
     /// RabbitMQ under `home`, preferring AMQP port `$BROKERBENCH_RABBITMQ_PORT` if set, else
     /// 5672. Looks for the installed `rabbitmq-server` (see [`RabbitMq::is_installed`]).
     pub fn new(home: &Path) -> Self {
-        let (port, invalid_port_variable) = port_from_variable(std::env::var_os(PORT_VARIABLE));
-        // The ownership check compares the folder on beam's command line, so it has to be the
-        // same string whatever the working directory of a later call.
-        let home = std::path::absolute(home).unwrap_or_else(|_| home.to_path_buf());
+        let (port, invalid_port_variable) =
+            managed::port_from_variable(std::env::var_os(PORT_VARIABLE), DEFAULT_PORT, PORTS);
         RabbitMq {
-            home,
+            // The ownership check compares the folder on beam's command line.
+            home: managed::absolute_home(home),
             port,
             invalid_port_variable,
             bin_dir: find_bin_dir(std::env::var_os("PATH")),
@@ -238,9 +239,7 @@ impl RabbitMq {
     pub fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
         self.check_port()?;
         let bin_dir = self.installed_bin_dir()?;
-        let dir = self.dir();
-        fs::create_dir_all(&dir).map_err(BrokerError::io("creating", &dir))?;
-        let _lock = Lock::acquire(&dir.join(".lock"))?;
+        let _lock = managed::create_and_lock(&self.dir())?;
 
         if let Some(pid) = self.running_pid() {
             let status = self.status_of(pid);
@@ -303,21 +302,12 @@ impl RabbitMq {
     /// out a 5 s timeout (`rabbit_mgmt_db_handler:ensure_statistics_disabled/0`). SIGTERM
     /// takes as long; only the plugins make the difference (about 1 s without them).
     pub fn down(&self) -> Result<Option<u32>, BrokerError> {
-        let dir = self.dir();
-        if !dir.is_dir() {
-            return Ok(None);
-        }
-        let _lock = Lock::acquire(&dir.join(".lock"))?;
-        let stopped = match self.running_pid() {
-            Some(pid) => {
-                self.stop_node(pid)?;
-                Some(pid)
-            }
-            None => None,
-        };
-        process::remove_if_present(&self.state_file())?;
-        process::remove_pid_file(&self.pid_file())?;
-        Ok(stopped)
+        managed::down(
+            &self.dir(),
+            || self.running_pid(),
+            |pid| self.stop_node(pid),
+            &[self.state_file(), self.pid_file()],
+        )
     }
 
     /// The running node of this home, or `None`. Does not check that it answers requests.
@@ -335,7 +325,7 @@ impl RabbitMq {
                 why: MAX_PORT_REASON,
             });
         }
-        if self.port == 0 || self.port > MAX_PORT {
+        if !PORTS.contains(&self.port) {
             return Err(BrokerError::PortOutOfRange {
                 broker: NAME,
                 port: self.port,
@@ -482,16 +472,14 @@ impl RabbitMq {
     fn ctl_command(&self, bin_dir: &Path, port: u16, arguments: &[&str]) -> io::Result<Command> {
         let mut ctl = self.base_command(bin_dir.join(CTL), port);
         ctl.arg("-n").arg(node_name(port)).args(arguments);
-        let (stdout, stderr) = append_twice(&self.startup_log())?;
-        ctl.stdout(stdout).stderr(stderr);
+        process::output_to(&mut ctl, &self.startup_log())?;
         Ok(ctl)
     }
 
     fn spawn_server(&self, bin_dir: &Path, port: u16) -> Result<Child, BrokerError> {
         let log = self.startup_log();
         let mut server = self.server_command(bin_dir, port);
-        let (stdout, stderr) = append_twice(&log).map_err(BrokerError::io("opening", &log))?;
-        server.stdout(stdout).stderr(stderr);
+        process::output_to(&mut server, &log).map_err(BrokerError::io("opening", &log))?;
         process::spawn_detached(&mut server).map_err(|source| BrokerError::Io {
             action: "starting",
             path: bin_dir.join(SERVER),
@@ -535,41 +523,39 @@ impl RabbitMq {
     fn wait_until_ready(&self, port: u16, mut watch: Watch<'_>) -> Result<u32, BrokerError> {
         let node = node_name(port);
         let ownership = self.ownership_arguments();
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            let attempt = Instant::now();
+        let mut last_pid = None;
+        let outcome = managed::poll(READY_TIMEOUT, || {
             let pid = match watch {
                 Watch::Running(pid) => Some(pid),
                 // RabbitMQ writes its pid file early in its boot.
                 Watch::Started(_) => process::read_pid_file(&self.pid_file())
                     .filter(|&pid| process::is_ours(pid, &ownership)),
             };
+            last_pid = pid;
             if let Some(pid) = pid {
                 if answers(port, &node) {
-                    return Ok(pid);
+                    return Some(Ok(pid));
                 }
             }
             let exited = match &mut watch {
                 Watch::Started(script) => script.try_wait().ok().flatten().is_some(),
                 Watch::Running(pid) => !process::is_alive(*pid),
             };
-            if exited {
-                return Err(self.start_failed(format!(
+            exited.then(|| {
+                Err(self.start_failed(format!(
                     "the node exited before it answered on 127.0.0.1:{port}"
-                )));
-            }
-            if Instant::now() >= deadline {
-                let who = pid.map_or_else(String::new, |pid| format!(" (pid {pid})"));
-                return Err(self.start_failed(format!(
-                    "the node{who} did not answer AMQP on 127.0.0.1:{port} (with management on {} and Prometheus on {}) within {} s",
-                    port + MANAGEMENT_OFFSET,
-                    port + PROMETHEUS_OFFSET,
-                    READY_TIMEOUT.as_secs()
-                )));
-            }
-            // Refused connections fail fast; do not spin on them.
-            thread::sleep(Duration::from_millis(100).saturating_sub(attempt.elapsed()));
-        }
+                )))
+            })
+        });
+        outcome.unwrap_or_else(|| {
+            let who = last_pid.map_or_else(String::new, |pid| format!(" (pid {pid})"));
+            Err(self.start_failed(format!(
+                "the node{who} did not answer AMQP on 127.0.0.1:{port} (with management on {} and Prometheus on {}) within {} s",
+                port + MANAGEMENT_OFFSET,
+                port + PROMETHEUS_OFFSET,
+                READY_TIMEOUT.as_secs()
+            )))
+        })
     }
 
     /// A start failure quoting whichever log explains it: RabbitMQ prints `BOOT FAILED` and
@@ -616,13 +602,6 @@ fn answers(port: u16, node: &str) -> bool {
     };
     amqp && process::port_in_use(port + MANAGEMENT_OFFSET)
         && process::port_in_use(port + PROMETHEUS_OFFSET)
-}
-
-/// A stdout and a stderr that both append to `path`.
-fn append_twice(path: &Path) -> io::Result<(fs::File, fs::File)> {
-    let log = OpenOptions::new().create(true).append(true).open(path)?;
-    let again = log.try_clone()?;
-    Ok((log, again))
 }
 
 /// What `up` remembers about the node it started.
@@ -768,18 +747,6 @@ const ENV_CONF: &str = "\
 # Written by brokerbench. Empty on purpose: the node takes its settings from the environment
 # brokerbench gives it, not from /etc/rabbitmq/rabbitmq-env.conf.
 ";
-
-/// Reads BROKERBENCH_RABBITMQ_PORT: its port, or the default and the bad value to report.
-fn port_from_variable(value: Option<OsString>) -> (u16, Option<String>) {
-    let Some(value) = value.filter(|value| !value.is_empty()) else {
-        return (DEFAULT_PORT, None);
-    };
-    let text = value.to_string_lossy();
-    match text.trim().parse::<u16>() {
-        Ok(port) if port != 0 && port <= MAX_PORT => (port, None),
-        _ => (DEFAULT_PORT, Some(text.into_owned())),
-    }
-}
 
 /// The folder with a usable `rabbitmq-server` and `rabbitmqctl`: Debian's package folder,
 /// then PATH, then the sbin folders (often not on a user's PATH).
@@ -1015,6 +982,8 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
     use std::net::TcpListener;
+    use std::thread;
+    use std::time::Instant;
 
     fn parse(conf: &str) -> HashMap<&str, &str> {
         conf.lines()
@@ -1257,18 +1226,14 @@ mod tests {
     }
 
     #[test]
-    fn port_variable_is_validated() {
-        assert_eq!(port_from_variable(None), (5672, None));
-        assert_eq!(port_from_variable(Some("".into())), (5672, None));
-        assert_eq!(port_from_variable(Some(" 5680 ".into())), (5680, None));
-        assert_eq!(
-            port_from_variable(Some("50000".into())),
-            (5672, Some("50000".to_string()))
-        );
-        assert_eq!(
-            port_from_variable(Some("amqp".into())),
-            (5672, Some("amqp".to_string()))
-        );
+    fn port_variable_leaves_room_for_the_distribution_port() {
+        let port =
+            |value: &str| managed::port_from_variable(Some(value.into()), DEFAULT_PORT, PORTS);
+        assert_eq!(port(""), (5672, None));
+        assert_eq!(port(" 5680 "), (5680, None));
+        assert_eq!(port("45535"), (45535, None));
+        assert_eq!(port("45536"), (5672, Some("45536".to_string())));
+        assert_eq!(port("amqp"), (5672, Some("amqp".to_string())));
     }
 
     #[test]

@@ -1,0 +1,128 @@
+//! What the managed brokers have in common beyond process plumbing: the port variable, the
+//! broker folder and its lock, `down`, and polling until the broker answers.
+
+use std::ffi::OsString;
+use std::ops::RangeInclusive;
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::process::{self, Lock};
+use crate::BrokerError;
+
+/// Reads a port variable such as `BROKERBENCH_KAFKA_PORT`: its port, or `default` and the
+/// bad value to report. Unset or empty means `default`; a port outside `valid` is bad.
+pub(crate) fn port_from_variable(
+    value: Option<OsString>,
+    default: u16,
+    valid: RangeInclusive<u16>,
+) -> (u16, Option<String>) {
+    let Some(value) = value.filter(|value| !value.is_empty()) else {
+        return (default, None);
+    };
+    let text = value.to_string_lossy();
+    match text.trim().parse::<u16>() {
+        Ok(port) if valid.contains(&port) => (port, None),
+        _ => (default, Some(text.into_owned())),
+    }
+}
+
+/// `home` made absolute. The ownership check compares a path on the broker's command line,
+/// so it has to be the same string whatever the working directory of a later call.
+pub(crate) fn absolute_home(home: &Path) -> PathBuf {
+    std::path::absolute(home).unwrap_or_else(|_| home.to_path_buf())
+}
+
+/// Creates a broker's folder and takes its lock (`<dir>/.lock`), held until dropped.
+pub(crate) fn create_and_lock(dir: &Path) -> Result<Lock, BrokerError> {
+    std::fs::create_dir_all(dir).map_err(BrokerError::io("creating", dir))?;
+    Lock::acquire(&dir.join(".lock"))
+}
+
+/// `down` of the broker kept in `dir`: under the folder's lock, stops the process
+/// `running_pid` finds with `stop`, then removes `leftovers` (pid file, state) that are
+/// there. Returns the pid it stopped, or `None` when none ran (or the folder does not exist).
+pub(crate) fn down(
+    dir: &Path,
+    running_pid: impl FnOnce() -> Option<u32>,
+    stop: impl FnOnce(u32) -> Result<(), BrokerError>,
+    leftovers: &[PathBuf],
+) -> Result<Option<u32>, BrokerError> {
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let _lock = Lock::acquire(&dir.join(".lock"))?;
+    let stopped = running_pid();
+    if let Some(pid) = stopped {
+        stop(pid)?;
+    }
+    for file in leftovers {
+        process::remove_if_present(file)?;
+    }
+    Ok(stopped)
+}
+
+/// Calls `attempt` about every 100 ms until it returns `Some`, which it returns; `None` once
+/// `timeout` has passed. Refused connections fail fast: the pause keeps it from spinning.
+pub(crate) fn poll<T>(timeout: Duration, mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let started = Instant::now();
+        if let Some(done) = attempt() {
+            return Some(done);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        thread::sleep(Duration::from_millis(100).saturating_sub(started.elapsed()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_variable_is_validated() {
+        let parse =
+            |value: Option<&str>| port_from_variable(value.map(OsString::from), 80, 1..=999);
+        assert_eq!(parse(None), (80, None));
+        assert_eq!(parse(Some("")), (80, None));
+        assert_eq!(parse(Some(" 443 ")), (443, None));
+        for bad in ["0", "1000", "65536", "http", "-1"] {
+            assert_eq!(parse(Some(bad)), (80, Some(bad.to_string())), "{bad}");
+        }
+    }
+
+    #[test]
+    fn polling_stops_at_the_first_answer_or_the_timeout() {
+        let mut attempts = 0;
+        let answer = poll(Duration::from_secs(5), || {
+            attempts += 1;
+            (attempts == 3).then_some(attempts)
+        });
+        assert_eq!(answer, Some(3));
+        let started = Instant::now();
+        assert_eq!(poll(Duration::from_millis(250), || None::<()>), None);
+        assert!(started.elapsed() >= Duration::from_millis(250));
+    }
+
+    #[test]
+    fn down_stops_what_runs_and_removes_leftovers() {
+        let home = tempfile::tempdir().unwrap();
+        let missing = home.path().join("none");
+        let stopped = down(&missing, || panic!("no lookup"), |_| panic!("no stop"), &[]);
+        assert_eq!(stopped.unwrap(), None);
+        let dir = home.path().join("broker");
+        drop(create_and_lock(&dir).unwrap());
+        let leftover = dir.join("broker.pid");
+        std::fs::write(&leftover, "1\n").unwrap();
+        let stop = |pid| {
+            assert_eq!(pid, 7);
+            Ok(())
+        };
+        let stopped = down(&dir, || Some(7), stop, std::slice::from_ref(&leftover));
+        assert_eq!(stopped.unwrap(), Some(7));
+        assert!(!leftover.exists());
+    }
+}
