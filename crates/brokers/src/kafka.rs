@@ -155,7 +155,7 @@ impl Kafka {
         self.dir().join("log4j2.properties")
     }
 
-    fn pid_file(&self) -> PathBuf {
+    pub(crate) fn pid_file(&self) -> PathBuf {
         self.dir().join("broker.pid")
     }
 
@@ -687,22 +687,13 @@ impl ConsumerContext for Silent {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
+    use crate::test_support::{self, DownOnDrop};
     use std::ffi::OsStr;
     use std::time::Instant;
-
-    fn parse(properties: &str) -> HashMap<&str, &str> {
-        properties
-            .lines()
-            .filter(|line| !line.starts_with('#') && !line.is_empty())
-            .map(|line| line.split_once('=').expect(line))
-            .collect()
-    }
 
     #[test]
     fn properties_describe_a_single_node_kraft_cluster_on_loopback() {
         let text = server_properties(19092, Path::new("/h/kafka/data"));
-        let properties = parse(&text);
         let expected = [
             ("process.roles", "broker,controller"),
             ("node.id", "1"),
@@ -722,9 +713,7 @@ mod tests {
             ("num.partitions", "1"),
             ("delete.topic.enable", "true"),
         ];
-        for (key, value) in expected {
-            assert_eq!(properties.get(key), Some(&value), "{key} in\n{text}");
-        }
+        test_support::assert_settings(&text, "=", &expected);
         assert_eq!(listener_port(&text), Some(19092));
     }
 
@@ -745,13 +734,7 @@ mod tests {
 
     #[test]
     fn port_variable_leaves_room_for_the_controller() {
-        let port =
-            |value: &str| managed::port_from_variable(Some(value.into()), DEFAULT_PORT, PORTS);
-        assert_eq!(port(""), (9092, None));
-        assert_eq!(port("19092"), (19092, None));
-        assert_eq!(port("65534"), (65534, None));
-        assert_eq!(port("nine"), (9092, Some("nine".to_string())));
-        assert_eq!(port("65535"), (9092, Some("65535".to_string())));
+        test_support::assert_port_variable(9092, PORTS, 65534);
     }
 
     #[test]
@@ -769,13 +752,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let kafka = Kafka::new(home.path()).with_port(19992);
         assert!(!kafka.is_installed());
-        let message = kafka.up().unwrap_err().to_string();
-        assert!(
-            message.contains("brokerbench broker install kafka"),
-            "{message}"
-        );
-        assert_eq!(kafka.status().unwrap(), None);
-        assert_eq!(kafka.down().unwrap(), None);
+        test_support::assert_up_fails_saying(&kafka, "brokerbench broker install kafka");
     }
 
     #[test]
@@ -827,10 +804,7 @@ mod tests {
         ];
         assert_eq!(arguments, expected.map(OsStr::new));
         // What `down` looks for on the JVM's command line is exactly what we pass.
-        let cmdline: Vec<u8> = arguments
-            .iter()
-            .flat_map(|argument| argument.as_encoded_bytes().iter().copied().chain([0]))
-            .collect();
+        let cmdline = test_support::cmdline(arguments);
         assert!(process::cmdline_has_arguments(
             &cmdline,
             &kafka.ownership_arguments()
@@ -883,14 +857,6 @@ mod tests {
     /// first resolve.
     #[test]
     fn real_broker_lifecycle() {
-        /// Stops the broker even when an assertion fails, so no JVM outlives its deleted home.
-        struct DownOnDrop<'a>(&'a Kafka);
-        impl Drop for DownOnDrop<'_> {
-            fn drop(&mut self) {
-                let _ = self.0.down();
-            }
-        }
-
         let home = tempfile::tempdir().unwrap();
         let kafka = Kafka::new(home.path()).with_port(19092);
         let _down_on_drop = DownOnDrop(&kafka);
@@ -902,10 +868,7 @@ mod tests {
         eprintln!("install: {:?}", started.elapsed());
 
         assert_eq!(kafka.status().unwrap(), None);
-        let started = Instant::now();
-        let (status, already_running) = kafka.up().expect("up");
-        eprintln!("up (cold start): {:?}", started.elapsed());
-        assert!(!already_running);
+        let status = test_support::assert_starts(&kafka, "up (cold start)");
         assert_eq!(status.name, "kafka");
         assert_eq!(status.address, "127.0.0.1:19092");
         assert_eq!(status.version, VERSION);
@@ -914,11 +877,7 @@ mod tests {
         assert_eq!(process::read_pid_file(&kafka.pid_file()), Some(status.pid));
         assert_eq!(kafka.status().unwrap(), Some(status.clone()));
 
-        let started = Instant::now();
-        let (again, already_running) = kafka.up().expect("second up");
-        eprintln!("up (already running): {:?}", started.elapsed());
-        assert!(already_running);
-        assert_eq!(again, status);
+        test_support::assert_still_running(&kafka, &status);
 
         // Another home cannot take the same port, and says so.
         let other_home = tempfile::tempdir().unwrap();
@@ -942,41 +901,19 @@ mod tests {
             "log4j2 output in {log}"
         );
 
-        let started = Instant::now();
-        assert_eq!(kafka.down().expect("down"), Some(status.pid));
-        eprintln!("down: {:?}", started.elapsed());
-        assert!(!process::is_alive(status.pid));
-        assert!(!kafka.pid_file().exists());
-        assert_eq!(kafka.status().unwrap(), None);
-        assert_eq!(kafka.down().unwrap(), None);
-        let log = fs::read_to_string(&status.log_file).unwrap();
-        assert!(
-            log.contains("shut down completed"),
-            "clean shutdown in {log}"
-        );
+        test_support::assert_stops(&kafka, &status, "shut down completed");
 
         // A JVM that dies during start fails `up` at once, quoting the log.
-        let started = Instant::now();
-        let error = kafka.clone().with_heap("lots").up().unwrap_err();
-        let message = error.to_string();
-        assert!(
-            matches!(error, BrokerError::StartFailed { .. }),
-            "{message}"
-        );
+        let starves = kafka.clone().with_heap("lots");
+        let message = test_support::assert_start_fails(&starves, Duration::from_secs(10));
         assert!(message.contains("Invalid initial heap size"), "{message}");
         assert!(
             message.contains(&status.log_file.display().to_string()),
             "{message}"
         );
-        assert!(started.elapsed() < Duration::from_secs(10), "{message}");
-        assert!(!kafka.pid_file().exists());
-        eprintln!("failed start reported as:\n{message}");
 
         // A second start reuses the formatted data directory.
-        let started = Instant::now();
-        let (status, already_running) = kafka.up().expect("warm up");
-        eprintln!("up (formatted data): {:?}", started.elapsed());
-        assert!(!already_running);
+        let status = test_support::assert_starts(&kafka, "up (formatted data)");
         assert_eq!(kafka.down().unwrap(), Some(status.pid));
     }
 }

@@ -15,6 +15,8 @@ pub mod kafka;
 mod managed;
 mod process;
 pub mod rabbitmq;
+#[cfg(test)]
+mod test_support;
 
 /// The folder that holds managed brokers: `$BROKERBENCH_HOME`, else
 /// `$XDG_DATA_HOME/brokerbench`, else `$HOME/.local/share/brokerbench`.

@@ -228,7 +228,7 @@ impl RabbitMq {
         self.dir().join("state")
     }
 
-    fn pid_file(&self) -> PathBuf {
+    pub(crate) fn pid_file(&self) -> PathBuf {
         self.dir().join("rabbitmq.pid")
     }
 
@@ -980,25 +980,15 @@ fn long_bytes(value: &[u8]) -> Option<(&[u8], usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{self, DownOnDrop};
     use std::collections::HashMap;
     use std::net::TcpListener;
     use std::thread;
     use std::time::Instant;
 
-    fn parse(conf: &str) -> HashMap<&str, &str> {
-        conf.lines()
-            .filter(|line| !line.starts_with('#') && !line.is_empty())
-            .map(|line| {
-                let (key, value) = line.split_once(" = ").expect(line);
-                (key, value)
-            })
-            .collect()
-    }
-
     #[test]
     fn configuration_listens_on_loopback_only() {
         let conf = rabbitmq_conf(15999);
-        let settings = parse(&conf);
         let expected = [
             ("listeners.tcp.default", "127.0.0.1:15999"),
             ("management.tcp.ip", "127.0.0.1"),
@@ -1007,9 +997,7 @@ mod tests {
             ("prometheus.tcp.port", "26019"),
             ("loopback_users.guest", "true"),
         ];
-        for (key, value) in expected {
-            assert_eq!(settings.get(key), Some(&value), "{key} in\n{conf}");
-        }
+        let settings = test_support::assert_settings(&conf, " = ", &expected);
         assert_eq!(settings.len(), expected.len(), "{conf}");
         // The defaults: RabbitMQ's own ports.
         let conf = rabbitmq_conf(DEFAULT_PORT);
@@ -1074,15 +1062,8 @@ mod tests {
 
         // What `down` looks for on beam's command line is what the script hands to erl, plus
         // the boot module the script adds (`-s rabbit boot`); the script's shell lacks that.
-        let beam: Vec<u8> = [
-            OsStr::new("beam.smp"),
-            OsStr::new("-s"),
-            OsStr::new("rabbit"),
-        ]
-        .into_iter()
-        .chain(arguments.iter().copied())
-        .flat_map(|argument| argument.as_encoded_bytes().iter().copied().chain([0]))
-        .collect();
+        let boot = ["beam.smp", "-s", "rabbit"].map(OsStr::new);
+        let beam = test_support::cmdline(boot.into_iter().chain(arguments.iter().copied()));
         assert!(process::cmdline_has_arguments(
             &beam,
             &rabbit.ownership_arguments()
@@ -1227,13 +1208,7 @@ mod tests {
 
     #[test]
     fn port_variable_leaves_room_for_the_distribution_port() {
-        let port =
-            |value: &str| managed::port_from_variable(Some(value.into()), DEFAULT_PORT, PORTS);
-        assert_eq!(port(""), (5672, None));
-        assert_eq!(port(" 5680 "), (5680, None));
-        assert_eq!(port("45535"), (45535, None));
-        assert_eq!(port("45536"), (5672, Some("45536".to_string())));
-        assert_eq!(port("amqp"), (5672, Some("amqp".to_string())));
+        test_support::assert_port_variable(5672, PORTS, 45535);
     }
 
     #[test]
@@ -1257,13 +1232,7 @@ mod tests {
             ..RabbitMq::new(home.path()).with_port(15998)
         };
         assert!(!rabbit.is_installed());
-        let message = rabbit.up().unwrap_err().to_string();
-        assert!(
-            message.contains("sudo apt-get install rabbitmq-server"),
-            "{message}"
-        );
-        assert_eq!(rabbit.status().unwrap(), None);
-        assert_eq!(rabbit.down().unwrap(), None);
+        test_support::assert_up_fails_saying(&rabbit, "sudo apt-get install rabbitmq-server");
     }
 
     #[test]
@@ -1526,14 +1495,6 @@ Error during startup: {error,
     /// A listener of ours holds 15999 at first, so the node has to move to 16000 and say so.
     #[test]
     fn real_node_lifecycle() {
-        /// Stops the node even when an assertion fails, so no beam.smp outlives its home.
-        struct DownOnDrop<'a>(&'a RabbitMq);
-        impl Drop for DownOnDrop<'_> {
-            fn drop(&mut self) {
-                let _ = self.0.down();
-            }
-        }
-
         let home = tempfile::tempdir().unwrap();
         let rabbit = RabbitMq::new(home.path()).with_port(15999);
         assert!(
@@ -1546,10 +1507,7 @@ Error during startup: {error,
 
         // A foreign listener on the preferred port: the node moves up one and says so.
         let foreign = TcpListener::bind((Ipv4Addr::LOCALHOST, 15999)).expect("15999 is free");
-        let started = Instant::now();
-        let (status, already_running) = rabbit.up().expect("up");
-        eprintln!("up (cold start, new database): {:?}", started.elapsed());
-        assert!(!already_running);
+        let status = test_support::assert_starts(&rabbit, "up (cold start, new database)");
         assert_eq!(status.name, "rabbitmq");
         assert_eq!(status.address, "127.0.0.1:16000");
         assert_eq!(status.version, rabbit.version());
@@ -1574,11 +1532,7 @@ Error during startup: {error,
         assert_eq!(rabbit.amqp_uri(), "amqp://guest:guest@127.0.0.1:16000/%2f");
         assert_eq!(rabbit.node_name(), "brokerbench_16000@localhost");
 
-        let started = Instant::now();
-        let (again, already_running) = rabbit.up().expect("second up");
-        eprintln!("up (already running): {:?}", started.elapsed());
-        assert!(already_running);
-        assert_eq!(again, status);
+        test_support::assert_still_running(&rabbit, &status);
 
         // AMQP answers, as our node.
         let server = amqp_probe(16000, Duration::from_secs(5)).expect("AMQP handshake");
@@ -1643,38 +1597,19 @@ Error during startup: {error,
 
         let script = rabbit.read_state().unwrap().script_pid.unwrap();
         assert_ne!(script, status.pid);
-        let started = Instant::now();
-        assert_eq!(rabbit.down().expect("down"), Some(status.pid));
-        eprintln!("down: {:?}", started.elapsed());
-        assert!(!process::is_alive(status.pid));
+        let log = test_support::assert_stops(&rabbit, &status, "stopped TCP listener");
+        assert!(log.contains("Server startup complete"), "{log}");
         // The start script (our child here) is reaped, not left a zombie.
         assert!(!Path::new(&format!("/proc/{script}")).exists());
         assert!(!rabbit.state_file().exists());
-        assert!(!rabbit.pid_file().exists());
-        assert_eq!(rabbit.status().unwrap(), None);
-        assert_eq!(rabbit.down().unwrap(), None);
-        let log = fs::read_to_string(&status.log_file).unwrap();
-        assert!(log.contains("Server startup complete"), "{log}");
-        assert!(
-            log.contains("stopped TCP listener"),
-            "clean shutdown in {log}"
-        );
 
         // With the port free again, the node comes back on it, with nothing to say.
         drop(foreign);
-        let started = Instant::now();
-        let (status, already_running) = rabbit.up().expect("up on the preferred port");
-        eprintln!("up (cold start, new database): {:?}", started.elapsed());
-        assert!(!already_running);
+        let status = test_support::assert_starts(&rabbit, "up (cold start, new database)");
         assert_eq!(status.address, "127.0.0.1:15999");
         assert_eq!(status.note, None);
         assert_eq!(rabbit.down().unwrap(), Some(status.pid));
-        let started = Instant::now();
-        let (status, _) = rabbit.up().expect("warm up");
-        eprintln!(
-            "up (warm start, existing database): {:?}",
-            started.elapsed()
-        );
+        let status = test_support::assert_starts(&rabbit, "up (warm start, existing database)");
         let started = Instant::now();
         assert_eq!(rabbit.down().unwrap(), Some(status.pid));
         eprintln!("down: {:?}", started.elapsed());
@@ -1684,20 +1619,9 @@ Error during startup: {error,
         let data_dir = rabbit.data_dir();
         fs::remove_dir_all(&data_dir).unwrap();
         fs::write(&data_dir, "not a folder").unwrap();
-        let started = Instant::now();
-        let error = rabbit.up().unwrap_err();
-        let message = error.to_string();
-        eprintln!(
-            "failed start after {:?}, reported as:\n{message}",
-            started.elapsed()
-        );
-        assert!(
-            matches!(error, BrokerError::StartFailed { .. }),
-            "{message}"
-        );
+        let message = test_support::assert_start_fails(&rabbit, Duration::from_secs(30));
         assert!(message.contains("exited"), "{message}");
         assert!(message.contains("cannot_create_mnesia_dir"), "{message}");
-        assert!(started.elapsed() < Duration::from_secs(30), "{message}");
         assert!(!rabbit.state_file().exists());
         assert_eq!(rabbit.status().unwrap(), None);
     }
