@@ -23,15 +23,7 @@ pub fn broker(action: BrokerAction, kind: BrokerKind) -> anyhow::Result<ExitCode
                     );
                 }
                 BrokerAction::Up => {
-                    let (status, already) = kafka.up()?;
-                    print_status(
-                        &status,
-                        if already {
-                            "already running"
-                        } else {
-                            "started"
-                        },
-                    );
+                    print_up(kafka.up()?);
                     if let Some(url) = kafka.metrics_url() {
                         println!("  metrics: {url}");
                     }
@@ -56,15 +48,7 @@ pub fn broker(action: BrokerAction, kind: BrokerKind) -> anyhow::Result<ExitCode
                     }
                 }
                 BrokerAction::Up => {
-                    let (status, already) = rabbit.up()?;
-                    print_status(
-                        &status,
-                        if already {
-                            "already running"
-                        } else {
-                            "started"
-                        },
-                    );
+                    print_up(rabbit.up()?);
                     println!(
                         "  management: http://127.0.0.1:{}/  metrics: http://127.0.0.1:{}/metrics",
                         rabbit.management_port(),
@@ -100,6 +84,18 @@ fn status(name: &str, status: Option<BrokerStatus>) -> anyhow::Result<ExitCode> 
     }
 }
 
+/// What `up` did: the status it returned, and whether the broker was running already.
+fn print_up((status, already): (BrokerStatus, bool)) {
+    print_status(
+        &status,
+        if already {
+            "already running"
+        } else {
+            "started"
+        },
+    );
+}
+
 fn print_status(status: &BrokerStatus, state: &str) {
     if let Some(note) = &status.note {
         println!("note: {note}");
@@ -123,17 +119,7 @@ pub fn managed_kafka() -> anyhow::Result<(BrokerStatus, Option<String>)> {
         eprintln!("no bootstrap_servers configured: starting the managed local Kafka...");
     }
     let (status, already) = kafka.up()?;
-    eprintln!(
-        "using the managed Kafka {} at {} (pid {}{}; `brokerbench broker down kafka` stops it)",
-        status.version,
-        status.address,
-        status.pid,
-        if already {
-            ", already running"
-        } else {
-            ", left running for the next run"
-        }
-    );
+    say_using("Kafka", &status, already);
     Ok((status, kafka.metrics_url()))
 }
 
@@ -148,13 +134,24 @@ pub fn managed_rabbitmq() -> anyhow::Result<(BrokerStatus, String, String)> {
     if let Some(note) = &status.note {
         eprintln!("note: {note}");
     }
+    say_using("RabbitMQ", &status, already);
+    let metrics = format!("http://127.0.0.1:{}/metrics", rabbit.prometheus_port());
+    Ok((status, rabbit.amqp_uri(), metrics))
+}
+
+/// Says on stderr which managed broker a run uses (`product` is its name in prose), and how to
+/// stop it.
+fn say_using(product: &str, status: &BrokerStatus, already: bool) {
     eprintln!(
-        "using the managed RabbitMQ {} at {} (pid {}{}; `brokerbench broker down rabbitmq` stops it)",
+        "using the managed {product} {} at {} (pid {}{}; `brokerbench broker down {}` stops it)",
         status.version,
         status.address,
         status.pid,
-        if already { ", already running" } else { ", left running for the next run" }
+        if already {
+            ", already running"
+        } else {
+            ", left running for the next run"
+        },
+        status.name
     );
-    let metrics = format!("http://127.0.0.1:{}/metrics", rabbit.prometheus_port());
-    Ok((status, rabbit.amqp_uri(), metrics))
 }
