@@ -319,6 +319,16 @@ fn a_missing_virtual_host_is_named() {
 }
 
 /// Runs `workload` while `disturb` acts on the broker after `after`.
+/// How long a disturbed run goes on after the disturbance: 2000 msg/s × 2 s of sends that
+/// must fail.
+const AFTER_DISTURBANCE: Duration = Duration::from_secs(2);
+
+/// A disturbed run's workload: SMALL, but long enough for any disturbance; it is stopped
+/// AFTER_DISTURBANCE after the disturbance returns.
+fn disturbed_workload() -> String {
+    SMALL.replace("duration: 2s", "duration: 60s")
+}
+
 fn run_disturbed(
     uri: &AmqpUri,
     driver: &str,
@@ -326,6 +336,8 @@ fn run_disturbed(
     after: Duration,
     disturb: impl FnOnce(&RabbitMqDriverConfig, &str, &str) + Send + 'static,
 ) -> Summary {
+    // The run stops a while after the disturbance has done its work, not at a fixed time:
+    // under load a command such as rabbitmqctl can take longer than a short run lasts.
     let config: RabbitMqDriverConfig = serde_yaml::from_str(driver).unwrap();
     let workload: Workload = serde_yaml::from_str(workload).unwrap();
     let mut driver = AmqpDriver::new(config.clone(), uri.clone());
@@ -334,10 +346,16 @@ fn run_disturbed(
         run_id: run_id(),
         stop: Arc::new(AtomicBool::new(false)),
     };
-    let (name, id) = (workload.name.clone(), control.run_id.clone());
+    let (name, id, stop) = (
+        workload.name.clone(),
+        control.run_id.clone(),
+        control.stop.clone(),
+    );
     let disturber = std::thread::spawn(move || {
         std::thread::sleep(after);
         disturb(&config, &name, &id);
+        std::thread::sleep(AFTER_DISTURBANCE);
+        stop.store(true, Ordering::SeqCst);
     });
     let summary = run(&workload, &mut driver, &mut Quiet, &control)
         .unwrap()
@@ -364,7 +382,7 @@ fn a_deleted_exchange_fails_sends_by_kind_without_a_panic() {
     let s = run_disturbed(
         &uri,
         "{}",
-        &SMALL.replace("duration: 2s", "duration: 3s"),
+        &disturbed_workload(),
         Duration::from_millis(2500),
         move |config, workload, run_id| {
             let names = brokerbench_amqp::TopicNames::new(config, workload, run_id, 0);
@@ -412,11 +430,12 @@ fn a_lost_connection_fails_sends_by_kind_without_a_panic() {
         eprintln!("skipping a_lost_connection_fails_sends_by_kind_without_a_panic: set {CLOSE_VARIABLE} to a command that closes the broker's client connections");
         return;
     };
-    // 2000 msg/s for 6 s; the close lands about 2 s in (rabbitmqctl takes ~0.5 s a call).
+    // 2000 msg/s; the close starts 1.5 s in (rabbitmqctl takes ~0.5 s a call on a quiet
+    // machine, several seconds on a busy one).
     let s = run_disturbed(
         &uri,
         "{}",
-        &SMALL.replace("duration: 2s", "duration: 5s"),
+        &disturbed_workload(),
         Duration::from_millis(1500),
         move |_, _, run_id| {
             let status = std::process::Command::new("sh")
