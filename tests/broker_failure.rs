@@ -22,17 +22,21 @@ fn a_broker_stopped_mid_run_is_counted_and_results_are_written() {
     let _turn = serial();
     kafka();
     let broker = Kafka::new(&brokerbench_brokers::home());
+    let dir = tempfile::tempdir().unwrap();
     let stopper = {
         let broker = broker.clone();
+        let folder = results_folder(dir.path());
         std::thread::spawn(move || {
-            // 1 s warm-up, then 2 s of measurement before the broker goes away.
-            std::thread::sleep(Duration::from_secs(3));
+            // 1 s warm-up, then 2 s of measurement before the broker goes away; counted from
+            // the run's own rows, since getting partitions can take seconds (the first
+            // consumer group of a new broker creates the offsets topic).
+            let measuring = wait_for_measured_seconds(&folder, 2, Duration::from_secs(120));
             let restart = Restart(broker.clone());
             broker
                 .down()
                 .expect("stopping the broker")
                 .expect("it was running");
-            restart
+            (restart, measuring)
         })
     };
     let sets = [
@@ -43,8 +47,13 @@ fn a_broker_stopped_mid_run_is_counted_and_results_are_written() {
         // The run's topics cannot be deleted with the broker gone; keep the run's end short.
         "delete_topics=false".into(),
     ];
-    let run = run(&with_sets(&sets, &[]));
-    let _restart = stopper.join().unwrap();
+    let run = run_in(dir, &with_sets(&sets, &[]));
+    let (_restart, measuring) = stopper.join().unwrap();
+    assert!(
+        measuring,
+        "the run never measured 2 s\nstderr: {}",
+        run.stderr
+    );
     assert_eq!(run.code, 1, "completed, not clean\nstderr: {}", run.stderr);
     let s = run.summary();
     assert_eq!(s["status"], "complete", "{s:#}");

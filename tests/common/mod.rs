@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 
@@ -87,18 +88,44 @@ fn finish(output: Output, dir: tempfile::TempDir, folder: PathBuf) -> Run {
 
 /// Runs `brokerbench run` with the given arguments plus `--out <temp>/run --quiet`.
 pub fn run(args: &[&str]) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let folder = dir.path().join("run");
+    run_in(tempfile::tempdir().unwrap(), args)
+}
+
+/// `run` with results in `<dir>/run` (see `results_folder`), for tests that watch the
+/// folder while the run goes.
+pub fn run_in(dir: tempfile::TempDir, args: &[&str]) -> Run {
+    let folder = results_folder(dir.path());
     let output = brokerbench()
         .arg("run")
         .args(args)
         .arg("--out")
         .arg(&folder)
         .arg("--quiet")
-        .timeout(std::time::Duration::from_secs(180))
+        .timeout(Duration::from_secs(180))
         .output()
         .unwrap();
     finish(output, dir, folder)
+}
+
+/// The results folder `run_in(dir, ...)` writes.
+pub fn results_folder(dir: &Path) -> PathBuf {
+    dir.join("run")
+}
+
+/// Waits until the run writing `folder` has written `seconds` rows of its measurement to
+/// timeseries.csv (rows are written each second as the run goes); false after `limit`.
+pub fn wait_for_measured_seconds(folder: &Path, seconds: usize, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        let measured = std::fs::read_to_string(folder.join("timeseries.csv"))
+            .map(|text| text.lines().filter(|l| l.contains(",measurement,")).count())
+            .unwrap_or(0);
+        if measured >= seconds {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
 }
 
 /// Short run settings: 1 s warm-up, `seconds` of measurement, at `rate`.
