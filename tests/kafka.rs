@@ -211,16 +211,23 @@ impl Drop for Resume {
 fn a_one_second_broker_pause_shows_in_publish_p99_and_max() {
     let _turn = serial();
     let pid = kafka() as i32;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = results_folder(dir.path());
     let pauser = std::thread::spawn(move || {
-        // 1 s warm-up + 2 s of measurement, then a 1 s stall.
-        std::thread::sleep(Duration::from_secs(3));
+        // 1 s warm-up + 2 s of measurement (the run's own rows), then a 1 s stall.
+        let measuring = wait_for_measured_seconds(&folder, 2, Duration::from_secs(120));
         let _resume = Resume(pid);
         assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
         std::thread::sleep(Duration::from_secs(1));
+        measuring
     });
     let sets = short("2000", 6);
-    let run = run(&with_sets(&sets, &[]));
-    pauser.join().unwrap();
+    let run = run_in(dir, &with_sets(&sets, &[]));
+    assert!(
+        pauser.join().unwrap(),
+        "the run never measured 2 s\nstderr: {}",
+        run.stderr
+    );
     let s = assert_lossless(&run);
     let publish = &s["latency"]["publish"];
     let max = publish["max_ns"].as_u64().unwrap();
@@ -246,7 +253,7 @@ fn ctrl_c_drains_writes_everything_and_marks_the_run_interrupted() {
     let _turn = serial();
     kafka();
     let dir = tempfile::tempdir().unwrap();
-    let folder = dir.path().join("run");
+    let folder = results_folder(dir.path());
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brokerbench"))
         .args([
             "run",
@@ -264,11 +271,13 @@ fn ctrl_c_drains_writes_everything_and_marks_the_run_interrupted() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(4));
+    // 2 s into the measurement, counted from the run's own rows.
+    let measuring = wait_for_measured_seconds(&folder, 2, Duration::from_secs(120));
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = Instant::now();
     let status = child.wait().unwrap();
     assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(measuring, "the run never measured 2 s");
     assert_eq!(status.code(), Some(130));
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(folder.join("manifest.json")).unwrap())

@@ -82,12 +82,15 @@ fn live_figures_are_served_in_the_prometheus_format() {
     let address = listener.local_addr().unwrap().to_string();
     drop(listener);
     let url = format!("http://{address}/metrics");
+    let dir = tempfile::tempdir().unwrap();
+    let folder = results_folder(dir.path());
     let scraper = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(4));
+        // 2 s into the 4 s measurement, counted from the run's own rows.
+        wait_for_measured_seconds(&folder, 2, Duration::from_secs(120));
         brokerbench_metrics::scrape(&url, Duration::from_secs(2))
     });
     let sets = short("2000", 4);
-    let run = run(&with_sets(&sets, &["--metrics-listen", &address]));
+    let run = run_in(dir, &with_sets(&sets, &["--metrics-listen", &address]));
     assert_lossless(&run);
     let text = scraper.join().unwrap().expect("scraped during the run");
     let samples = brokerbench_metrics::parse(&text);
