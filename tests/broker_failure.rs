@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use brokerbench_brokers::kafka::Kafka;
 use common::*;
 
@@ -30,7 +28,7 @@ fn a_broker_stopped_mid_run_is_counted_and_results_are_written() {
             // 1 s warm-up, then 2 s of measurement before the broker goes away; counted from
             // the run's own rows, since getting partitions can take seconds (the first
             // consumer group of a new broker creates the offsets topic).
-            let measuring = wait_for_measured_seconds(&folder, 2, Duration::from_secs(120));
+            let measuring = wait_for_measured_seconds(&folder, 2);
             let restart = Restart(broker.clone());
             broker
                 .down()

@@ -8,6 +8,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
+use brokerbench_model::Phase;
+use brokerbench_report::{TIMESERIES_COLUMNS, TIMESERIES_FILE};
 
 /// The tests in one binary share one broker and two cores: they take turns.
 pub fn serial() -> MutexGuard<'static, ()> {
@@ -112,13 +114,26 @@ pub fn results_folder(dir: &Path) -> PathBuf {
     dir.join("run")
 }
 
+/// How long `wait_for_measured_seconds` waits: a first group join on a new broker included.
+const MEASUREMENT_WAIT: Duration = Duration::from_secs(120);
+
 /// Waits until the run writing `folder` has written `seconds` rows of its measurement to
-/// timeseries.csv (rows are written each second as the run goes); false after `limit`.
-pub fn wait_for_measured_seconds(folder: &Path, seconds: usize, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
+/// timeseries.csv (rows are written each second as the run goes); false after
+/// MEASUREMENT_WAIT.
+pub fn wait_for_measured_seconds(folder: &Path, seconds: usize) -> bool {
+    let phase = TIMESERIES_COLUMNS
+        .iter()
+        .position(|&c| c == "phase")
+        .expect("timeseries.csv has a phase column");
+    let measurement = Phase::Measurement.as_str();
+    let deadline = Instant::now() + MEASUREMENT_WAIT;
     while Instant::now() < deadline {
-        let measured = std::fs::read_to_string(folder.join("timeseries.csv"))
-            .map(|text| text.lines().filter(|l| l.contains(",measurement,")).count())
+        let measured = std::fs::read_to_string(folder.join(TIMESERIES_FILE))
+            .map(|text| {
+                text.lines()
+                    .filter(|l| l.split(',').nth(phase) == Some(measurement))
+                    .count()
+            })
             .unwrap_or(0);
         if measured >= seconds {
             return true;
