@@ -318,7 +318,6 @@ fn a_missing_virtual_host_is_named() {
     assert!(text.contains("no-such-vhost-bb"), "{text}");
 }
 
-/// Runs `workload` while `disturb` acts on the broker after `after`.
 /// How long a disturbed run goes on after the disturbance: 2000 msg/s × 2 s of sends that
 /// must fail.
 const AFTER_DISTURBANCE: Duration = Duration::from_secs(2);
@@ -329,6 +328,9 @@ fn disturbed_workload() -> String {
     SMALL.replace("duration: 2s", "duration: 60s")
 }
 
+/// Runs `workload` while `disturb` acts on the broker after `after`, and stops the run
+/// AFTER_DISTURBANCE after `disturb` returns, not at a fixed time: under load a command such
+/// as rabbitmqctl can take longer than a short run lasts.
 fn run_disturbed(
     uri: &AmqpUri,
     driver: &str,
@@ -336,8 +338,6 @@ fn run_disturbed(
     after: Duration,
     disturb: impl FnOnce(&RabbitMqDriverConfig, &str, &str) + Send + 'static,
 ) -> Summary {
-    // The run stops a while after the disturbance has done its work, not at a fixed time:
-    // under load a command such as rabbitmqctl can take longer than a short run lasts.
     let config: RabbitMqDriverConfig = serde_yaml::from_str(driver).unwrap();
     let workload: Workload = serde_yaml::from_str(workload).unwrap();
     let mut driver = AmqpDriver::new(config.clone(), uri.clone());
