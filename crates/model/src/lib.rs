@@ -11,7 +11,7 @@ pub mod workload;
 
 pub use driver_config::{DriverConfig, KafkaDriverConfig};
 pub use result::*;
-pub use spec::{load_specs, SpecError, Specs};
+pub use spec::{load_specs, load_specs_from, SpecError, SpecInput, Specs};
 pub use workload::*;
 
 /// Length in bytes of the envelope header that starts every message payload: format version

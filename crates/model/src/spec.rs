@@ -66,6 +66,44 @@ struct Source {
     value: Value,
 }
 
+/// Where a workload or driver specification comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum SpecInput<'a> {
+    /// The built-in default (the quickstart workload, the managed Kafka driver).
+    Default,
+    /// A YAML file.
+    File(&'a Path),
+    /// A mapping already parsed, e.g. written inline in a study file; `name` says where.
+    Inline { name: &'a str, value: &'a Value },
+}
+
+impl<'a> From<Option<&'a Path>> for SpecInput<'a> {
+    fn from(path: Option<&'a Path>) -> Self {
+        path.map_or(SpecInput::Default, SpecInput::File)
+    }
+}
+
+fn read_input(
+    input: SpecInput<'_>,
+    builtin_name: &str,
+    builtin: &str,
+) -> Result<Source, SpecError> {
+    match input {
+        SpecInput::Default => read_source(None, builtin_name, builtin),
+        SpecInput::File(path) => read_source(Some(path), builtin_name, builtin),
+        SpecInput::Inline { name, value } => match value {
+            Value::Mapping(_) => Ok(Source {
+                name: name.to_string(),
+                value: value.clone(),
+            }),
+            _ => Err(SpecError::Syntax {
+                file: name.to_string(),
+                message: "must be a mapping of field: value".into(),
+            }),
+        },
+    }
+}
+
 fn read_source(
     path: Option<&Path>,
     builtin_name: &str,
@@ -115,6 +153,15 @@ pub fn load_specs(
     driver: Option<&Path>,
     overrides: &[String],
 ) -> Result<Specs, SpecError> {
+    load_specs_from(workload.into(), driver.into(), overrides)
+}
+
+/// [`load_specs`] for specifications that may also be inline mappings.
+pub fn load_specs_from(
+    workload: SpecInput<'_>,
+    driver: SpecInput<'_>,
+    overrides: &[String],
+) -> Result<Specs, SpecError> {
     let mut assignments = Vec::with_capacity(overrides.len());
     for assignment in overrides {
         let (key, value) = assignment
@@ -131,13 +178,13 @@ pub fn load_specs(
         .rev()
         .find(|(_, key, _)| *key == "driver")
         .map(|(_, _, value)| value.trim());
-    let mut workload_source = read_source(workload, "built-in quickstart", QUICKSTART_WORKLOAD)?;
+    let mut workload_source = read_input(workload, "built-in quickstart", QUICKSTART_WORKLOAD)?;
     let mut driver_source = match (driver, driver_override.and_then(builtin_driver)) {
-        (None, Some(text)) => parse_source(
+        (SpecInput::Default, Some(text)) => parse_source(
             format!("built-in {} driver", driver_override.unwrap_or_default()),
             text,
         )?,
-        _ => read_source(driver, "built-in kafka driver", DEFAULT_KAFKA_DRIVER)?,
+        _ => read_input(driver, "built-in kafka driver", DEFAULT_KAFKA_DRIVER)?,
     };
     // `driver` first: it decides where the other driver fields go.
     for (assignment, key, value) in assignments.iter().filter(|(_, k, _)| *k == "driver") {

@@ -1,0 +1,355 @@
+//! Expanding a study into runs: the grid's cells (first axis outermost) × repetitions, in the
+//! study's order, each with the `--set` overrides that make it, and a key that identifies a
+//! run by its resolved configuration (so a resumed study finds what it already did).
+
+use std::fmt;
+use std::path::Path;
+
+use brokerbench_model::{load_specs_from, SpecError, SpecInput, Specs};
+use serde_yaml::Value;
+
+use crate::file::{key_text, Order, Study, StudyError, StudyInput};
+
+/// Overrides `--quick` adds to every run: a few seconds each.
+pub const QUICK_SETS: &[&str] = &["warmup=1s", "duration=3s", "drain_timeout=5s"];
+
+/// One run of a study, before it runs.
+#[derive(Debug, Clone)]
+pub struct PlannedRun {
+    /// Cell of the grid, 0-based, in grid order (first axis outermost).
+    pub cell: usize,
+    /// Repetition, 1-based.
+    pub repetition: u32,
+    /// This cell's value of every axis path, in axis order.
+    pub values: Vec<(String, Value)>,
+    /// Workload file (after a `workload` axis).
+    pub workload: StudyInput,
+    /// Driver file (after a `driver` axis).
+    pub driver: StudyInput,
+    /// The `--set` overrides of this run, in the order applied.
+    pub overrides: Vec<String>,
+}
+
+impl PlannedRun {
+    /// The cell's axis values as `path=value` text, e.g. `producer_config.acks=all`.
+    pub fn cell_label(&self) -> String {
+        if self.values.is_empty() {
+            return "(single cell)".into();
+        }
+        self.values
+            .iter()
+            .map(|(p, v)| {
+                let v = match (p.as_str(), v) {
+                    ("driver" | "workload", Value::String(f)) => Path::new(f)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| f.clone()),
+                    _ => key_text(v),
+                };
+                format!("{p}={v}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Loads and validates this run's workload and driver with its overrides (and `extra`
+    /// ones, e.g. a search step's rate), exactly as `brokerbench run` will.
+    pub fn specs(&self, study: &Study, extra: &[String]) -> Result<Specs, SpecError> {
+        let name = format!("{} (inline)", study.file.display());
+        let mut overrides = self.overrides.clone();
+        overrides.extend(extra.iter().cloned());
+        load_specs_from(
+            spec_input(&self.workload, &name),
+            spec_input(&self.driver, &name),
+            &overrides,
+        )
+    }
+}
+
+fn spec_input<'a>(input: &'a StudyInput, inline_name: &'a str) -> SpecInput<'a> {
+    match input {
+        StudyInput::Default => SpecInput::Default,
+        StudyInput::File(p) => SpecInput::File(p),
+        StudyInput::Inline(value) => SpecInput::Inline {
+            name: inline_name,
+            value,
+        },
+    }
+}
+
+/// A run's identity: a hash of its resolved workload and driver configuration (secrets
+/// redacted) and its repetition. Two runs with the same key are the same measurement.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct RunKey(pub String);
+
+impl RunKey {
+    pub fn of(specs: &Specs, repetition: u32) -> RunKey {
+        let config = serde_json::json!({
+            "workload": serde_json::to_value(&specs.workload).unwrap_or_default(),
+            "driver": specs.driver.redacted(),
+        });
+        // serde_json's maps are sorted by key, so this text is canonical.
+        let text = config.to_string();
+        RunKey(format!("{:016x}-r{repetition}", fnv1a(text.as_bytes())))
+    }
+}
+
+impl fmt::Display for RunKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
+    })
+}
+
+/// `path=value` for `--set`, with the value written so that `--set` reads back the same
+/// YAML value (a string that looks like a number stays a string: `acks="0"`).
+pub fn assignment(path: &str, value: &Value) -> String {
+    let plain = match value {
+        Value::String(s) => {
+            let reads_back = serde_yaml::from_str::<Value>(s)
+                .map(|v| v == *value)
+                .unwrap_or(false);
+            reads_back.then(|| s.clone())
+        }
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    };
+    let text = plain.unwrap_or_else(|| serde_json::to_string(value).unwrap_or_default());
+    format!("{path}={text}")
+}
+
+/// Expands the study into its runs, in execution order. `cli_sets` are the command line's
+/// `--set` overrides; `quick` shortens every run and keeps one repetition.
+pub fn plan_runs(
+    study: &Study,
+    cli_sets: &[String],
+    quick: bool,
+) -> Result<Vec<PlannedRun>, StudyError> {
+    for assignment in cli_sets {
+        let key = assignment
+            .split_once('=')
+            .map_or(assignment.as_str(), |(k, _)| k)
+            .trim();
+        if let Some(axis) = study.axes.iter().find(|a| a.paths.iter().any(|p| p == key)) {
+            return Err(StudyError::Field {
+                file: "--set".into(),
+                field: key.to_string(),
+                message: format!(
+                    "`{key}` is an axis of the study ({}); it cannot also be set for every run",
+                    axis.name()
+                ),
+            });
+        }
+    }
+    let mut base = Vec::new();
+    for (path, value) in &study.set {
+        if path == "rate" && matches!(value, Value::String(s) if s == "find") {
+            continue; // the search sets each step's rate
+        }
+        base.push(assignment(path, value));
+    }
+    base.extend(cli_sets.iter().filter(|s| !is_rate_find(s)).cloned());
+    if quick {
+        base.extend(QUICK_SETS.iter().map(|s| s.to_string()));
+    }
+
+    // Cells: the last axis varies fastest.
+    let mut cells: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
+    for (a, axis) in study.axes.iter().enumerate() {
+        let mut next = Vec::with_capacity(cells.len() * axis.points.len());
+        for prefix in &cells {
+            for p in 0..axis.points.len() {
+                let mut cell = prefix.clone();
+                cell.push((a, p));
+                next.push(cell);
+            }
+        }
+        cells = next;
+    }
+    let repetitions = if quick { 1 } else { study.repetitions };
+    let mut order: Vec<(usize, u32)> = match study.order {
+        Order::Sequential => (0..cells.len())
+            .flat_map(|c| (1..=repetitions).map(move |r| (c, r)))
+            .collect(),
+        Order::Interleaved | Order::Shuffled => (1..=repetitions)
+            .flat_map(|r| (0..cells.len()).map(move |c| (c, r)))
+            .collect(),
+    };
+    if study.order == Order::Shuffled {
+        shuffle(&mut order, study.seed);
+    }
+    Ok(order
+        .into_iter()
+        .map(|(c, repetition)| {
+            let mut workload = study.workload.clone();
+            let mut driver = study.driver.clone();
+            let mut values = Vec::new();
+            let mut overrides = base.clone();
+            for &(a, p) in &cells[c] {
+                let axis = &study.axes[a];
+                for (path, value) in axis.paths.iter().zip(&axis.points[p]) {
+                    values.push((path.clone(), value.clone()));
+                    match (path.as_str(), value) {
+                        ("workload", Value::String(f)) => workload = StudyInput::File(f.into()),
+                        ("driver", Value::String(f)) => driver = StudyInput::File(f.into()),
+                        _ => overrides.push(assignment(path, value)),
+                    }
+                }
+            }
+            PlannedRun {
+                cell: c,
+                repetition,
+                values,
+                workload,
+                driver,
+                overrides,
+            }
+        })
+        .collect())
+}
+
+/// Whether a `--set` asks for the maximum-sustainable-throughput search.
+pub fn is_rate_find(assignment: &str) -> bool {
+    assignment
+        .split_once('=')
+        .is_some_and(|(k, v)| k.trim() == "rate" && v.trim() == "find")
+}
+
+/// Fisher–Yates with splitmix64: the same seed gives the same order on every machine.
+fn shuffle<T>(items: &mut [T], seed: u64) {
+    let mut state = seed;
+    let mut next = || {
+        state = state.wrapping_add(0x9e3779b97f4a7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+        z ^ (z >> 31)
+    };
+    for i in (1..items.len()).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        items.swap(i, j);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn study(text: &str) -> Study {
+        Study::parse(Path::new("/tmp/s.yaml"), text).unwrap()
+    }
+
+    #[test]
+    fn the_grid_is_first_axis_outermost_and_interleaved_by_default() {
+        let s = study("name: t\naxes:\n  rate: [100, 200]\n  producer_config.acks: [\"0\", all]\nrepetitions: 2\n");
+        let runs = plan_runs(&s, &[], false).unwrap();
+        let labels: Vec<String> = runs
+            .iter()
+            .map(|r| format!("{} r{}", r.cell_label(), r.repetition))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "rate=100, producer_config.acks=0 r1",
+                "rate=100, producer_config.acks=all r1",
+                "rate=200, producer_config.acks=0 r1",
+                "rate=200, producer_config.acks=all r1",
+                "rate=100, producer_config.acks=0 r2",
+                "rate=100, producer_config.acks=all r2",
+                "rate=200, producer_config.acks=0 r2",
+                "rate=200, producer_config.acks=all r2",
+            ]
+        );
+        assert!(runs[0]
+            .overrides
+            .contains(&"producer_config.acks=\"0\"".to_string()));
+        assert!(runs[1]
+            .overrides
+            .contains(&"producer_config.acks=all".to_string()));
+    }
+
+    #[test]
+    fn sequential_and_shuffled_orders() {
+        let s = study("name: t\naxes: {rate: [1, 2, 3]}\nrepetitions: 2\norder: sequential\n");
+        let runs = plan_runs(&s, &[], false).unwrap();
+        let order: Vec<(usize, u32)> = runs.iter().map(|r| (r.cell, r.repetition)).collect();
+        assert_eq!(order, [(0, 1), (0, 2), (1, 1), (1, 2), (2, 1), (2, 2)]);
+        let a = study(
+            "name: t\naxes: {rate: [1, 2, 3, 4, 5]}\nrepetitions: 3\norder: shuffled\nseed: 7\n",
+        );
+        let b = study(
+            "name: t\naxes: {rate: [1, 2, 3, 4, 5]}\nrepetitions: 3\norder: shuffled\nseed: 8\n",
+        );
+        let pa: Vec<(usize, u32)> = plan_runs(&a, &[], false)
+            .unwrap()
+            .iter()
+            .map(|r| (r.cell, r.repetition))
+            .collect();
+        let pa2: Vec<(usize, u32)> = plan_runs(&a, &[], false)
+            .unwrap()
+            .iter()
+            .map(|r| (r.cell, r.repetition))
+            .collect();
+        let pb: Vec<(usize, u32)> = plan_runs(&b, &[], false)
+            .unwrap()
+            .iter()
+            .map(|r| (r.cell, r.repetition))
+            .collect();
+        assert_eq!(pa, pa2, "the same seed gives the same order");
+        assert_ne!(pa, pb, "another seed gives another order");
+        let mut sorted = pa.clone();
+        sorted.sort();
+        let all: Vec<(usize, u32)> = (0..5).flat_map(|c| (1..=3).map(move |r| (c, r))).collect();
+        assert_eq!(sorted, all, "every run exactly once");
+    }
+
+    #[test]
+    fn quick_keeps_one_repetition_and_shortens_runs() {
+        let s = study("name: t\naxes: {rate: [1, 2]}\nrepetitions: 5\n");
+        let runs = plan_runs(&s, &[], true).unwrap();
+        assert_eq!(runs.len(), 2);
+        assert!(runs[0].overrides.iter().any(|o| o == "duration=3s"));
+    }
+
+    #[test]
+    fn zipped_axes_vary_together() {
+        let s = study("name: t\naxes:\n  message_size+rate: [[100B, 10], [1KiB, 20]]\n");
+        let runs = plan_runs(&s, &[], false).unwrap();
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[1].cell_label(), "message_size=1KiB, rate=20");
+    }
+
+    #[test]
+    fn keys_follow_the_resolved_configuration() {
+        let s = study("name: t\naxes: {rate: [100, 200]}\nrepetitions: 2\n");
+        let runs = plan_runs(&s, &[], false).unwrap();
+        let key = |r: &PlannedRun| RunKey::of(&r.specs(&s, &[]).unwrap(), r.repetition);
+        assert_ne!(key(&runs[0]), key(&runs[1]));
+        assert_ne!(key(&runs[0]), key(&runs[2]), "repetitions differ");
+        assert_eq!(runs[0].cell, runs[2].cell);
+        // The same configuration reached another way has the same key.
+        let t = study("name: other\nset: {rate: 100}\nrepetitions: 2\n");
+        let same = &plan_runs(&t, &[], false).unwrap()[0];
+        assert_eq!(key(&runs[0]), RunKey::of(&same.specs(&t, &[]).unwrap(), 1));
+    }
+
+    #[test]
+    fn strings_that_look_like_numbers_stay_strings() {
+        assert_eq!(assignment("a", &Value::String("0".into())), "a=\"0\"");
+        assert_eq!(assignment("a", &Value::String("all".into())), "a=all");
+        assert_eq!(
+            assignment("a", &serde_yaml::from_str("10000").unwrap()),
+            "a=10000"
+        );
+        assert_eq!(
+            assignment("a", &serde_yaml::from_str("{kind: sensor}").unwrap()),
+            "a={\"kind\":\"sensor\"}"
+        );
+    }
+}

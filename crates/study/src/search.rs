@@ -1,0 +1,548 @@
+//! The maximum-sustainable-throughput search (`rate: find`).
+//!
+//! A step is a fresh open-loop run at one offered rate, with its own warm-up. It is
+//! *sustainable* when, over its measurement window, (1) the acknowledged rate is at least 99%
+//! of the offered rate (the received rate when publishing is unconfirmed), (2) the consumer
+//! backlog is not growing (least-squares slope under 1% of the offered rate per second),
+//! (3) the generator kept its schedule (not client-bound), (4) nothing was lost or failed,
+//! and (5) every SLO given holds. The search ramps the rate up by a factor (2) from `start`
+//! until a step fails (or down until one passes), then bisects between the last passing and
+//! the first failing rate until they are within `precision` of each other. The found rate is
+//! the last passing rate: a rate that was measured to hold, never an interpolation.
+
+use std::path::Path;
+use std::time::Duration;
+
+use brokerbench_model::units::{parse_duration, parse_rate};
+use serde::Serialize;
+use serde_json::Value as Json;
+use serde_yaml::Value;
+
+use crate::file::key_text;
+use crate::metrics;
+
+/// Share of the offered rate that must be acknowledged.
+pub const MIN_DELIVERED_SHARE: f64 = 0.99;
+/// Largest backlog growth, per second, as a share of the offered rate.
+pub const MAX_BACKLOG_SLOPE_SHARE: f64 = 0.01;
+
+/// A latency objective: a summary latency that must not exceed a limit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Slo {
+    /// As written, e.g. `publish_p99`.
+    pub name: String,
+    /// Its summary.json path, e.g. `latency.publish.p99_ns`.
+    pub path: String,
+    pub limit_ns: u64,
+}
+
+/// The search's settings (`find:` in the study file).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FindSpec {
+    /// First offered rate, msg/s.
+    pub start: f64,
+    /// Stop when the bracket is narrower than this share of its lower end (0.05 = 5%).
+    pub precision: f64,
+    /// Measurement length of each step; None: the workload's `duration`.
+    #[serde(serialize_with = "seconds")]
+    pub step_duration: Option<Duration>,
+    /// Factor of the ramp before the first failing step.
+    pub growth: f64,
+    /// Most steps one search may take.
+    pub max_steps: u32,
+    pub slo: Vec<Slo>,
+}
+
+fn seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+impl Default for FindSpec {
+    fn default() -> Self {
+        FindSpec {
+            start: 10_000.0,
+            precision: 0.05,
+            step_duration: None,
+            growth: 2.0,
+            max_steps: 20,
+            slo: Vec::new(),
+        }
+    }
+}
+
+const FIND_FIELDS: &[&str] = &[
+    "start",
+    "precision",
+    "step_duration",
+    "growth",
+    "max_steps",
+    "slo",
+];
+const SLO_NAMES: &[&str] = &[
+    "publish_p50",
+    "publish_p90",
+    "publish_p95",
+    "publish_p99",
+    "publish_p999",
+    "publish_max",
+    "end_to_end_p50",
+    "end_to_end_p90",
+    "end_to_end_p95",
+    "end_to_end_p99",
+    "end_to_end_p999",
+    "end_to_end_max",
+];
+
+impl FindSpec {
+    /// Parses `find:`; an error is (field under `find`, message with the fix).
+    pub fn parse(value: &Value) -> Result<FindSpec, (String, String)> {
+        let mut spec = FindSpec::default();
+        let map = match value {
+            Value::Mapping(m) => m,
+            other => {
+                return Err((
+                    "(itself)".into(),
+                    format!(
+                        "{} is not a mapping; write e.g. find: {{start: 10000, precision: 5%, step_duration: 20s, slo: {{publish_p99: 20ms}}}}",
+                        crate::file::show(other)
+                    ),
+                ))
+            }
+        };
+        for (k, v) in map {
+            let key = key_text(k);
+            let text = key_text(v);
+            match key.as_str() {
+                "start" => spec.start = match parse_rate(&text) {
+                    Ok(Some(r)) if r >= 1.0 => r,
+                    _ => return Err((
+                        key,
+                        format!(
+                            "'{text}' is not a rate; give messages per second, e.g. 10000 or 10k"
+                        ),
+                    )),
+                },
+                "precision" => {
+                    let p = match text.strip_suffix('%') {
+                        Some(pct) => pct.trim().parse::<f64>().map(|p| p / 100.0),
+                        None => text.parse::<f64>(),
+                    };
+                    spec.precision =
+                        match p {
+                            Ok(p) if p > 0.0 && p < 1.0 => p,
+                            _ => return Err((
+                                key,
+                                format!(
+                                    "'{text}' is not a precision; give a share such as 5% or 0.05"
+                                ),
+                            )),
+                        }
+                }
+                "step_duration" => {
+                    spec.step_duration = Some(match parse_duration(&text) {
+                        Ok(d) if !d.is_zero() => d,
+                        Ok(_) => return Err((key, "must be longer than 0s, e.g. 20s".into())),
+                        Err(e) => return Err((key, e)),
+                    })
+                }
+                "growth" => {
+                    spec.growth = match text.parse::<f64>() {
+                        Ok(g) if g > 1.0 => g,
+                        _ => {
+                            return Err((key, format!("'{text}' must be a factor above 1, e.g. 2")))
+                        }
+                    }
+                }
+                "max_steps" => {
+                    spec.max_steps = match text.parse::<u32>() {
+                        Ok(n) if n >= 2 => n,
+                        _ => {
+                            return Err((
+                                key,
+                                format!("'{text}' must be a whole number of steps, at least 2"),
+                            ))
+                        }
+                    }
+                }
+                "slo" => {
+                    let Value::Mapping(slos) = v else {
+                        return Err((
+                            key,
+                            "write the objectives as a mapping, e.g. slo: {publish_p99: 20ms}"
+                                .into(),
+                        ));
+                    };
+                    for (name, limit) in slos {
+                        let name = key_text(name);
+                        let field = format!("slo.{name}");
+                        let Some((group, quantile)) = name.rsplit_once('_') else {
+                            return Err((
+                                field,
+                                format!("unknown objective; allowed: {}", SLO_NAMES.join(", ")),
+                            ));
+                        };
+                        if !SLO_NAMES.contains(&name.as_str()) {
+                            return Err((
+                                field,
+                                format!(
+                                    "unknown objective; allowed: {}{}",
+                                    SLO_NAMES.join(", "),
+                                    brokerbench_model::spec::did_you_mean(&name, SLO_NAMES)
+                                ),
+                            ));
+                        }
+                        let limit_text = key_text(limit);
+                        let limit = parse_duration(&limit_text).map_err(|e| (field.clone(), e))?;
+                        let stat = if quantile == "max" {
+                            "max_ns".to_string()
+                        } else {
+                            format!("{quantile}_ns")
+                        };
+                        spec.slo.push(Slo {
+                            path: format!("latency.{group}.{stat}"),
+                            name,
+                            limit_ns: limit.as_nanos() as u64,
+                        });
+                    }
+                }
+                _ => {
+                    return Err((
+                        key.clone(),
+                        format!(
+                            "unknown key; allowed: {}{}",
+                            FIND_FIELDS.join(", "),
+                            brokerbench_model::spec::did_you_mean(&key, FIND_FIELDS)
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(spec)
+    }
+}
+
+/// Whether one step held its offered rate, and if not, every reason.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub sustainable: bool,
+    pub reasons: Vec<String>,
+}
+
+/// Least-squares slope of (second, backlog) points, messages per second.
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+/// The measurement window's (second, backlog) points from a run's timeseries.csv.
+pub fn backlog_points(timeseries: &Path) -> std::io::Result<Vec<(f64, f64)>> {
+    let mut reader = csv::Reader::from_path(timeseries)?;
+    let headers = reader.headers()?.clone();
+    let column = |name: &str| headers.iter().position(|h| h == name);
+    let (Some(second), Some(phase), Some(backlog)) =
+        (column("second"), column("phase"), column("backlog"))
+    else {
+        return Ok(Vec::new());
+    };
+    let mut points = Vec::new();
+    for row in reader.records() {
+        let row = row?;
+        if row.get(phase) != Some("measurement") {
+            continue;
+        }
+        if let (Some(s), Some(b)) = (
+            row.get(second).and_then(|s| s.parse::<f64>().ok()),
+            row.get(backlog).and_then(|b| b.parse::<f64>().ok()),
+        ) {
+            points.push((s, b));
+        }
+    }
+    Ok(points)
+}
+
+fn count(summary: &Json, path: &str) -> u64 {
+    metrics::value(summary, path).unwrap_or(0.0) as u64
+}
+
+/// Judges one step: its summary.json and its measurement window's backlog points.
+pub fn judge(spec: &FindSpec, offered: f64, summary: &Json, backlog: &[(f64, f64)]) -> Verdict {
+    let mut reasons = Vec::new();
+    if summary.get("status").and_then(Json::as_str) != Some("complete") {
+        reasons.push("the run did not complete".to_string());
+    }
+    let confirmed = count(summary, "total.acknowledged") > 0 || count(summary, "total.sent") == 0;
+    let (delivered, what) = if confirmed {
+        (
+            metrics::value(summary, "throughput.acknowledged_per_s"),
+            "acknowledged",
+        )
+    } else {
+        (
+            metrics::value(summary, "throughput.received_per_s"),
+            "received (publishing unconfirmed)",
+        )
+    };
+    let delivered = delivered.unwrap_or(0.0);
+    if delivered < MIN_DELIVERED_SHARE * offered {
+        reasons.push(format!(
+            "{what} {delivered:.0} msg/s < 99% of the {offered:.0} offered"
+        ));
+    }
+    if let Some(s) = slope(backlog) {
+        if s > MAX_BACKLOG_SLOPE_SHARE * offered {
+            reasons.push(format!(
+                "consumer backlog grew {s:.0} msg/s (over 1% of the offered rate)"
+            ));
+        }
+    }
+    if summary.get("client_bound").and_then(Json::as_bool) == Some(true) {
+        reasons.push("client-bound: the generator could not keep the schedule".to_string());
+    }
+    let lost = count(summary, "integrity.lost");
+    if lost > 0 {
+        reasons.push(format!("{lost} messages lost"));
+    }
+    let failed = count(summary, "window.failed");
+    if failed > 0 {
+        reasons.push(format!("{failed} sends failed"));
+    }
+    for slo in &spec.slo {
+        match metrics::value(summary, &slo.path) {
+            Some(v) if v > slo.limit_ns as f64 => reasons.push(format!(
+                "{} {} > SLO {}",
+                slo.name,
+                brokerbench_model::units::format_nanos(v as u64),
+                brokerbench_model::units::format_nanos(slo.limit_ns)
+            )),
+            Some(_) => {}
+            None => reasons.push(format!("{} was not measured", slo.name)),
+        }
+    }
+    Verdict {
+        sustainable: reasons.is_empty(),
+        reasons,
+    }
+}
+
+/// One step as search.json reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    pub offered: f64,
+    /// Acknowledged msg/s (received when unconfirmed).
+    pub achieved: Option<f64>,
+    pub publish_p50_ns: Option<f64>,
+    pub publish_p99_ns: Option<f64>,
+    pub end_to_end_p50_ns: Option<f64>,
+    pub end_to_end_p99_ns: Option<f64>,
+    pub sustainable: bool,
+    /// Why a failing step failed.
+    pub reasons: Vec<String>,
+    /// The step's results folder.
+    pub results: String,
+}
+
+impl Step {
+    pub fn new(offered: f64, summary: &Json, verdict: Verdict, results: String) -> Step {
+        let v = |p: &str| metrics::value(summary, p);
+        let achieved = match v("total.acknowledged") {
+            Some(a) if a > 0.0 => v("throughput.acknowledged_per_s"),
+            _ => v("throughput.received_per_s"),
+        };
+        Step {
+            offered,
+            achieved,
+            publish_p50_ns: v("latency.publish.p50_ns"),
+            publish_p99_ns: v("latency.publish.p99_ns"),
+            end_to_end_p50_ns: v("latency.end_to_end.p50_ns"),
+            end_to_end_p99_ns: v("latency.end_to_end.p99_ns"),
+            sustainable: verdict.sustainable,
+            reasons: verdict.reasons,
+            results,
+        }
+    }
+}
+
+/// The search's state: the steps so far and what they bracket.
+#[derive(Debug, Clone, Serialize)]
+pub struct Search {
+    pub steps: Vec<Step>,
+    /// Highest offered rate that passed (below every failing one).
+    pub last_pass: Option<f64>,
+    /// Lowest offered rate that failed.
+    pub first_fail: Option<f64>,
+}
+
+impl Search {
+    pub fn new() -> Search {
+        Search {
+            steps: Vec::new(),
+            last_pass: None,
+            first_fail: None,
+        }
+    }
+
+    /// The next rate to offer, or None when the search is over.
+    pub fn next_rate(&self, spec: &FindSpec) -> Option<f64> {
+        if self.steps.len() >= spec.max_steps as usize {
+            return None;
+        }
+        let next = match (self.last_pass, self.first_fail) {
+            (None, None) => spec.start,
+            (Some(pass), None) => pass * spec.growth,
+            (None, Some(fail)) => fail / spec.growth,
+            (Some(pass), Some(fail)) => {
+                if fail - pass <= spec.precision * pass {
+                    return None;
+                }
+                (pass + fail) / 2.0
+            }
+        };
+        let next = next.round();
+        let tried = self.steps.iter().any(|s| s.offered == next);
+        (next >= 1.0 && !tried).then_some(next)
+    }
+
+    pub fn record(&mut self, step: Step) {
+        if step.sustainable {
+            if self.first_fail.is_none_or(|f| step.offered < f) {
+                self.last_pass = Some(self.last_pass.map_or(step.offered, |p| p.max(step.offered)));
+            }
+        } else {
+            self.first_fail = Some(
+                self.first_fail
+                    .map_or(step.offered, |f| f.min(step.offered)),
+            );
+            if self.last_pass.is_some_and(|p| p >= step.offered) {
+                // A pass above a failure: the noise is wider than the bracket; keep the
+                // lower, measured-safe rate.
+                self.last_pass = self
+                    .steps
+                    .iter()
+                    .filter(|s| s.sustainable && s.offered < step.offered)
+                    .map(|s| s.offered)
+                    .reduce(f64::max);
+            }
+        }
+        self.steps.push(step);
+    }
+
+    /// The highest offered rate that was sustained; None when no step passed.
+    pub fn found_rate(&self) -> Option<f64> {
+        self.last_pass
+    }
+}
+
+impl Default for Search {
+    fn default() -> Self {
+        Search::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(offered: f64, ok: bool) -> Step {
+        Step {
+            offered,
+            achieved: None,
+            publish_p50_ns: None,
+            publish_p99_ns: None,
+            end_to_end_p50_ns: None,
+            end_to_end_p99_ns: None,
+            sustainable: ok,
+            reasons: Vec::new(),
+            results: String::new(),
+        }
+    }
+
+    #[test]
+    fn ramps_then_bisects_to_the_precision() {
+        let spec = FindSpec::default();
+        let capacity = 40_000.0;
+        let mut search = Search::new();
+        while let Some(rate) = search.next_rate(&spec) {
+            search.record(step(rate, rate <= capacity * 0.999));
+        }
+        let found = search.found_rate().unwrap();
+        assert!(found <= capacity && found >= capacity * 0.95, "{found}");
+        assert!(search.steps.len() <= 10, "{} steps", search.steps.len());
+        let fail = search.first_fail.unwrap();
+        assert!(fail - found <= 0.05 * found);
+    }
+
+    #[test]
+    fn ramps_down_when_the_start_fails() {
+        let spec = FindSpec {
+            start: 100_000.0,
+            ..FindSpec::default()
+        };
+        let mut search = Search::new();
+        while let Some(rate) = search.next_rate(&spec) {
+            search.record(step(rate, rate <= 7_000.0));
+        }
+        let found = search.found_rate().unwrap();
+        assert!(found <= 7_000.0 && found >= 6_650.0, "{found}");
+    }
+
+    #[test]
+    fn parses_find_and_names_bad_fields() {
+        let v: Value = serde_yaml::from_str(
+            "{start: 5k, precision: 2%, step_duration: 10s, slo: {publish_p99: 20ms}}",
+        )
+        .unwrap();
+        let spec = FindSpec::parse(&v).unwrap();
+        assert_eq!(spec.start, 5000.0);
+        assert_eq!(spec.precision, 0.02);
+        assert_eq!(spec.slo[0].path, "latency.publish.p99_ns");
+        assert_eq!(spec.slo[0].limit_ns, 20_000_000);
+        let v: Value = serde_yaml::from_str("{slo: {publish_p98: 1ms}}").unwrap();
+        assert_eq!(FindSpec::parse(&v).unwrap_err().0, "slo.publish_p98");
+        let v: Value = serde_yaml::from_str("{strat: 1}").unwrap();
+        assert!(FindSpec::parse(&v)
+            .unwrap_err()
+            .1
+            .contains("did you mean `start`"));
+    }
+
+    #[test]
+    fn judges_each_criterion() {
+        let spec =
+            FindSpec::parse(&serde_yaml::from_str("{slo: {publish_p99: 20ms}}").unwrap()).unwrap();
+        let good = serde_json::json!({
+            "status": "complete", "client_bound": false,
+            "total": {"acknowledged": 100, "sent": 100},
+            "window": {"failed": 0},
+            "throughput": {"acknowledged_per_s": 995.0},
+            "integrity": {"lost": 0},
+            "latency": {"publish": {"count": 10, "p99_ns": 5_000_000}},
+        });
+        assert!(judge(&spec, 1000.0, &good, &[(0.0, 5.0), (1.0, 6.0), (2.0, 5.0)]).sustainable);
+        let v = judge(
+            &spec,
+            1000.0,
+            &good,
+            &[(0.0, 0.0), (1.0, 50.0), (2.0, 100.0)],
+        );
+        assert!(
+            !v.sustainable && v.reasons[0].contains("backlog grew 50"),
+            "{v:?}"
+        );
+        let mut slow = good.clone();
+        slow["latency"]["publish"]["p99_ns"] = Json::from(25_000_000u64);
+        slow["throughput"]["acknowledged_per_s"] = Json::from(900.0);
+        slow["client_bound"] = Json::from(true);
+        let v = judge(&spec, 1000.0, &slow, &[]);
+        assert_eq!(v.reasons.len(), 3, "{v:?}");
+    }
+}
