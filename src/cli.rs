@@ -16,6 +16,12 @@ pub struct Cli {
 pub enum Command {
     /// Run a benchmark (default: the built-in quickstart against the managed local Kafka).
     Run(RunArgs),
+    /// Run a study: a grid of settings × repetitions (or a search for the maximum sustainable
+    /// rate), resumable, with tables of every run and of every cell.
+    Study(StudyArgs),
+    /// Compare run folders or study cells side by side, with ratios and whether each
+    /// difference is beyond the noise of the repetitions.
+    Compare(CompareArgs),
     /// Check workload and driver files without running anything.
     Validate {
         /// Workload or driver files (a file with a `driver:` field is a driver file).
@@ -78,6 +84,43 @@ pub struct RunArgs {
     /// Serve live figures in the Prometheus format at this address (e.g. 127.0.0.1:9464).
     #[arg(long, value_name = "ADDRESS")]
     pub metrics_listen: Option<std::net::SocketAddr>,
+}
+
+#[derive(Debug, Args)]
+pub struct StudyArgs {
+    /// Study file (YAML): workload, driver, set, axes, repetitions, order, between_runs,
+    /// on_failure, find.
+    pub file: PathBuf,
+    /// Override a field for every run, e.g. `--set duration=60s`.
+    #[arg(long = "set", short = 's', value_name = "FIELD=VALUE")]
+    pub overrides: Vec<String>,
+    /// List the runs (after validating every one of them) and exit.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Smoke test: every run a few seconds long (1 s warm-up, 3 s measurement), one repetition.
+    #[arg(long)]
+    pub quick: bool,
+    /// Study folder. Default: the newest studies/<date>-<time>-<name> of this study (resumed),
+    /// or a new one.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Start a new study folder instead of resuming the newest one.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Do not sample resources or scrape broker metrics in the runs.
+    #[arg(long)]
+    pub no_monitor: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Run folders, study folders (a study with one cell), or study cells as `STUDY_DIR#N`
+    /// (N = the `cell` column of cells.csv). The first is the baseline of the ratios.
+    #[arg(required = true, num_args = 2..)]
+    pub inputs: Vec<String>,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {

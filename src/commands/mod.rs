@@ -1,8 +1,10 @@
 //! One module per subcommand.
 
 mod broker;
+mod compare;
 mod data;
 mod run;
+mod study;
 
 use std::process::ExitCode;
 
@@ -13,6 +15,8 @@ use crate::cli::{Cli, Command, DataCommand};
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Study(args) => study::study(args),
+        Command::Compare(args) => compare::compare(&args.inputs, args.json),
         Command::Validate { files } => validate(&files),
         Command::Broker { action, broker } => broker::broker(action, broker),
         Command::Data {

@@ -27,6 +27,16 @@ pub struct MockFaults {
     /// Deliver at most this many messages per consumer poll, each poll taking at least 1 ms:
     /// a consumer slower than the producers.
     pub receive_per_poll: Option<usize>,
+    /// The broker's capacity: at most this many messages per second are acknowledged over
+    /// all producers; the rest wait (a saturated broker, for the throughput search).
+    pub capacity: Option<f64>,
+}
+
+/// Acknowledgements granted so far against the capacity, since the first send.
+#[derive(Debug, Default)]
+struct Capacity {
+    started: Option<std::time::Instant>,
+    granted: u64,
 }
 
 type Queues = Arc<Mutex<Vec<VecDeque<Vec<u8>>>>>;
@@ -37,6 +47,7 @@ pub struct MockDriver {
     faults: MockFaults,
     subscriptions: u32,
     queues: Queues,
+    capacity: Arc<Mutex<Capacity>>,
 }
 
 impl MockDriver {
@@ -45,6 +56,7 @@ impl MockDriver {
             faults,
             subscriptions: subscriptions_per_topic.max(1),
             queues: Queues::default(),
+            capacity: Arc::default(),
         }
     }
 }
@@ -70,6 +82,7 @@ impl Driver for MockDriver {
             subscriptions: self.subscriptions,
             faults: self.faults,
             queues: self.queues.clone(),
+            capacity: self.capacity.clone(),
             pending: VecDeque::new(),
             count: 0,
         }))
@@ -96,8 +109,24 @@ struct MockProducer {
     subscriptions: u32,
     faults: MockFaults,
     queues: Queues,
+    capacity: Arc<Mutex<Capacity>>,
     pending: VecDeque<(Vec<u8>, u64)>,
     count: u64,
+}
+
+impl MockProducer {
+    /// How many pending messages the capacity lets through now.
+    fn allowance(&self) -> usize {
+        let Some(per_second) = self.faults.capacity else {
+            return usize::MAX;
+        };
+        let mut c = self.capacity.lock().expect("capacity");
+        let started = *c.started.get_or_insert_with(std::time::Instant::now);
+        let due = (started.elapsed().as_secs_f64() * per_second) as u64;
+        let n = due.saturating_sub(c.granted).min(self.pending.len() as u64);
+        c.granted += n;
+        n as usize
+    }
 }
 
 impl Producer for MockProducer {
@@ -118,8 +147,16 @@ impl Producer for MockProducer {
             std::thread::sleep(timeout.min(Duration::from_millis(1)));
             return;
         }
+        let allowed = self.allowance();
+        if allowed == 0 {
+            std::thread::sleep(timeout.min(Duration::from_millis(1)));
+            return;
+        }
         let mut queues = self.queues.lock().expect("queues");
-        while let Some((payload, sent_ns)) = self.pending.pop_front() {
+        for _ in 0..allowed {
+            let Some((payload, sent_ns)) = self.pending.pop_front() else {
+                break;
+            };
             self.count += 1;
             let dropped = self.faults.drop_every.is_some_and(|n| self.count % n == 0);
             let copies = if self

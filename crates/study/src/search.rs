@@ -116,30 +116,35 @@ impl FindSpec {
             let key = key_text(k);
             let text = key_text(v);
             match key.as_str() {
-                "start" => spec.start = match parse_rate(&text) {
-                    Ok(Some(r)) if r >= 1.0 => r,
-                    _ => return Err((
-                        key,
-                        format!(
+                "start" => {
+                    spec.start = match parse_rate(&text) {
+                        Ok(Some(r)) if r >= 1.0 => r,
+                        _ => {
+                            return Err((
+                                key,
+                                format!(
                             "'{text}' is not a rate; give messages per second, e.g. 10000 or 10k"
                         ),
-                    )),
-                },
+                            ))
+                        }
+                    }
+                }
                 "precision" => {
                     let p = match text.strip_suffix('%') {
                         Some(pct) => pct.trim().parse::<f64>().map(|p| p / 100.0),
                         None => text.parse::<f64>(),
                     };
-                    spec.precision =
-                        match p {
-                            Ok(p) if p > 0.0 && p < 1.0 => p,
-                            _ => return Err((
+                    spec.precision = match p {
+                        Ok(p) if p > 0.0 && p < 1.0 => p,
+                        _ => {
+                            return Err((
                                 key,
                                 format!(
                                     "'{text}' is not a precision; give a share such as 5% or 0.05"
                                 ),
-                            )),
+                            ))
                         }
+                    }
                 }
                 "step_duration" => {
                     spec.step_duration = Some(match parse_duration(&text) {

@@ -1,0 +1,95 @@
+//! The maximum-sustainable-throughput search against the real engine and the in-memory mock
+//! driver with an injected capacity: each step is a real open-loop run, judged from its
+//! summary and its measured backlog exactly as `brokerbench study` judges a step.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use brokerbench_driver::mock::{MockDriver, MockFaults};
+use brokerbench_engine::{run, RunControl};
+use brokerbench_model::{load_specs, IntervalRow, Phase, RunObserver};
+use brokerbench_study::search::{judge, FindSpec, Search, Step};
+
+const CAPACITY: f64 = 40_000.0;
+
+#[derive(Default)]
+struct Backlog(Vec<(f64, f64)>);
+
+impl RunObserver for Backlog {
+    fn interval(&mut self, row: &IntervalRow) {
+        if let (Phase::Measurement, Some(b)) = (row.phase, row.backlog) {
+            self.0.push((row.second as f64, b as f64));
+        }
+    }
+}
+
+fn step(spec: &FindSpec, rate: f64) -> Step {
+    let sets: Vec<String> = [
+        format!("rate={rate}"),
+        "warmup=1s".into(),
+        "duration=2s".into(),
+        "drain_timeout=2s".into(),
+    ]
+    .to_vec();
+    let specs = load_specs(None, None, &sets).unwrap();
+    let faults = MockFaults {
+        capacity: Some(CAPACITY),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let control = RunControl {
+        run_id: format!("search-{rate}"),
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    let mut backlog = Backlog::default();
+    let outcome = run(&specs.workload, &mut driver, &mut backlog, &control).unwrap();
+    let summary = serde_json::to_value(&outcome.summary).unwrap();
+    let verdict = judge(spec, rate, &summary, &backlog.0);
+    Step::new(rate, &summary, verdict, String::new())
+}
+
+#[test]
+fn the_search_finds_an_injected_capacity_within_5_percent_in_10_steps() {
+    let spec = FindSpec::default();
+    let mut search = Search::new();
+    while let Some(rate) = search.next_rate(&spec) {
+        let s = step(&spec, rate);
+        eprintln!(
+            "offered {rate}: achieved {:?}, sustainable {} {:?}",
+            s.achieved, s.sustainable, s.reasons
+        );
+        search.record(s);
+    }
+    let found = search.found_rate().expect("some step passed");
+    assert!(
+        (found - CAPACITY).abs() <= 0.05 * CAPACITY,
+        "found {found}, capacity {CAPACITY}; steps {:?}",
+        search
+            .steps
+            .iter()
+            .map(|s| (s.offered, s.sustainable))
+            .collect::<Vec<_>>()
+    );
+    assert!(search.steps.len() <= 10, "{} steps", search.steps.len());
+    let fail = search.first_fail.expect("a step above the capacity failed");
+    assert!(
+        fail > CAPACITY,
+        "the first failing rate {fail} is above the capacity"
+    );
+    // Steps above the capacity failed for a measured reason, not by assumption.
+    let over = search
+        .steps
+        .iter()
+        .find(|s| s.offered >= 1.5 * CAPACITY)
+        .unwrap();
+    assert!(
+        !over.sustainable && !over.reasons.is_empty(),
+        "{:?}",
+        over.reasons
+    );
+    assert!(
+        over.achieved.unwrap() < 1.05 * CAPACITY,
+        "{:?}",
+        over.achieved
+    );
+}
