@@ -79,11 +79,12 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
         }
         keys.push(RunKey::of(&specs, run.repetition));
     }
-    let definition = serde_json::json!({
-        "file": study.definition,
-        "set": args.overrides,
-        "quick": args.quick,
-    });
+    // The study file's keys, and the command line's settings beside them.
+    let mut definition = study.definition.clone();
+    if let Json::Object(map) = &mut definition {
+        map.insert("--set".into(), Json::from(args.overrides.clone()));
+        map.insert("--quick".into(), Json::from(args.quick));
+    }
 
     if args.dry_run {
         print_plan(&study, &runs, &keys, search.as_ref());
@@ -291,19 +292,34 @@ fn step_overrides(search: Option<&FindSpec>, rate: f64, quick: bool) -> Vec<Stri
 /// A spec error of one run, said in the study's words: which axis or setting caused it.
 fn explain_spec_error(study: &Study, run: &PlannedRun, error: SpecError) -> String {
     let file = study.file.display();
-    if let SpecError::Override { assignment, .. } = &error {
-        let key = assignment.split_once('=').map_or("", |(k, _)| k).trim();
-        if let Some(axis) = study.axes.iter().find(|a| a.paths.iter().any(|p| p == key)) {
-            return format!(
-                "{file}: axis `{}`, in cell {}: {error}; fix the axis's values",
-                axis.name(),
-                run.cell_label()
-            );
-        }
-        if study.set.iter().any(|(k, _)| k == key) {
-            return format!("{file}: set.{key}: {error}");
-        }
-        return format!("{file}: {error}");
+    let key = match &error {
+        SpecError::Override { assignment, .. } => assignment
+            .split_once('=')
+            .map_or("", |(k, _)| k)
+            .trim()
+            .to_string(),
+        SpecError::Field { field, .. } => field.clone(),
+        _ => String::new(),
+    };
+    let touches = |path: &str| {
+        !key.is_empty()
+            && (key == path
+                || key.starts_with(&format!("{path}."))
+                || path.starts_with(&format!("{key}.")))
+    };
+    if let Some(axis) = study
+        .axes
+        .iter()
+        .find(|a| a.paths.iter().any(|p| touches(p)))
+    {
+        return format!(
+            "{file}: axis `{}`, in cell {}: {error}; fix the axis's values",
+            axis.name(),
+            run.cell_label()
+        );
+    }
+    if let Some((k, _)) = study.set.iter().find(|(k, _)| touches(k)) {
+        return format!("{file}: set.{k}: {error}");
     }
     format!(
         "{file}: cell {} (repetition {}): {error}",
@@ -321,8 +337,13 @@ fn managed_family(specs: &Specs) -> Option<&'static str> {
     }
 }
 
+/// Lists the runs; a closed pipe (`| head`) ends the listing quietly.
 fn print_plan(study: &Study, runs: &[PlannedRun], keys: &[RunKey], search: Option<&FindSpec>) {
-    println!(
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
         "study '{}' ({}): {} cell(s), {} {}",
         study.name,
         study.file.display(),
@@ -336,7 +357,7 @@ fn print_plan(study: &Study, runs: &[PlannedRun], keys: &[RunKey], search: Optio
             .iter()
             .map(|o| format!("{} ≤ {}", o.name, format_nanos(o.limit_ns)))
             .collect();
-        println!(
+        let _ = writeln!(out, 
             "each search: open-loop steps from {} msg/s, ×{} until a step fails, then bisection to {}%, at most {} steps{}",
             format_rate(s.start),
             s.growth,
@@ -351,7 +372,8 @@ fn print_plan(study: &Study, runs: &[PlannedRun], keys: &[RunKey], search: Optio
     }
     let width = runs.len().to_string().len();
     for (i, (run, key)) in runs.iter().zip(keys).enumerate() {
-        println!(
+        let _ = writeln!(
+            out,
             "{:>width$}. cell {} rep {}: {}  [{}]",
             i + 1,
             run.cell + 1,
@@ -360,6 +382,7 @@ fn print_plan(study: &Study, runs: &[PlannedRun], keys: &[RunKey], search: Optio
             key
         );
     }
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
 }
 
 /// Finds the folder to resume, or makes a new one; checks that a resumed study is unchanged.
@@ -619,13 +642,13 @@ impl Executor<'_> {
         if self.executed > 0 {
             self.between_runs(run)?;
         }
-        set_aside(&folder)?;
+        let log_path = self.dir.join("runs").join(format!("{name}.log"));
+        set_aside(&folder, &log_path)?;
         // Recorded as running before it starts: a study killed now knows where to look.
         state.runs.push(record.clone());
         write_state_file(self.dir, state)?;
         state.runs.pop();
 
-        let log_path = self.dir.join("runs").join(format!("{name}.log"));
         let log = fs::File::create(&log_path)
             .with_context(|| format!("creating {}", log_path.display()))?;
         let mut command = Command::new(std::env::current_exe()?);
@@ -791,7 +814,11 @@ impl Executor<'_> {
                 }
             }
         }
-        if self.executed > 0 && self.search.is_none() && index < total {
+        if self.executed > 0
+            && self.search.is_none()
+            && index < total
+            && record.status != "interrupted"
+        {
             let per_run = self.time_spent / self.executed as u32 + self.study.between_runs.cooldown;
             line.push_str(&format!(
                 "; ETA {}",
@@ -802,8 +829,8 @@ impl Executor<'_> {
     }
 }
 
-/// Moves an earlier, unfinished attempt out of the way (kept, never deleted).
-fn set_aside(folder: &Path) -> anyhow::Result<()> {
+/// Moves an earlier, unfinished attempt (and its log) out of the way: kept, never deleted.
+fn set_aside(folder: &Path, log: &Path) -> anyhow::Result<()> {
     if !folder.exists() {
         return Ok(());
     }
@@ -812,6 +839,9 @@ fn set_aside(folder: &Path) -> anyhow::Result<()> {
         if !aside.exists() {
             fs::rename(folder, &aside)
                 .with_context(|| format!("moving {} aside", folder.display()))?;
+            if log.exists() {
+                let _ = fs::rename(log, aside.join("run.log"));
+            }
             return Ok(());
         }
     }

@@ -64,6 +64,8 @@ pub struct Specs {
 struct Source {
     name: String,
     value: Value,
+    /// Folder of the file it came from: relative paths inside it (payload.path) start there.
+    base: Option<std::path::PathBuf>,
 }
 
 /// Where a workload or driver specification comes from.
@@ -95,6 +97,7 @@ fn read_input(
             Value::Mapping(_) => Ok(Source {
                 name: name.to_string(),
                 value: value.clone(),
+                base: None,
             }),
             _ => Err(SpecError::Syntax {
                 file: name.to_string(),
@@ -120,7 +123,9 @@ fn read_source(
         }
         None => (builtin_name.to_string(), builtin.to_string()),
     };
-    parse_source(name, &text)
+    let mut source = parse_source(name, &text)?;
+    source.base = path.and_then(Path::parent).map(Path::to_path_buf);
+    Ok(source)
 }
 
 fn parse_source(name: String, text: &str) -> Result<Source, SpecError> {
@@ -138,7 +143,11 @@ fn parse_source(name: String, text: &str) -> Result<Source, SpecError> {
             })
         }
     };
-    Ok(Source { name, value })
+    Ok(Source {
+        name,
+        value,
+        base: None,
+    })
 }
 
 /// Loads the workload and driver files (or the built-in defaults), applies overrides and
@@ -350,11 +359,18 @@ fn deserialize<T: DeserializeOwned>(source: &Source, value: Value) -> Result<T, 
 
 fn workload_from(source: &Source) -> Result<Workload, SpecError> {
     let raw: RawWorkload = deserialize(source, source.value.clone())?;
-    raw.validate().map_err(|e| SpecError::Field {
+    let mut workload = raw.validate().map_err(|e| SpecError::Field {
         file: source.name.clone(),
         field: e.field,
         message: e.message,
-    })
+    })?;
+    // A data file named relative to a workload file lives beside it.
+    if let (crate::Payload::File { path, .. }, Some(base)) = (&mut workload.payload, &source.base) {
+        if path.is_relative() {
+            *path = base.join(&*path);
+        }
+    }
+    Ok(workload)
 }
 
 fn driver_from(source: &Source) -> Result<DriverConfig, SpecError> {
