@@ -357,7 +357,8 @@ fn print_plan(study: &Study, runs: &[PlannedRun], keys: &[RunKey], search: Optio
             .iter()
             .map(|o| format!("{} ≤ {}", o.name, format_nanos(o.limit_ns)))
             .collect();
-        let _ = writeln!(out, 
+        let _ = writeln!(
+            out,
             "each search: open-loop steps from {} msg/s, ×{} until a step fails, then bisection to {}%, at most {} steps{}",
             format_rate(s.start),
             s.growth,
