@@ -97,7 +97,8 @@ pub struct StudyArgs {
     /// List the runs (after validating every one of them) and exit.
     #[arg(long)]
     pub dry_run: bool,
-    /// Smoke test: every run a few seconds long (1 s warm-up, 3 s measurement), one repetition.
+    /// Smoke test: every run a few seconds long (1 s warm-up, 2 s measurement), one
+    /// repetition, no cooldown between runs.
     #[arg(long)]
     pub quick: bool,
     /// Study folder. Default: the newest studies/<date>-<time>-<name> of this study (resumed),

@@ -727,7 +727,12 @@ impl Executor<'_> {
     }
 
     fn between_runs(&self, run: &PlannedRun) -> anyhow::Result<()> {
-        let pause = self.study.between_runs.cooldown;
+        // A smoke test (--quick) does not wait for the machine to settle.
+        let pause = if self.quick {
+            Duration::ZERO
+        } else {
+            self.study.between_runs.cooldown
+        };
         let until = Instant::now() + pause;
         while Instant::now() < until && self.signals.received() == 0 {
             std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
@@ -762,11 +767,16 @@ impl Executor<'_> {
             .step
             .map(|s| format!(" step {s}"))
             .unwrap_or_default();
+        let what = if self.search.is_some() { "search " } else { "" };
+        let values = if run.values.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", run.cell_label())
+        };
         let mut line = format!(
-            "[{index:>width$}/{total}] cell {} rep {}{step} ({}): ",
+            "[{what}{index:>width$}/{total}] cell {} rep {}{step}{values}: ",
             run.cell + 1,
             run.repetition,
-            run.cell_label()
         );
         match record.status.as_str() {
             "complete" => {
@@ -781,10 +791,19 @@ impl Executor<'_> {
                 if let Some(target) = v("target_rate").filter(|_| record.step.is_some()) {
                     line.push_str(&format!("offered {} → ", format_rate(target)));
                 }
-                line.push_str(&format!(
-                    "{} msg/s acknowledged",
-                    format_rate(v("throughput.acknowledged_per_s").unwrap_or(0.0))
-                ));
+                match v("total.acknowledged") {
+                    Some(a) if a == 0.0 && v("total.sent").unwrap_or(0.0) > 0.0 => {
+                        line.push_str(&format!(
+                            "{} msg/s sent (unconfirmed), {} received",
+                            format_rate(v("throughput.sent_per_s").unwrap_or(0.0)),
+                            format_rate(v("throughput.received_per_s").unwrap_or(0.0))
+                        ))
+                    }
+                    _ => line.push_str(&format!(
+                        "{} msg/s acknowledged",
+                        format_rate(v("throughput.acknowledged_per_s").unwrap_or(0.0))
+                    )),
+                }
                 for (label, path) in [
                     ("publish p99", "latency.publish.p99_ns"),
                     ("e2e p99", "latency.end_to_end.p99_ns"),
@@ -820,7 +839,12 @@ impl Executor<'_> {
             && index < total
             && record.status != "interrupted"
         {
-            let per_run = self.time_spent / self.executed as u32 + self.study.between_runs.cooldown;
+            let cooldown = if self.quick {
+                Duration::ZERO
+            } else {
+                self.study.between_runs.cooldown
+            };
+            let per_run = self.time_spent / self.executed as u32 + cooldown;
             line.push_str(&format!(
                 "; ETA {}",
                 human_duration(per_run * (total - index) as u32)
@@ -1047,6 +1071,7 @@ fn end_table(axis_names: &[String], cells: &[CellStats]) -> String {
             format_rate(v)
         }
     };
+    let sent = index("throughput.sent_per_s");
     let cell_text = |s: &Option<Stats>, ns: bool| match s {
         None => "—".to_string(),
         Some(s) => match s.ci95_half() {
@@ -1081,11 +1106,17 @@ fn end_table(axis_names: &[String], cells: &[CellStats]) -> String {
             row.push(format_rate(r));
         }
         row.push(c.n.to_string());
-        row.extend(
-            columns
-                .iter()
-                .map(|(_, i, ns)| cell_text(&c.stats[*i], *ns)),
-        );
+        row.extend(columns.iter().map(|(_, i, ns)| {
+            let unconfirmed = !ns
+                && c.stats[*i].as_ref().is_some_and(|s| s.max == 0.0)
+                && sent
+                    .and_then(|j| c.stats[j].as_ref())
+                    .is_some_and(|s| s.mean > 0.0);
+            match (unconfirmed, sent) {
+                (true, Some(j)) => format!("{} sent", cell_text(&c.stats[j], false)),
+                _ => cell_text(&c.stats[*i], *ns),
+            }
+        }));
         rows.push(row);
     }
     let widths: Vec<usize> = (0..rows[0].len())

@@ -11,7 +11,7 @@ use serde_yaml::Value;
 use crate::file::{key_text, Order, Study, StudyError, StudyInput};
 
 /// Overrides `--quick` adds to every run: a few seconds each.
-pub const QUICK_SETS: &[&str] = &["warmup=1s", "duration=3s", "drain_timeout=5s"];
+pub const QUICK_SETS: &[&str] = &["warmup=1s", "duration=2s", "drain_timeout=5s"];
 
 /// One run of a study, before it runs.
 #[derive(Debug, Clone)]
@@ -314,7 +314,7 @@ mod tests {
         let s = study("name: t\naxes: {rate: [1, 2]}\nrepetitions: 5\n");
         let runs = plan_runs(&s, &[], true).unwrap();
         assert_eq!(runs.len(), 2);
-        assert!(runs[0].overrides.iter().any(|o| o == "duration=3s"));
+        assert!(runs[0].overrides.iter().any(|o| o == "duration=2s"));
     }
 
     #[test]

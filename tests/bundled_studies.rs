@@ -1,0 +1,115 @@
+//! Every bundled study in `studies/` runs with `--quick` against the real managed brokers:
+//! each cell once, a few seconds each, and the tables come out complete.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{brokerbench, kafka, rabbitmq, serial};
+
+fn bundled(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("studies")
+        .join(format!("{name}.yaml"))
+}
+
+/// Runs a bundled study with --quick; returns its folder after checking that every planned
+/// run completed and was tabled.
+fn quick(name: &str, runs: usize) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join(name);
+    let output = brokerbench()
+        .current_dir(dir.path())
+        .arg("study")
+        .arg(bundled(name))
+        .args(["--quick", "--out"])
+        .arg(&folder)
+        .timeout(Duration::from_secs(900))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{name}:\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let mut reader = csv::Reader::from_path(folder.join("runs.csv")).unwrap();
+    let status = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "status")
+        .unwrap();
+    let statuses: Vec<String> = reader
+        .records()
+        .map(|r| r.unwrap()[status].to_string())
+        .collect();
+    assert_eq!(statuses.len(), runs, "{name}: {stdout}");
+    assert!(
+        statuses.iter().all(|s| s == "complete"),
+        "{name}: {statuses:?}\n{stdout}"
+    );
+    (dir, folder)
+}
+
+#[test]
+fn hesse_insert() {
+    let _s = serial();
+    kafka();
+    quick("hesse-insert", 18);
+}
+
+#[test]
+fn rabiee_kafka() {
+    let _s = serial();
+    kafka();
+    quick("rabiee-kafka", 48);
+}
+
+#[test]
+fn rabiee_kafka_tuning() {
+    let _s = serial();
+    kafka();
+    quick("rabiee-kafka-tuning", 8);
+}
+
+#[test]
+fn rabiee_rabbitmq() {
+    let _s = serial();
+    rabbitmq();
+    quick("rabiee-rabbitmq", 15);
+}
+
+#[test]
+fn kumar_omb() {
+    let _s = serial();
+    kafka();
+    quick("kumar-omb", 2);
+}
+
+#[test]
+fn max_sustainable_kafka() {
+    let _s = serial();
+    kafka();
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("search");
+    let output = brokerbench()
+        .current_dir(dir.path())
+        .arg("study")
+        .arg(bundled("max-sustainable-kafka"))
+        .args(["--quick", "--out"])
+        .arg(&folder)
+        .timeout(Duration::from_secs(900))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    let search: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("search.json")).unwrap())
+            .unwrap();
+    let steps = search["steps"].as_array().unwrap();
+    assert!(!steps.is_empty() && steps.len() <= 20, "{search}");
+    assert_eq!(search["bracket"].as_array().unwrap().len(), 2);
+}
