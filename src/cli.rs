@@ -22,6 +22,17 @@ pub enum Command {
     /// Compare run folders or study cells side by side, with ratios and whether each
     /// difference is beyond the noise of the repetitions.
     Compare(CompareArgs),
+    /// Build report.html: for a run folder or a study folder (written into it), or for
+    /// several run folders (a comparison).
+    Report {
+        /// A run folder, a study folder, or several run folders to compare.
+        #[arg(required = true)]
+        folders: Vec<PathBuf>,
+        /// Where to write the report. Default: FOLDER/report.html for one folder,
+        /// comparison.html for several.
+        #[arg(long, short = 'o')]
+        out: Option<PathBuf>,
+    },
     /// Check workload and driver files without running anything.
     Validate {
         /// Workload or driver files (a file with a `driver:` field is a driver file).

@@ -3,6 +3,7 @@
 mod broker;
 mod compare;
 mod data;
+mod report;
 mod run;
 mod study;
 
@@ -17,6 +18,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(args),
         Command::Study(args) => study::study(args),
         Command::Compare(args) => compare::compare(&args.inputs, args.json),
+        Command::Report { folders, out } => report::report(&folders, out.as_deref()),
         Command::Validate { files } => validate(&files),
         Command::Broker { action, broker } => broker::broker(action, broker),
         Command::Data {

@@ -137,6 +137,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(error) => {
             let message = format!("{error:#}");
             let _ = folder.mark_failed(&message, clock.now_ns());
+            write_report(&out, args.quiet || args.json);
             return Err(error.into());
         }
     };
@@ -178,9 +179,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     drop(exposition);
     let summary = &outcome.summary;
+    if let Some(window) = phases.window() {
+        if let Err(e) = folder.write_window_histograms(
+            &outcome.histograms,
+            window.start,
+            window.end.saturating_sub(window.start),
+        ) {
+            eprintln!("warning: {e}");
+        }
+    }
     folder
         .finish(summary, outcome.ended_ns)
         .with_context(|| format!("writing results to '{}'", out.display()))?;
+    write_report(&out, args.quiet || args.json);
     if args.json {
         println!("{}", serde_json::to_string_pretty(summary)?);
     } else {
@@ -192,6 +203,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         _ if summary.is_clean() => exit::CLEAN,
         _ => exit::WITH_ERRORS,
     }))
+}
+
+/// Writes report.html into the results folder; a report that cannot be built is a warning,
+/// never a failed run.
+fn write_report(out: &std::path::Path, quiet: bool) {
+    match brokerbench_report::html::write_folder_report(out) {
+        Ok(path) if !quiet => eprintln!("report: {}", path.display()),
+        Ok(_) => {}
+        Err(e) => eprintln!("warning: no report.html: {e}"),
+    }
 }
 
 /// The broker a run talks to, and how to watch it.

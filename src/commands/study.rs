@@ -50,6 +50,9 @@ struct StudyState {
     planned: usize,
     /// The search's settings, for `rate: find`.
     search: Option<Json>,
+    /// The axes' names (paths joined with `+` when zipped), first axis first.
+    #[serde(default)]
+    axes: Vec<String>,
     runs: Vec<RunRecord>,
 }
 
@@ -113,6 +116,7 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .map(|s| serde_json::to_value(s).unwrap_or_default()),
         runs: Vec::new(),
+        axes: study.axes.iter().map(|a| a.name()).collect(),
     };
     let earlier: Vec<RunRecord> = previous.map(|p| p.runs).unwrap_or_default();
     if !earlier.is_empty() {
@@ -203,6 +207,9 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
                 }
                 searches.push(search_json(run, &s, status));
                 write_search(&dir, spec, &searches)?;
+                if let Err(e) = brokerbench_report::html::write_folder_report(&dir) {
+                    eprintln!("warning: no study report.html: {e}");
+                }
                 report_search(run, &s);
                 if status == "interrupted" {
                     outcome = Outcome::Interrupted;
@@ -447,7 +454,7 @@ fn newest_study_folder(root: &Path, name: &str) -> Option<PathBuf> {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.len() > 16 && &n[16..] == suffix)
+                .is_some_and(|n| n.len() > 16 && n[16..] == suffix)
                 && p.join(STUDY_FILE).exists()
         })
         .collect();
@@ -975,6 +982,9 @@ fn write_state(
         table
             .write_json(&dir.join(format!("{name}.json")))
             .with_context(|| format!("writing {name}.json"))?;
+    }
+    if let Err(e) = brokerbench_report::html::write_folder_report(dir) {
+        eprintln!("warning: no study report.html: {e}");
     }
     Ok(())
 }

@@ -14,7 +14,7 @@ use brokerbench_driver::{
 };
 use brokerbench_model::{
     ClientCost, ConsumerShare, Counts, IntervalRow, Latencies, LatencySummary, Phase, Rate,
-    RunObserver, RunStatus, Summary, Throughput, Workload,
+    RunObserver, RunStatus, Summary, Throughput, WindowHistograms, Workload,
 };
 
 use crate::ledger::{reconcile, SubscriptionLedger};
@@ -70,6 +70,8 @@ pub struct RunControl {
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
     pub summary: Summary,
+    /// The measurement window's latency histograms behind the summary's percentiles.
+    pub histograms: WindowHistograms,
     /// Start of warm-up, ns since the UNIX epoch.
     pub started_ns: u64,
     /// When the last task finished, ns since the UNIX epoch.
@@ -301,8 +303,10 @@ fn run_prepared(
         drops: driver.broker_drop_policy(),
         confirms,
     };
+    let (summary, histograms) = summarize(workload, &policy, control, times, collected);
     Ok(RunOutcome {
-        summary: summarize(workload, &policy, control, times, collected),
+        summary,
+        histograms,
         started_ns: start_ns,
         ended_ns,
     })
@@ -859,7 +863,7 @@ fn summarize(
     control: &RunControl,
     times: Times,
     collected: Collected,
-) -> Summary {
+) -> (Summary, WindowHistograms) {
     let mut publish = brokerbench_model::new_histogram();
     let mut service_time = brokerbench_model::new_histogram();
     let mut schedule_lag = brokerbench_model::new_histogram();
@@ -1036,7 +1040,7 @@ fn summarize(
     if interrupted {
         notes.push("interrupted: the run was stopped before its planned end".into());
     }
-    Summary {
+    let summary = Summary {
         status: if interrupted {
             RunStatus::Interrupted
         } else {
@@ -1064,7 +1068,14 @@ fn summarize(
         broker_metrics: None,
         client_bound: is_client_bound,
         notes,
-    }
+    };
+    let histograms = WindowHistograms {
+        publish,
+        end_to_end,
+        service_time,
+        schedule_lag,
+    };
+    (summary, histograms)
 }
 
 #[cfg(test)]

@@ -118,6 +118,39 @@ impl LatencySummary {
     }
 }
 
+/// The measurement window's latency histograms, merged over all tasks: what the summary's
+/// percentiles are read from, kept whole for percentile spectra (window.hlog).
+#[derive(Debug, Clone)]
+pub struct WindowHistograms {
+    pub publish: Histogram<u64>,
+    pub end_to_end: Histogram<u64>,
+    pub service_time: Histogram<u64>,
+    pub schedule_lag: Histogram<u64>,
+}
+
+impl Default for WindowHistograms {
+    fn default() -> Self {
+        WindowHistograms {
+            publish: new_histogram(),
+            end_to_end: new_histogram(),
+            service_time: new_histogram(),
+            schedule_lag: new_histogram(),
+        }
+    }
+}
+
+impl WindowHistograms {
+    /// (tag, histogram) pairs, tags as written in window.hlog.
+    pub fn tagged(&self) -> [(&'static str, &Histogram<u64>); 4] {
+        [
+            ("publish", &self.publish),
+            ("end_to_end", &self.end_to_end),
+            ("service_time", &self.service_time),
+            ("schedule_lag", &self.schedule_lag),
+        ]
+    }
+}
+
 /// Message and byte counts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counts {

@@ -7,7 +7,7 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use brokerbench_model::{IntervalRow, RunObserver, RunStatus, Summary};
+use brokerbench_model::{IntervalRow, RunObserver, RunStatus, Summary, WindowHistograms};
 
 use crate::export::{Export, SummaryJson};
 use crate::hlog::HistogramLogWriter;
@@ -25,6 +25,8 @@ pub const TIMESERIES_FILE: &str = "timeseries.csv";
 pub const PUBLISH_HLOG_FILE: &str = "publish.hlog";
 /// Per-second end-to-end latency histograms (HdrHistogram interval log).
 pub const E2E_HLOG_FILE: &str = "e2e.hlog";
+/// File name of the measurement window's whole histograms (tagged).
+pub const WINDOW_HLOG_FILE: &str = "window.hlog";
 
 /// An open results folder; feed it interval rows as a [`RunObserver`], then call
 /// [`ResultsFolder::finish`] or [`ResultsFolder::mark_failed`]. Dropping it without either
@@ -114,6 +116,35 @@ impl ResultsFolder {
         let bytes = export
             .bytes(summary)
             .map_err(|e| ReportError::write(&path, e))?;
+        write_atomically(&path, &bytes)?;
+        Ok(path)
+    }
+
+    /// Writes window.hlog: the measurement window's publish, end-to-end, service-time and
+    /// schedule-lag histograms, whole, as tagged intervals (`Tag=publish`, …) of one log, so
+    /// percentile spectra are drawn from exactly what the summary's percentiles come from.
+    pub fn write_window_histograms(
+        &self,
+        histograms: &WindowHistograms,
+        window_start_ns: u64,
+        window_length_ns: u64,
+    ) -> Result<PathBuf, ReportError> {
+        let path = self.dir.join(WINDOW_HLOG_FILE);
+        let mut bytes = Vec::new();
+        let mut log = HistogramLogWriter::new(
+            &mut bytes,
+            self.manifest.started_at_ns,
+            &format!(
+                "[brokerbench {}, run {}: measurement window histograms, tagged publish, end_to_end, service_time, schedule_lag; values in ns, Interval_Max in ms]",
+                self.manifest.tool.version, self.manifest.run_id
+            ),
+        )
+        .map_err(|e| ReportError::write(&path, e))?;
+        for (tag, h) in histograms.tagged() {
+            log.write_tagged(tag, window_start_ns, window_length_ns, h)
+                .map_err(|e| ReportError::write(&path, e))?;
+        }
+        drop(log);
         write_atomically(&path, &bytes)?;
         Ok(path)
     }

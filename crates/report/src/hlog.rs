@@ -74,6 +74,31 @@ impl<W: Write> HistogramLogWriter<W> {
         self.writer.write_all(self.line.as_bytes())
     }
 
+    /// Appends one tagged interval of any length (`Tag=<tag>,` before the start, as the
+    /// format allows): used for whole-window histograms.
+    pub fn write_tagged(
+        &mut self,
+        tag: &str,
+        start_ns: u64,
+        length_ns: u64,
+        histogram: &Histogram<u64>,
+    ) -> io::Result<()> {
+        self.serialized.clear();
+        self.serializer
+            .serialize(histogram, &mut self.serialized)
+            .map_err(|e| io::Error::other(format!("cannot compress histogram: {e}")))?;
+        self.line.clear();
+        self.line.push_str(&format!(
+            "Tag={tag},{},{},{:.3},",
+            seconds_with_millis(start_ns.saturating_sub(self.base_ns)),
+            seconds_with_millis(length_ns),
+            histogram.max() as f64 / 1e6
+        ));
+        base64::engine::general_purpose::STANDARD.encode_string(&self.serialized, &mut self.line);
+        self.line.push('\n');
+        self.writer.write_all(self.line.as_bytes())
+    }
+
     /// Flushes buffered lines to the underlying writer.
     pub fn flush(&mut self) -> io::Result<()> {
         self.writer.flush()

@@ -9,6 +9,7 @@ mod error;
 mod export;
 mod folder;
 mod hlog;
+pub mod html;
 mod live;
 mod manifest;
 mod tee;
@@ -20,6 +21,7 @@ pub use error::ReportError;
 pub use export::{Export, SummaryJson};
 pub use folder::{
     ResultsFolder, E2E_HLOG_FILE, MANIFEST_FILE, PUBLISH_HLOG_FILE, SUMMARY_FILE, TIMESERIES_FILE,
+    WINDOW_HLOG_FILE,
 };
 pub use hlog::HistogramLogWriter;
 pub use live::LiveLine;

@@ -419,7 +419,7 @@ impl Search {
 
     pub fn record(&mut self, step: Step) {
         if step.sustainable {
-            if self.first_fail.is_none_or(|f| step.offered < f) {
+            if self.first_fail.map_or(true, |f| step.offered < f) {
                 self.last_pass = Some(self.last_pass.map_or(step.offered, |p| p.max(step.offered)));
             }
         } else {
@@ -497,7 +497,7 @@ mod tests {
             search.record(step(rate, rate <= 7_000.0));
         }
         let found = search.found_rate().unwrap();
-        assert!(found <= 7_000.0 && found >= 6_650.0, "{found}");
+        assert!((6_650.0..=7_000.0).contains(&found), "{found}");
     }
 
     #[test]

@@ -14,7 +14,7 @@ const T_975: [f64; 30] = [
 /// The 0.975 quantile of Student's t with `df` degrees of freedom. A fractional df (Welch)
 /// is rounded down, which widens the interval: the conservative side.
 pub fn t_975(df: f64) -> f64 {
-    if !(df >= 1.0) {
+    if df.is_nan() || df < 1.0 {
         return f64::NAN;
     }
     let d = df.floor() as usize;

@@ -1,0 +1,246 @@
+// brokerbench report: draws the charts described in the embedded JSON with uPlot, makes
+// tables sortable, and records on <body> what it drew (data-status, per chart data-points),
+// so a headless browser can check the page.
+"use strict";
+(function () {
+  const body = document.body;
+  const errors = [];
+  window.addEventListener("error", (e) => {
+    errors.push(String(e.message || e));
+    body.dataset.status = "error: " + errors.join("; ");
+  });
+
+  const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+    "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
+
+  function fmtNs(v) {
+    if (v == null || !isFinite(v)) return "—";
+    const a = Math.abs(v);
+    if (a < 1e3) return v.toFixed(0) + " ns";
+    if (a < 1e6) return (v / 1e3).toPrecision(3) + " µs";
+    if (a < 1e9) return (v / 1e6).toPrecision(3) + " ms";
+    return (v / 1e9).toPrecision(3) + " s";
+  }
+  function fmtNum(v) {
+    if (v == null || !isFinite(v)) return "—";
+    const a = Math.abs(v);
+    if (a >= 1e9) return (v / 1e9).toPrecision(3) + "G";
+    if (a >= 1e6) return (v / 1e6).toPrecision(3) + "M";
+    if (a >= 1e4) return (v / 1e3).toPrecision(3) + "K";
+    if (a >= 100 || Number.isInteger(v)) return v.toFixed(0);
+    return v.toPrecision(3);
+  }
+  function fmtBytes(v) {
+    if (v == null || !isFinite(v)) return "—";
+    const a = Math.abs(v);
+    if (a >= 1e9) return (v / 1e9).toPrecision(3) + " GB";
+    if (a >= 1e6) return (v / 1e6).toPrecision(3) + " MB";
+    if (a >= 1e3) return (v / 1e3).toPrecision(3) + " kB";
+    return v.toFixed(0) + " B";
+  }
+  const FORMAT = { ns: fmtNs, bytes: fmtBytes, pct: (v) => (v == null ? "—" : v.toFixed(1) + "%"), count: fmtNum };
+  const fmt = (unit) => FORMAT[unit] || fmtNum;
+
+  // Tick steps: whole seconds on time axes, 1-2-5 steps of whole units for counts and bytes.
+  const WHOLE_STEPS = [];
+  for (let e = 0; e <= 15; e++) for (const m of [1, 2, 5]) WHOLE_STEPS.push(m * Math.pow(10, e));
+  const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400];
+
+  // The percentile axis: x = 1 / (1 - p), log scale, labelled as percentiles.
+  const SPECTRUM_TICKS = [1, 2, 4, 10, 100, 1e3, 1e4, 1e5];
+  function percentileLabel(x) {
+    const p = 100 * (1 - 1 / x);
+    if (x <= 1) return "0%";
+    return (Math.round(p * 1000) / 1000) + "%";
+  }
+
+  // Shades warm-up and drain on time charts (before the series are drawn).
+  function phasePlugin(phases) {
+    return {
+      hooks: {
+        drawClear: (u) => {
+          const ctx = u.ctx;
+          for (const ph of phases || []) {
+            if (ph.name === "measurement") continue;
+            const x0 = u.valToPos(ph.start, "x", true);
+            const x1 = u.valToPos(ph.end, "x", true);
+            ctx.save();
+            ctx.fillStyle = ph.name === "warmup" ? "rgba(255,200,0,0.12)" : "rgba(120,120,255,0.12)";
+            ctx.fillRect(x0, u.bbox.top, Math.max(1, x1 - x0), u.bbox.height);
+            ctx.restore();
+          }
+        },
+      },
+    };
+  }
+
+  // Vertical whiskers for series that carry low/high bounds (95% CI).
+  function whiskerPlugin(spec) {
+    return {
+      hooks: {
+        draw: (u) => {
+          const ctx = u.ctx;
+          spec.series.forEach((s, i) => {
+            if (!s.low || !s.high || !u.series[i + 1].show) return;
+            ctx.save();
+            ctx.strokeStyle = u.series[i + 1]._stroke || COLORS[i % COLORS.length];
+            ctx.lineWidth = 1.5 * devicePixelRatio;
+            const scale = u.series[i + 1].scale;
+            for (let j = 0; j < spec.xs.length; j++) {
+              const lo = s.low[j], hi = s.high[j];
+              if (lo == null || hi == null) continue;
+              const x = u.valToPos(spec.xs[j], "x", true);
+              const y0 = u.valToPos(Math.max(lo, spec.logY ? 1e-9 : lo), scale, true);
+              const y1 = u.valToPos(hi, scale, true);
+              const w = 4 * devicePixelRatio;
+              ctx.beginPath();
+              ctx.moveTo(x, y0); ctx.lineTo(x, y1);
+              ctx.moveTo(x - w, y0); ctx.lineTo(x + w, y0);
+              ctx.moveTo(x - w, y1); ctx.lineTo(x + w, y1);
+              ctx.stroke();
+            }
+            ctx.restore();
+          });
+        },
+      },
+    };
+  }
+
+  // Vertical markers (e.g. the found rate of a search).
+  function markerPlugin(markers) {
+    return {
+      hooks: {
+        draw: (u) => {
+          const ctx = u.ctx;
+          for (const m of markers || []) {
+            const x = u.valToPos(m.x, "x", true);
+            ctx.save();
+            ctx.strokeStyle = m.color || "#444";
+            ctx.setLineDash([6 * devicePixelRatio, 4 * devicePixelRatio]);
+            ctx.lineWidth = devicePixelRatio;
+            ctx.beginPath();
+            ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height);
+            ctx.stroke();
+            ctx.fillStyle = m.color || "#444";
+            ctx.font = (11 * devicePixelRatio) + "px sans-serif";
+            ctx.fillText(m.label, x + 4 * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
+            ctx.restore();
+          }
+        },
+      },
+    };
+  }
+
+  function drawChart(el, spec, phases) {
+    const width = Math.max(320, el.clientWidth || 900);
+    const unitY = spec.unitY || "count";
+    const unitY2 = spec.unitY2 || unitY;
+    const xs = spec.xs;
+    const data = [xs];
+    const series = [{
+      label: spec.xLabel || "x",
+      value: (u, v) => (v == null ? "—" : spec.xLabels ? (spec.xLabels[xs.indexOf(v)] ?? String(v)) : spec.x === "spectrum" ? percentileLabel(v)
+        : spec.x === "time" ? v.toFixed(0) + " s" : (spec.xUnit ? fmt(spec.xUnit)(v) : fmtNum(v))),
+    }];
+    let points = 0;
+    spec.series.forEach((s, i) => {
+      const values = s.values.map((v) => (v == null || (spec.logY && v <= 0) ? null : v));
+      points += values.filter((v) => v != null).length;
+      data.push(values);
+      const unit = s.axis === 1 ? unitY2 : unitY;
+      series.push({
+        label: s.label,
+        scale: s.axis === 1 ? "y2" : "y",
+        stroke: s.color || COLORS[i % COLORS.length],
+        width: s.width || 1.5,
+        dash: s.dash ? [6, 4] : undefined,
+        points: { show: spec.points || s.points || false, size: 6 },
+        spanGaps: spec.x !== "time",
+        value: (u, v) => fmt(unit)(v),
+      });
+    });
+    const axes = [
+      spec.x === "spectrum"
+        ? { label: spec.xLabel, splits: () => SPECTRUM_TICKS, filter: (u, vs) => vs,
+            values: (u, vs) => vs.map((v) => (v == null ? "" : percentileLabel(v))) }
+        : spec.xLabels
+          ? { label: spec.xLabel, splits: () => xs, values: (u, vs) => vs.map((v) => { const i = xs.indexOf(v); return i < 0 ? "" : spec.xLabels[i]; }) }
+          : { label: spec.xLabel, incrs: spec.x === "time" ? TIME_STEPS : undefined,
+              values: (u, vs) => vs.map((v) => (spec.xUnit ? fmt(spec.xUnit)(v) : fmtNum(v))) },
+      { label: spec.yLabel, values: (u, vs) => vs.map((v) => fmt(unitY)(v)), size: 70,
+        ticks: { show: !spec.logY },
+        incrs: !spec.logY && (unitY === "count" || unitY === "bytes") ? WHOLE_STEPS : undefined },
+    ];
+    const scales = {
+      x: spec.x === "spectrum" ? { time: false, distr: 3, log: 10, range: [1, spec.xMax || 1e5] }
+        : spec.xLabels ? { time: false, range: [-0.5, xs.length - 0.5] } : { time: false },
+      y: spec.logY ? { distr: 3, log: 10 } : { range: (u, min, max) => [Math.min(0, min), max > 0 ? max * 1.05 : 1] },
+    };
+    if (spec.series.some((s) => s.axis === 1)) {
+      axes.push({ scale: "y2", side: 1, label: spec.y2Label, grid: { show: false },
+        incrs: unitY2 === "count" || unitY2 === "bytes" ? WHOLE_STEPS : undefined,
+        values: (u, vs) => vs.map((v) => fmt(unitY2)(v)), size: 70 });
+      scales.y2 = { range: (u, min, max) => [Math.min(0, min), max > 0 ? max * 1.05 : 1] };
+    }
+    const plugins = [];
+    if (spec.x === "time") plugins.push(phasePlugin(phases));
+    if (spec.series.some((s) => s.low)) plugins.push(whiskerPlugin(spec));
+    if (spec.markers) plugins.push(markerPlugin(spec.markers));
+    const opts = { width, height: spec.height || 260, series, axes, scales, plugins,
+      legend: { live: true }, cursor: { drag: { x: true, y: false } } };
+    const plot = new uPlot(opts, data, el);
+    el.dataset.points = String(points);
+    el.dataset.width = String(plot.width);
+    el.dataset.height = String(plot.height);
+    return plot;
+  }
+
+  function sortable(table) {
+    const ths = table.querySelectorAll("thead th");
+    ths.forEach((th, col) => {
+      th.title = "click to sort";
+      th.addEventListener("click", () => {
+        const tbody = table.tBodies[0];
+        const rows = Array.from(tbody.rows);
+        const asc = th.dataset.sort !== "asc";
+        ths.forEach((t) => delete t.dataset.sort);
+        th.dataset.sort = asc ? "asc" : "desc";
+        const key = (r) => {
+          const c = r.cells[col];
+          const raw = c.dataset.value !== undefined ? c.dataset.value : c.textContent;
+          const n = parseFloat(raw);
+          return isNaN(n) ? raw : n;
+        };
+        rows.sort((a, b) => {
+          const x = key(a), y = key(b);
+          const d = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+          return asc ? d : -d;
+        });
+        rows.forEach((r) => tbody.appendChild(r));
+      });
+    });
+  }
+
+  try {
+    const DATA = JSON.parse(document.getElementById("report-data").textContent);
+    const charts = [];
+    for (const spec of DATA.charts || []) {
+      const el = document.getElementById("chart-" + spec.id);
+      if (!el) throw new Error("no element for chart " + spec.id);
+      charts.push([el, drawChart(el, spec, DATA.phases)]);
+    }
+    document.querySelectorAll("table.sortable").forEach(sortable);
+    window.addEventListener("resize", () => {
+      for (const [el, plot] of charts) plot.setSize({ width: Math.max(320, el.clientWidth), height: plot.height });
+    });
+    body.dataset.charts = String(charts.length);
+    if (!errors.length) body.dataset.status = "ok";
+  } catch (e) {
+    errors.push(String(e && e.stack || e));
+    body.dataset.status = "error: " + errors.join("; ");
+    const p = document.createElement("pre");
+    p.className = "report-error";
+    p.textContent = "This report could not draw its charts: " + errors.join("; ");
+    body.prepend(p);
+  }
+})();

@@ -1,0 +1,780 @@
+//! The run report (one results folder) and the comparison report (several).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use brokerbench_model::units::{format_nanos, format_rate};
+use serde_json::{json, Value as Json};
+
+use super::data::{
+    json_series, json_xs, number_at, read_hlog, read_json, reduce, spectrum, spectrum_xs, Columns,
+    Reduce,
+};
+use super::{chart_div, esc, page, HtmlError};
+use crate::folder::{
+    E2E_HLOG_FILE, MANIFEST_FILE, PUBLISH_HLOG_FILE, SUMMARY_FILE, TIMESERIES_FILE,
+    WINDOW_HLOG_FILE,
+};
+
+/// Headline numbers shown as cards: (summary.json path, label, unit).
+pub(crate) const HEADLINE: &[(&str, &str, &str)] = &[
+    (
+        "throughput.acknowledged_per_s",
+        "acknowledged msg/s",
+        "rate",
+    ),
+    (
+        "throughput.acknowledged_mb_per_s",
+        "acknowledged MB/s",
+        "plain",
+    ),
+    ("throughput.received_per_s", "received msg/s", "rate"),
+    ("latency.publish.p50_ns", "publish p50", "ns"),
+    ("latency.publish.p99_ns", "publish p99", "ns"),
+    ("latency.publish.p999_ns", "publish p99.9", "ns"),
+    ("latency.publish.max_ns", "publish max", "ns"),
+    ("latency.end_to_end.p50_ns", "end-to-end p50", "ns"),
+    ("latency.end_to_end.p99_ns", "end-to-end p99", "ns"),
+    ("latency.end_to_end.max_ns", "end-to-end max", "ns"),
+    ("integrity.lost", "lost", "plain"),
+    ("integrity.duplicated", "duplicated", "plain"),
+    ("total.failed", "failed sends", "plain"),
+    (
+        "client.cpu_s_per_million_messages",
+        "client CPU-s per M msgs",
+        "plain",
+    ),
+    ("client.peak_rss_bytes", "client peak RSS", "bytes"),
+    (
+        "resources.broker.cpu_user_pct_mean",
+        "broker CPU usr %",
+        "plain",
+    ),
+    (
+        "resources.broker.cpu_system_pct_mean",
+        "broker CPU sys %",
+        "plain",
+    ),
+];
+
+/// A headline value as text: the same formatting wherever it is shown.
+pub(crate) fn show(value: f64, unit: &str) -> String {
+    match unit {
+        "ns" => format_nanos(value.max(0.0) as u64),
+        "rate" => format_rate(value),
+        "bytes" => format!("{:.1} MB", value / 1e6),
+        _ if value.fract() == 0.0 => format!("{value:.0}"),
+        _ => format!("{value:.2}"),
+    }
+}
+
+/// Whether a latency group was measured at all (its histogram had values).
+fn measured(summary: &Json, path: &str) -> bool {
+    match path.strip_prefix("latency.") {
+        Some(rest) => {
+            let group = rest.split('.').next().unwrap_or_default();
+            number_at(summary, &format!("latency.{group}.count")).is_some_and(|c| c > 0.0)
+        }
+        None => true,
+    }
+}
+
+/// Everything read from one results folder.
+struct RunFolder {
+    dir: PathBuf,
+    manifest: Json,
+    summary: Option<Json>,
+    timeseries: Option<Columns>,
+    /// Run start, seconds since the UNIX epoch.
+    start_s: f64,
+}
+
+impl RunFolder {
+    fn read(dir: &Path) -> Result<RunFolder, HtmlError> {
+        let manifest = read_json(&dir.join(MANIFEST_FILE)).ok_or_else(|| {
+            HtmlError::input(
+                dir,
+                format!("no readable {MANIFEST_FILE}: not a brokerbench results folder"),
+            )
+        })?;
+        let start_s = number_at(&manifest, "started_at_ns").unwrap_or(0.0) / 1e9;
+        Ok(RunFolder {
+            dir: dir.to_path_buf(),
+            summary: read_json(&dir.join(SUMMARY_FILE)),
+            timeseries: Columns::read(&dir.join(TIMESERIES_FILE)),
+            manifest,
+            start_s,
+        })
+    }
+
+    fn label(&self) -> String {
+        self.dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.dir.display().to_string())
+    }
+
+    /// Seconds since the run started, per timeseries row.
+    fn seconds(&self) -> Vec<f64> {
+        self.timeseries
+            .as_ref()
+            .and_then(|t| t.get("second"))
+            .map(|v| v.iter().map(|x| x.unwrap_or(0.0)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Warm-up, measurement and drain as [start, end) in seconds since the run start.
+    fn phases(&self) -> Json {
+        let Some(t) = &self.timeseries else {
+            return json!([]);
+        };
+        let seconds = self.seconds();
+        let phases = t.text.get("phase").cloned().unwrap_or_default();
+        let mut out: Vec<Json> = Vec::new();
+        for (i, name) in phases.iter().enumerate() {
+            let start = seconds[i];
+            match out.last_mut() {
+                Some(last) if last["name"] == name.as_str() => last["end"] = json!(start + 1.0),
+                _ => out.push(json!({"name": name, "start": start, "end": start + 1.0})),
+            }
+        }
+        Json::Array(out)
+    }
+
+    /// The four whole-window histograms for spectra: from window.hlog, or (older folders)
+    /// summed from the per-second logs' measurement seconds.
+    fn window_histograms(&self) -> Vec<(&'static str, hdrhistogram::Histogram<u64>)> {
+        let names = [
+            ("publish", "publish"),
+            ("end_to_end", "end-to-end"),
+            ("service_time", "service time"),
+            ("schedule_lag", "schedule lag"),
+        ];
+        if let Some(entries) = read_hlog(&self.dir.join(WINDOW_HLOG_FILE)) {
+            return names
+                .iter()
+                .filter_map(|(tag, label)| {
+                    entries
+                        .iter()
+                        .find(|(t, _, _)| t == tag)
+                        .map(|(_, _, h)| (*label, h.clone()))
+                })
+                .collect();
+        }
+        let Some(t) = &self.timeseries else {
+            return Vec::new();
+        };
+        let phases = t.text.get("phase").cloned().unwrap_or_default();
+        let measured: Vec<f64> = self
+            .seconds()
+            .iter()
+            .zip(&phases)
+            .filter(|(_, p)| p.as_str() == "measurement")
+            .map(|(s, _)| *s)
+            .collect();
+        let mut out = Vec::new();
+        for (file, label) in [
+            (PUBLISH_HLOG_FILE, "publish"),
+            (E2E_HLOG_FILE, "end-to-end"),
+        ] {
+            let Some(entries) = read_hlog(&self.dir.join(file)) else {
+                continue;
+            };
+            let mut sum = brokerbench_model::new_histogram();
+            for (_, start, h) in &entries {
+                if measured.iter().any(|s| (s - start.floor()).abs() < 0.5) {
+                    let _ = sum.add(h);
+                }
+            }
+            out.push((label, sum));
+        }
+        out
+    }
+}
+
+/// One time chart from timeseries columns.
+fn time_chart(
+    id: &str,
+    xs: &[f64],
+    series: Vec<(&str, Vec<Option<f64>>, Reduce, u8)>,
+    options: Json,
+) -> Json {
+    let (rx, rs) = reduce(
+        xs,
+        series.iter().map(|(_, v, r, _)| (v.clone(), *r)).collect(),
+    );
+    let mut spec = json!({
+        "id": id,
+        "x": "time",
+        "xLabel": "seconds since start",
+        "xs": json_xs(&rx),
+        "series": series.iter().zip(rs).map(|((label, _, _, axis), values)| json!({
+            "label": label, "values": json_series(&values), "axis": axis,
+        })).collect::<Vec<_>>(),
+    });
+    if let (Json::Object(spec), Json::Object(extra)) = (&mut spec, options) {
+        spec.extend(extra);
+    }
+    spec
+}
+
+/// The report of one results folder.
+pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
+    let run = RunFolder::read(dir)?;
+    let m = &run.manifest;
+    let s = run.summary.as_ref();
+    let text = |doc: &Json, path: &str| -> String {
+        path.split('.')
+            .try_fold(doc, |n, p| n.get(p))
+            .map(|v| {
+                v.as_str()
+                    .map(String::from)
+                    .unwrap_or_else(|| v.to_string())
+            })
+            .unwrap_or_else(|| "—".into())
+    };
+    let workload = text(m, "workload.name");
+    let driver = s
+        .map(|s| text(s, "driver"))
+        .unwrap_or_else(|| text(m, "driver.driver"));
+    let status = text(m, "status");
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<h1>{} on {}</h1><p class=\"sub\">run {} · {} · status <b>{}</b></p>",
+        esc(&workload),
+        esc(&driver),
+        esc(&text(m, "run_id")),
+        esc(&text(m, "started_at")),
+        esc(&status)
+    );
+    match (status.as_str(), s) {
+        ("complete", Some(s)) => {
+            let clean = s["errors"].as_object().map_or(true, |e| e.is_empty())
+                && ["lost", "duplicated", "out_of_order", "unacknowledged"]
+                    .iter()
+                    .all(|k| number_at(s, &format!("integrity.{k}")).unwrap_or(0.0) == 0.0);
+            if clean {
+                body.push_str("<div class=\"banner good\">Complete and clean: no failures, nothing lost, duplicated, out of order or unacknowledged.</div>");
+            } else {
+                body.push_str("<div class=\"banner bad\">Complete, NOT clean: see the notes, errors and integrity table below.</div>");
+            }
+        }
+        ("interrupted", _) => body.push_str("<div class=\"banner warn\">INTERRUPTED: the run was stopped (or killed) before its planned end; what was written until then is shown.</div>"),
+        _ => {
+            let error = m.get("error").and_then(Json::as_str).unwrap_or("no summary was written");
+            let _ = write!(body, "<div class=\"banner bad\">FAILED: {}</div>", esc(error));
+        }
+    }
+    // Header.
+    let broker = m.get("broker").filter(|b| !b.is_null());
+    let broker_text = broker.map_or("—".to_string(), |b| {
+        format!(
+            "{} {} at {}{}",
+            driver,
+            b.get("version")
+                .and_then(Json::as_str)
+                .unwrap_or("(version unknown)"),
+            b.get("address").and_then(Json::as_str).unwrap_or("?"),
+            if b.get("managed").and_then(Json::as_bool) == Some(true) {
+                " (managed by brokerbench)"
+            } else {
+                ""
+            }
+        )
+    });
+    let host = format!(
+        "{} · {} CPUs · {} · kernel {}",
+        text(m, "host.hostname"),
+        text(m, "host.cpus"),
+        number_at(m, "host.memory_bytes")
+            .map(|b| format!("{:.1} GiB", b / (1u64 << 30) as f64))
+            .unwrap_or_else(|| "memory unknown".into()),
+        text(m, "host.kernel")
+    );
+    let command: Vec<String> = m["command"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Json::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let _ = write!(
+        body,
+        "<dl class=\"meta\"><dt>workload</dt><dd>{}</dd><dt>driver</dt><dd>{}</dd><dt>broker</dt><dd>{}</dd><dt>host</dt><dd>{}</dd>\
+<dt>started</dt><dd>{}</dd><dt>ended</dt><dd>{}</dd><dt>mode</dt><dd>{}</dd><dt>command</dt><dd><code>{}</code></dd></dl>",
+        esc(&text(m, "workload_source")),
+        esc(&text(m, "driver_source")),
+        esc(&broker_text),
+        esc(&host),
+        esc(&text(m, "started_at")),
+        esc(&text(m, "ended_at")),
+        esc(&s.map(|s| {
+            let target = number_at(s, "target_rate").map_or("max rate (closed loop)".to_string(), |r| format!("open loop at {} msg/s", format_rate(r)));
+            format!("{target}, measurement {:.1} s", number_at(s, "measurement_s").unwrap_or(0.0))
+        }).unwrap_or_else(|| "—".into())),
+        esc(&command.join(" "))
+    );
+    let _ = write!(
+        body,
+        "<details><summary>Configuration as run (credentials redacted)</summary><pre>workload: {}\n\ndriver: {}</pre></details>",
+        esc(&serde_json::to_string_pretty(&m["workload"]).unwrap_or_default()),
+        esc(&serde_json::to_string_pretty(&m["driver"]).unwrap_or_default())
+    );
+    // Headline numbers.
+    if let Some(s) = s {
+        body.push_str(
+            "<h2>Headline numbers <small>(measurement window)</small></h2><div class=\"cards\">",
+        );
+        for (path, label, unit) in HEADLINE {
+            let Some(v) = number_at(s, path).filter(|_| measured(s, path)) else {
+                continue;
+            };
+            let _ = write!(
+                body,
+                "<div class=\"card\" data-key=\"{path}\" data-value=\"{v}\"><div class=\"label\">{}</div><div class=\"value\">{}</div></div>",
+                esc(label),
+                esc(&show(v, unit))
+            );
+        }
+        body.push_str("</div>");
+        // Notes and errors, where they cannot be missed.
+        let notes: Vec<String> = s["notes"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Json::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let errors: Vec<(String, f64)> = s["errors"]
+            .as_object()
+            .map(|e| {
+                e.iter()
+                    .map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(0.0)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !notes.is_empty() || !errors.is_empty() {
+            body.push_str("<h2>Notes</h2><ul class=\"notes\">");
+            for (kind, n) in &errors {
+                let _ = write!(
+                    body,
+                    "<li><b>{} failures of kind <code>{}</code></b></li>",
+                    n,
+                    esc(kind)
+                );
+            }
+            for n in &notes {
+                let _ = write!(body, "<li>{}</li>", esc(n));
+            }
+            body.push_str("</ul>");
+        }
+    }
+
+    let mut charts = Vec::new();
+    let xs = run.seconds();
+    if let Some(t) = run.timeseries.as_ref().filter(|t| t.rows > 0) {
+        body.push_str("<h2>Over time</h2><p class=\"legend-note\">Warm-up is shaded yellow, the drain blue; the summary covers the unshaded measurement window.</p>");
+        let col = |name: &str| t.get(name).cloned().unwrap_or_default();
+        let target = s.and_then(|s| number_at(s, "target_rate"));
+        let mut rates = vec![
+            ("sent", col("sent"), Reduce::Mean, 0),
+            ("acknowledged", col("acknowledged"), Reduce::Mean, 0),
+            ("received", col("received"), Reduce::Mean, 0),
+            ("failed", col("failed"), Reduce::Mean, 0),
+        ];
+        if let Some(target) = target {
+            rates.push(("target", vec![Some(target); xs.len()], Reduce::Mean, 0));
+        }
+        charts.push(time_chart(
+            "rates",
+            &xs,
+            rates,
+            json!({"yLabel": "msg/s", "unitY": "count"}),
+        ));
+        body.push_str(&chart_div(
+            "rates",
+            "Messages per second",
+            "sent, acknowledged and received in each second, against the target rate",
+        ));
+        let us = |name: &str| t.scaled(name, 1e3).unwrap_or_default();
+        charts.push(time_chart(
+            "latency",
+            &xs,
+            vec![
+                ("publish p50", us("publish_p50_us"), Reduce::Max, 0),
+                ("publish p99", us("publish_p99_us"), Reduce::Max, 0),
+                ("publish max", us("publish_max_us"), Reduce::Max, 0),
+                ("end-to-end p50", us("e2e_p50_us"), Reduce::Max, 0),
+                ("end-to-end p99", us("e2e_p99_us"), Reduce::Max, 0),
+                ("end-to-end max", us("e2e_max_us"), Reduce::Max, 0),
+            ],
+            json!({"yLabel": "latency", "unitY": "ns", "logY": true}),
+        ));
+        body.push_str(&chart_div("latency", "Latency per second (log scale)", "publish = acknowledgement − intended send time; end-to-end = receive − intended send time; of the messages acknowledged or received in each second"));
+        charts.push(time_chart(
+            "backlog",
+            &xs,
+            vec![
+                ("consumer backlog", col("backlog"), Reduce::Max, 0),
+                ("schedule lag max", us("schedule_lag_max_us"), Reduce::Max, 1),
+            ],
+            json!({"yLabel": "messages", "unitY": "count", "y2Label": "schedule lag", "unitY2": "ns"}),
+        ));
+        body.push_str(&chart_div("backlog", "Backlog and schedule lag", "backlog = acknowledged − received so far; schedule lag = actual − intended send time (growing lag: the generator could not keep up)"));
+    }
+    if let Some(r) = Columns::read(&run.dir.join("resources.csv")).filter(|r| r.rows > 0) {
+        let rx: Vec<f64> = r
+            .get("time_ns")
+            .map(|v| {
+                v.iter()
+                    .map(|t| t.unwrap_or(0.0) / 1e9 - run.start_s)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let col = |name: &str| r.get(name).cloned().unwrap_or_default();
+        // Per-interval byte counts as bytes per second.
+        let per_s = |name: &str| -> Vec<Option<f64>> {
+            let interval = col("interval_s");
+            col(name)
+                .iter()
+                .zip(&interval)
+                .map(|(b, i)| match (b, i) {
+                    (Some(b), Some(i)) if *i > 0.0 => Some(b / i),
+                    _ => None,
+                })
+                .collect()
+        };
+        body.push_str("<div class=\"grid2\">");
+        charts.push(time_chart(
+            "cpu",
+            &rx,
+            vec![
+                ("broker usr", col("broker_cpu_user_pct"), Reduce::Max, 0),
+                ("broker sys", col("broker_cpu_system_pct"), Reduce::Max, 0),
+                ("client usr", col("client_cpu_user_pct"), Reduce::Max, 0),
+                ("client sys", col("client_cpu_system_pct"), Reduce::Max, 0),
+            ],
+            json!({"yLabel": "% of one core", "unitY": "pct", "height": 220}),
+        ));
+        body.push_str(&chart_div(
+            "cpu",
+            "Broker and client CPU",
+            "percent of one core, user and system",
+        ));
+        charts.push(time_chart(
+            "broker-memory-disk",
+            &rx,
+            vec![
+                ("broker RSS", col("broker_rss_bytes"), Reduce::Max, 0),
+                ("broker disk written/s", per_s("broker_disk_written_bytes"), Reduce::Mean, 1),
+            ],
+            json!({"yLabel": "RSS", "unitY": "bytes", "y2Label": "written per second", "unitY2": "bytes", "height": 220}),
+        ));
+        body.push_str(&chart_div(
+            "broker-memory-disk",
+            "Broker memory and disk writes",
+            "resident set size; bytes really sent to storage per second",
+        ));
+        charts.push(time_chart(
+            "host-cpu",
+            &rx,
+            vec![
+                ("usr", col("host_cpu_user_pct"), Reduce::Max, 0),
+                ("sys", col("host_cpu_system_pct"), Reduce::Max, 0),
+                ("iowait", col("host_cpu_iowait_pct"), Reduce::Max, 0),
+                ("irq", col("host_cpu_irq_pct"), Reduce::Max, 0),
+            ],
+            json!({"yLabel": "% of all CPUs", "unitY": "pct", "height": 220}),
+        ));
+        body.push_str(&chart_div(
+            "host-cpu",
+            "Host CPU",
+            "percent of all CPUs, as mpstat computes it",
+        ));
+        charts.push(time_chart(
+            "host-net",
+            &rx,
+            vec![
+                ("received/s", per_s("host_net_rx_bytes"), Reduce::Mean, 0),
+                ("sent/s", per_s("host_net_tx_bytes"), Reduce::Mean, 0),
+            ],
+            json!({"yLabel": "bytes per second", "unitY": "bytes", "height": 220}),
+        ));
+        body.push_str(&chart_div(
+            "host-net",
+            "Host network (all interfaces, loopback included)",
+            "",
+        ));
+        body.push_str("</div>");
+    }
+    if let Some(b) = Columns::read(&run.dir.join("broker-metrics.csv")).filter(|b| b.rows > 0) {
+        let bx: Vec<f64> = b
+            .get("time_s")
+            .map(|v| v.iter().map(|t| t.unwrap_or(0.0) - run.start_s).collect())
+            .unwrap_or_default();
+        let mut names: Vec<&String> = b
+            .numbers
+            .keys()
+            .filter(|k| k.as_str() != "time_s")
+            .collect();
+        names.sort();
+        let source = s
+            .and_then(|s| s["broker_metrics"]["source"].as_str())
+            .unwrap_or("broker");
+        let _ = write!(
+            body,
+            "<h2>The broker's own metrics <small>({})</small></h2><div class=\"grid2\">",
+            esc(source)
+        );
+        for name in names {
+            let values = b.get(name).cloned().unwrap_or_default();
+            if values.iter().all(Option::is_none) {
+                continue;
+            }
+            let id = format!(
+                "broker-{}",
+                name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+            );
+            let unit = if name.ends_with("_bytes") {
+                "bytes"
+            } else {
+                "count"
+            };
+            charts.push(time_chart(
+                &id,
+                &bx,
+                vec![(name.as_str(), values, Reduce::Max, 0)],
+                json!({"yLabel": name, "unitY": unit, "height": 170}),
+            ));
+            body.push_str(&chart_div(&id, name, ""));
+        }
+        body.push_str("</div>");
+    }
+    // Percentile spectrum.
+    let histograms = run.window_histograms();
+    if histograms.iter().any(|(_, h)| !h.is_empty()) {
+        let sx = spectrum_xs();
+        charts.push(json!({
+            "id": "spectrum",
+            "x": "spectrum",
+            "xLabel": "percentile",
+            "xMax": 1e5,
+            "xs": json_xs(&sx),
+            "yLabel": "latency",
+            "unitY": "ns",
+            "logY": true,
+            "series": histograms.iter().filter(|(_, h)| !h.is_empty()).map(|(label, h)| json!({
+                "label": label,
+                "values": json_series(&spectrum(h, &sx)),
+            })).collect::<Vec<_>>(),
+        }));
+        body.push_str("<h2>Latency percentile spectrum</h2>");
+        body.push_str(&chart_div("spectrum", "Latency by percentile (measurement window)", "from the whole HdrHistograms of the window (window.hlog): x is the percentile on a 1/(1−p) scale, so each decade to the right is one more nine"));
+    }
+    // Integrity.
+    if let Some(s) = s {
+        body.push_str("<h2>Integrity <small>(whole run, from the delivery ledger)</small></h2><table><thead><tr><th class=\"text\">count</th><th>messages</th></tr></thead><tbody>");
+        let rows = [
+            ("total.sent", "sent"),
+            ("total.acknowledged", "acknowledged"),
+            ("total.failed", "failed"),
+            ("total.received", "received (every copy)"),
+            ("integrity.lost", "lost (acknowledged, never received)"),
+            ("integrity.duplicated", "duplicated"),
+            ("integrity.out_of_order", "out of order"),
+            (
+                "integrity.unacknowledged",
+                "unacknowledged when the drain ended",
+            ),
+            (
+                "integrity.received_unacknowledged",
+                "received although not acknowledged",
+            ),
+            (
+                "integrity.dropped_by_broker",
+                "dropped by the broker by policy",
+            ),
+            (
+                "integrity.foreign",
+                "foreign (not sent by this run), ignored",
+            ),
+        ];
+        for (path, label) in rows {
+            let v = number_at(s, path).unwrap_or(0.0);
+            let _ = write!(
+                body,
+                "<tr data-key=\"{path}\"><td class=\"text\">{}</td><td>{v:.0}</td></tr>",
+                esc(label)
+            );
+        }
+        let checked = s["integrity"]["checked"].as_bool() == Some(true);
+        body.push_str("</tbody></table>");
+        if !checked {
+            body.push_str("<p class=\"legend-note\">No consumers: loss, duplicates and order were not checked.</p>");
+        }
+    }
+    Ok(page(
+        &format!("brokerbench: {workload} on {driver}"),
+        &body,
+        charts,
+        run.phases(),
+    ))
+}
+
+/// Several runs overlaid.
+pub(crate) fn comparison_report(dirs: &[PathBuf]) -> Result<String, HtmlError> {
+    let runs = dirs
+        .iter()
+        .map(|d| RunFolder::read(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut body = format!(
+        "<h1>Comparison of {} runs</h1><p class=\"sub\">ratios are to the first run</p><ol>",
+        runs.len()
+    );
+    for r in &runs {
+        let _ = write!(
+            body,
+            "<li><code>{}</code>: {} on {}, {}</li>",
+            esc(&r.dir.display().to_string()),
+            esc(r.manifest["workload"]["name"].as_str().unwrap_or("?")),
+            esc(r
+                .summary
+                .as_ref()
+                .and_then(|s| s["driver"].as_str())
+                .unwrap_or("?")),
+            esc(r.manifest["started_at"].as_str().unwrap_or("?"))
+        );
+    }
+    body.push_str("</ol><h2>Headline numbers</h2><div class=\"scroll\"><table class=\"sortable\"><thead><tr><th class=\"text\">number</th>");
+    for r in &runs {
+        let _ = write!(body, "<th>{}</th>", esc(&r.label()));
+    }
+    body.push_str("</tr></thead><tbody>");
+    for (path, label, unit) in HEADLINE {
+        let values: Vec<Option<f64>> = runs
+            .iter()
+            .map(|r| {
+                r.summary
+                    .as_ref()
+                    .and_then(|s| number_at(s, path).filter(|_| measured(s, path)))
+            })
+            .collect();
+        if values.iter().all(Option::is_none) {
+            continue;
+        }
+        let _ = write!(
+            body,
+            "<tr data-key=\"{path}\"><td class=\"text\">{}</td>",
+            esc(label)
+        );
+        for (i, v) in values.iter().enumerate() {
+            match v {
+                Some(v) => {
+                    let ratio = match (i, values[0]) {
+                        (0, _) => String::new(),
+                        (_, Some(base)) if base != 0.0 => format!(" ({:.2}×)", v / base),
+                        _ => String::new(),
+                    };
+                    let _ = write!(
+                        body,
+                        "<td data-value=\"{v}\">{}{}</td>",
+                        esc(&show(*v, unit)),
+                        ratio
+                    );
+                }
+                None => body.push_str("<td>—</td>"),
+            }
+        }
+        body.push_str("</tr>");
+    }
+    body.push_str("</tbody></table></div>");
+    let mut charts = Vec::new();
+    let sx = spectrum_xs();
+    for (id, which, title) in [
+        (
+            "spectrum-publish",
+            "publish",
+            "Publish latency by percentile",
+        ),
+        (
+            "spectrum-e2e",
+            "end-to-end",
+            "End-to-end latency by percentile",
+        ),
+    ] {
+        let series: Vec<Json> = runs
+            .iter()
+            .filter_map(|r| {
+                let h = r
+                    .window_histograms()
+                    .into_iter()
+                    .find(|(l, _)| *l == which)?
+                    .1;
+                (!h.is_empty())
+                    .then(|| json!({"label": r.label(), "values": json_series(&spectrum(&h, &sx))}))
+            })
+            .collect();
+        if series.is_empty() {
+            continue;
+        }
+        charts.push(json!({"id": id, "x": "spectrum", "xLabel": "percentile", "xMax": 1e5, "xs": json_xs(&sx),
+            "yLabel": "latency", "unitY": "ns", "logY": true, "series": series}));
+        body.push_str(&chart_div(
+            id,
+            title,
+            "whole measurement-window histograms, x on a 1/(1−p) scale",
+        ));
+    }
+    // Time series overlaid on a shared axis: seconds since each run's start.
+    let longest = runs.iter().map(|r| r.seconds().len()).max().unwrap_or(0);
+    let xs: Vec<f64> = (0..longest).map(|i| i as f64).collect();
+    for (id, column, title, unit, scale, how) in [
+        (
+            "acknowledged",
+            "acknowledged",
+            "Acknowledged per second",
+            "count",
+            1.0,
+            Reduce::Mean,
+        ),
+        (
+            "publish-p99",
+            "publish_p99_us",
+            "Publish p99 per second (log scale)",
+            "ns",
+            1e3,
+            Reduce::Max,
+        ),
+        (
+            "e2e-p99",
+            "e2e_p99_us",
+            "End-to-end p99 per second (log scale)",
+            "ns",
+            1e3,
+            Reduce::Max,
+        ),
+    ] {
+        let series: Vec<(String, Vec<Option<f64>>)> = runs
+            .iter()
+            .filter_map(|r| {
+                let mut v = r.timeseries.as_ref()?.scaled(column, scale)?;
+                v.resize(longest, None);
+                v.iter().any(Option::is_some).then(|| (r.label(), v))
+            })
+            .collect();
+        if series.is_empty() {
+            continue;
+        }
+        let (rx, rs) = reduce(&xs, series.iter().map(|(_, v)| (v.clone(), how)).collect());
+        charts.push(json!({"id": id, "x": "time", "xLabel": "seconds since each run's start", "xs": json_xs(&rx),
+            "yLabel": title, "unitY": unit, "logY": unit == "ns",
+            "series": series.iter().zip(rs).map(|((l, _), v)| json!({"label": l, "values": json_series(&v)})).collect::<Vec<_>>()}));
+        body.push_str(&chart_div(id, title, ""));
+    }
+    Ok(page("brokerbench: comparison", &body, charts, json!([])))
+}

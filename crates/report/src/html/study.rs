@@ -1,0 +1,429 @@
+//! The study report: each headline number against the first axis (one series per value of
+//! the second, small multiples for the rest) with 95% CI whiskers, the sortable cells table
+//! linking every run's report, and for a search, offered against achieved rate and latency.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{json, Value as Json};
+
+use super::data::{json_series, json_xs, read_json};
+use super::run::show;
+use super::{chart_div, esc, page, HtmlError, REPORT_FILE};
+
+/// Numbers charted against the axes: (headline path, title, unit for the page, y unit).
+const CHARTED: &[(&str, &str, &str, &str)] = &[
+    (
+        "throughput.acknowledged_per_s",
+        "Acknowledged msg/s",
+        "rate",
+        "count",
+    ),
+    ("latency.publish.p50_ns", "Publish latency p50", "ns", "ns"),
+    ("latency.publish.p99_ns", "Publish latency p99", "ns", "ns"),
+    (
+        "latency.end_to_end.p99_ns",
+        "End-to-end latency p99",
+        "ns",
+        "ns",
+    ),
+    (
+        "client.cpu_s_per_million_messages",
+        "Client CPU-s per million messages",
+        "plain",
+        "count",
+    ),
+    (
+        "resources.broker.cpu_user_pct_mean",
+        "Broker CPU usr %",
+        "plain",
+        "pct",
+    ),
+];
+
+fn text(v: &Json) -> String {
+    match v {
+        Json::String(s) => Path::new(s)
+            .file_name()
+            .filter(|_| s.contains('/'))
+            .map_or(s.clone(), |n| n.to_string_lossy().into_owned()),
+        Json::Null => "—".into(),
+        other => other.to_string(),
+    }
+}
+
+pub(crate) fn study_report(dir: &Path) -> Result<String, HtmlError> {
+    let study = read_json(&dir.join("study.json"))
+        .ok_or_else(|| HtmlError::input(dir, "study.json is not readable"))?;
+    let cells: Vec<Json> = read_json(&dir.join("cells.json"))
+        .and_then(|c| c.as_array().cloned())
+        .unwrap_or_default();
+    let runs: Vec<Json> = read_json(&dir.join("runs.json"))
+        .and_then(|c| c.as_array().cloned())
+        .unwrap_or_default();
+    // Folders written before study.json named its axes: the definition's (sorted) keys.
+    let axes: Vec<String> = match study["axes"].as_array() {
+        Some(a) => a
+            .iter()
+            .filter_map(Json::as_str)
+            .map(String::from)
+            .collect(),
+        None => study["definition"]["axes"]
+            .as_object()
+            .map(|a| a.keys().cloned().collect())
+            .unwrap_or_default(),
+    };
+    let name = study["name"].as_str().unwrap_or("study");
+    let status = study["status"].as_str().unwrap_or("?");
+    let done = runs.iter().filter(|r| r["status"] == "complete").count();
+    let planned = study["planned"].as_u64().unwrap_or(0);
+    let progress = if study["search"].is_null() {
+        format!("{done} of {planned} runs complete")
+    } else {
+        format!("{planned} search(es), {done} steps complete")
+    };
+    let mut body = format!(
+        "<h1>Study {}</h1><p class=\"sub\">{} · status <b>{}</b> · {} · started {}</p>",
+        esc(name),
+        esc(study["file"].as_str().unwrap_or("")),
+        esc(status),
+        esc(&progress),
+        esc(study["started_at"].as_str().unwrap_or("?"))
+    );
+    match status {
+        "complete" => {}
+        "running" => body.push_str("<div class=\"banner warn\">Running (or killed while running): this report is rewritten after every run.</div>"),
+        other => {
+            let _ = write!(body, "<div class=\"banner bad\">{}: run the same command again to resume.</div>", esc(&other.to_uppercase()));
+        }
+    }
+    let failed: Vec<&Json> = runs.iter().filter(|r| r["status"] == "failed").collect();
+    if !failed.is_empty() {
+        body.push_str("<h2>Failed runs</h2><ul class=\"notes\">");
+        for r in failed {
+            let _ = write!(
+                body,
+                "<li>run {} (cell {}, repetition {}): {}</li>",
+                r["run"],
+                r["cell"],
+                r["repetition"],
+                esc(r["error"].as_str().unwrap_or("no error recorded"))
+            );
+        }
+        body.push_str("</ul>");
+    }
+    let broker = &study["broker"];
+    let _ = write!(
+        body,
+        "<dl class=\"meta\"><dt>broker</dt><dd>{}</dd><dt>host</dt><dd>{} · {} CPUs</dd><dt>axes</dt><dd>{}</dd></dl>",
+        esc(&format!(
+            "{} at {}",
+            broker["version"].as_str().unwrap_or("(version unknown)"),
+            broker["address"].as_str().unwrap_or("?")
+        )),
+        esc(study["host"]["hostname"].as_str().unwrap_or("?")),
+        study["host"]["cpus"],
+        esc(&if axes.is_empty() { "none".to_string() } else { axes.join(" × ") })
+    );
+
+    let mut charts = Vec::new();
+    let search = read_json(&dir.join("search.json"));
+    if let Some(search) = &search {
+        search_charts(search, &mut body, &mut charts);
+    } else if !cells.is_empty() {
+        grid_charts(&axes, &cells, &mut body, &mut charts);
+    }
+
+    // The cells table, sortable, each cell linking its runs' reports.
+    body.push_str("<h2>Cells <small>(mean ± 95% CI over repetitions; click a heading to sort)</small></h2><div class=\"scroll\"><table class=\"sortable\" id=\"cells\"><thead><tr><th>cell</th>");
+    for a in &axes {
+        let _ = write!(body, "<th class=\"text\">{}</th>", esc(a));
+    }
+    if search.is_some() {
+        body.push_str("<th>offered msg/s</th>");
+    }
+    body.push_str("<th>n</th>");
+    for (_, title, _, _) in CHARTED {
+        let _ = write!(body, "<th>{}</th>", esc(title));
+    }
+    body.push_str("<th>lost</th><th class=\"text\">runs</th></tr></thead><tbody>");
+    for c in &cells {
+        let _ = write!(body, "<tr><td>{}</td>", c["cell"]);
+        for a in &axes {
+            let _ = write!(
+                body,
+                "<td class=\"text\">{}</td>",
+                esc(&text(&c[a.as_str()]))
+            );
+        }
+        if search.is_some() {
+            let _ = write!(
+                body,
+                "<td data-value=\"{}\">{}</td>",
+                c["offered_rate"],
+                esc(&c["offered_rate"]
+                    .as_f64()
+                    .map_or("—".into(), |r| show(r, "rate")))
+            );
+        }
+        let _ = write!(body, "<td>{}</td>", c["n"]);
+        for (path, _, unit, _) in
+            CHARTED
+                .iter()
+                .chain([&("integrity.lost", "lost", "plain", "count")])
+        {
+            let mean = c[format!("{path}.mean").as_str()].as_f64();
+            let low = c[format!("{path}.ci95_low").as_str()].as_f64();
+            let high = c[format!("{path}.ci95_high").as_str()].as_f64();
+            match mean {
+                Some(m) => {
+                    let ci = match (low, high) {
+                        (Some(l), Some(h)) => format!(" ± {}", show((h - l) / 2.0, unit)),
+                        _ => String::new(),
+                    };
+                    let _ = write!(
+                        body,
+                        "<td data-key=\"{path}\" data-value=\"{m}\">{}{}</td>",
+                        esc(&show(m, unit)),
+                        esc(&ci)
+                    );
+                }
+                None => body.push_str("<td>—</td>"),
+            }
+        }
+        let links: Vec<String> = runs
+            .iter()
+            .filter(|r| r["cell"] == c["cell"] && r["status"] == "complete")
+            .filter(|r| search.is_none() || r["target_rate"] == c["offered_rate"])
+            .filter_map(|r| {
+                let results = r["results"].as_str()?;
+                Some(format!(
+                    "<a href=\"{}/{REPORT_FILE}\">r{}{}</a>",
+                    esc(results),
+                    r["repetition"],
+                    r["step"]
+                        .as_u64()
+                        .map(|s| format!("s{s}"))
+                        .unwrap_or_default()
+                ))
+            })
+            .collect();
+        let _ = write!(body, "<td class=\"text\">{}</td></tr>", links.join(" "));
+    }
+    body.push_str("</tbody></table></div>");
+    body.push_str("<p class=\"legend-note\">All numbers per run are in runs.csv and cells.csv beside this file.</p>");
+    Ok(page(
+        &format!("brokerbench study: {name}"),
+        &body,
+        charts,
+        json!([]),
+    ))
+}
+
+/// Charts of a grid: each charted number against the first axis.
+fn grid_charts(axes: &[String], cells: &[Json], body: &mut String, charts: &mut Vec<Json>) {
+    let Some(first) = axes.first() else {
+        return; // one cell: the table says it all
+    };
+    // The first axis's values, in first-seen order; numeric when all are numbers.
+    let mut xvals: Vec<Json> = Vec::new();
+    for c in cells {
+        if !xvals.contains(&c[first.as_str()]) {
+            xvals.push(c[first.as_str()].clone());
+        }
+    }
+    let numeric = xvals.iter().all(Json::is_number);
+    if numeric {
+        xvals.sort_by(|a, b| {
+            a.as_f64()
+                .partial_cmp(&b.as_f64())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+    }
+    let xs: Vec<f64> = if numeric {
+        xvals.iter().filter_map(Json::as_f64).collect()
+    } else {
+        (0..xvals.len()).map(|i| i as f64).collect()
+    };
+    let key = |c: &Json, names: &[String]| -> String {
+        names
+            .iter()
+            .map(|a| format!("{a}={}", text(&c[a.as_str()])))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let second: Vec<String> = axes.iter().skip(1).take(1).cloned().collect();
+    let rest: Vec<String> = axes.iter().skip(2).cloned().collect();
+    // Small multiples: one chart per combination of the third and later axes.
+    let mut panels: BTreeMap<String, Vec<&Json>> = BTreeMap::new();
+    for c in cells {
+        panels.entry(key(c, &rest)).or_default().push(c);
+    }
+    body.push_str(&format!(
+        "<h2>Against {}</h2><p class=\"legend-note\">{}Whiskers: 95% confidence interval of the mean over the repetitions.</p>",
+        esc(first),
+        if second.is_empty() {
+            String::new()
+        } else {
+            format!("One line per value of {}. ", esc(&second[0]))
+        }
+    ));
+    let mut n = 0;
+    // One panel: the numbers side by side; several: each number's panels side by side.
+    let single = panels.len() == 1;
+    if single {
+        body.push_str("<div class=\"grid2\">");
+    }
+    for (path, title, _, unit) in CHARTED {
+        if !single {
+            body.push_str("<div class=\"grid2\">");
+        }
+        for (panel, members) in &panels {
+            let mut lines: BTreeMap<String, Vec<&Json>> = BTreeMap::new();
+            for c in members {
+                lines.entry(key(c, &second)).or_default().push(c);
+            }
+            let mut series = Vec::new();
+            for (label, line) in &lines {
+                let pick = |stat: &str| -> Vec<Option<f64>> {
+                    xvals
+                        .iter()
+                        .map(|x| {
+                            line.iter()
+                                .find(|c| c[first.as_str()] == *x)
+                                .and_then(|c| c[format!("{path}.{stat}").as_str()].as_f64())
+                        })
+                        .collect()
+                };
+                let mean = pick("mean");
+                if mean.iter().all(Option::is_none) {
+                    continue;
+                }
+                series.push(json!({
+                    "label": if label.is_empty() { title.to_string() } else { label.clone() },
+                    "values": json_series(&mean),
+                    "low": json_series(&pick("ci95_low")),
+                    "high": json_series(&pick("ci95_high")),
+                }));
+            }
+            if series.is_empty() {
+                continue;
+            }
+            n += 1;
+            let id = format!("axis-{n}");
+            let mut spec = json!({
+                "id": id, "x": "linear", "xLabel": first, "xs": json_xs(&xs),
+                "yLabel": title, "unitY": unit, "points": true, "series": series, "height": 240,
+            });
+            if !numeric {
+                spec["xLabels"] = Json::Array(xvals.iter().map(|v| Json::from(text(v))).collect());
+            }
+            charts.push(spec);
+            let heading = if panel.is_empty() {
+                title.to_string()
+            } else {
+                format!("{title} — {panel}")
+            };
+            body.push_str(&chart_div(&id, &heading, ""));
+        }
+        if !single {
+            body.push_str("</div>");
+        }
+    }
+    if single {
+        body.push_str("</div>");
+    }
+}
+
+/// Charts of a search: offered against achieved, and against latency, with the found rate.
+fn search_charts(search: &Json, body: &mut String, charts: &mut Vec<Json>) {
+    let searches = search["searches"].as_array().cloned().unwrap_or_default();
+    body.push_str("<h2>Maximum sustainable throughput</h2><ul>");
+    for s in &searches {
+        let found = s["found_rate"].as_f64();
+        let _ = write!(
+            body,
+            "<li>cell {} repetition {}: <b>{}</b> (bracket {} … {}, {} steps)</li>",
+            s["cell"],
+            s["repetition"],
+            found.map_or("no offered rate was sustained".into(), |r| format!(
+                "{} msg/s",
+                show(r, "rate")
+            )),
+            s["bracket"][0]
+                .as_f64()
+                .map_or("—".into(), |r| show(r, "rate")),
+            s["bracket"][1]
+                .as_f64()
+                .map_or("—".into(), |r| show(r, "rate")),
+            s["steps"].as_array().map_or(0, Vec::len)
+        );
+    }
+    body.push_str("</ul>");
+    for (i, s) in searches.iter().enumerate() {
+        let mut steps: Vec<Json> = s["steps"].as_array().cloned().unwrap_or_default();
+        steps.sort_by(|a, b| {
+            a["offered"]
+                .as_f64()
+                .partial_cmp(&b["offered"].as_f64())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        if steps.is_empty() {
+            continue;
+        }
+        let xs: Vec<f64> = steps.iter().filter_map(|s| s["offered"].as_f64()).collect();
+        let col = |k: &str| -> Vec<Option<f64>> { steps.iter().map(|s| s[k].as_f64()).collect() };
+        let passed: Vec<Option<f64>> = steps
+            .iter()
+            .map(|s| {
+                if s["sustainable"] == true {
+                    s["achieved"].as_f64()
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let mut markers = Vec::new();
+        if let Some(f) = s["found_rate"].as_f64() {
+            markers.push(
+                json!({"x": f, "label": format!("found {}", show(f, "rate")), "color": "#2ca02c"}),
+            );
+        }
+        if let Some(f) = s["bracket"][1].as_f64() {
+            markers.push(json!({"x": f, "label": "first failing", "color": "#d62728"}));
+        }
+        let suffix = if searches.len() > 1 {
+            format!(" (cell {}, repetition {})", s["cell"], s["repetition"])
+        } else {
+            String::new()
+        };
+        let id = format!("search-rate-{i}");
+        charts.push(json!({
+            "id": id, "x": "linear", "xLabel": "offered msg/s", "xUnit": "count", "xs": json_xs(&xs),
+            "yLabel": "msg/s", "unitY": "count", "points": true, "markers": markers,
+            "series": [
+                {"label": "offered", "values": json_series(&xs.iter().map(|x| Some(*x)).collect::<Vec<_>>()), "dash": true},
+                {"label": "achieved", "values": json_series(&col("achieved"))},
+                {"label": "achieved (sustained steps)", "values": json_series(&passed)},
+            ],
+        }));
+        body.push_str(&chart_div(&id, &format!("Offered against achieved rate{suffix}"), "a step is sustained when ≥ 99% is acknowledged, the backlog does not grow, the generator keeps its schedule, nothing is lost and the SLO holds"));
+        let id = format!("search-latency-{i}");
+        charts.push(json!({
+            "id": id, "x": "linear", "xLabel": "offered msg/s", "xUnit": "count", "xs": json_xs(&xs),
+            "yLabel": "latency", "unitY": "ns", "logY": true, "points": true, "markers": markers,
+            "series": [
+                {"label": "publish p50", "values": json_series(&col("publish_p50_ns"))},
+                {"label": "publish p99", "values": json_series(&col("publish_p99_ns"))},
+                {"label": "end-to-end p50", "values": json_series(&col("end_to_end_p50_ns"))},
+                {"label": "end-to-end p99", "values": json_series(&col("end_to_end_p99_ns"))},
+            ],
+        }));
+        body.push_str(&chart_div(
+            &id,
+            &format!("Offered rate against latency{suffix}"),
+            "",
+        ));
+    }
+}

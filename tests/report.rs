@@ -1,0 +1,307 @@
+//! report.html opened from `file://` in headless Chromium (Debian's package): no JavaScript
+//! or console error, every chart drawn with data, headline numbers equal to summary.json.
+//! Screenshots of each kind of report are saved under target/report-screenshots/.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{brokerbench, kafka, serial, write};
+
+const QUICKSTART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/quickstart.yaml");
+
+fn chromium() -> PathBuf {
+    for candidate in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] {
+        if Path::new(candidate).exists() {
+            return PathBuf::from(candidate);
+        }
+    }
+    panic!("Debian's chromium is needed for the report tests: scripts/setup installs it (apt-get install chromium)");
+}
+
+/// What the browser made of a page: the DOM after the scripts ran, and its console output.
+struct Page {
+    dom: String,
+    console: String,
+}
+
+fn open(file: &Path, screenshot: &str) -> Page {
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", file.canonicalize().unwrap().display());
+    let common = |cmd: &mut Command| {
+        cmd.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=10000",
+            "--window-size=1280,3000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()));
+    };
+    let mut dump = Command::new(chromium());
+    common(&mut dump);
+    let out = dump
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .expect("chromium runs");
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/report-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let mut shot = Command::new(chromium());
+    common(&mut shot);
+    let shot_out = shot
+        .arg(format!("--screenshot={}", shots.join(screenshot).display()))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        shot_out.status.success(),
+        "screenshot of {}",
+        file.display()
+    );
+    Page {
+        dom: String::from_utf8_lossy(&out.stdout).into_owned(),
+        console: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// An attribute of the first element whose opening tag contains `marker`.
+fn attribute(dom: &str, marker: &str, name: &str) -> Option<String> {
+    let at = dom.find(marker)?;
+    let tag_start = dom[..at].rfind('<')?;
+    let tag_end = at + dom[at..].find('>')?;
+    let tag = &dom[tag_start..tag_end];
+    let key = format!("{name}=\"");
+    let i = tag.find(&key)? + key.len();
+    Some(tag[i..i + tag[i..].find('"')?].to_string())
+}
+
+/// Checks the page as a whole and every chart in it; returns the charts' ids.
+fn check_page(page: &Page, what: &str) -> Vec<String> {
+    let status = attribute(&page.dom, "<body", "data-status").unwrap_or_default();
+    assert_eq!(status, "ok", "{what}: the page's scripts failed: {status}");
+    for line in page.console.lines() {
+        assert!(
+            !(line.contains("CONSOLE") && (line.contains("Uncaught") || line.contains("Error"))),
+            "{what}: console error: {line}"
+        );
+    }
+    let mut ids = Vec::new();
+    for (i, _) in page.dom.match_indices("class=\"chart\"") {
+        let tag_start = page.dom[..i].rfind('<').unwrap();
+        let tag = &page.dom[tag_start..i + page.dom[i..].find('>').unwrap()];
+        let get = |name: &str| -> String {
+            let key = format!("{name}=\"");
+            tag.find(&key)
+                .map(|j| {
+                    let v = &tag[j + key.len()..];
+                    v[..v.find('"').unwrap()].to_string()
+                })
+                .unwrap_or_default()
+        };
+        let id = get("id");
+        let points: usize = get("data-points").parse().unwrap_or(0);
+        let width: f64 = get("data-width").parse().unwrap_or(0.0);
+        let height: f64 = get("data-height").parse().unwrap_or(0.0);
+        assert!(points > 0, "{what}: chart {id} drew no data points");
+        assert!(
+            width > 100.0 && height > 50.0,
+            "{what}: chart {id} is {width}×{height}"
+        );
+        ids.push(id);
+    }
+    let drawn: usize = attribute(&page.dom, "<body", "data-charts")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    assert_eq!(
+        drawn,
+        ids.len(),
+        "{what}: every chart placeholder was drawn"
+    );
+    assert!(page.dom.contains("<canvas"), "{what}: no canvas");
+    ids
+}
+
+/// A number as the page shows it ("6.21 ms", "50.0K", "12.5 MB", "3") back to a value.
+fn parse_shown(text: &str) -> f64 {
+    let t = text.trim();
+    let (number, unit) = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+        .map_or((t, ""), |i| (&t[..i], t[i..].trim()));
+    let n: f64 = number
+        .parse()
+        .unwrap_or_else(|_| panic!("not a number: {text}"));
+    n * match unit {
+        "" => 1.0,
+        "ns" => 1.0,
+        "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "K" => 1e3,
+        "M" => 1e6,
+        "MB" => 1e6,
+        other => panic!("unit {other} in {text}"),
+    }
+}
+
+fn value_at(doc: &serde_json::Value, path: &str) -> f64 {
+    path.split('.')
+        .fold(doc, |n, p| &n[p])
+        .as_f64()
+        .unwrap_or_else(|| panic!("{path}"))
+}
+
+fn short_run(dir: &Path, name: &str, rate: u32) -> PathBuf {
+    let out = dir.join(name);
+    let output = brokerbench()
+        .args(["run", QUICKSTART, "--quiet", "--out"])
+        .arg(&out)
+        .args([
+            "--set",
+            &format!("rate={rate}"),
+            "--set",
+            "warmup=1s",
+            "--set",
+            "duration=4s",
+            "--set",
+            "drain_timeout=5s",
+        ])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out
+}
+
+#[test]
+fn run_study_search_and_comparison_reports_render_in_chromium() {
+    let _serial = serial();
+    kafka();
+    let dir = tempfile::tempdir().unwrap();
+
+    // A run: written at the end of the run, every chart drawn, headline numbers as summary.json.
+    let a = short_run(dir.path(), "a", 5000);
+    let report = a.join("report.html");
+    assert!(report.exists(), "the run wrote report.html");
+    let page = open(&report, "run.png");
+    let ids = check_page(&page, "run report");
+    for id in ["rates", "latency", "backlog", "cpu", "spectrum"] {
+        assert!(
+            ids.iter().any(|i| i == &format!("chart-{id}")),
+            "run report has {id}: {ids:?}"
+        );
+    }
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(a.join("summary.json")).unwrap()).unwrap();
+    let mut checked = 0;
+    for (i, _) in page.dom.match_indices("class=\"card\"") {
+        let rest = &page.dom[page.dom[..i].rfind('<').unwrap()..];
+        let key = attribute(rest, "class=\"card\"", "data-key").unwrap();
+        let value: f64 = attribute(rest, "class=\"card\"", "data-value")
+            .unwrap()
+            .parse()
+            .unwrap();
+        let truth = value_at(&summary, &key);
+        assert!(
+            (value - truth).abs() <= 1e-9 * truth.abs().max(1.0),
+            "{key}: page {value}, summary {truth}"
+        );
+        let shown_start = rest.find("class=\"value\">").unwrap() + "class=\"value\">".len();
+        let shown = &rest[shown_start..shown_start + rest[shown_start..].find('<').unwrap()];
+        let parsed = parse_shown(shown);
+        assert!(
+            (parsed - truth).abs() <= 0.01 * truth.abs() + 0.01,
+            "{key}: shown {shown}, summary {truth}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 8, "{checked} headline numbers checked");
+    assert!(a.join("window.hlog").exists());
+
+    // `brokerbench report` rebuilds it; a comparison of two runs.
+    let b = short_run(dir.path(), "b", 8000);
+    let out = brokerbench().arg("report").arg(&a).output().unwrap();
+    assert!(out.status.success());
+    let comparison = dir.path().join("comparison.html");
+    let out = brokerbench()
+        .arg("report")
+        .arg(&a)
+        .arg(&b)
+        .arg("-o")
+        .arg(&comparison)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = open(&comparison, "comparison.png");
+    let ids = check_page(&page, "comparison report");
+    assert!(ids.iter().any(|i| i == "chart-spectrum-publish"), "{ids:?}");
+    assert!(page.dom.contains("×)"), "ratios to the first run");
+
+    // A study: 2 × 2 grid, 2 repetitions; charts against the first axis with CI whiskers.
+    let file = write(
+        dir.path(),
+        "grid.yaml",
+        &format!("name: grid\nworkload: {QUICKSTART}\nset: {{warmup: 1s, duration: 2s, drain_timeout: 5s}}\naxes:\n  rate: [2000, 4000]\n  producer_config.acks: [\"1\", all]\nrepetitions: 2\n"),
+    );
+    let study = dir.path().join("study");
+    let out = brokerbench()
+        .arg("study")
+        .arg(&file)
+        .arg("--out")
+        .arg(&study)
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let page = open(&study.join("report.html"), "study.png");
+    let ids = check_page(&page, "study report");
+    assert!(ids.len() >= 4, "{ids:?}");
+    assert!(page.dom.contains("id=\"cells\""), "the cells table");
+    assert!(
+        page.dom.contains("runs/c001-r1/report.html"),
+        "links to the runs' reports"
+    );
+
+    // A search: offered against achieved and latency, with the found rate marked.
+    let file = write(
+        dir.path(),
+        "find.yaml",
+        &format!("name: find\nworkload: {QUICKSTART}\nset: {{rate: find}}\nfind: {{start: 20000, growth: 4, precision: 50%, max_steps: 3}}\n"),
+    );
+    let search = dir.path().join("search");
+    let out = brokerbench()
+        .arg("study")
+        .arg(&file)
+        .args(["--quick", "--out"])
+        .arg(&search)
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    assert!(out.status.code() == Some(0) || out.status.code() == Some(1));
+    let page = open(&search.join("report.html"), "search.png");
+    let ids = check_page(&page, "search report");
+    assert!(ids.iter().any(|i| i == "chart-search-rate-0"), "{ids:?}");
+    assert!(ids.iter().any(|i| i == "chart-search-latency-0"), "{ids:?}");
+}
