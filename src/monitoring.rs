@@ -127,12 +127,14 @@ impl Monitoring {
                             let _ = csv.flush();
                             for (spec, value) in metrics.specs().iter().zip(&reading.values) {
                                 if let Some(v) = value {
+                                    let (name, factor) =
+                                        brokerbench_metrics::exposition_name(spec.key);
                                     live.push((
-                                        format!("broker_{}", spec.key),
+                                        format!("broker_{name}"),
                                         "The broker's own metric, from its Prometheus endpoint."
                                             .into(),
                                         String::new(),
-                                        *v,
+                                        *v * factor,
                                     ));
                                 }
                             }
@@ -159,6 +161,7 @@ impl Monitoring {
             server,
             shared: self.shared.clone(),
             phase: Phase::Warmup,
+            totals: Totals::default(),
         }
     }
 
@@ -313,6 +316,22 @@ pub struct LiveExposition {
     server: MetricsServer,
     shared: Arc<Mutex<Shared>>,
     phase: Phase,
+    totals: Totals,
+}
+
+/// Running totals since the run started, for counters and the latency summaries' sum and
+/// count.
+#[derive(Debug, Default)]
+struct Totals {
+    sent: u64,
+    acknowledged: u64,
+    failed: u64,
+    received: u64,
+    bytes_acknowledged: u64,
+    bytes_received: u64,
+    /// (sum of seconds, count) of publish and end-to-end latency observations.
+    publish: (f64, u64),
+    end_to_end: (f64, u64),
 }
 
 impl RunObserver for LiveExposition {
@@ -321,20 +340,58 @@ impl RunObserver for LiveExposition {
     }
 
     fn interval(&mut self, row: &IntervalRow) {
+        let t = &mut self.totals;
+        t.sent += row.sent;
+        t.acknowledged += row.acknowledged;
+        t.failed += row.failed;
+        t.received += row.received;
+        t.bytes_acknowledged += row.bytes_acknowledged;
+        t.bytes_received += row.bytes_received;
+        for (total, h) in [
+            (&mut t.publish, &row.publish),
+            (&mut t.end_to_end, &row.end_to_end),
+        ] {
+            total.0 += h.mean() * h.len() as f64 / 1e9;
+            total.1 += h.len();
+        }
         let mut e = Exposition::default();
-        let per_second = "Messages in the last second.";
-        e.gauge("sent_per_second", per_second, "", row.sent as f64);
+        for (name, help, value) in [
+            (
+                "messages_sent_total",
+                "Messages handed to the client library since the run started.",
+                t.sent,
+            ),
+            (
+                "messages_acknowledged_total",
+                "Messages acknowledged by the broker since the run started.",
+                t.acknowledged,
+            ),
+            (
+                "messages_failed_total",
+                "Messages whose send or acknowledgement failed since the run started.",
+                t.failed,
+            ),
+            (
+                "messages_received_total",
+                "Messages received by consumers since the run started (every copy).",
+                t.received,
+            ),
+            (
+                "acknowledged_bytes_total",
+                "Payload bytes acknowledged since the run started.",
+                t.bytes_acknowledged,
+            ),
+            (
+                "received_bytes_total",
+                "Payload bytes received since the run started.",
+                t.bytes_received,
+            ),
+        ] {
+            e.counter(name, help, "", value as f64);
+        }
         e.gauge(
-            "acknowledged_per_second",
-            per_second,
-            "",
-            row.acknowledged as f64,
-        );
-        e.gauge("failed_per_second", per_second, "", row.failed as f64);
-        e.gauge("received_per_second", per_second, "", row.received as f64);
-        e.gauge(
-            "acknowledged_rate_1m",
-            "Kafka-style one-minute exponentially weighted acknowledged rate.",
+            "acknowledged_one_minute_rate",
+            "Kafka-style one-minute exponentially weighted acknowledged rate, messages per second.",
             "",
             row.acknowledged_rate_1m,
         );
@@ -352,20 +409,37 @@ impl RunObserver for LiveExposition {
             "",
             row.schedule_lag_max_ns as f64 / 1e9,
         );
-        for (name, histogram) in [
-            ("publish_latency_seconds", &row.publish),
-            ("end_to_end_latency_seconds", &row.end_to_end),
+        for (name, what, histogram, total) in [
+            (
+                "publish_latency_seconds",
+                "Publish latency (acknowledgement − intended send time)",
+                &row.publish,
+                t.publish,
+            ),
+            (
+                "end_to_end_latency_seconds",
+                "End-to-end latency (receive − intended send time)",
+                &row.end_to_end,
+                t.end_to_end,
+            ),
         ] {
-            if !histogram.is_empty() {
-                for q in [0.5, 0.99, 1.0] {
-                    e.gauge(
-                        name,
-                        "Latency from the intended send time, last second.",
-                        &format!("quantile=\"{q}\""),
-                        histogram.value_at_quantile(q) as f64 / 1e9,
-                    );
-                }
-            }
+            let quantiles: Vec<(f64, f64)> = if histogram.is_empty() {
+                Vec::new()
+            } else {
+                [0.5, 0.99, 0.999, 1.0]
+                    .iter()
+                    .map(|q| (*q, histogram.value_at_quantile(*q) as f64 / 1e9))
+                    .collect()
+            };
+            e.summary(
+                name,
+                &format!(
+                    "{what}: quantiles over the last second; sum and count since the run started."
+                ),
+                &quantiles,
+                total.0,
+                total.1,
+            );
         }
         for phase in [Phase::Warmup, Phase::Measurement, Phase::Drain] {
             e.gauge(

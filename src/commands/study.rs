@@ -16,7 +16,7 @@ use brokerbench_model::{DriverConfig, SpecError, Specs};
 use brokerbench_report::{folder_name, rfc3339_utc, Host, Tool};
 use brokerbench_study::metrics::{self, HEADLINE};
 use brokerbench_study::plan::is_rate_find;
-use brokerbench_study::search::{backlog_points, judge, FindSpec, Search, Step};
+use brokerbench_study::search::{backlog_points, drive, judge, FindSpec, Search, Step};
 use brokerbench_study::stats::Stats;
 use brokerbench_study::tables::{
     cell_stats, cells_table, runs_table, write_atomically, CellStats, RunRecord,
@@ -173,38 +173,50 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
                 }
             }
             Some(spec) => {
-                let mut s = Search::new();
                 let mut status = "complete";
-                while let Some(rate) = s.next_rate(spec) {
-                    let specs = run
-                        .specs(&study, &extra(rate))
-                        .map_err(|e| BadInput(explain_spec_error(&study, run, e)))?;
-                    let key = RunKey::of(&specs, run.repetition);
-                    let step = s.steps.len() as u32 + 1;
-                    let mut record = executor.run(run, &key, Some((step, rate)), &mut state)?;
-                    if record.status != "complete" {
-                        status = if record.status == "interrupted" {
-                            "interrupted"
-                        } else {
-                            "failed"
+                let s = drive(
+                    spec,
+                    |rate, step, attempt| -> anyhow::Result<Option<Step>> {
+                        let specs = run
+                            .specs(&study, &extra(rate))
+                            .map_err(|e| BadInput(explain_spec_error(&study, run, e)))?;
+                        // A retry is a run of its own, with a key of its own.
+                        let key = match attempt {
+                            1 => RunKey::of(&specs, run.repetition),
+                            n => RunKey(format!("{}-t{n}", RunKey::of(&specs, run.repetition))),
                         };
+                        let mut record =
+                            executor.run(run, &key, Some((step, attempt, rate)), &mut state)?;
+                        if record.status != "complete" {
+                            status = if record.status == "interrupted" {
+                                "interrupted"
+                            } else {
+                                "failed"
+                            };
+                            executor.progress(i + 1, runs.len(), run, &record);
+                            state.runs.push(record);
+                            return Ok(None);
+                        }
+                        let folder = dir.join(&record.results);
+                        let summary = read_json(&folder.join(brokerbench_report::SUMMARY_FILE))?;
+                        let backlog =
+                            backlog_points(&folder.join(brokerbench_report::TIMESERIES_FILE))
+                                .unwrap_or_default();
+                        let verdict = judge(spec, rate, &summary, &backlog);
+                        record.sustainable = Some(verdict.sustainable);
+                        record.reason =
+                            (!verdict.reasons.is_empty()).then(|| verdict.reasons.join("; "));
+                        let measured = Step::new(rate, &summary, verdict, record.results.clone());
+                        if spec.will_retry(&measured, attempt) {
+                            let why = record.reason.take().unwrap_or_default();
+                            record.reason = Some(format!("{why}; nearly held: measured again"));
+                        }
                         executor.progress(i + 1, runs.len(), run, &record);
                         state.runs.push(record);
-                        break;
-                    }
-                    let folder = dir.join(&record.results);
-                    let summary = read_json(&folder.join(brokerbench_report::SUMMARY_FILE))?;
-                    let backlog = backlog_points(&folder.join(brokerbench_report::TIMESERIES_FILE))
-                        .unwrap_or_default();
-                    let verdict = judge(spec, rate, &summary, &backlog);
-                    record.sustainable = Some(verdict.sustainable);
-                    record.reason =
-                        (!verdict.reasons.is_empty()).then(|| verdict.reasons.join("; "));
-                    executor.progress(i + 1, runs.len(), run, &record);
-                    state.runs.push(record.clone());
-                    s.record(Step::new(rate, &summary, verdict, record.results.clone()));
-                    write_state(&dir, &mut state, &axis_names, true)?;
-                }
+                        write_state(&dir, &mut state, &axis_names, true)?;
+                        Ok(Some(measured))
+                    },
+                )?;
                 searches.push(search_json(run, &s, status));
                 write_search(&dir, spec, &searches)?;
                 if let Err(e) = brokerbench_report::html::write_folder_report(&dir) {
@@ -607,12 +619,18 @@ impl Executor<'_> {
         &mut self,
         run: &PlannedRun,
         key: &RunKey,
-        step: Option<(u32, f64)>,
+        step: Option<(u32, u32, f64)>,
         state: &mut StudyState,
     ) -> anyhow::Result<RunRecord> {
         let name = match step {
             None => format!("c{:03}-r{}", run.cell + 1, run.repetition),
-            Some((s, _)) => format!("c{:03}-r{}-s{:02}", run.cell + 1, run.repetition, s),
+            Some((s, 1, _)) => format!("c{:03}-r{}-s{:02}", run.cell + 1, run.repetition, s),
+            Some((s, attempt, _)) => format!(
+                "c{:03}-r{}-s{:02}-t{attempt}",
+                run.cell + 1,
+                run.repetition,
+                s
+            ),
         };
         let results = format!("runs/{name}");
         let folder = self.dir.join(&results);
@@ -625,7 +643,7 @@ impl Executor<'_> {
                 .iter()
                 .map(|(p, v)| (p.clone(), serde_json::to_value(v).unwrap_or_default()))
                 .collect(),
-            step: step.map(|(s, _)| s),
+            step: step.map(|(s, _, _)| s),
             sustainable: None,
             reason: None,
             status: "running".into(),
@@ -682,7 +700,7 @@ impl Executor<'_> {
         for o in &run.overrides {
             command.arg("--set").arg(o);
         }
-        if let Some((_, rate)) = step {
+        if let Some((_, _, rate)) = step {
             for o in step_overrides(self.search.as_ref(), rate, self.quick) {
                 command.arg("--set").arg(o);
             }

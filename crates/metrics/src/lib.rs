@@ -9,6 +9,6 @@ mod scrape;
 mod text;
 
 pub use broker::{BrokerMetrics, MetricKind, MetricSpec, Reading};
-pub use exposition::{Exposition, MetricsServer};
+pub use exposition::{exposition_name, Exposition, MetricsServer};
 pub use scrape::{scrape, ScrapeError};
 pub use text::{parse, Sample};

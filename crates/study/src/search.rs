@@ -50,8 +50,17 @@ pub struct FindSpec {
     pub growth: f64,
     /// Most steps one search may take.
     pub max_steps: u32,
+    /// How many more times a failing step is measured when it nearly held its rate (at
+    /// least [`RETRY_SHARE`] of it acknowledged): the rate fails only if every try fails, so
+    /// one tail-latency spike near an SLO does not end the ramp. Clear overloads are not
+    /// retried.
+    pub retries: u32,
     pub slo: Vec<Slo>,
 }
+
+/// A failing step is retried only when at least this share of its offered rate was
+/// acknowledged.
+pub const RETRY_SHARE: f64 = 0.9;
 
 fn seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
     match d {
@@ -68,6 +77,7 @@ impl Default for FindSpec {
             step_duration: None,
             growth: 2.0,
             max_steps: 20,
+            retries: 1,
             slo: Vec::new(),
         }
     }
@@ -79,6 +89,7 @@ const FIND_FIELDS: &[&str] = &[
     "step_duration",
     "growth",
     "max_steps",
+    "retries",
     "slo",
 ];
 const SLO_NAMES: &[&str] = &[
@@ -168,6 +179,17 @@ impl FindSpec {
                             return Err((
                                 key,
                                 format!("'{text}' must be a whole number of steps, at least 2"),
+                            ))
+                        }
+                    }
+                }
+                "retries" => {
+                    spec.retries = match text.parse::<u32>() {
+                        Ok(n) if n <= 5 => n,
+                        _ => {
+                            return Err((
+                                key,
+                                format!("'{text}' must be a whole number from 0 to 5"),
                             ))
                         }
                     }
@@ -352,8 +374,10 @@ pub struct Step {
     pub sustainable: bool,
     /// Why a failing step failed.
     pub reasons: Vec<String>,
-    /// The step's results folder.
+    /// The step's results folder (of its last try).
     pub results: String,
+    /// Why earlier tries of this step failed, when it was measured more than once.
+    pub retried_because: Vec<String>,
 }
 
 impl Step {
@@ -373,7 +397,13 @@ impl Step {
             sustainable: verdict.sustainable,
             reasons: verdict.reasons,
             results,
+            retried_because: Vec::new(),
         }
+    }
+
+    /// Whether a failing try deserves another: it nearly held the offered rate.
+    pub fn worth_retrying(&self) -> bool {
+        !self.sustainable && self.achieved.unwrap_or(0.0) >= RETRY_SHARE * self.offered
     }
 }
 
@@ -447,6 +477,44 @@ impl Search {
     }
 }
 
+impl FindSpec {
+    /// Whether a try of a step is measured again: it failed but nearly held its rate, and
+    /// retries are left.
+    pub fn will_retry(&self, measured: &Step, attempt: u32) -> bool {
+        measured.worth_retrying() && attempt <= self.retries
+    }
+}
+
+/// Carries out a search: `measure(rate, step, attempt)` measures one try of a step (steps
+/// and attempts count from 1) and returns it, or None to end the search early (a run failed
+/// or was interrupted). Failing tries that nearly held their rate are measured again.
+pub fn drive<E>(
+    spec: &FindSpec,
+    mut measure: impl FnMut(f64, u32, u32) -> Result<Option<Step>, E>,
+) -> Result<Search, E> {
+    let mut search = Search::new();
+    while let Some(rate) = search.next_rate(spec) {
+        let step = search.steps.len() as u32 + 1;
+        let mut retried_because = Vec::new();
+        let mut attempt = 1;
+        let last = loop {
+            let Some(measured) = measure(rate, step, attempt)? else {
+                return Ok(search);
+            };
+            if !spec.will_retry(&measured, attempt) {
+                break measured;
+            }
+            retried_because.push(measured.reasons.join("; "));
+            attempt += 1;
+        };
+        search.record(Step {
+            retried_because,
+            ..last
+        });
+    }
+    Ok(search)
+}
+
 impl Default for Search {
     fn default() -> Self {
         Search::new()
@@ -468,6 +536,7 @@ mod tests {
             sustainable: ok,
             reasons: Vec::new(),
             results: String::new(),
+            retried_because: Vec::new(),
         }
     }
 

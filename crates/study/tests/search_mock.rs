@@ -8,7 +8,7 @@ use std::sync::Arc;
 use brokerbench_driver::mock::{MockDriver, MockFaults};
 use brokerbench_engine::{run, RunControl};
 use brokerbench_model::{load_specs, IntervalRow, Phase, RunObserver};
-use brokerbench_study::search::{judge, FindSpec, Search, Step};
+use brokerbench_study::search::{drive, judge, FindSpec, Step};
 
 const CAPACITY: f64 = 40_000.0;
 
@@ -50,16 +50,21 @@ fn step(spec: &FindSpec, rate: f64) -> Step {
 
 #[test]
 fn the_search_finds_an_injected_capacity_within_5_percent_in_10_steps() {
+    // The default settings, retries of nearly-held steps included, as `brokerbench study`
+    // drives them.
     let spec = FindSpec::default();
-    let mut search = Search::new();
-    while let Some(rate) = search.next_rate(&spec) {
+    let mut tries = 0;
+    let search = drive(&spec, |rate, _, attempt| -> Result<Option<Step>, ()> {
+        tries += 1;
         let s = step(&spec, rate);
         eprintln!(
-            "offered {rate}: achieved {:?}, sustainable {} {:?}",
+            "offered {rate} (try {attempt}): achieved {:?}, sustainable {} {:?}",
             s.achieved, s.sustainable, s.reasons
         );
-        search.record(s);
-    }
+        Ok(Some(s))
+    })
+    .unwrap();
+    assert!(tries <= 15, "{tries} runs");
     let found = search.found_rate().expect("some step passed");
     assert!(
         (found - CAPACITY).abs() <= 0.05 * CAPACITY,
