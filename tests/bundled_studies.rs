@@ -14,9 +14,8 @@ fn bundled(name: &str) -> PathBuf {
         .join(format!("{name}.yaml"))
 }
 
-/// Runs a bundled study with --quick; returns its folder after checking that every planned
-/// run completed and was tabled.
-fn quick(name: &str, runs: usize) -> (tempfile::TempDir, PathBuf) {
+/// Runs a bundled study with --quick; returns its folder and what it printed.
+fn run_quick(name: &str) -> (tempfile::TempDir, PathBuf, String) {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join(name);
     let output = brokerbench()
@@ -28,13 +27,20 @@ fn quick(name: &str, runs: usize) -> (tempfile::TempDir, PathBuf) {
         .timeout(Duration::from_secs(900))
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
         output.status.code(),
         Some(0),
         "{name}:\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
+    (dir, folder, stdout)
+}
+
+/// Runs a bundled study with --quick and checks that every planned run completed and was
+/// tabled.
+fn quick(name: &str, runs: usize) {
+    let (_dir, folder, stdout) = run_quick(name);
     let mut reader = csv::Reader::from_path(folder.join("runs.csv")).unwrap();
     let status = reader
         .headers()
@@ -51,7 +57,6 @@ fn quick(name: &str, runs: usize) -> (tempfile::TempDir, PathBuf) {
         statuses.iter().all(|s| s == "complete"),
         "{name}: {statuses:?}\n{stdout}"
     );
-    (dir, folder)
 }
 
 #[test]
@@ -93,19 +98,7 @@ fn kumar_omb() {
 fn max_sustainable_kafka() {
     let _s = serial();
     kafka();
-    let dir = tempfile::tempdir().unwrap();
-    let folder = dir.path().join("search");
-    let output = brokerbench()
-        .current_dir(dir.path())
-        .arg("study")
-        .arg(bundled("max-sustainable-kafka"))
-        .args(["--quick", "--out"])
-        .arg(&folder)
-        .timeout(Duration::from_secs(900))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    let (_dir, folder, _) = run_quick("max-sustainable-kafka");
     let search: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(folder.join("search.json")).unwrap())
             .unwrap();

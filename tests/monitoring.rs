@@ -78,21 +78,8 @@ fn a_broker_pid_that_disappears_mid_run_is_reported_not_fatal() {
 fn live_figures_are_served_in_the_prometheus_format() {
     let _turn = serial();
     kafka();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    drop(listener);
-    let url = format!("http://{address}/metrics");
-    let dir = tempfile::tempdir().unwrap();
-    let folder = results_folder(dir.path());
-    let scraper = std::thread::spawn(move || {
-        // 2 s into the 4 s measurement, counted from the run's own rows.
-        wait_for_measured_seconds(&folder, 2);
-        brokerbench_metrics::scrape(&url, Duration::from_secs(2))
-    });
-    let sets = short("2000", 4);
-    let run = run_in(dir, &with_sets(&sets, &["--metrics-listen", &address]));
+    let (run, text) = scrape_live_run(&[]);
     assert_lossless(&run);
-    let text = scraper.join().unwrap().expect("scraped during the run");
     let samples = brokerbench_metrics::parse(&text);
     let acknowledged = samples
         .iter()
@@ -215,31 +202,8 @@ fn dashboard_metrics_exist(text: &str, other_family: &[&str]) -> Vec<String> {
 fn live_figures_of_a_rabbitmq_run_pass_promtool_and_cover_the_dashboard() {
     let _turn = serial();
     common::rabbitmq();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    drop(listener);
-    let url = format!("http://{address}/metrics");
-    let dir = tempfile::tempdir().unwrap();
-    let folder = results_folder(dir.path());
-    let scraper = std::thread::spawn(move || {
-        wait_for_measured_seconds(&folder, 2);
-        brokerbench_metrics::scrape(&url, Duration::from_secs(2))
-    });
-    let sets = short("2000", 4);
-    let run = run_in(
-        dir,
-        &with_sets(
-            &sets,
-            &[
-                "--metrics-listen",
-                &address,
-                "--driver",
-                common::RABBITMQ_DRIVER,
-            ],
-        ),
-    );
+    let (run, text) = scrape_live_run(&["--driver", common::RABBITMQ_DRIVER]);
     assert_lossless(&run);
-    let text = scraper.join().unwrap().expect("scraped during the run");
     promtool_finds_nothing(&text);
     // Kafka's own broker metrics are not served for RabbitMQ.
     let kafka_only = [
@@ -251,4 +215,25 @@ fn live_figures_of_a_rabbitmq_run_pass_promtool_and_cover_the_dashboard() {
         "brokerbench_broker_jvm_heap_used_bytes",
     ];
     dashboard_metrics_exist(&text, &kafka_only);
+}
+
+/// A short run at 2000 msg/s serving live figures, scraped 2 s into its measurement (counted
+/// from the run's own rows); `extra` are more arguments of the run.
+fn scrape_live_run(extra: &[&str]) -> (Run, String) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    drop(listener);
+    let url = format!("http://{address}/metrics");
+    let dir = tempfile::tempdir().unwrap();
+    let folder = results_folder(dir.path());
+    let scraper = std::thread::spawn(move || {
+        wait_for_measured_seconds(&folder, 2);
+        brokerbench_metrics::scrape(&url, Duration::from_secs(2))
+    });
+    let sets = short("2000", 4);
+    let mut args = vec!["--metrics-listen", address.as_str()];
+    args.extend_from_slice(extra);
+    let run = run_in(dir, &with_sets(&sets, &args));
+    let text = scraper.join().unwrap().expect("scraped during the run");
+    (run, text)
 }

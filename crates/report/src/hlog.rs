@@ -59,19 +59,8 @@ impl<W: Write> HistogramLogWriter<W> {
     /// Appends one 1-second interval starting at `start_ns` (ns since the UNIX epoch). Empty
     /// histograms are written too, so the time axis has no holes.
     pub fn write_interval(&mut self, start_ns: u64, histogram: &Histogram<u64>) -> io::Result<()> {
-        self.serialized.clear();
-        self.serializer
-            .serialize(histogram, &mut self.serialized)
-            .map_err(|e| io::Error::other(format!("cannot compress histogram: {e}")))?;
-        self.line.clear();
-        self.line.push_str(&format!(
-            "{},1.000,{:.3},",
-            seconds_with_millis(start_ns.saturating_sub(self.base_ns)),
-            histogram.max() as f64 / 1e6
-        ));
-        base64::engine::general_purpose::STANDARD.encode_string(&self.serialized, &mut self.line);
-        self.line.push('\n');
-        self.writer.write_all(self.line.as_bytes())
+        let start = seconds_with_millis(start_ns.saturating_sub(self.base_ns));
+        self.write_line(&format!("{start},1.000"), histogram)
     }
 
     /// Appends one tagged interval of any length (`Tag=<tag>,` before the start, as the
@@ -83,17 +72,20 @@ impl<W: Write> HistogramLogWriter<W> {
         length_ns: u64,
         histogram: &Histogram<u64>,
     ) -> io::Result<()> {
+        let start = seconds_with_millis(start_ns.saturating_sub(self.base_ns));
+        let length = seconds_with_millis(length_ns);
+        self.write_line(&format!("Tag={tag},{start},{length}"), histogram)
+    }
+
+    /// One interval line: `head` (tag, start, length), the max in ms, the histogram.
+    fn write_line(&mut self, head: &str, histogram: &Histogram<u64>) -> io::Result<()> {
         self.serialized.clear();
         self.serializer
             .serialize(histogram, &mut self.serialized)
             .map_err(|e| io::Error::other(format!("cannot compress histogram: {e}")))?;
         self.line.clear();
-        self.line.push_str(&format!(
-            "Tag={tag},{},{},{:.3},",
-            seconds_with_millis(start_ns.saturating_sub(self.base_ns)),
-            seconds_with_millis(length_ns),
-            histogram.max() as f64 / 1e6
-        ));
+        self.line
+            .push_str(&format!("{head},{:.3},", histogram.max() as f64 / 1e6));
         base64::engine::general_purpose::STANDARD.encode_string(&self.serialized, &mut self.line);
         self.line.push('\n');
         self.writer.write_all(self.line.as_bytes())

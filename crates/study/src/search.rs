@@ -51,7 +51,7 @@ pub struct FindSpec {
     /// Most steps one search may take.
     pub max_steps: u32,
     /// How many more times a failing step is measured when it nearly held its rate (at
-    /// least [`RETRY_SHARE`] of it acknowledged): the rate fails only if every try fails, so
+    /// least [`RETRY_SHARE`] of it acknowledged, nothing lost): the rate fails only if every try fails, so
     /// one tail-latency spike near an SLO does not end the ramp. Clear overloads are not
     /// retried.
     pub retries: u32,
@@ -59,7 +59,7 @@ pub struct FindSpec {
 }
 
 /// A failing step is retried only when at least this share of its offered rate was
-/// acknowledged.
+/// acknowledged (and nothing was lost).
 pub const RETRY_SHARE: f64 = 0.9;
 
 fn seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -378,6 +378,9 @@ pub struct Step {
     pub results: String,
     /// Why earlier tries of this step failed, when it was measured more than once.
     pub retried_because: Vec<String>,
+    /// Messages lost in the step (a consumer far behind: a clear overload).
+    #[serde(skip)]
+    lost: f64,
 }
 
 impl Step {
@@ -398,12 +401,16 @@ impl Step {
             reasons: verdict.reasons,
             results,
             retried_because: Vec::new(),
+            lost: v("integrity.lost").unwrap_or(0.0),
         }
     }
 
-    /// Whether a failing try deserves another: it nearly held the offered rate.
+    /// Whether a failing try deserves another: it nearly held the offered rate (at least
+    /// [`RETRY_SHARE`] acknowledged, nothing lost), so noise may have failed it.
     pub fn worth_retrying(&self) -> bool {
-        !self.sustainable && self.achieved.unwrap_or(0.0) >= RETRY_SHARE * self.offered
+        !self.sustainable
+            && self.lost == 0.0
+            && self.achieved.unwrap_or(0.0) >= RETRY_SHARE * self.offered
     }
 }
 
@@ -537,6 +544,7 @@ mod tests {
             reasons: Vec::new(),
             results: String::new(),
             retried_because: Vec::new(),
+            lost: 0.0,
         }
     }
 

@@ -218,6 +218,16 @@ fn time_chart(
     spec
 }
 
+/// Adds a chart: its spec to the data, its placeholder to the page.
+fn add_chart(charts: &mut Vec<Json>, body: &mut String, spec: Json, title: &str, note: &str) {
+    body.push_str(&chart_div(
+        spec["id"].as_str().unwrap_or_default(),
+        title,
+        note,
+    ));
+    charts.push(spec);
+}
+
 /// The report of one results folder.
 pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
     let run = RunFolder::read(dir)?;
@@ -390,19 +400,20 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
         if let Some(target) = target {
             rates.push(("target", vec![Some(target); xs.len()], Reduce::Mean, 0));
         }
-        charts.push(time_chart(
-            "rates",
-            &xs,
-            rates,
-            json!({"yLabel": "msg/s", "unitY": "count"}),
-        ));
-        body.push_str(&chart_div(
-            "rates",
+        add_chart(
+            &mut charts,
+            &mut body,
+            time_chart(
+                "rates",
+                &xs,
+                rates,
+                json!({"yLabel": "msg/s", "unitY": "count"}),
+            ),
             "Messages per second",
             "sent, acknowledged and received in each second, against the target rate",
-        ));
+        );
         let us = |name: &str| t.scaled(name, 1e3).unwrap_or_default();
-        charts.push(time_chart(
+        add_chart(&mut charts, &mut body, time_chart(
             "latency",
             &xs,
             vec![
@@ -414,9 +425,8 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
                 ("end-to-end max", us("e2e_max_us"), Reduce::Max, 0),
             ],
             json!({"yLabel": "latency", "unitY": "ns", "logY": true}),
-        ));
-        body.push_str(&chart_div("latency", "Latency per second (log scale)", "publish = acknowledgement − intended send time; end-to-end = receive − intended send time; of the messages acknowledged or received in each second"));
-        charts.push(time_chart(
+        ), "Latency per second (log scale)", "publish = acknowledgement − intended send time; end-to-end = receive − intended send time; of the messages acknowledged or received in each second");
+        add_chart(&mut charts, &mut body, time_chart(
             "backlog",
             &xs,
             vec![
@@ -424,8 +434,7 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
                 ("schedule lag max", us("schedule_lag_max_us"), Reduce::Max, 1),
             ],
             json!({"yLabel": "messages", "unitY": "count", "y2Label": "schedule lag", "unitY2": "ns"}),
-        ));
-        body.push_str(&chart_div("backlog", "Backlog and schedule lag", "backlog = acknowledged − received so far; schedule lag = actual − intended send time (growing lag: the generator could not keep up)"));
+        ), "Backlog and schedule lag", "backlog = acknowledged − received so far; schedule lag = actual − intended send time (growing lag: the generator could not keep up)");
     }
     if let Some(r) = Columns::read(&run.dir.join("resources.csv")).filter(|r| r.rows > 0) {
         let rx: Vec<f64> = r
@@ -450,66 +459,75 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
                 .collect()
         };
         body.push_str("<div class=\"grid2\">");
-        charts.push(time_chart(
-            "cpu",
-            &rx,
-            vec![
-                ("broker usr", col("broker_cpu_user_pct"), Reduce::Max, 0),
-                ("broker sys", col("broker_cpu_system_pct"), Reduce::Max, 0),
-                ("client usr", col("client_cpu_user_pct"), Reduce::Max, 0),
-                ("client sys", col("client_cpu_system_pct"), Reduce::Max, 0),
-            ],
-            json!({"yLabel": "% of one core", "unitY": "pct", "height": 220}),
-        ));
-        body.push_str(&chart_div(
-            "cpu",
+        add_chart(
+            &mut charts,
+            &mut body,
+            time_chart(
+                "cpu",
+                &rx,
+                vec![
+                    ("broker usr", col("broker_cpu_user_pct"), Reduce::Max, 0),
+                    ("broker sys", col("broker_cpu_system_pct"), Reduce::Max, 0),
+                    ("client usr", col("client_cpu_user_pct"), Reduce::Max, 0),
+                    ("client sys", col("client_cpu_system_pct"), Reduce::Max, 0),
+                ],
+                json!({"yLabel": "% of one core", "unitY": "pct", "height": 220}),
+            ),
             "Broker and client CPU",
             "percent of one core, user and system",
-        ));
-        charts.push(time_chart(
-            "broker-memory-disk",
-            &rx,
-            vec![
-                ("broker RSS", col("broker_rss_bytes"), Reduce::Max, 0),
-                ("broker disk written/s", per_s("broker_disk_written_bytes"), Reduce::Mean, 1),
-            ],
-            json!({"yLabel": "RSS", "unitY": "bytes", "y2Label": "written per second", "unitY2": "bytes", "height": 220}),
-        ));
-        body.push_str(&chart_div(
-            "broker-memory-disk",
+        );
+        add_chart(
+            &mut charts,
+            &mut body,
+            time_chart(
+                "broker-memory-disk",
+                &rx,
+                vec![
+                    ("broker RSS", col("broker_rss_bytes"), Reduce::Max, 0),
+                    (
+                        "broker disk written/s",
+                        per_s("broker_disk_written_bytes"),
+                        Reduce::Mean,
+                        1,
+                    ),
+                ],
+                json!({"yLabel": "RSS", "unitY": "bytes", "y2Label": "written per second", "unitY2": "bytes", "height": 220}),
+            ),
             "Broker memory and disk writes",
             "resident set size; bytes really sent to storage per second",
-        ));
-        charts.push(time_chart(
-            "host-cpu",
-            &rx,
-            vec![
-                ("usr", col("host_cpu_user_pct"), Reduce::Max, 0),
-                ("sys", col("host_cpu_system_pct"), Reduce::Max, 0),
-                ("iowait", col("host_cpu_iowait_pct"), Reduce::Max, 0),
-                ("irq", col("host_cpu_irq_pct"), Reduce::Max, 0),
-            ],
-            json!({"yLabel": "% of all CPUs", "unitY": "pct", "height": 220}),
-        ));
-        body.push_str(&chart_div(
-            "host-cpu",
+        );
+        add_chart(
+            &mut charts,
+            &mut body,
+            time_chart(
+                "host-cpu",
+                &rx,
+                vec![
+                    ("usr", col("host_cpu_user_pct"), Reduce::Max, 0),
+                    ("sys", col("host_cpu_system_pct"), Reduce::Max, 0),
+                    ("iowait", col("host_cpu_iowait_pct"), Reduce::Max, 0),
+                    ("irq", col("host_cpu_irq_pct"), Reduce::Max, 0),
+                ],
+                json!({"yLabel": "% of all CPUs", "unitY": "pct", "height": 220}),
+            ),
             "Host CPU",
             "percent of all CPUs, as mpstat computes it",
-        ));
-        charts.push(time_chart(
-            "host-net",
-            &rx,
-            vec![
-                ("received/s", per_s("host_net_rx_bytes"), Reduce::Mean, 0),
-                ("sent/s", per_s("host_net_tx_bytes"), Reduce::Mean, 0),
-            ],
-            json!({"yLabel": "bytes per second", "unitY": "bytes", "height": 220}),
-        ));
-        body.push_str(&chart_div(
-            "host-net",
+        );
+        add_chart(
+            &mut charts,
+            &mut body,
+            time_chart(
+                "host-net",
+                &rx,
+                vec![
+                    ("received/s", per_s("host_net_rx_bytes"), Reduce::Mean, 0),
+                    ("sent/s", per_s("host_net_tx_bytes"), Reduce::Mean, 0),
+                ],
+                json!({"yLabel": "bytes per second", "unitY": "bytes", "height": 220}),
+            ),
             "Host network (all interfaces, loopback included)",
             "",
-        ));
+        );
         body.push_str("</div>");
     }
     if let Some(b) = Columns::read(&run.dir.join("broker-metrics.csv")).filter(|b| b.rows > 0) {
@@ -545,13 +563,18 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
             } else {
                 "count"
             };
-            charts.push(time_chart(
-                &id,
-                &bx,
-                vec![(name.as_str(), values, Reduce::Max, 0)],
-                json!({"yLabel": name, "unitY": unit, "height": 170}),
-            ));
-            body.push_str(&chart_div(&id, name, ""));
+            add_chart(
+                &mut charts,
+                &mut body,
+                time_chart(
+                    &id,
+                    &bx,
+                    vec![(name.as_str(), values, Reduce::Max, 0)],
+                    json!({"yLabel": name, "unitY": unit, "height": 170}),
+                ),
+                name,
+                "",
+            );
         }
         body.push_str("</div>");
     }
