@@ -137,7 +137,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(error) => {
             let message = format!("{error:#}");
             let _ = folder.mark_failed(&message, clock.now_ns());
-            write_report(&out, args.quiet || args.json);
+            write_report(&out);
             return Err(error.into());
         }
     };
@@ -191,12 +191,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     folder
         .finish(summary, outcome.ended_ns)
         .with_context(|| format!("writing results to '{}'", out.display()))?;
-    write_report(&out, args.quiet || args.json);
+    let report = write_report(&out);
     if args.json {
         println!("{}", serde_json::to_string_pretty(summary)?);
     } else {
         print!("{}", terminal_summary(summary));
         println!("results: {}", out.display());
+        if let Some(report) = report {
+            println!("report:  {}", report.display());
+        }
     }
     Ok(ExitCode::from(match summary.status {
         RunStatus::Interrupted => exit::INTERRUPTED,
@@ -207,12 +210,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
 /// Writes report.html into the results folder; a report that cannot be built is a warning,
 /// never a failed run.
-fn write_report(out: &std::path::Path, quiet: bool) {
-    match brokerbench_report::html::write_folder_report(out) {
-        Ok(path) if !quiet => eprintln!("report: {}", path.display()),
-        Ok(_) => {}
-        Err(e) => eprintln!("warning: no report.html: {e}"),
-    }
+fn write_report(out: &std::path::Path) -> Option<PathBuf> {
+    brokerbench_report::html::write_folder_report(out)
+        .map_err(|e| eprintln!("warning: no report.html: {e}"))
+        .ok()
 }
 
 /// The broker a run talks to, and how to watch it.
