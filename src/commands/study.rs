@@ -466,7 +466,7 @@ fn newest_study_folder(root: &Path, name: &str) -> Option<PathBuf> {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.len() > 16 && n[16..] == suffix)
+                .is_some_and(|n| n.get(16..) == Some(suffix.as_str()))
                 && p.join(STUDY_FILE).exists()
         })
         .collect();
