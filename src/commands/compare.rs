@@ -2,15 +2,15 @@
 //! side, with ratios to the first and, where repetitions exist, Welch's t-test at 95% to tell
 //! a difference from the noise.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use brokerbench_model::units::{format_nanos, format_rate};
 use brokerbench_study::metrics::{self, HEADLINE};
 use brokerbench_study::stats::{welch_differs, Stats};
 use serde_json::Value as Json;
 
+use super::read_json;
 use crate::BadInput;
 
 /// One side of the comparison: a label and the summaries of its runs.
@@ -195,12 +195,6 @@ fn show(path: &str, v: f64) -> String {
     } else {
         format!("{v:.2}")
     }
-}
-
-fn read_json(path: &Path) -> anyhow::Result<Json> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }
 
 /// Reads one input: a run folder, a study folder with one cell, or `STUDY_DIR#N`.

@@ -13,6 +13,13 @@ use anyhow::Context;
 
 use crate::cli::{Cli, Command, DataCommand};
 
+/// Reads and parses a JSON file of a results or study folder, naming the file on error.
+pub(crate) fn read_json(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(args),

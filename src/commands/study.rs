@@ -25,6 +25,7 @@ use brokerbench_study::{plan_runs, BrokerBetween, OnFailure, PlannedRun, RunKey,
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use super::read_json;
 use crate::cli::StudyArgs;
 use crate::{exit, BadInput};
 
@@ -941,16 +942,9 @@ fn manifest_status(folder: &Path) -> Option<String> {
         .map(str::to_string)
 }
 
-fn read_json(path: &Path) -> anyhow::Result<Json> {
-    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
-}
-
+/// Now, ns since the UNIX epoch, on the process clock every timestamp of a run uses.
 fn now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
+    brokerbench_engine::Clock::process().now_ns()
 }
 
 fn write_state_file(dir: &Path, state: &mut StudyState) -> anyhow::Result<()> {
