@@ -986,10 +986,8 @@ fn write_state(
     );
     for (table, name) in [(&runs, "runs"), (&cells, "cells")] {
         let csv = dir.join(format!("{name}.csv"));
-        let tmp = dir.join(format!("{name}.csv.tmp"));
         table
-            .write_csv(&tmp)
-            .and_then(|_| fs::rename(&tmp, &csv))
+            .write_csv(&csv)
             .with_context(|| format!("writing {}", csv.display()))?;
         table
             .write_json(&dir.join(format!("{name}.json")))

@@ -255,7 +255,7 @@ fn write_manifest(dir: &Path, manifest: &Manifest) -> Result<(), ReportError> {
 
 /// Writes a temporary file next to `path`, syncs it and renames it over `path`, so readers
 /// (and a crash) see either the old or the new contents, never half a file.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     let file_name = path
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())

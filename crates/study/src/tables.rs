@@ -65,15 +65,20 @@ pub struct Table {
 }
 
 impl Table {
+    /// Writes the table as CSV, atomically.
     pub fn write_csv(&self, path: &Path) -> io::Result<()> {
-        let mut out = csv::Writer::from_path(path)?;
+        let mut out = csv::Writer::from_writer(Vec::new());
         out.write_record(&self.columns)?;
         for row in &self.rows {
             out.write_record(row.iter().map(csv_text))?;
         }
-        out.flush()
+        let bytes = out
+            .into_inner()
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        write_atomically(path, &bytes)
     }
 
+    /// Writes the table as a JSON array of objects, atomically.
     pub fn write_json(&self, path: &Path) -> io::Result<()> {
         let rows: Vec<Json> = self
             .rows
@@ -96,7 +101,11 @@ impl Table {
 /// Writes a file through a temporary name and a rename, so a reader (or a crash) never sees
 /// half of it.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = path.with_extension("tmp");
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
 }

@@ -60,10 +60,8 @@ pub fn comparison_report(dirs: &[PathBuf]) -> Result<String, HtmlError> {
 pub fn write_folder_report(dir: &Path) -> Result<PathBuf, HtmlError> {
     let html = folder_report(dir)?;
     let path = dir.join(REPORT_FILE);
-    let tmp = dir.join(format!("{REPORT_FILE}.tmp"));
-    std::fs::write(&tmp, html.as_bytes())
-        .and_then(|()| std::fs::rename(&tmp, &path))
-        .map_err(|e| HtmlError::input(&path, format!("cannot write: {e}")))?;
+    crate::folder::write_atomically(&path, html.as_bytes())
+        .map_err(|e| HtmlError::input(&path, e.to_string()))?;
     Ok(path)
 }
 
