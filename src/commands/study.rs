@@ -243,8 +243,7 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
     .into();
     state.ended_at = Some(rfc3339_utc(now_ns()));
     write_state(&dir, &mut state, &axis_names, search.is_some())?;
-    let records_with_numbers = with_headlines(&dir, &state.runs);
-    let cells = cell_stats(&axis_names, search.is_some(), &records_with_numbers);
+    let cells = cell_stats(&axis_names, search.is_some(), &state.runs);
     print!("{}", end_table(&axis_names, &cells));
     let failed = state.runs.iter().filter(|r| r.status == "failed").count();
     println!("study {}: {}", state.status, dir.display());
@@ -954,19 +953,15 @@ fn write_state_file(dir: &Path, state: &mut StudyState) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", dir.join(STUDY_FILE).display()))
 }
 
-/// The runs' records with their headline numbers read from their summaries.
-fn with_headlines(dir: &Path, runs: &[RunRecord]) -> Vec<RunRecord> {
-    runs.iter()
-        .map(|r| {
-            let mut r = r.clone();
-            if let Ok(summary) =
-                read_json(&dir.join(&r.results).join(brokerbench_report::SUMMARY_FILE))
-            {
-                r.headline = metrics::headline(&summary);
-            }
-            r
-        })
-        .collect()
+/// Reads the headline numbers of the runs that do not have them yet from their summaries:
+/// each run's summary.json is read once, not after every run of the study.
+fn fill_headlines(dir: &Path, runs: &mut [RunRecord]) {
+    for r in runs.iter_mut().filter(|r| r.headline.is_empty()) {
+        if let Ok(summary) = read_json(&dir.join(&r.results).join(brokerbench_report::SUMMARY_FILE))
+        {
+            r.headline = metrics::headline(&summary);
+        }
+    }
 }
 
 /// Rewrites study.json, runs.csv/json and cells.csv/json.
@@ -977,13 +972,10 @@ fn write_state(
     search: bool,
 ) -> anyhow::Result<()> {
     write_state_file(dir, state)?;
-    let records = with_headlines(dir, &state.runs);
-    let runs = runs_table(axis_names, search, &records);
-    let cells = cells_table(
-        axis_names,
-        search,
-        &cell_stats(axis_names, search, &records),
-    );
+    fill_headlines(dir, &mut state.runs);
+    let records = &state.runs;
+    let runs = runs_table(axis_names, search, records);
+    let cells = cells_table(axis_names, search, &cell_stats(axis_names, search, records));
     for (table, name) in [(&runs, "runs"), (&cells, "cells")] {
         let csv = dir.join(format!("{name}.csv"));
         table
