@@ -43,8 +43,9 @@ pub enum Command {
     Broker {
         #[arg(value_enum)]
         action: BrokerAction,
-        #[arg(value_enum)]
-        broker: BrokerKind,
+        /// Which broker: one of the registered driver families.
+        #[arg(value_parser = broker_names())]
+        broker: String,
     },
     /// Data sets for replay.
     Data {
@@ -155,12 +156,14 @@ pub enum BrokerAction {
     Status,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BrokerKind {
-    /// Apache Kafka 4.x in KRaft mode, single node on loopback.
-    Kafka,
-    /// RabbitMQ from Debian's rabbitmq-server package, its own node on loopback.
-    Rabbitmq,
+/// The registered families as `broker` choices, each with its one-line description.
+fn broker_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        crate::families::REGISTRY
+            .0
+            .iter()
+            .map(|family| clap::builder::PossibleValue::new(family.name()).help(family.about())),
+    )
 }
 
 #[derive(Debug, Subcommand)]

@@ -4,6 +4,7 @@
 pub mod allocations;
 pub mod cli;
 mod commands;
+pub mod families;
 mod monitoring;
 
 use std::process::ExitCode;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use brokerbench_engine::Clock;
-use brokerbench_metrics::{BrokerMetrics, Exposition, MetricsServer, Reading};
+use brokerbench_metrics::{BrokerMetrics, Exposition, MetricSet, MetricsServer, Reading};
 use brokerbench_model::resources::ResourceSummary;
 use brokerbench_model::{BrokerMetricsSummary, IntervalRow, Phase, RunObserver};
 use brokerbench_monitor::{Monitor, ResourcesCsv, Role, Sample, Target};
@@ -52,32 +52,35 @@ fn messages_in_total(reading: &Reading, metrics: &BrokerMetrics) -> Option<f64> 
 
 impl Monitoring {
     /// Starts sampling. `broker_pid`: the broker's process (its children included);
-    /// `metrics_url`: its Prometheus endpoint.
+    /// `metrics`: its metrics endpoint and what the family says it serves.
     pub fn start(
         folder: &Path,
         interval: Duration,
         broker_pid: Option<u32>,
-        metrics_url: Option<&str>,
+        metrics: Option<(&str, &'static MetricSet)>,
     ) -> anyhow::Result<Monitoring> {
         let clock = Clock::process();
         let mut targets = vec![Target::client()];
         if let Some(pid) = broker_pid {
             targets.push(Target::broker(pid));
         }
-        let broker_metrics = match metrics_url {
-            Some(url) => match BrokerMetrics::detect(url) {
-                Ok(Some(m)) => Some(Arc::new(Mutex::new(m))),
-                Ok(None) => {
-                    eprintln!("note: {url} serves neither Kafka JMX exporter nor rabbitmq_prometheus metrics; broker metrics are not recorded");
+        let broker_metrics = metrics.and_then(|(url, set)| {
+            let m = BrokerMetrics::new(url, set);
+            match m.check() {
+                Ok(true) => Some(Arc::new(Mutex::new(m))),
+                Ok(false) => {
+                    eprintln!(
+                        "note: {url} serves no {} metrics; broker metrics are not recorded",
+                        set.source
+                    );
                     None
                 }
                 Err(e) => {
                     eprintln!("note: broker metrics are not recorded: {e}");
                     None
                 }
-            },
-            None => None,
-        };
+            }
+        });
         let shared = Arc::new(Mutex::new(Shared::default()));
         let mut messages_in_before = None;
         let mut metrics_csv = None;
@@ -131,7 +134,7 @@ impl Monitoring {
                                         brokerbench_metrics::exposition_name(spec.key);
                                     live.push((
                                         format!("broker_{name}"),
-                                        "The broker's own metric, from its Prometheus endpoint."
+                                        "The broker's own metric, from its metrics endpoint."
                                             .into(),
                                         String::new(),
                                         *v * factor,
@@ -228,15 +231,7 @@ fn summarize_broker(
         .map(|m| (m as f64 - counted as f64).abs() / counted as f64 * 100.0);
     BrokerMetricsSummary {
         url: metrics.url().to_string(),
-        source: if metrics
-            .specs()
-            .first()
-            .is_some_and(|s| s.metric.starts_with("kafka"))
-        {
-            "kafka".into()
-        } else {
-            "rabbitmq".into()
-        },
+        source: metrics.set().source.into(),
         means,
         maxima,
         messages_in,

@@ -2,63 +2,30 @@
 
 use std::process::ExitCode;
 
-use brokerbench_brokers::kafka::Kafka;
-use brokerbench_brokers::rabbitmq::RabbitMq;
 use brokerbench_brokers::BrokerStatus;
+use brokerbench_driver::Family;
 
-use crate::cli::{BrokerAction, BrokerKind};
+use crate::cli::BrokerAction;
+use crate::families::REGISTRY;
 
-pub fn broker(action: BrokerAction, kind: BrokerKind) -> anyhow::Result<ExitCode> {
-    let home = brokerbench_brokers::home();
-    match kind {
-        BrokerKind::Kafka => {
-            let kafka = Kafka::new(&home);
-            match action {
-                BrokerAction::Install => {
-                    kafka.install()?;
-                    println!(
-                        "kafka {} installed in {}",
-                        brokerbench_brokers::kafka::VERSION,
-                        kafka.lib_dir().display()
-                    );
-                }
-                BrokerAction::Up => {
-                    print_up(kafka.up()?);
-                    if let Some(url) = kafka.metrics_url() {
-                        println!("  metrics: {url}");
-                    }
-                }
-                BrokerAction::Down => return down("kafka", kafka.down()?),
-                BrokerAction::Status => return status("kafka", kafka.status()?),
+pub fn broker(action: BrokerAction, name: &str) -> anyhow::Result<ExitCode> {
+    let family = REGISTRY.get(name).ok_or_else(|| {
+        crate::BadInput(format!(
+            "unknown broker `{name}`; known: {}",
+            REGISTRY.names().join(", ")
+        ))
+    })?;
+    let managed = family.managed(&brokerbench_brokers::home());
+    match action {
+        BrokerAction::Install => println!("{}", managed.install()?),
+        BrokerAction::Up => {
+            print_up(managed.up()?);
+            for line in managed.endpoints() {
+                println!("  {line}");
             }
         }
-        BrokerKind::Rabbitmq => {
-            let rabbit = RabbitMq::new(&home);
-            match action {
-                BrokerAction::Install => {
-                    if rabbit.is_installed() {
-                        println!(
-                            "rabbitmq {} is installed (Debian package rabbitmq-server)",
-                            rabbit.version()
-                        );
-                    } else {
-                        anyhow::bail!(
-                            "RabbitMQ comes from Debian's package: run `sudo apt-get install rabbitmq-server` (scripts/setup does)"
-                        );
-                    }
-                }
-                BrokerAction::Up => {
-                    print_up(rabbit.up()?);
-                    println!(
-                        "  management: http://127.0.0.1:{}/  metrics: http://127.0.0.1:{}/metrics",
-                        rabbit.management_port(),
-                        rabbit.prometheus_port()
-                    );
-                }
-                BrokerAction::Down => return down("rabbitmq", rabbit.down()?),
-                BrokerAction::Status => return status("rabbitmq", rabbit.status()?),
-            }
-        }
+        BrokerAction::Down => return down(name, managed.down()?),
+        BrokerAction::Status => return status(name, managed.status()?),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -111,32 +78,24 @@ fn print_status(status: &BrokerStatus, state: &str) {
     );
 }
 
-/// Starts the managed Kafka if needed and returns its status and metrics endpoint, saying
-/// what it did on stderr.
-pub fn managed_kafka() -> anyhow::Result<(BrokerStatus, Option<String>)> {
-    let kafka = Kafka::new(&brokerbench_brokers::home());
-    if kafka.status()?.is_none() {
-        eprintln!("no bootstrap_servers configured: starting the managed local Kafka...");
+/// Starts the family's managed broker if needed and returns its status, the address its
+/// driver connects to, and its metrics endpoint, saying what it did on stderr.
+pub fn managed(family: &dyn Family) -> anyhow::Result<(BrokerStatus, String, Option<String>)> {
+    let managed = family.managed(&brokerbench_brokers::home());
+    if managed.status()?.is_none() {
+        eprintln!(
+            "no {} configured: starting the managed local {}...",
+            family.address_field(),
+            family.title()
+        );
     }
-    let (status, already) = kafka.up()?;
-    say_using("Kafka", &status, already);
-    Ok((status, kafka.metrics_url()))
-}
-
-/// Starts the managed RabbitMQ if needed and returns its status, AMQP URI and metrics
-/// endpoint, saying what it did on stderr.
-pub fn managed_rabbitmq() -> anyhow::Result<(BrokerStatus, String, String)> {
-    let rabbit = RabbitMq::new(&brokerbench_brokers::home());
-    if rabbit.status()?.is_none() {
-        eprintln!("no uri configured: starting the managed local RabbitMQ...");
-    }
-    let (status, already) = rabbit.up()?;
+    let (status, already) = managed.up()?;
     if let Some(note) = &status.note {
         eprintln!("note: {note}");
     }
-    say_using("RabbitMQ", &status, already);
-    let metrics = format!("http://127.0.0.1:{}/metrics", rabbit.prometheus_port());
-    Ok((status, rabbit.amqp_uri(), metrics))
+    say_using(family.title(), &status, already);
+    let address = managed.client_address(&status);
+    Ok((status, address, managed.metrics_url()))
 }
 
 /// Says on stderr which managed broker a run uses (`product` is its name in prose), and how to

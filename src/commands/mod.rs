@@ -27,7 +27,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare::compare(&args.inputs, args.json),
         Command::Report { folders, out } => report::report(&folders, out.as_deref()),
         Command::Validate { files } => validate(&files),
-        Command::Broker { action, broker } => broker::broker(action, broker),
+        Command::Broker { action, broker } => broker::broker(action, &broker),
         Command::Data {
             command: DataCommand::Generate { records, out, seed },
         } => data::generate(records, &out, seed),
@@ -36,8 +36,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 
 fn validate(files: &[std::path::PathBuf]) -> anyhow::Result<ExitCode> {
     for file in files {
-        let kind = brokerbench_model::spec::validate_file(file)
-            .with_context(|| format!("validating '{}'", file.display()))?;
+        let kind =
+            brokerbench_model::spec::validate_file(&crate::families::REGISTRY.schemas(), file)
+                .with_context(|| format!("validating '{}'", file.display()))?;
         println!("{}: valid {kind} file", file.display());
     }
     Ok(ExitCode::SUCCESS)

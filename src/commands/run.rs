@@ -7,11 +7,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
-use brokerbench_amqp::AmqpDriver;
 use brokerbench_driver::Driver;
 use brokerbench_engine::{Clock, RunControl};
-use brokerbench_kafka::KafkaDriver;
-use brokerbench_model::driver_config::AmqpUri;
+use brokerbench_metrics::MetricSet;
 use brokerbench_model::redact::redact_assignment;
 use brokerbench_model::{load_specs, DriverConfig, Payload, RunStatus};
 use brokerbench_report::{
@@ -20,6 +18,7 @@ use brokerbench_report::{
 
 use crate::allocations::AllocationWindow;
 use crate::cli::RunArgs;
+use crate::families::REGISTRY;
 use crate::monitoring::Monitoring;
 use crate::{exit, BadInput};
 use brokerbench_metrics::MetricsServer;
@@ -27,6 +26,7 @@ use brokerbench_model::{Phase, RunObserver};
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let specs = load_specs(
+        &REGISTRY.schemas(),
         args.workload.as_deref(),
         args.driver.as_deref(),
         &args.overrides,
@@ -47,6 +47,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         broker,
         broker_pid,
         metrics_url,
+        metrics,
     } = broker_target(&specs.driver, &args)?;
     driver.connect()?;
 
@@ -74,7 +75,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             &out,
             args.sample_interval,
             broker_pid,
-            metrics_url.as_deref(),
+            metrics_url.as_deref().zip(metrics),
         )?)
     };
     let mut exposition = match (args.metrics_listen, &monitoring) {
@@ -222,66 +223,44 @@ struct BrokerTarget {
     broker: BrokerInfo,
     /// Process to sample, if known.
     broker_pid: Option<u32>,
-    /// Prometheus endpoint to scrape, if known.
+    /// Metrics endpoint to read, if known.
     metrics_url: Option<String>,
+    /// What that endpoint serves, from the family.
+    metrics: Option<&'static MetricSet>,
 }
 
-/// Resolves the driver file and flags into a driver, starting the managed broker if the
-/// driver file names no broker address.
+/// Resolves the driver file and flags into a driver, starting the family's managed broker if
+/// the driver file names no broker address.
 fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Result<BrokerTarget> {
-    let mut target = match driver {
-        DriverConfig::Kafka(config) => match &config.bootstrap_servers {
-            Some(servers) => BrokerTarget {
-                driver: Box::new(KafkaDriver::new(config.clone(), servers.clone())),
-                broker: BrokerInfo {
-                    address: servers.clone(),
-                    version: None,
-                    managed: false,
-                },
-                broker_pid: None,
-                metrics_url: None,
+    let family = REGISTRY
+        .get(driver.name())
+        .expect("a validated driver file names a registered family");
+    let mut target = match family.address(driver)? {
+        Some(address) => BrokerTarget {
+            driver: family.driver(driver, None)?,
+            broker: BrokerInfo {
+                address,
+                version: None,
+                managed: false,
             },
-            None => {
-                let (status, metrics_url) = super::broker::managed_kafka()?;
-                BrokerTarget {
-                    driver: Box::new(KafkaDriver::new(config.clone(), status.address.clone())),
-                    broker: BrokerInfo {
-                        address: status.address,
-                        version: Some(status.version),
-                        managed: true,
-                    },
-                    broker_pid: Some(status.pid),
-                    metrics_url,
-                }
-            }
+            broker_pid: None,
+            metrics_url: None,
+            metrics: family.metrics(),
         },
-        DriverConfig::RabbitMq(config) => match &config.uri {
-            Some(uri) => BrokerTarget {
-                driver: Box::new(AmqpDriver::new(config.clone(), uri.clone())),
+        None => {
+            let (status, client_address, metrics_url) = super::broker::managed(family)?;
+            BrokerTarget {
+                driver: family.driver(driver, Some(&client_address))?,
                 broker: BrokerInfo {
-                    address: uri.address(),
-                    version: None,
-                    managed: false,
+                    address: status.address,
+                    version: Some(status.version),
+                    managed: true,
                 },
-                broker_pid: None,
-                metrics_url: None,
-            },
-            None => {
-                let (status, uri, metrics_url) = super::broker::managed_rabbitmq()?;
-                let uri = AmqpUri::parse(&uri)
-                    .map_err(|e| anyhow::anyhow!("the managed RabbitMQ's URI: {e}"))?;
-                BrokerTarget {
-                    driver: Box::new(AmqpDriver::new(config.clone(), uri)),
-                    broker: BrokerInfo {
-                        address: status.address,
-                        version: Some(status.version),
-                        managed: true,
-                    },
-                    broker_pid: Some(status.pid),
-                    metrics_url: Some(metrics_url),
-                }
+                broker_pid: Some(status.pid),
+                metrics_url,
+                metrics: family.metrics(),
             }
-        },
+        }
     };
     if let Some(pid) = args.broker_pid {
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {

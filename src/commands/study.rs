@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use brokerbench_model::units::{format_nanos, format_rate};
-use brokerbench_model::{DriverConfig, SpecError, Specs};
+use brokerbench_model::{SpecError, Specs};
 use brokerbench_report::{folder_name, rfc3339_utc, Host, Tool};
 use brokerbench_study::metrics::{self, HEADLINE};
 use brokerbench_study::plan::is_rate_find;
@@ -27,6 +27,7 @@ use serde_json::Value as Json;
 
 use super::read_json;
 use crate::cli::StudyArgs;
+use crate::families::REGISTRY;
 use crate::{exit, BadInput};
 
 /// The study's own record, study.json.
@@ -71,7 +72,7 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
     for run in &runs {
         let probe_rate = search.as_ref().map_or(0.0, |s| s.start);
         let specs = run
-            .specs(&study, &extra(probe_rate))
+            .specs(&REGISTRY.schemas(), &study, &extra(probe_rate))
             .map_err(|e| BadInput(explain_spec_error(&study, run, e)))?;
         if study.between_runs.broker == BrokerBetween::Restart && managed_family(&specs).is_none() {
             return Err(BadInput(format!(
@@ -179,7 +180,7 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
                     spec,
                     |rate, step, attempt| -> anyhow::Result<Option<Step>> {
                         let specs = run
-                            .specs(&study, &extra(rate))
+                            .specs(&REGISTRY.schemas(), &study, &extra(rate))
                             .map_err(|e| BadInput(explain_spec_error(&study, run, e)))?;
                         // A retry is a run of its own, with a key of its own.
                         let key = match attempt {
@@ -349,11 +350,8 @@ fn explain_spec_error(study: &Study, run: &PlannedRun, error: SpecError) -> Stri
 
 /// The managed broker family a run uses, if it uses one.
 fn managed_family(specs: &Specs) -> Option<&'static str> {
-    match &specs.driver {
-        DriverConfig::Kafka(k) if k.bootstrap_servers.is_none() => Some("kafka"),
-        DriverConfig::RabbitMq(r) if r.uri.is_none() => Some("rabbitmq"),
-        _ => None,
-    }
+    let family = REGISTRY.get(specs.driver.name())?;
+    matches!(family.address(&specs.driver), Ok(None)).then(|| family.name())
 }
 
 /// Lists the runs; a closed pipe (`| head`) ends the listing quietly.
@@ -765,7 +763,7 @@ impl Executor<'_> {
         if self.study.between_runs.broker == BrokerBetween::Restart && self.signals.received() == 0
         {
             let specs = run
-                .specs(self.study, &[])
+                .specs(&REGISTRY.schemas(), self.study, &[])
                 .map_err(|e| BadInput(e.to_string()))?;
             if let Some(family) = managed_family(&specs) {
                 for action in ["down", "up"] {

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::{AckMode, RabbitMqDriverConfig};
 use brokerbench_driver::{Consumer, Delivery, DriverError};
-use brokerbench_model::driver_config::{AckMode, RabbitMqDriverConfig};
 
 use crate::naming::consume_arguments;
 use crate::session::{Channel, Deliveries, Session, ADMIN_TIMEOUT};

@@ -81,19 +81,23 @@
 //! confirms; this client costs about 9 µs at 33k msg/s and leaves the broker the CPU to go
 //! faster (figures in the README).
 
+pub mod config;
 mod confirms;
 mod consumer;
+mod family;
 pub mod naming;
 pub mod probe;
 mod producer;
 pub mod session;
 pub mod wire;
 
+pub use family::{RabbitMqFamily, FAMILY};
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::config::{AmqpUri, RabbitMqDriverConfig};
 use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Producer, Topology};
-use brokerbench_model::driver_config::{AmqpUri, RabbitMqDriverConfig};
 
 pub use naming::TopicNames;
 

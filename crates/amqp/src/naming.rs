@@ -2,9 +2,7 @@
 //! subscriptions, how each queue is bound and how a message is published. Pure functions, so
 //! the mapping is tested without a broker.
 
-use brokerbench_model::driver_config::{
-    ExchangeKind, Overflow, QueueConfig, QueueKind, RabbitMqDriverConfig,
-};
+use crate::config::{ExchangeKind, Overflow, QueueConfig, QueueKind, RabbitMqDriverConfig};
 
 /// AMQP short strings (exchange, queue and routing-key names) hold at most 255 bytes.
 pub const MAX_NAME_LEN: usize = 255;

@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use brokerbench_model::driver_config::AmqpUri;
+use crate::config::AmqpUri;
 
 use crate::wire::{
     self, id, next_frame, put_long_bytes, put_short_string, put_table, Field, Reader,

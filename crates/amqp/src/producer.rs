@@ -12,8 +12,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::config::{Overflow, RabbitMqDriverConfig};
 use brokerbench_driver::{Ack, DriverError, Envelope, OutgoingMessage, Producer, SendError};
-use brokerbench_model::driver_config::{Overflow, RabbitMqDriverConfig};
 
 use crate::confirms::ConfirmBook;
 use crate::naming::TopicNames;

@@ -36,8 +36,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::config::AmqpUri;
 use brokerbench_driver::{Clock, DriverError, Envelope};
-use brokerbench_model::driver_config::AmqpUri;
 
 use crate::probe;
 use crate::wire::{self, id, next_frame, Reader, FRAME_BODY, FRAME_HEADER, FRAME_METHOD};

@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use brokerbench_amqp::config::{AmqpUri, RabbitMqDriverConfig};
 use brokerbench_amqp::session::{Reading, Session};
 use brokerbench_amqp::{wire, AmqpDriver};
 use brokerbench_driver::{Driver, DriverError};
 use brokerbench_engine::{run, RunControl};
-use brokerbench_model::driver_config::{AmqpUri, RabbitMqDriverConfig};
 use brokerbench_model::{IntervalRow, RunObserver, Summary, Workload};
 
 const URI_VARIABLE: &str = "BROKERBENCH_TEST_AMQP_URI";

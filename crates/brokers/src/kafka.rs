@@ -684,6 +684,37 @@ impl ClientContext for Silent {
 
 impl ConsumerContext for Silent {}
 
+impl crate::ManagedBroker for Kafka {
+    fn install(&self) -> Result<String, BrokerError> {
+        Kafka::install(self)?;
+        Ok(format!(
+            "kafka {VERSION} installed in {}",
+            self.lib_dir().display()
+        ))
+    }
+    fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
+        Kafka::up(self)
+    }
+    fn down(&self) -> Result<Option<u32>, BrokerError> {
+        Kafka::down(self)
+    }
+    fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
+        Kafka::status(self)
+    }
+    fn client_address(&self, status: &BrokerStatus) -> String {
+        status.address.clone()
+    }
+    fn metrics_url(&self) -> Option<String> {
+        Kafka::metrics_url(self)
+    }
+    fn endpoints(&self) -> Vec<String> {
+        self.metrics_url()
+            .map(|url| format!("metrics: {url}"))
+            .into_iter()
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,6 +69,30 @@ pub struct BrokerStatus {
     pub note: Option<String>,
 }
 
+/// A managed local broker as a family supplies it: the lifecycle `brokerbench broker
+/// install|up|down|status NAME` and managed runs drive, whatever the broker.
+pub trait ManagedBroker {
+    /// Installs what `up` needs (Kafka's jars), or checks that the system package is there;
+    /// returns one line saying what is installed where.
+    fn install(&self) -> Result<String, BrokerError>;
+    /// Starts the broker unless it runs already; returns its status and whether it was
+    /// running before.
+    fn up(&self) -> Result<(BrokerStatus, bool), BrokerError>;
+    /// Stops exactly the process `up` started; returns its pid, or None when none ran.
+    fn down(&self) -> Result<Option<u32>, BrokerError>;
+    /// The running broker, or None.
+    fn status(&self) -> Result<Option<BrokerStatus>, BrokerError>;
+    /// Where a driver connects to the running broker: a bootstrap list, or a URI that may
+    /// carry the managed broker's credentials (never printed).
+    fn client_address(&self, status: &BrokerStatus) -> String;
+    /// The endpoint broker metrics are read from, if the broker serves one.
+    fn metrics_url(&self) -> Option<String>;
+    /// Further endpoints worth printing after `up` (management UI, monitoring).
+    fn endpoints(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
 /// Why installing, starting or stopping a managed broker failed. Each message says what
 /// failed and what to do about it.
 #[derive(Debug, thiserror::Error)]

@@ -977,6 +977,49 @@ fn long_bytes(value: &[u8]) -> Option<(&[u8], usize)> {
     Some((value.get(4..4 + length)?, 4 + length))
 }
 
+impl crate::ManagedBroker for RabbitMq {
+    fn install(&self) -> Result<String, BrokerError> {
+        if self.is_installed() {
+            Ok(format!(
+                "rabbitmq {} is installed (Debian package rabbitmq-server)",
+                self.version()
+            ))
+        } else {
+            Err(BrokerError::PackageMissing {
+                broker: "rabbitmq",
+                program: "rabbitmq-server",
+                looked_in: "the system".into(),
+                package: "rabbitmq-server",
+            })
+        }
+    }
+    fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
+        RabbitMq::up(self)
+    }
+    fn down(&self) -> Result<Option<u32>, BrokerError> {
+        RabbitMq::down(self)
+    }
+    fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
+        RabbitMq::status(self)
+    }
+    fn client_address(&self, _status: &BrokerStatus) -> String {
+        self.amqp_uri()
+    }
+    fn metrics_url(&self) -> Option<String> {
+        Some(format!(
+            "http://127.0.0.1:{}/metrics",
+            self.prometheus_port()
+        ))
+    }
+    fn endpoints(&self) -> Vec<String> {
+        vec![format!(
+            "management: http://127.0.0.1:{}/  metrics: http://127.0.0.1:{}/metrics",
+            self.management_port(),
+            self.prometheus_port()
+        )]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,12 +4,14 @@
 
 mod clock;
 mod envelope;
+pub mod family;
 pub mod mock;
 
 use std::time::Duration;
 
 pub use clock::Clock;
 pub use envelope::{Envelope, EnvelopeError, ENVELOPE_HEADER_LEN, ENVELOPE_VERSION};
+pub use family::{Family, Registry};
 
 /// Errors a driver reports while setting up or tearing down.
 #[derive(Debug, thiserror::Error)]

@@ -233,3 +233,33 @@ impl Consumer for MockConsumer {
         1
     }
 }
+
+/// The driver-file schema of the mock, for tests that load workloads with it: `driver: mock`
+/// and nothing else.
+pub struct MockSchema;
+
+impl brokerbench_model::DriverSchema for MockSchema {
+    fn name(&self) -> &'static str {
+        "mock"
+    }
+    fn fields(&self) -> &'static [&'static str] {
+        &["driver"]
+    }
+    fn builtin_driver(&self) -> &'static str {
+        "driver: mock\n"
+    }
+    fn check(
+        &self,
+        file: &str,
+        map: &serde_yaml::Value,
+    ) -> Result<serde_json::Value, brokerbench_model::SpecError> {
+        match map.as_mapping().and_then(|m| m.keys().next()) {
+            None => Ok(serde_json::json!({"driver": "mock"})),
+            Some(key) => Err(brokerbench_model::SpecError::Field {
+                file: file.to_string(),
+                field: format!("{key:?}"),
+                message: "the mock driver has no settings".into(),
+            }),
+        }
+    }
+}

@@ -20,9 +20,13 @@ use brokerbench_driver::{
     Ack, Clock, Consumer, ConsumerSlot, Delivery, Driver, DriverError, Envelope, OutgoingMessage,
     Producer, SendError, Topology,
 };
-use brokerbench_model::KafkaDriverConfig;
 
+pub mod config;
+mod family;
 mod topic_handle;
+
+pub use config::KafkaDriverConfig;
+pub use family::{KafkaFamily, FAMILY};
 pub use topic_handle::TopicHandle;
 
 /// How long the broker has to answer a metadata request before the run fails as unreachable.

@@ -30,9 +30,35 @@ pub struct MetricSpec {
     pub kind: MetricKind,
     /// Factor applied to the value (or rate), e.g. 100 for a fraction shown as percent.
     pub scale: f64,
+    /// A counter whose samples are all absent counts as 0 rather than unknown (a sum over
+    /// streams the run creates: none exist before it starts).
+    pub absent_is_zero: bool,
 }
 
-const fn counter(
+/// How a broker serves its metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The Prometheus text format at the URL; `marker` is a prefix its samples have (to tell
+    /// an endpoint of another broker apart).
+    Prometheus { marker: &'static str },
+    /// JSON documents at the URL followed by each path (e.g. NATS `/varz`, `/jsz`). Each
+    /// numeric leaf is a sample named by its path, `<document>.<key>.<key>...`, where the
+    /// document is the path's first word (`varz`) and array elements share their array's
+    /// name (so a spec sums them).
+    Json { paths: &'static [&'static str] },
+}
+
+/// A broker family's metric definitions: where they come from and what they mean.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetricSet {
+    /// The family, as the summary's `broker_metrics.source` says it, e.g. `kafka`.
+    pub source: &'static str,
+    pub format: Format,
+    pub specs: &'static [MetricSpec],
+}
+
+/// A counter read from `metric` (with `name="..."` when given, all-topics series only).
+pub const fn counter(
     key: &'static str,
     metric: &'static str,
     name: Option<&'static str>,
@@ -47,10 +73,12 @@ const fn counter(
         without_label: Some("topic"),
         kind: MetricKind::Counter,
         scale: 1.0,
+        absent_is_zero: false,
     }
 }
 
-const fn gauge(
+/// A gauge read from `metric`, multiplied by `scale`.
+pub const fn gauge(
     key: &'static str,
     metric: &'static str,
     name: Option<&'static str>,
@@ -126,6 +154,24 @@ pub const KAFKA: &[MetricSpec] = &[
     ),
 ];
 
+/// Kafka's metric set: the JMX exporter's Prometheus endpoint.
+pub const KAFKA_METRICS: MetricSet = MetricSet {
+    source: "kafka",
+    format: Format::Prometheus {
+        marker: "kafka_server_",
+    },
+    specs: KAFKA,
+};
+
+/// RabbitMQ's metric set: the rabbitmq_prometheus plugin's endpoint.
+pub const RABBITMQ_METRICS: MetricSet = MetricSet {
+    source: "rabbitmq",
+    format: Format::Prometheus {
+        marker: "rabbitmq_",
+    },
+    specs: RABBITMQ,
+};
+
 /// RabbitMQ through the rabbitmq_prometheus plugin (aggregated /metrics).
 pub const RABBITMQ: &[MetricSpec] = &[
     counter(MESSAGES_IN, "rabbitmq_global_messages_received_total", None),
@@ -165,60 +211,85 @@ pub struct Reading {
     pub totals: Vec<Option<f64>>,
 }
 
-/// Scrapes one endpoint repeatedly.
+/// Reads one broker's metrics repeatedly.
 #[derive(Debug, Clone)]
 pub struct BrokerMetrics {
     url: String,
-    specs: &'static [MetricSpec],
+    set: &'static MetricSet,
     previous: Option<Reading>,
     timeout: Duration,
 }
 
 impl BrokerMetrics {
-    /// Scrapes `url` for the given metric set.
-    pub fn new(url: impl Into<String>, specs: &'static [MetricSpec]) -> Self {
+    /// Reads `url` with the given metric set.
+    pub fn new(url: impl Into<String>, set: &'static MetricSet) -> Self {
         BrokerMetrics {
             url: url.into(),
-            specs,
+            set,
             previous: None,
             timeout: Duration::from_secs(2),
         }
     }
 
-    /// Chooses the metric set from what the endpoint exposes (Kafka JMX exporter or
-    /// rabbitmq_prometheus); None when it is neither.
-    pub fn detect(url: &str) -> Result<Option<BrokerMetrics>, ScrapeError> {
-        let text = scrape(url, Duration::from_secs(2))?;
-        let specs = if text.contains("kafka_server_") {
-            KAFKA
-        } else if text.contains("rabbitmq_") {
-            RABBITMQ
-        } else {
-            return Ok(None);
-        };
-        Ok(Some(BrokerMetrics::new(url, specs)))
+    /// Checks that `url` serves this set's metrics: Ok(false) when it answers with something
+    /// else (another broker's endpoint).
+    pub fn check(&self) -> Result<bool, ScrapeError> {
+        let samples = self.samples()?;
+        Ok(match self.set.format {
+            Format::Prometheus { marker } => samples.iter().any(|s| s.name.starts_with(marker)),
+            Format::Json { .. } => !samples.is_empty(),
+        })
     }
 
     pub fn url(&self) -> &str {
         &self.url
     }
 
-    pub fn specs(&self) -> &'static [MetricSpec] {
-        self.specs
+    pub fn set(&self) -> &'static MetricSet {
+        self.set
     }
 
-    /// Scrapes now and returns the figures.
+    pub fn specs(&self) -> &'static [MetricSpec] {
+        self.set.specs
+    }
+
+    /// Reads now and returns the figures.
     pub fn read(&mut self, now_ns: u64) -> Result<Reading, ScrapeError> {
-        let samples = parse(&scrape(&self.url, self.timeout)?);
+        let samples = self.samples()?;
         let reading = self.interpret(&samples, now_ns);
         self.previous = Some(reading.clone());
         Ok(reading)
     }
 
+    fn samples(&self) -> Result<Vec<Sample>, ScrapeError> {
+        match self.set.format {
+            Format::Prometheus { .. } => Ok(parse(&scrape(&self.url, self.timeout)?)),
+            Format::Json { paths } => {
+                let mut samples = Vec::new();
+                for path in paths {
+                    let url = format!("{}{path}", self.url.trim_end_matches('/'));
+                    let text = scrape(&url, self.timeout)?;
+                    let document: serde_json::Value =
+                        serde_json::from_str(&text).map_err(|e| ScrapeError::Format {
+                            url: url.clone(),
+                            message: format!("not JSON: {e}"),
+                        })?;
+                    let name = path
+                        .trim_start_matches('/')
+                        .split(['?', '/'])
+                        .next()
+                        .unwrap_or_default();
+                    flatten(name, &document, &mut samples);
+                }
+                Ok(samples)
+            }
+        }
+    }
+
     fn interpret(&self, samples: &[Sample], now_ns: u64) -> Reading {
-        let mut values = Vec::with_capacity(self.specs.len());
-        let mut totals = Vec::with_capacity(self.specs.len());
-        for (i, spec) in self.specs.iter().enumerate() {
+        let mut values = Vec::with_capacity(self.set.specs.len());
+        let mut totals = Vec::with_capacity(self.set.specs.len());
+        for (i, spec) in self.set.specs.iter().enumerate() {
             let matching: Vec<f64> = samples
                 .iter()
                 .filter(|s| {
@@ -228,7 +299,7 @@ impl BrokerMetrics {
                 })
                 .map(|s| s.value)
                 .collect();
-            if matching.is_empty() {
+            if matching.is_empty() && !spec.absent_is_zero {
                 values.push(None);
                 totals.push(None);
                 continue;
@@ -255,6 +326,32 @@ impl BrokerMetrics {
             values,
             totals,
         }
+    }
+}
+
+/// The numeric leaves of a JSON document as samples named by their path.
+fn flatten(name: &str, value: &serde_json::Value, out: &mut Vec<Sample>) {
+    match value {
+        serde_json::Value::Number(n) => {
+            if let Some(v) = n.as_f64() {
+                out.push(Sample {
+                    name: name.to_string(),
+                    labels: Vec::new(),
+                    value: v,
+                });
+            }
+        }
+        serde_json::Value::Object(fields) => {
+            for (key, field) in fields {
+                flatten(&format!("{name}.{key}"), field, out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                flatten(name, item, out);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -313,7 +410,7 @@ mod tests {
 
     #[test]
     fn counters_become_rates_and_gauges_are_scaled() {
-        let mut m = BrokerMetrics::new("http://unused", KAFKA);
+        let mut m = BrokerMetrics::new("http://unused", &KAFKA_METRICS);
         let first = m.interpret(&parse(SCRAPE_1), 1_000_000_000);
         assert_eq!(
             value(&m, &first, MESSAGES_IN),
@@ -342,5 +439,41 @@ mod tests {
             "absent in this scrape"
         );
         assert_eq!(value(&m, &second, "request_queue_size"), None);
+    }
+
+    #[test]
+    fn json_documents_flatten_to_samples_summed_over_arrays() {
+        let doc: serde_json::Value = serde_json::from_str(
+            r#"{"in_msgs": 7, "server_name": "x", "streams": [{"state": {"last_seq": 3}}, {"state": {"last_seq": 4}}]}"#,
+        )
+        .unwrap();
+        let mut samples = Vec::new();
+        flatten("jsz", &doc, &mut samples);
+        let names: Vec<&str> = samples.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "jsz.in_msgs",
+                "jsz.streams.state.last_seq",
+                "jsz.streams.state.last_seq"
+            ]
+        );
+        const SPECS: &[MetricSpec] = &[MetricSpec {
+            absent_is_zero: true,
+            without_label: None,
+            ..counter("stored", "jsz.streams.state.last_seq", None)
+        }];
+        static SET: MetricSet = MetricSet {
+            source: "test",
+            format: Format::Json { paths: &["/jsz"] },
+            specs: SPECS,
+        };
+        let m = BrokerMetrics::new("http://unused", &SET);
+        assert_eq!(m.interpret(&samples, 1).totals, vec![Some(7.0)]);
+        assert_eq!(
+            m.interpret(&[], 1).totals,
+            vec![Some(0.0)],
+            "no streams yet: zero, not unknown"
+        );
     }
 }

@@ -8,7 +8,10 @@ mod exposition;
 mod scrape;
 mod text;
 
-pub use broker::{BrokerMetrics, MetricKind, MetricSpec, Reading};
+pub use broker::{
+    counter, gauge, BrokerMetrics, Format, MetricKind, MetricSet, MetricSpec, Reading,
+    KAFKA_METRICS, MESSAGES_IN, RABBITMQ_METRICS,
+};
 pub use exposition::{exposition_name, Exposition, MetricsServer};
 pub use scrape::{scrape, ScrapeError};
 pub use text::{parse, Sample};

@@ -18,6 +18,8 @@ pub enum ScrapeError {
     },
     #[error("scraping {url}: HTTP status {status}")]
     Status { url: String, status: String },
+    #[error("scraping {url}: {message}")]
+    Format { url: String, message: String },
 }
 
 /// Fetches the body at `url`.

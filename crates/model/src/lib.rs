@@ -1,7 +1,7 @@
 //! Shared vocabulary of brokerbench: validated workloads and driver configurations, units,
 //! and the result types that the engine produces and the reports read.
 
-pub mod driver_config;
+pub mod family;
 pub mod redact;
 pub mod resources;
 pub mod result;
@@ -9,7 +9,7 @@ pub mod spec;
 pub mod units;
 pub mod workload;
 
-pub use driver_config::{DriverConfig, KafkaDriverConfig};
+pub use family::{DriverConfig, DriverSchema};
 pub use result::*;
 pub use spec::{load_specs, load_specs_from, SpecError, SpecInput, Specs};
 pub use workload::*;

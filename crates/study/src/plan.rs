@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::Path;
 
-use brokerbench_model::{load_specs_from, SpecError, SpecInput, Specs};
+use brokerbench_model::{load_specs_from, DriverSchema, SpecError, SpecInput, Specs};
 use serde_yaml::Value;
 
 use crate::file::{key_text, Order, Study, StudyError, StudyInput};
@@ -54,11 +54,17 @@ impl PlannedRun {
 
     /// Loads and validates this run's workload and driver with its overrides (and `extra`
     /// ones, e.g. a search step's rate), exactly as `brokerbench run` will.
-    pub fn specs(&self, study: &Study, extra: &[String]) -> Result<Specs, SpecError> {
+    pub fn specs(
+        &self,
+        families: &[&dyn DriverSchema],
+        study: &Study,
+        extra: &[String],
+    ) -> Result<Specs, SpecError> {
         let name = format!("{} (inline)", study.file.display());
         let mut overrides = self.overrides.clone();
         overrides.extend(extra.iter().cloned());
         load_specs_from(
+            families,
             spec_input(&self.workload, &name),
             spec_input(&self.driver, &name),
             &overrides,
@@ -329,14 +335,28 @@ mod tests {
     fn keys_follow_the_resolved_configuration() {
         let s = study("name: t\naxes: {rate: [100, 200]}\nrepetitions: 2\n");
         let runs = plan_runs(&s, &[], false).unwrap();
-        let key = |r: &PlannedRun| RunKey::of(&r.specs(&s, &[]).unwrap(), r.repetition);
+        let key = |r: &PlannedRun| {
+            RunKey::of(
+                &r.specs(&[&brokerbench_driver::mock::MockSchema], &s, &[])
+                    .unwrap(),
+                r.repetition,
+            )
+        };
         assert_ne!(key(&runs[0]), key(&runs[1]));
         assert_ne!(key(&runs[0]), key(&runs[2]), "repetitions differ");
         assert_eq!(runs[0].cell, runs[2].cell);
         // The same configuration reached another way has the same key.
         let t = study("name: other\nset: {rate: 100}\nrepetitions: 2\n");
         let same = &plan_runs(&t, &[], false).unwrap()[0];
-        assert_eq!(key(&runs[0]), RunKey::of(&same.specs(&t, &[]).unwrap(), 1));
+        assert_eq!(
+            key(&runs[0]),
+            RunKey::of(
+                &same
+                    .specs(&[&brokerbench_driver::mock::MockSchema], &t, &[])
+                    .unwrap(),
+                1
+            )
+        );
     }
 
     #[test]

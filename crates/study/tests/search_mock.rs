@@ -5,7 +5,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use brokerbench_driver::mock::{MockDriver, MockFaults};
+use brokerbench_driver::mock::{MockDriver, MockFaults, MockSchema};
 use brokerbench_engine::{run, RunControl};
 use brokerbench_model::{load_specs, IntervalRow, Phase, RunObserver};
 use brokerbench_study::search::{drive, judge, FindSpec, Step};
@@ -31,7 +31,7 @@ fn step(spec: &FindSpec, rate: f64) -> Step {
         "drain_timeout=2s".into(),
     ]
     .to_vec();
-    let specs = load_specs(None, None, &sets).unwrap();
+    let specs = load_specs(&[&MockSchema], None, None, &sets).unwrap();
     let faults = MockFaults {
         capacity: Some(CAPACITY),
         ..MockFaults::default()

@@ -1,94 +1,15 @@
-//! Driver files: which broker family to drive and how to reach and configure it.
-
-use std::collections::BTreeMap;
+//! The RabbitMQ driver file: exchanges, queues, confirms and acknowledgements, and the AMQP URI.
 
 use serde::{Deserialize, Serialize};
 
-use crate::workload::FieldError;
+use brokerbench_model::workload::FieldError;
 
-/// A config map value as written in YAML; librdkafka wants every value as a string.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
-pub enum ConfigValue {
-    Text(String),
-    Integer(i64),
-    Float(f64),
-    Bool(bool),
-}
-
-impl ConfigValue {
-    pub fn as_text(&self) -> String {
-        match self {
-            ConfigValue::Text(t) => t.clone(),
-            ConfigValue::Integer(i) => i.to_string(),
-            ConfigValue::Float(f) => f.to_string(),
-            ConfigValue::Bool(b) => b.to_string(),
-        }
-    }
-}
-
-fn text_map<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
-    let raw: Option<BTreeMap<String, ConfigValue>> = Option::deserialize(d)?;
-    Ok(raw
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(k, v)| (k, v.as_text()))
-        .collect())
-}
-
-fn default_replication() -> u16 {
-    1
-}
 fn default_true() -> bool {
     true
 }
 fn default_prefix() -> String {
     "brokerbench".to_string()
 }
-
-/// Kafka (and Kafka-API brokers such as Redpanda), driven through librdkafka.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct KafkaDriverConfig {
-    /// Comma-separated host:port list; absent means "start and use the managed local broker".
-    #[serde(default)]
-    pub bootstrap_servers: Option<String>,
-    /// Replication factor of the topics brokerbench creates.
-    #[serde(default = "default_replication")]
-    pub replication_factor: u16,
-    /// Topic-level configs set at creation, e.g. `flush.messages: "1"`.
-    #[serde(default, deserialize_with = "text_map")]
-    pub topic_config: BTreeMap<String, String>,
-    /// Passed to librdkafka producers: acks, batch.size, linger.ms, compression.type, ...
-    #[serde(default, deserialize_with = "text_map")]
-    pub producer_config: BTreeMap<String, String>,
-    /// Passed to librdkafka consumers.
-    #[serde(default, deserialize_with = "text_map")]
-    pub consumer_config: BTreeMap<String, String>,
-    /// Delete the topics after the run.
-    #[serde(default = "default_true")]
-    pub delete_topics: bool,
-    /// Topic names start with this.
-    #[serde(default = "default_prefix")]
-    pub topic_prefix: String,
-    /// true: topics are named `<prefix>-<workload>-<run id>-<n>`, new for every run;
-    /// false: `<prefix>-<workload>-<n>`, reused if they exist with the same settings.
-    #[serde(default = "default_true")]
-    pub unique_topics: bool,
-}
-
-/// Top-level Kafka driver field names, used for `--set` routing and did-you-mean.
-pub const KAFKA_DRIVER_FIELDS: &[&str] = &[
-    "driver",
-    "bootstrap_servers",
-    "replication_factor",
-    "topic_config",
-    "producer_config",
-    "consumer_config",
-    "delete_topics",
-    "topic_prefix",
-    "unique_topics",
-];
 
 /// Top-level RabbitMQ driver field names, used for `--set` routing and did-you-mean.
 pub const RABBITMQ_DRIVER_FIELDS: &[&str] = &[
@@ -104,49 +25,6 @@ pub const RABBITMQ_DRIVER_FIELDS: &[&str] = &[
     "channels_per_connection",
     "delete_queues",
 ];
-
-/// Names of driver families this build knows.
-pub const DRIVER_NAMES: &[&str] = &["kafka", "rabbitmq"];
-
-/// The top-level fields of the driver family `name`, or None for an unknown family.
-pub fn driver_fields(name: &str) -> Option<&'static [&'static str]> {
-    match name {
-        "kafka" => Some(KAFKA_DRIVER_FIELDS),
-        "rabbitmq" => Some(RABBITMQ_DRIVER_FIELDS),
-        _ => None,
-    }
-}
-
-/// A validated driver file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "driver", rename_all = "kebab-case")]
-pub enum DriverConfig {
-    Kafka(KafkaDriverConfig),
-    #[serde(rename = "rabbitmq")]
-    RabbitMq(RabbitMqDriverConfig),
-}
-
-impl DriverConfig {
-    pub fn name(&self) -> &'static str {
-        match self {
-            DriverConfig::Kafka(_) => "kafka",
-            DriverConfig::RabbitMq(_) => "rabbitmq",
-        }
-    }
-
-    /// The configuration with every credential replaced, fit for manifests and logs.
-    pub fn redacted(&self) -> serde_json::Value {
-        let mut value = serde_json::to_value(self).expect("driver config serializes");
-        crate::redact::redact_json(&mut value);
-        value
-    }
-}
-
-impl Default for KafkaDriverConfig {
-    fn default() -> Self {
-        serde_yaml::from_str("{}").expect("defaults parse")
-    }
-}
 
 // ------------------------------------------------------------------------------ RabbitMQ
 
@@ -386,7 +264,7 @@ fn optional_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>,
     match Option::<Raw>::deserialize(d)? {
         None => Ok(None),
         Some(Raw::Number(n)) => Ok(Some(n)),
-        Some(Raw::Text(t)) => crate::units::parse_bytes(&t)
+        Some(Raw::Text(t)) => brokerbench_model::units::parse_bytes(&t)
             .map(Some)
             .map_err(serde::de::Error::custom),
     }
@@ -1000,9 +878,8 @@ mod tests {
             assert!(shown.contains("bench:***@10.1.2.3:5673/vh"), "{shown}");
         }
         let config: RabbitMqDriverConfig = serde_yaml::from_str(&format!("uri: {text}")).unwrap();
-        let whole = DriverConfig::RabbitMq(config);
-        assert!(!format!("{whole:?}").contains("s3cr"));
-        let redacted = whole.redacted().to_string();
+        assert!(!format!("{config:?}").contains("s3cr"));
+        let redacted = brokerbench_model::family::resolved("rabbitmq", &config).to_string();
         assert!(!redacted.contains("s3cr"), "{redacted}");
         assert!(redacted.contains("\"driver\":\"rabbitmq\""), "{redacted}");
         // A password with a raw '@' or '/' still stays out of errors.

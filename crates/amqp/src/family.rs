@@ -1,0 +1,95 @@
+//! The RabbitMQ family: driver file, driver, managed broker and metrics, as one registry
+//! entry.
+
+use std::path::Path;
+
+use brokerbench_brokers::rabbitmq::RabbitMq;
+use brokerbench_brokers::ManagedBroker;
+use brokerbench_driver::{Driver, DriverError, Family};
+use brokerbench_metrics::{MetricSet, RABBITMQ_METRICS};
+use brokerbench_model::family::{field_error, parse_driver, resolved};
+use brokerbench_model::workload::FieldError;
+use brokerbench_model::{DriverConfig, DriverSchema, SpecError, Workload};
+use serde_yaml::Value;
+
+use crate::config::{AmqpUri, RabbitMqDriverConfig, RABBITMQ_DRIVER_FIELDS};
+use crate::AmqpDriver;
+
+/// RabbitMQ and other AMQP 0-9-1 brokers, through brokerbench's own client.
+pub struct RabbitMqFamily;
+
+/// The registry entry.
+pub static FAMILY: RabbitMqFamily = RabbitMqFamily;
+
+impl DriverSchema for RabbitMqFamily {
+    fn name(&self) -> &'static str {
+        "rabbitmq"
+    }
+    fn fields(&self) -> &'static [&'static str] {
+        RABBITMQ_DRIVER_FIELDS
+    }
+    fn builtin_driver(&self) -> &'static str {
+        include_str!("../../../workloads/drivers/rabbitmq.yaml")
+    }
+    fn check(&self, file: &str, map: &Value) -> Result<serde_json::Value, SpecError> {
+        let config: RabbitMqDriverConfig = parse_driver(file, map)?;
+        config.validate().map_err(|e| field_error(file, e))?;
+        Ok(resolved("rabbitmq", &config))
+    }
+    fn check_workload(&self, workload: &Workload) -> Result<(), FieldError> {
+        if workload.partitions_per_topic != 1 {
+            return Err(FieldError::new(
+                "partitions_per_topic",
+                format!(
+                    "{} has no meaning for RabbitMQ, whose queues are not partitioned; set partitions_per_topic: 1 (more consumers per queue: consumers_per_topic; more queues per topic: queues_per_topic in the driver file)",
+                    workload.partitions_per_topic
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn config_of(config: &DriverConfig) -> Result<RabbitMqDriverConfig, DriverError> {
+    config
+        .parse()
+        .map_err(|e| DriverError::Other(e.to_string()))
+}
+
+impl Family for RabbitMqFamily {
+    fn schema(&self) -> &dyn DriverSchema {
+        self
+    }
+    fn title(&self) -> &'static str {
+        "RabbitMQ"
+    }
+    fn about(&self) -> &'static str {
+        "RabbitMQ from Debian's rabbitmq-server package, its own node on loopback; any AMQP 0-9-1 broker by uri"
+    }
+    fn address_field(&self) -> &'static str {
+        "uri"
+    }
+    fn address(&self, config: &DriverConfig) -> Result<Option<String>, DriverError> {
+        Ok(config_of(config)?.uri.map(|uri| uri.address()))
+    }
+    fn driver(
+        &self,
+        config: &DriverConfig,
+        managed: Option<&str>,
+    ) -> Result<Box<dyn Driver>, DriverError> {
+        let config = config_of(config)?;
+        let uri = match (managed, &config.uri) {
+            (Some(uri), _) => AmqpUri::parse(uri)
+                .map_err(|e| DriverError::Other(format!("the managed RabbitMQ's URI: {e}")))?,
+            (None, Some(uri)) => uri.clone(),
+            (None, None) => return Err(DriverError::Other("no uri and no managed broker".into())),
+        };
+        Ok(Box::new(AmqpDriver::new(config, uri)))
+    }
+    fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {
+        Box::new(RabbitMq::new(home))
+    }
+    fn metrics(&self) -> Option<&'static MetricSet> {
+        Some(&RABBITMQ_METRICS)
+    }
+}

@@ -1,0 +1,62 @@
+//! A broker family: everything brokerbench knows about one kind of broker, behind one value
+//! the binary lists in its registry. Adding a broker is writing a crate that exports one
+//! [`Family`] and adding it to that list.
+
+use std::path::Path;
+
+use brokerbench_brokers::ManagedBroker;
+use brokerbench_metrics::MetricSet;
+use brokerbench_model::{DriverConfig, DriverSchema};
+
+use crate::{Driver, DriverError};
+
+/// One broker family.
+pub trait Family: Sync {
+    /// Its driver-file schema: name, fields, built-in driver file, validation.
+    fn schema(&self) -> &dyn DriverSchema;
+    /// The family's name, `driver: NAME` and `brokerbench broker up NAME`.
+    fn name(&self) -> &'static str {
+        self.schema().name()
+    }
+    /// The broker's name in prose, e.g. `RabbitMQ`.
+    fn title(&self) -> &'static str;
+    /// One line for `--help`: which broker, and how brokerbench manages it.
+    fn about(&self) -> &'static str;
+    /// The driver-file field that names a broker to use instead of the managed one.
+    fn address_field(&self) -> &'static str;
+    /// The broker address the driver file names, credentials removed; None means: use the
+    /// managed local broker.
+    fn address(&self, config: &DriverConfig) -> Result<Option<String>, DriverError>;
+    /// Builds the driver for a run; `managed` is the managed broker's client address when the
+    /// driver file names none.
+    fn driver(
+        &self,
+        config: &DriverConfig,
+        managed: Option<&str>,
+    ) -> Result<Box<dyn Driver>, DriverError>;
+    /// The managed local broker, its files under `home`.
+    fn managed(&self, home: &Path) -> Box<dyn ManagedBroker>;
+    /// What the broker's metrics endpoint serves and what it means, if it has one.
+    fn metrics(&self) -> Option<&'static MetricSet>;
+}
+
+/// The families a build knows, in the order `--help` lists them; the first is the default.
+#[derive(Clone, Copy)]
+pub struct Registry(pub &'static [&'static dyn Family]);
+
+impl Registry {
+    /// The family `name`, if registered.
+    pub fn get(&self, name: &str) -> Option<&'static dyn Family> {
+        self.0.iter().copied().find(|f| f.name() == name)
+    }
+
+    /// Every family's name.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.0.iter().map(|f| f.name()).collect()
+    }
+
+    /// Every family's schema, for loading driver files.
+    pub fn schemas(&self) -> Vec<&'static dyn DriverSchema> {
+        self.0.iter().map(|f| f.schema()).collect()
+    }
+}

@@ -1,0 +1,95 @@
+//! The Kafka driver file: how to reach the cluster and configure librdkafka.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A config map value as written in YAML; librdkafka wants every value as a string.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ConfigValue {
+    Text(String),
+    Integer(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl ConfigValue {
+    pub fn as_text(&self) -> String {
+        match self {
+            ConfigValue::Text(t) => t.clone(),
+            ConfigValue::Integer(i) => i.to_string(),
+            ConfigValue::Float(f) => f.to_string(),
+            ConfigValue::Bool(b) => b.to_string(),
+        }
+    }
+}
+
+fn text_map<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    let raw: Option<BTreeMap<String, ConfigValue>> = Option::deserialize(d)?;
+    Ok(raw
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.as_text()))
+        .collect())
+}
+
+fn default_replication() -> u16 {
+    1
+}
+fn default_true() -> bool {
+    true
+}
+pub(crate) fn default_prefix() -> String {
+    "brokerbench".to_string()
+}
+
+/// Kafka (and Kafka-API brokers such as Redpanda), driven through librdkafka.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaDriverConfig {
+    /// Comma-separated host:port list; absent means "start and use the managed local broker".
+    #[serde(default)]
+    pub bootstrap_servers: Option<String>,
+    /// Replication factor of the topics brokerbench creates.
+    #[serde(default = "default_replication")]
+    pub replication_factor: u16,
+    /// Topic-level configs set at creation, e.g. `flush.messages: "1"`.
+    #[serde(default, deserialize_with = "text_map")]
+    pub topic_config: BTreeMap<String, String>,
+    /// Passed to librdkafka producers: acks, batch.size, linger.ms, compression.type, ...
+    #[serde(default, deserialize_with = "text_map")]
+    pub producer_config: BTreeMap<String, String>,
+    /// Passed to librdkafka consumers.
+    #[serde(default, deserialize_with = "text_map")]
+    pub consumer_config: BTreeMap<String, String>,
+    /// Delete the topics after the run.
+    #[serde(default = "default_true")]
+    pub delete_topics: bool,
+    /// Topic names start with this.
+    #[serde(default = "default_prefix")]
+    pub topic_prefix: String,
+    /// true: topics are named `<prefix>-<workload>-<run id>-<n>`, new for every run;
+    /// false: `<prefix>-<workload>-<n>`, reused if they exist with the same settings.
+    #[serde(default = "default_true")]
+    pub unique_topics: bool,
+}
+
+/// Top-level Kafka driver field names, used for `--set` routing and did-you-mean.
+pub const KAFKA_DRIVER_FIELDS: &[&str] = &[
+    "driver",
+    "bootstrap_servers",
+    "replication_factor",
+    "topic_config",
+    "producer_config",
+    "consumer_config",
+    "delete_topics",
+    "topic_prefix",
+    "unique_topics",
+];
+
+impl Default for KafkaDriverConfig {
+    fn default() -> Self {
+        serde_yaml::from_str("{}").expect("defaults parse")
+    }
+}

@@ -1,0 +1,90 @@
+//! The Kafka family: driver file, driver, managed broker and metrics, as one registry entry.
+
+use std::path::Path;
+
+use brokerbench_brokers::kafka::Kafka;
+use brokerbench_brokers::ManagedBroker;
+use brokerbench_driver::{Driver, DriverError, Family};
+use brokerbench_metrics::{MetricSet, KAFKA_METRICS};
+use brokerbench_model::family::{parse_driver, resolved};
+use brokerbench_model::{DriverConfig, DriverSchema, SpecError};
+use serde_yaml::Value;
+
+use crate::config::{KafkaDriverConfig, KAFKA_DRIVER_FIELDS};
+use crate::KafkaDriver;
+
+/// Apache Kafka and Kafka-API brokers, through librdkafka.
+pub struct KafkaFamily;
+
+/// The registry entry.
+pub static FAMILY: KafkaFamily = KafkaFamily;
+
+impl DriverSchema for KafkaFamily {
+    fn name(&self) -> &'static str {
+        "kafka"
+    }
+    fn fields(&self) -> &'static [&'static str] {
+        KAFKA_DRIVER_FIELDS
+    }
+    fn builtin_driver(&self) -> &'static str {
+        include_str!("../../../workloads/drivers/kafka.yaml")
+    }
+    fn check(&self, file: &str, map: &Value) -> Result<serde_json::Value, SpecError> {
+        let config: KafkaDriverConfig = parse_driver(file, map)?;
+        if config.replication_factor == 0 {
+            return Err(SpecError::Field {
+                file: file.to_string(),
+                field: "replication_factor".into(),
+                message: "must be at least 1".into(),
+            });
+        }
+        Ok(resolved("kafka", &config))
+    }
+}
+
+fn config_of(config: &DriverConfig) -> Result<KafkaDriverConfig, DriverError> {
+    config
+        .parse()
+        .map_err(|e| DriverError::Other(e.to_string()))
+}
+
+impl Family for KafkaFamily {
+    fn schema(&self) -> &dyn DriverSchema {
+        self
+    }
+    fn title(&self) -> &'static str {
+        "Kafka"
+    }
+    fn about(&self) -> &'static str {
+        "Apache Kafka 4.x in KRaft mode, single node on loopback; any Kafka-API broker by bootstrap_servers"
+    }
+    fn address_field(&self) -> &'static str {
+        "bootstrap_servers"
+    }
+    fn address(&self, config: &DriverConfig) -> Result<Option<String>, DriverError> {
+        Ok(config_of(config)?.bootstrap_servers)
+    }
+    fn driver(
+        &self,
+        config: &DriverConfig,
+        managed: Option<&str>,
+    ) -> Result<Box<dyn Driver>, DriverError> {
+        let config = config_of(config)?;
+        let servers = match (managed, &config.bootstrap_servers) {
+            (Some(address), _) => address.to_string(),
+            (None, Some(servers)) => servers.clone(),
+            (None, None) => {
+                return Err(DriverError::Other(
+                    "no bootstrap_servers and no managed broker".into(),
+                ))
+            }
+        };
+        Ok(Box::new(KafkaDriver::new(config, servers)))
+    }
+    fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {
+        Box::new(Kafka::new(home))
+    }
+    fn metrics(&self) -> Option<&'static MetricSet> {
+        Some(&KAFKA_METRICS)
+    }
+}

@@ -1,0 +1,108 @@
+//! What every broker family shares in the model. A driver file is `driver: NAME` plus a map
+//! that only the family NAME reads: the family's [`DriverSchema`] checks it, and the model
+//! routes `--set` assignments and did-you-mean suggestions by the schema's field list. The
+//! families themselves live in their own crates and are listed once, in the binary's registry.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_yaml::Value;
+
+use crate::spec::SpecError;
+use crate::workload::{FieldError, Workload};
+
+/// The driver-file side of a broker family.
+pub trait DriverSchema: Sync {
+    /// The name written as `driver: NAME` and on the command line, e.g. `"kafka"`.
+    fn name(&self) -> &'static str;
+    /// Every top-level field of its driver files, `driver` included: `--set` sends an
+    /// assignment to the driver file when its first segment is one of these.
+    fn fields(&self) -> &'static [&'static str];
+    /// The built-in driver file: the family's managed local broker with default settings.
+    fn builtin_driver(&self) -> &'static str;
+    /// Reads and validates the driver file's map (`driver` removed); returns the resolved
+    /// configuration, defaults filled in and every credential redacted, for the manifest.
+    /// Errors name `file`, the field path and the fix ([`parse_driver`] does most of it).
+    fn check(&self, file: &str, map: &Value) -> Result<serde_json::Value, SpecError>;
+    /// Workload settings this family cannot honour, named with the fix.
+    fn check_workload(&self, workload: &Workload) -> Result<(), FieldError> {
+        let _ = workload;
+        Ok(())
+    }
+}
+
+/// Finds the family `name` among `families`.
+pub fn find<'a>(families: &[&'a dyn DriverSchema], name: &str) -> Option<&'a dyn DriverSchema> {
+    families.iter().copied().find(|f| f.name() == name)
+}
+
+/// Deserializes a driver file's map into a family's config type. Unknown fields and variants
+/// come back with the allowed names and the closest one; every error names `file` and the
+/// field path.
+pub fn parse_driver<T: DeserializeOwned>(file: &str, map: &Value) -> Result<T, SpecError> {
+    crate::spec::deserialize_named(file, map.clone())
+}
+
+/// A check a family makes after deserializing, turned into an error naming `file`.
+pub fn field_error(file: &str, error: FieldError) -> SpecError {
+    SpecError::Field {
+        file: file.to_string(),
+        field: error.field,
+        message: error.message,
+    }
+}
+
+/// A family's config as the manifest shows it: serialized with `driver: name` first and
+/// every credential redacted.
+pub fn resolved<T: Serialize>(name: &str, config: &T) -> serde_json::Value {
+    let mut value = serde_json::to_value(config).expect("driver config serializes");
+    if let serde_json::Value::Object(fields) = &mut value {
+        let mut ordered = serde_json::Map::new();
+        ordered.insert("driver".into(), serde_json::Value::String(name.into()));
+        ordered.append(fields);
+        value = serde_json::Value::Object(ordered);
+    }
+    crate::redact::redact_json(&mut value);
+    value
+}
+
+/// A validated driver file: its family's name, its map as written (after `--set`), and the
+/// resolved, redacted form. The family that checked it turns the map into its own config
+/// type with [`DriverConfig::parse`]. Debug shows only the redacted form.
+#[derive(Clone, PartialEq)]
+pub struct DriverConfig {
+    name: String,
+    map: Value,
+    resolved: serde_json::Value,
+}
+
+impl DriverConfig {
+    pub(crate) fn new(name: String, map: Value, resolved: serde_json::Value) -> Self {
+        DriverConfig {
+            name,
+            map,
+            resolved,
+        }
+    }
+
+    /// The family's name, e.g. `"kafka"`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The configuration with defaults filled in and every credential replaced, fit for
+    /// manifests and logs.
+    pub fn redacted(&self) -> serde_json::Value {
+        self.resolved.clone()
+    }
+
+    /// The family's config type, read from the map its schema has already accepted.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, SpecError> {
+        parse_driver(&format!("{} driver file", self.name), &self.map)
+    }
+}
+
+impl std::fmt::Debug for DriverConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DriverConfig({})", self.resolved)
+    }
+}
