@@ -5,7 +5,11 @@
 use brokerbench_driver::Registry;
 
 /// Every registered broker family.
-pub static REGISTRY: Registry = Registry(&[&brokerbench_kafka::FAMILY, &brokerbench_amqp::FAMILY]);
+pub static REGISTRY: Registry = Registry(&[
+    &brokerbench_kafka::FAMILY,
+    &brokerbench_amqp::FAMILY,
+    &brokerbench_nats::FAMILY,
+]);
 
 #[cfg(test)]
 mod tests {

@@ -40,6 +40,19 @@ pub struct Monitoring {
     broker_metrics: Option<Arc<Mutex<BrokerMetrics>>>,
     /// Broker counter total (messages in) just before the run.
     messages_in_before: Option<f64>,
+    /// The broker's figures once every message was in, before the driver's cleanup.
+    after: Option<Reading>,
+}
+
+impl RunObserver for Monitoring {
+    fn interval(&mut self, _row: &IntervalRow) {}
+
+    fn drained(&mut self, at_ns: u64) {
+        if let Some(metrics) = &self.broker_metrics {
+            let mut metrics = metrics.lock().unwrap_or_else(|e| e.into_inner());
+            self.after = metrics.read(at_ns).ok();
+        }
+    }
 }
 
 fn messages_in_total(reading: &Reading, metrics: &BrokerMetrics) -> Option<f64> {
@@ -155,6 +168,7 @@ impl Monitoring {
             shared,
             broker_metrics,
             messages_in_before,
+            after: None,
         })
     }
 
@@ -179,7 +193,10 @@ impl Monitoring {
         let resources = recording.map(|r| r.summarize(window.clone()));
         let broker = self.broker_metrics.as_ref().map(|metrics| {
             let mut metrics = metrics.lock().unwrap_or_else(|e| e.into_inner());
-            let after = metrics.read(Clock::process().now_ns()).ok();
+            let after = self
+                .after
+                .take()
+                .or_else(|| metrics.read(Clock::process().now_ns()).ok());
             let shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
             summarize_broker(
                 &metrics,

@@ -68,7 +68,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut folder = ResultsFolder::create(&out, manifest)
         .with_context(|| format!("creating the results folder '{}'", out.display()))?;
 
-    let monitoring = if args.no_monitor {
+    let mut monitoring = if args.no_monitor {
         None
     } else {
         Some(Monitoring::start(
@@ -128,6 +128,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             vec![&mut folder, &mut live, &mut allocation_window, &mut phases];
         if let Some(e) = exposition.as_mut() {
             observers.push(e);
+        }
+        if let Some(m) = monitoring.as_mut() {
+            observers.push(m);
         }
         let mut tee = Tee::new(observers);
         brokerbench_engine::run(&workload, driver.as_mut(), &mut tee, &control)

@@ -187,3 +187,26 @@ pub fn assert_lossless(run: &Run) -> serde_json::Value {
     assert_eq!(s["status"], "complete");
     s
 }
+
+/// Starts the managed local NATS server once per test binary (idempotent); returns its
+/// client address.
+pub fn nats() -> String {
+    static ADDRESS: OnceLock<String> = OnceLock::new();
+    ADDRESS
+        .get_or_init(|| {
+            let output = brokerbench()
+                .args(["broker", "up", "nats"])
+                .output()
+                .expect("running brokerbench broker up nats");
+            assert!(output.status.success(), "{output:?}");
+            let text = String::from_utf8_lossy(&output.stdout).into_owned();
+            text.split_whitespace()
+                .find(|w| w.starts_with("127.0.0.1:"))
+                .expect("broker up prints the address")
+                .to_string()
+        })
+        .clone()
+}
+
+/// The bundled NATS driver file.
+pub const NATS_DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/drivers/nats.yaml");

@@ -11,6 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod daemon;
 pub mod kafka;
 mod managed;
 mod process;

@@ -139,6 +139,7 @@ pub fn run(
         run_floor_ns,
         &payload,
     );
+    observer.drained(clock.now_ns());
     let cleanup = driver.cleanup();
     let mut outcome = outcome?;
     if let Err(e) = cleanup {

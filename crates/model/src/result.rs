@@ -344,4 +344,7 @@ impl Summary {
 pub trait RunObserver {
     fn phase_started(&mut self, _phase: Phase, _at_ns: u64) {}
     fn interval(&mut self, row: &IntervalRow);
+    /// Every message is in (or the drain gave up); the driver has not yet removed what it
+    /// created. Broker-side counts read now still include the run's topics or streams.
+    fn drained(&mut self, _at_ns: u64) {}
 }

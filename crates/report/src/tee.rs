@@ -26,6 +26,12 @@ impl RunObserver for Tee<'_> {
             observer.interval(row);
         }
     }
+
+    fn drained(&mut self, at_ns: u64) {
+        for observer in &mut self.observers {
+            observer.drained(at_ns);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,329 @@
+//! The NATS driver file.
+
+use serde::{Deserialize, Serialize};
+
+/// Top-level NATS driver field names, for `--set` routing and did-you-mean.
+pub const NATS_DRIVER_FIELDS: &[&str] = &[
+    "driver",
+    "servers",
+    "storage",
+    "replicas",
+    "ack_policy",
+    "max_msgs",
+    "max_bytes",
+    "discard",
+    "duplicate_window",
+    "msg_id",
+    "max_outstanding",
+    "pull_batch",
+    "max_ack_pending",
+    "stream_prefix",
+    "delete_streams",
+];
+
+fn default_one() -> u32 {
+    1
+}
+fn default_true() -> bool {
+    true
+}
+fn default_outstanding() -> u32 {
+    1000
+}
+fn default_batch() -> u32 {
+    500
+}
+fn default_ack_pending() -> u32 {
+    10_000
+}
+fn default_prefix() -> String {
+    "brokerbench".into()
+}
+
+/// NATS JetStream, driven through brokerbench's own NATS client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NatsDriverConfig {
+    /// `nats://[user:password@]host:port`; absent means the managed local nats-server.
+    #[serde(default)]
+    pub servers: Option<NatsUrl>,
+    #[serde(default)]
+    pub storage: Storage,
+    #[serde(default = "default_one")]
+    pub replicas: u32,
+    #[serde(default)]
+    pub ack_policy: AckPolicy,
+    /// Stream limit in messages.
+    #[serde(default)]
+    pub max_msgs: Option<u64>,
+    /// Stream limit in bytes (units such as 64MiB allowed).
+    #[serde(default, deserialize_with = "optional_bytes")]
+    pub max_bytes: Option<u64>,
+    #[serde(default)]
+    pub discard: Discard,
+    /// Dedup window for `Nats-Msg-Id`, e.g. `2m`.
+    #[serde(default, deserialize_with = "optional_duration")]
+    pub duplicate_window: Option<u64>,
+    /// Send `Nats-Msg-Id: <producer>:<sequence>` with every message.
+    #[serde(default)]
+    pub msg_id: bool,
+    #[serde(default = "default_outstanding")]
+    pub max_outstanding: u32,
+    #[serde(default = "default_batch")]
+    pub pull_batch: u32,
+    #[serde(default = "default_ack_pending")]
+    pub max_ack_pending: u32,
+    #[serde(default = "default_prefix")]
+    pub stream_prefix: String,
+    #[serde(default = "default_true")]
+    pub delete_streams: bool,
+}
+
+impl Default for NatsDriverConfig {
+    fn default() -> Self {
+        serde_yaml::from_str("{}").expect("defaults parse")
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Storage {
+    #[default]
+    File,
+    Memory,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AckPolicy {
+    /// Each delivery is acknowledged; unacknowledged ones are redelivered after ack_wait.
+    #[default]
+    Explicit,
+    /// The server forgets a delivery once sent.
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Discard {
+    /// At a limit the oldest messages go (reported as dropped by the broker).
+    #[default]
+    Old,
+    /// At a limit new messages are refused (each refusal a failed publish).
+    New,
+}
+
+impl NatsDriverConfig {
+    /// Checks serde cannot make, each naming the field and the fix.
+    pub fn validate(&self) -> Result<(), brokerbench_model::workload::FieldError> {
+        use brokerbench_model::workload::FieldError;
+        let name_ok = !self.stream_prefix.is_empty()
+            && self
+                .stream_prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !name_ok {
+            return Err(FieldError::new(
+                "stream_prefix",
+                format!(
+                    "'{}' cannot start stream names: use letters, digits, - and _ only (NATS subjects split at dots)",
+                    self.stream_prefix
+                ),
+            ));
+        }
+        for (field, value) in [
+            ("replicas", self.replicas),
+            ("max_outstanding", self.max_outstanding),
+            ("pull_batch", self.pull_batch),
+            ("max_ack_pending", self.max_ack_pending),
+        ] {
+            if value == 0 {
+                return Err(FieldError::new(field, "must be at least 1".to_string()));
+            }
+        }
+        if self.replicas > 5 {
+            return Err(FieldError::new(
+                "replicas",
+                format!("{} is more than JetStream allows (5)", self.replicas),
+            ));
+        }
+        if self.discard == Discard::New && self.max_msgs.is_none() && self.max_bytes.is_none() {
+            return Err(FieldError::new(
+                "discard",
+                "`new` only matters with a limit: set max_msgs or max_bytes, or discard: old"
+                    .to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// With discard old and a limit, messages the stream let go are dropped by policy.
+    pub fn drop_policy(&self) -> Option<String> {
+        if self.discard != Discard::Old {
+            return None;
+        }
+        match (self.max_msgs, self.max_bytes) {
+            (Some(m), _) => Some(format!("stream limit max_msgs {m} with discard old")),
+            (None, Some(b)) => Some(format!("stream limit max_bytes {b} with discard old")),
+            (None, None) => None,
+        }
+    }
+}
+
+fn optional_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Number(u64),
+        Text(String),
+    }
+    match Option::<Raw>::deserialize(d)? {
+        None => Ok(None),
+        Some(Raw::Number(n)) => Ok(Some(n)),
+        Some(Raw::Text(t)) => brokerbench_model::units::parse_bytes(&t)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
+}
+
+/// A duration such as `2m` or `500ms`, in nanoseconds.
+fn optional_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Option::<String>::deserialize(d)? {
+        None => Ok(None),
+        Some(t) => brokerbench_model::units::parse_duration(&t)
+            .map(|d| Some(d.as_nanos() as u64))
+            .map_err(serde::de::Error::custom),
+    }
+}
+
+/// A `nats://[user:password@]host:port` URL. Debug, Display and Serialize hide the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct NatsUrl {
+    pub host: String,
+    pub port: u16,
+    pub user: Option<String>,
+    password: Option<String>,
+}
+
+impl NatsUrl {
+    pub fn parse(text: &str) -> Result<NatsUrl, String> {
+        let rest = text.strip_prefix("nats://").unwrap_or(text);
+        if text.starts_with("tls://") || text.contains("://") && !text.starts_with("nats://") {
+            return Err(format!(
+                "'{}': only nats://host:port is supported (TLS is not yet)",
+                brokerbench_model::redact::redact_uri(text)
+            ));
+        }
+        let (auth, address) = match rest.rsplit_once('@') {
+            Some((auth, address)) => (Some(auth), address),
+            None => (None, rest),
+        };
+        let address = address.trim_end_matches('/');
+        let (host, port) = match address.rsplit_once(':') {
+            Some((h, p)) => (
+                h,
+                p.parse::<u16>()
+                    .map_err(|_| format!("'{p}' is not a port number"))?,
+            ),
+            None => (address, 4222),
+        };
+        if host.is_empty() {
+            return Err("the URL names no host; write nats://host:port".into());
+        }
+        let (user, password) = match auth {
+            None => (None, None),
+            Some(a) => match a.split_once(':') {
+                Some((u, p)) => (Some(u.to_string()), Some(p.to_string())),
+                None => (Some(a.to_string()), None),
+            },
+        };
+        Ok(NatsUrl {
+            host: host.to_string(),
+            port,
+            user,
+            password,
+        })
+    }
+
+    /// `host:port`.
+    pub fn address(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+
+    pub fn password(&self) -> Option<&str> {
+        self.password.as_deref()
+    }
+
+    fn redacted(&self) -> String {
+        match (&self.user, &self.password) {
+            (Some(u), Some(_)) => format!("nats://{u}:***@{}", self.address()),
+            (Some(u), None) => format!("nats://{u}@{}", self.address()),
+            _ => format!("nats://{}", self.address()),
+        }
+    }
+}
+
+impl std::fmt::Debug for NatsUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NatsUrl({})", self.redacted())
+    }
+}
+
+impl std::fmt::Display for NatsUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl Serialize for NatsUrl {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.redacted())
+    }
+}
+
+impl<'de> Deserialize<'de> for NatsUrl {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        NatsUrl::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_urls_and_checks() {
+        let c = NatsDriverConfig::default();
+        assert_eq!(
+            (c.storage, c.ack_policy, c.discard),
+            (Storage::File, AckPolicy::Explicit, Discard::Old)
+        );
+        assert!(c.validate().is_ok() && c.drop_policy().is_none());
+        let u = NatsUrl::parse("nats://bench:s3cret@127.0.0.1:4300").unwrap();
+        assert_eq!(
+            (u.address(), u.password()),
+            ("127.0.0.1:4300".into(), Some("s3cret"))
+        );
+        for shown in [
+            format!("{u:?}"),
+            u.to_string(),
+            serde_json::to_string(&u).unwrap(),
+        ] {
+            assert!(
+                !shown.contains("s3cret") && shown.contains("bench:***@"),
+                "{shown}"
+            );
+        }
+        assert!(NatsUrl::parse("tls://h:1").unwrap_err().contains("TLS"));
+        let c: NatsDriverConfig = serde_yaml::from_str("discard: new").unwrap();
+        assert_eq!(c.validate().unwrap_err().field, "discard");
+        let c: NatsDriverConfig =
+            serde_yaml::from_str("max_msgs: 10\nmax_bytes: 1KiB\nduplicate_window: 2m").unwrap();
+        assert_eq!(
+            (c.max_bytes, c.duplicate_window),
+            (Some(1024), Some(120_000_000_000))
+        );
+        assert!(c.drop_policy().unwrap().contains("max_msgs 10"));
+    }
+}

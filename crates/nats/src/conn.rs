@@ -1,0 +1,347 @@
+//! A blocking NATS protocol connection, one per producer, consumer or admin task, so nothing
+//! is shared and nothing locks. Writes are buffered and flushed when the owner polls (or the
+//! buffer grows); reads parse whole frames from one buffer without copying message bodies.
+//! The protocol is text control lines (`MSG`, `HMSG`, `PING`, `+OK`, `-ERR`, `INFO`) followed
+//! by sized bodies; see the NATS client protocol documentation.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use crate::config::NatsUrl;
+
+/// A message the server delivered.
+#[derive(Debug, Clone, Copy)]
+pub struct Msg<'a> {
+    pub subject: &'a [u8],
+    pub reply: Option<&'a [u8]>,
+    /// The header block (`NATS/1.0 ...` through the blank line) of an `HMSG`.
+    pub headers: Option<&'a [u8]>,
+    pub payload: &'a [u8],
+}
+
+/// Why connecting failed.
+#[derive(Debug)]
+pub enum ConnectError {
+    Unreachable(String),
+    Authentication(String),
+    Protocol(String),
+}
+
+/// One connection.
+pub struct Conn {
+    stream: TcpStream,
+    out: Vec<u8>,
+    buf: Vec<u8>,
+    start: usize,
+    read_timeout: Option<Duration>,
+    /// The server's INFO JSON.
+    pub info: serde_json::Value,
+}
+
+const FLUSH_AT: usize = 64 * 1024;
+
+impl Conn {
+    /// Connects, sends CONNECT, and waits for the server's PONG.
+    pub fn connect(url: &NatsUrl, timeout: Duration) -> Result<Conn, ConnectError> {
+        let address = url
+            .address()
+            .to_socket_addrs()
+            .map_err(|e| ConnectError::Unreachable(e.to_string()))?
+            .next()
+            .ok_or_else(|| ConnectError::Unreachable("no address".into()))?;
+        let stream = TcpStream::connect_timeout(&address, timeout)
+            .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
+        let _ = stream.set_nodelay(true);
+        let mut conn = Conn {
+            stream,
+            out: Vec::with_capacity(FLUSH_AT * 2),
+            buf: Vec::with_capacity(256 * 1024),
+            start: 0,
+            read_timeout: None,
+            info: serde_json::Value::Null,
+        };
+        let deadline = Instant::now() + timeout;
+        let line = conn
+            .read_line(deadline)
+            .map_err(|e| ConnectError::Unreachable(format!("no INFO from the server: {e}")))?;
+        let info = line
+            .strip_prefix("INFO ")
+            .ok_or_else(|| ConnectError::Protocol(format!("expected INFO, got {line:?}")))?;
+        conn.info = serde_json::from_str(info)
+            .map_err(|e| ConnectError::Protocol(format!("INFO is not JSON: {e}")))?;
+        let mut connect = serde_json::json!({
+            "verbose": false, "pedantic": false, "headers": true, "no_responders": true,
+            "protocol": 1, "lang": "rust-brokerbench", "version": env!("CARGO_PKG_VERSION"),
+        });
+        if let Some(user) = &url.user {
+            connect["user"] = user.clone().into();
+            if let Some(password) = url.password() {
+                connect["pass"] = password.into();
+            }
+        }
+        conn.out
+            .extend_from_slice(format!("CONNECT {connect}\r\nPING\r\n").as_bytes());
+        conn.flush()
+            .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
+        loop {
+            let line = conn
+                .read_line(deadline)
+                .map_err(|e| ConnectError::Unreachable(format!("no PONG: {e}")))?;
+            if line == "PONG" {
+                return Ok(conn);
+            }
+            if let Some(error) = line.strip_prefix("-ERR ") {
+                let error = error.trim_matches('\'').to_string();
+                return Err(if error.to_ascii_lowercase().contains("authorization") {
+                    ConnectError::Authentication(error)
+                } else {
+                    ConnectError::Protocol(error)
+                });
+            }
+        }
+    }
+
+    /// Reads one control line before `deadline` (during the handshake only).
+    fn read_line(&mut self, deadline: Instant) -> Result<String, String> {
+        loop {
+            if let Some(end) = find_crlf(&self.buf[self.start..]) {
+                let line =
+                    String::from_utf8_lossy(&self.buf[self.start..self.start + end]).into_owned();
+                self.start += end + 2;
+                return Ok(line);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err("timed out".into());
+            }
+            self.fill(left).map_err(|e| e.to_string())?;
+        }
+    }
+
+    /// Subscribes `sid` to `subject`.
+    pub fn subscribe(&mut self, subject: &str, sid: u32) {
+        self.out
+            .extend_from_slice(format!("SUB {subject} {sid}\r\n").as_bytes());
+    }
+
+    /// Queues a publish; flushes when the buffer is large.
+    pub fn publish(
+        &mut self,
+        subject: &[u8],
+        reply: Option<&[u8]>,
+        headers: Option<&[u8]>,
+        payload: &[u8],
+    ) -> std::io::Result<()> {
+        write_publish(&mut self.out, subject, reply, headers, payload);
+        if self.out.len() >= FLUSH_AT {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes everything queued.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        if !self.out.is_empty() {
+            self.stream.write_all(&self.out)?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    /// Flushes, then hands every message that has arrived to `on_msg`, waiting at most
+    /// `timeout` for the first bytes. `on_msg` may queue publishes (acks) in the buffer it
+    /// gets. Answers PINGs. A `-ERR` from the server is returned as an error.
+    pub fn poll(
+        &mut self,
+        timeout: Duration,
+        on_msg: &mut dyn FnMut(Msg<'_>, &mut Vec<u8>),
+    ) -> Result<usize, String> {
+        self.flush().map_err(|e| format!("write: {e}"))?;
+        let mut handled = self.drain(on_msg)?;
+        if handled == 0 {
+            match self.fill(timeout) {
+                Ok(0) => return Err("connection_closed".into()),
+                Ok(_) => handled = self.drain(on_msg)?,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => return Err(format!("read: {e}")),
+            }
+        }
+        self.flush().map_err(|e| format!("write: {e}"))?;
+        Ok(handled)
+    }
+
+    /// Reads what the socket has, waiting up to `timeout`.
+    fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
+        let timeout = Some(timeout.max(Duration::from_micros(1)));
+        if self.read_timeout != timeout {
+            self.stream.set_read_timeout(timeout)?;
+            self.read_timeout = timeout;
+        }
+        if self.start > 0 && self.start * 2 >= self.buf.len() {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let len = self.buf.len();
+        let want = (len + 128 * 1024).max(self.buf.capacity());
+        self.buf.resize(want, 0);
+        let result = self.stream.read(&mut self.buf[len..]);
+        let n = *result.as_ref().unwrap_or(&0);
+        self.buf.truncate(len + n);
+        result
+    }
+
+    /// Handles every complete frame in the buffer.
+    fn drain(&mut self, on_msg: &mut dyn FnMut(Msg<'_>, &mut Vec<u8>)) -> Result<usize, String> {
+        let mut handled = 0;
+        loop {
+            let rest = &self.buf[self.start..];
+            let Some(end) = find_crlf(rest) else { break };
+            let line = &rest[..end];
+            let body_at = end + 2;
+            if line.starts_with(b"MSG ") || line.starts_with(b"HMSG ") {
+                let headered = line[0] == b'H';
+                let fields: Vec<&[u8]> = line
+                    .split(|&b| b == b' ')
+                    .filter(|f| !f.is_empty())
+                    .collect();
+                let count = |f: &[u8]| -> Result<usize, String> {
+                    std::str::from_utf8(f)
+                        .ok()
+                        .and_then(|t| t.parse().ok())
+                        .ok_or_else(|| "protocol_error".to_string())
+                };
+                let (reply, header_len, total) = match (headered, fields.len()) {
+                    (false, 4) => (None, 0, count(fields[3])?),
+                    (false, 5) => (Some(fields[3]), 0, count(fields[4])?),
+                    (true, 5) => (None, count(fields[3])?, count(fields[4])?),
+                    (true, 6) => (Some(fields[3]), count(fields[4])?, count(fields[5])?),
+                    _ => return Err("protocol_error".into()),
+                };
+                if header_len > total {
+                    return Err("protocol_error".into());
+                }
+                if rest.len() < body_at + total + 2 {
+                    break;
+                }
+                let body = &rest[body_at..body_at + total];
+                let msg = Msg {
+                    subject: fields[1],
+                    reply,
+                    headers: headered.then(|| &body[..header_len]),
+                    payload: &body[header_len..],
+                };
+                on_msg(msg, &mut self.out);
+                handled += 1;
+                self.start += body_at + total + 2;
+            } else {
+                if line == b"PING" {
+                    self.out.extend_from_slice(b"PONG\r\n");
+                } else if let Some(error) = line.strip_prefix(b"-ERR ") {
+                    let error = String::from_utf8_lossy(error)
+                        .trim_matches('\'')
+                        .to_string();
+                    self.start += body_at;
+                    return Err(kind_of(&error));
+                }
+                self.start += body_at;
+            }
+        }
+        Ok(handled)
+    }
+}
+
+/// Appends a `PUB` or `HPUB`.
+pub fn write_publish(
+    out: &mut Vec<u8>,
+    subject: &[u8],
+    reply: Option<&[u8]>,
+    headers: Option<&[u8]>,
+    payload: &[u8],
+) {
+    out.extend_from_slice(if headers.is_some() { b"HPUB " } else { b"PUB " });
+    out.extend_from_slice(subject);
+    out.push(b' ');
+    if let Some(reply) = reply {
+        out.extend_from_slice(reply);
+        out.push(b' ');
+    }
+    let header_len = headers.map_or(0, <[u8]>::len);
+    if headers.is_some() {
+        push_number(out, header_len);
+        out.push(b' ');
+    }
+    push_number(out, header_len + payload.len());
+    out.extend_from_slice(b"\r\n");
+    if let Some(headers) = headers {
+        out.extend_from_slice(headers);
+    }
+    out.extend_from_slice(payload);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends a number in decimal without formatting machinery.
+pub fn push_number(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// A server error text as a `snake_case` kind, e.g. `maximum_messages_exceeded`.
+pub fn kind_of(text: &str) -> String {
+    let mut kind = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            kind.push(c.to_ascii_lowercase());
+        } else if !kind.ends_with('_') && !kind.is_empty() {
+            kind.push('_');
+        }
+    }
+    kind.trim_end_matches('_').to_string()
+}
+
+fn find_crlf(bytes: &[u8]) -> Option<usize> {
+    bytes.windows(2).position(|w| w == b"\r\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publishes_are_framed_and_kinds_are_snake_case() {
+        let mut out = Vec::new();
+        write_publish(&mut out, b"s.0", Some(b"_I.1"), None, b"hello");
+        write_publish(
+            &mut out,
+            b"s.1",
+            None,
+            Some(b"NATS/1.0\r\nA: b\r\n\r\n"),
+            b"xy",
+        );
+        assert_eq!(
+            out,
+            b"PUB s.0 _I.1 5\r\nhello\r\nHPUB s.1 20 22\r\nNATS/1.0\r\nA: b\r\n\r\nxy\r\n"
+        );
+        assert_eq!(
+            kind_of("maximum messages exceeded"),
+            "maximum_messages_exceeded"
+        );
+        assert_eq!(
+            kind_of("'Authorization Violation'"),
+            "authorization_violation"
+        );
+    }
+}

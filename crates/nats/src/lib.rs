@@ -1,0 +1,285 @@
+//! NATS JetStream, the third broker family, built only on the family interface.
+//!
+//! Mapping: a workload topic is a stream `<prefix>-<workload>-<run id>-<topic>` whose
+//! subjects are `<stream>.<partition>` (partitions are subjects of one stream: the stream
+//! keeps one order over all of them); a subscription is a durable pull consumer shared by
+//! `consumers_per_topic` members; publish latency ends at the `PubAck`. Every producer,
+//! consumer and the admin side own one connection each.
+
+pub mod config;
+pub mod conn;
+mod consumer;
+mod family;
+pub mod managed;
+mod producer;
+
+use std::time::Duration;
+
+use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Producer, Topology};
+
+use crate::config::{AckPolicy, Discard, NatsDriverConfig, NatsUrl, Storage};
+use crate::conn::{Conn, ConnectError};
+
+pub use family::{NatsFamily, FAMILY};
+
+/// How long connecting and admin requests may take.
+pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The NATS JetStream driver.
+pub struct NatsDriver {
+    config: NatsDriverConfig,
+    url: NatsUrl,
+    admin: Option<Conn>,
+    inbox: String,
+    requests: u64,
+    streams: Vec<String>,
+    partitions: u32,
+    version: Option<String>,
+}
+
+impl NatsDriver {
+    pub fn new(config: NatsDriverConfig, url: NatsUrl) -> Self {
+        NatsDriver {
+            config,
+            url,
+            admin: None,
+            inbox: unique_inbox(),
+            requests: 0,
+            streams: Vec::new(),
+            partitions: 1,
+            version: None,
+        }
+    }
+
+    fn open(&self) -> Result<Conn, DriverError> {
+        Conn::connect(&self.url, ADMIN_TIMEOUT).map_err(|e| match e {
+            ConnectError::Unreachable(reason) => DriverError::Unreachable {
+                broker: "nats",
+                address: self.url.to_string(),
+                reason,
+                hint: "start the managed server with `brokerbench broker up nats`, or remove `servers` from the driver file to let brokerbench start it".into(),
+            },
+            ConnectError::Authentication(reason) => DriverError::Authentication {
+                broker: "nats",
+                address: self.url.to_string(),
+                reason,
+            },
+            ConnectError::Protocol(reason) => {
+                DriverError::Other(format!("nats at {}: {reason}", self.url))
+            }
+        })
+    }
+
+    /// A JetStream API request; the reply's JSON, or its `error.description`.
+    fn request(
+        &mut self,
+        subject: &str,
+        body: &serde_json::Value,
+    ) -> Result<serde_json::Value, DriverError> {
+        self.requests += 1;
+        let reply = format!("{}.{}", self.inbox, self.requests);
+        let admin = self
+            .admin
+            .as_mut()
+            .ok_or_else(|| DriverError::Other("not connected".into()))?;
+        admin
+            .publish(
+                subject.as_bytes(),
+                Some(reply.as_bytes()),
+                None,
+                body.to_string().as_bytes(),
+            )
+            .map_err(|e| DriverError::Other(format!("nats: {e}")))?;
+        let deadline = std::time::Instant::now() + ADMIN_TIMEOUT;
+        let mut answer: Option<Result<serde_json::Value, String>> = None;
+        while answer.is_none() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(DriverError::Other(format!(
+                    "nats: no answer to {subject} within {ADMIN_TIMEOUT:?}; is JetStream enabled (nats-server -js)?"
+                )));
+            }
+            admin
+                .poll(left, &mut |msg, _| {
+                    if msg.subject == reply.as_bytes() {
+                        answer = Some(if msg.headers.is_some_and(|h| h.windows(3).any(|w| w == b"503")) {
+                            Err("no responders: the server has no JetStream (start it with -js)".into())
+                        } else {
+                            serde_json::from_slice(msg.payload).map_err(|e| e.to_string())
+                        });
+                    }
+                })
+                .map_err(|e| DriverError::Other(format!("nats: {e}")))?;
+        }
+        let value = answer
+            .expect("loop ends with an answer")
+            .map_err(|e| DriverError::Other(format!("nats {subject}: {e}")))?;
+        if let Some(error) = value.get("error") {
+            let text = error
+                .get("description")
+                .and_then(|d| d.as_str())
+                .unwrap_or("error")
+                .to_string();
+            return Err(DriverError::Other(format!("nats {subject}: {text}")));
+        }
+        Ok(value)
+    }
+
+    fn stream_name(&self, topology: &Topology, topic: u32) -> String {
+        let workload: String = topology
+            .workload
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        format!(
+            "{}-{workload}-{}-{topic}",
+            self.config.stream_prefix, topology.run_id
+        )
+    }
+}
+
+/// A subscription's durable consumer name.
+fn durable(stream: &str, subscription: u32) -> String {
+    format!("{stream}-s{subscription}")
+}
+
+/// An inbox prefix no other connection uses.
+pub(crate) fn unique_inbox() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let now = brokerbench_driver::Clock::process().now_ns();
+    format!("_INBOX.bb{:x}{:x}{n:x}", std::process::id(), now)
+}
+
+impl Driver for NatsDriver {
+    fn name(&self) -> &'static str {
+        "nats"
+    }
+
+    fn connect(&mut self) -> Result<(), DriverError> {
+        let mut admin = self.open()?;
+        if admin.info.get("jetstream").and_then(|j| j.as_bool()) != Some(true) {
+            return Err(DriverError::Other(format!(
+                "nats at {} has JetStream off: start nats-server with -js (the managed server has it on)",
+                self.url
+            )));
+        }
+        self.version = admin
+            .info
+            .get("version")
+            .and_then(|v| v.as_str())
+            .map(str::to_string);
+        admin.subscribe(&format!("{}.*", self.inbox), 1);
+        self.admin = Some(admin);
+        Ok(())
+    }
+
+    fn broker_version(&self) -> Option<String> {
+        self.version.clone()
+    }
+
+    fn prepare(&mut self, topology: &Topology) -> Result<(), DriverError> {
+        if self.admin.is_none() {
+            self.connect()?;
+        }
+        self.partitions = topology.partitions_per_topic.max(1);
+        for topic in 0..topology.topics {
+            let name = self.stream_name(topology, topic);
+            let mut stream = serde_json::json!({
+                "name": name,
+                "subjects": [format!("{name}.*")],
+                "retention": "limits",
+                "storage": match self.config.storage { Storage::File => "file", Storage::Memory => "memory" },
+                "num_replicas": self.config.replicas,
+                "discard": match self.config.discard { Discard::Old => "old", Discard::New => "new" },
+                "max_msgs": self.config.max_msgs.map_or(-1, |m| m as i64),
+                "max_bytes": self.config.max_bytes.map_or(-1, |b| b as i64),
+            });
+            if let Some(window) = self.config.duplicate_window {
+                stream["duplicate_window"] = window.into();
+            }
+            self.request(&format!("$JS.API.STREAM.CREATE.{name}"), &stream)?;
+            self.streams.push(name.clone());
+            if topology.consumers_per_topic > 0 {
+                let consumer = serde_json::json!({
+                    "stream_name": name,
+                    "config": {
+                        "durable_name": durable(&name, 0),
+                        "deliver_policy": "all",
+                        "ack_policy": match self.config.ack_policy { AckPolicy::Explicit => "explicit", AckPolicy::None => "none" },
+                        "ack_wait": 30_000_000_000u64,
+                        "max_ack_pending": self.config.max_ack_pending,
+                        "max_waiting": 512,
+                    }
+                });
+                self.request(
+                    &format!(
+                        "$JS.API.CONSUMER.DURABLE.CREATE.{name}.{}",
+                        durable(&name, 0)
+                    ),
+                    &consumer,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn producer(&self, topic: u32, producer: u32) -> Result<Box<dyn Producer>, DriverError> {
+        let stream = self
+            .streams
+            .get(topic as usize)
+            .ok_or_else(|| DriverError::Other(format!("no stream for topic {topic}")))?;
+        Ok(Box::new(producer::NatsProducer::new(
+            self.open()?,
+            stream,
+            self.partitions,
+            producer,
+            &self.config,
+        )))
+    }
+
+    fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError> {
+        let stream = self
+            .streams
+            .get(slot.topic as usize)
+            .ok_or_else(|| DriverError::Other(format!("no stream for topic {}", slot.topic)))?;
+        Ok(Box::new(consumer::NatsConsumer::new(
+            self.open()?,
+            stream,
+            &durable(stream, slot.subscription),
+            &self.config,
+        )))
+    }
+
+    fn broker_drop_policy(&self) -> Option<String> {
+        self.config.drop_policy()
+    }
+
+    fn cleanup(&mut self) -> Result<(), DriverError> {
+        if !self.config.delete_streams {
+            return Ok(());
+        }
+        let streams = std::mem::take(&mut self.streams);
+        let mut failed = Vec::new();
+        for name in &streams {
+            if let Err(e) = self.request(
+                &format!("$JS.API.STREAM.DELETE.{name}"),
+                &serde_json::json!({}),
+            ) {
+                failed.push(e.to_string());
+            }
+        }
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(DriverError::Other(failed.join("; ")))
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! A JetStream publisher: each message is published with its own reply subject, and the
+//! server's `PubAck` on that subject is its acknowledgement.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendError};
+
+use crate::config::NatsDriverConfig;
+use crate::conn::{push_number, Conn};
+
+struct Pending {
+    n: u64,
+    envelope: Envelope,
+    sent_ns: u64,
+    bytes: u32,
+}
+
+pub struct NatsProducer {
+    conn: Conn,
+    subjects: Vec<Vec<u8>>,
+    next_subject: usize,
+    inbox: Vec<u8>,
+    reply: Vec<u8>,
+    next: u64,
+    pending: VecDeque<Pending>,
+    max_outstanding: usize,
+    msg_id: bool,
+    headers: Vec<u8>,
+    clock: Clock,
+    broken: Option<String>,
+}
+
+impl NatsProducer {
+    pub fn new(
+        mut conn: Conn,
+        stream: &str,
+        partitions: u32,
+        id: u32,
+        config: &NatsDriverConfig,
+    ) -> Self {
+        let inbox = crate::unique_inbox();
+        conn.subscribe(&format!("{inbox}.*"), 1);
+        NatsProducer {
+            conn,
+            subjects: (0..partitions)
+                .map(|p| format!("{stream}.{p}").into_bytes())
+                .collect(),
+            next_subject: id as usize,
+            inbox: format!("{inbox}.").into_bytes(),
+            reply: Vec::with_capacity(64),
+            next: 0,
+            pending: VecDeque::new(),
+            max_outstanding: config.max_outstanding as usize,
+            msg_id: config.msg_id,
+            headers: Vec::new(),
+            clock: Clock::process(),
+            broken: None,
+        }
+    }
+}
+
+fn key_hash(key: &[u8]) -> usize {
+    // FNV-1a: stable across runs and processes.
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &b in key {
+        h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+    }
+    h as usize
+}
+
+impl Producer for NatsProducer {
+    fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
+        if let Some(kind) = &self.broken {
+            return Err(SendError::Failed(kind.clone()));
+        }
+        if self.pending.len() >= self.max_outstanding {
+            return Err(SendError::Backpressure);
+        }
+        let envelope = Envelope::read(message.payload)
+            .map_err(|_| SendError::Failed("bad_envelope".into()))?;
+        let partition = match message.key {
+            Some(key) => key_hash(key),
+            None => {
+                self.next_subject = self.next_subject.wrapping_add(1);
+                self.next_subject
+            }
+        } % self.subjects.len();
+        self.next += 1;
+        self.reply.clear();
+        self.reply.extend_from_slice(&self.inbox);
+        push_number(&mut self.reply, self.next as usize);
+        let headers = if self.msg_id {
+            self.headers.clear();
+            self.headers.extend_from_slice(b"NATS/1.0\r\nNats-Msg-Id: ");
+            push_number(&mut self.headers, envelope.producer as usize);
+            self.headers.push(b':');
+            push_number(&mut self.headers, envelope.sequence as usize);
+            self.headers.extend_from_slice(b"\r\n\r\n");
+            Some(self.headers.as_slice())
+        } else {
+            None
+        };
+        self.conn
+            .publish(
+                &self.subjects[partition],
+                Some(&self.reply),
+                headers,
+                message.payload,
+            )
+            .map_err(|_| SendError::Failed("connection_closed".into()))?;
+        self.pending.push_back(Pending {
+            n: self.next,
+            envelope,
+            sent_ns: message.sent_ns,
+            bytes: message.payload.len() as u32,
+        });
+        Ok(())
+    }
+
+    fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
+        let pending = &mut self.pending;
+        let inbox = &self.inbox;
+        let clock = self.clock;
+        let result = self.conn.poll(timeout, &mut |msg, _| {
+            let Some(n) = msg
+                .subject
+                .strip_prefix(inbox.as_slice())
+                .and_then(|tail| std::str::from_utf8(tail).ok()?.parse::<u64>().ok())
+            else {
+                return;
+            };
+            let position = if pending.front().is_some_and(|p| p.n == n) {
+                Some(0)
+            } else {
+                pending.iter().position(|p| p.n == n)
+            };
+            let Some(entry) = position.and_then(|i| pending.remove(i)) else {
+                return;
+            };
+            let result = if msg
+                .headers
+                .is_some_and(|h| h.windows(3).any(|w| w == b"503"))
+            {
+                Err("no_responders".to_string())
+            } else if msg.payload.windows(7).any(|w| w == b"\"error\"") {
+                let text = serde_json::from_slice::<serde_json::Value>(msg.payload)
+                    .ok()
+                    .and_then(|v| v["error"]["description"].as_str().map(str::to_string))
+                    .unwrap_or_else(|| "publish_error".into());
+                Err(crate::conn::kind_of(&text))
+            } else {
+                Ok(())
+            };
+            acks(Ack {
+                envelope: entry.envelope,
+                sent_ns: entry.sent_ns,
+                bytes: entry.bytes,
+                acknowledged_ns: Some(clock.now_ns()),
+                result,
+            });
+        });
+        if let Err(kind) = result {
+            // The connection is gone: everything in flight fails, later sends fail at once.
+            for entry in self.pending.drain(..) {
+                acks(Ack {
+                    envelope: entry.envelope,
+                    sent_ns: entry.sent_ns,
+                    bytes: entry.bytes,
+                    acknowledged_ns: None,
+                    result: Err(kind.clone()),
+                });
+            }
+            self.broken = Some(kind);
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn abandon(&mut self) {
+        self.pending.clear();
+    }
+}

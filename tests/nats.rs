@@ -1,0 +1,164 @@
+//! Integration tests against the real managed NATS server (Debian's nats-server, started by
+//! these tests if needed), the same kinds the other families have.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Runs against NATS with the bundled driver file plus `sets`.
+fn nats_run(sets: &[String]) -> Run {
+    nats();
+    let mut args = vec!["--driver", NATS_DRIVER];
+    args.extend(with_sets(sets, &[]));
+    run(&args)
+}
+
+fn sets(rate: &str, seconds: u32, extra: &[&str]) -> Vec<String> {
+    let mut s = short(rate, seconds);
+    s.extend(extra.iter().map(|e| e.to_string()));
+    s
+}
+
+#[test]
+fn a_jetstream_run_is_lossless_and_the_server_counts_the_same() {
+    let _turn = serial();
+    let run = nats_run(&sets("5000", 2, &[]));
+    let s = assert_lossless(&run);
+    assert_eq!(s["driver"], "nats");
+    assert!(
+        s["latency"]["publish"]["count"].as_u64().unwrap() > 8000,
+        "PubAcks give publish latency: {s:#}"
+    );
+    let broker = &s["broker_metrics"];
+    assert_eq!(broker["source"], "nats", "{broker:#}");
+    assert_eq!(
+        broker["messages_in"], s["total"]["acknowledged"],
+        "the streams stored exactly what was acknowledged: {broker:#}"
+    );
+    let csv = run.file("broker-metrics.csv");
+    assert!(
+        csv.lines().next().unwrap().contains("server_msgs_in_per_s"),
+        "{csv}"
+    );
+    assert!(csv.lines().count() > 2, "{csv}");
+    assert_eq!(run.manifest()["broker"]["managed"], true);
+}
+
+#[test]
+fn partitions_memory_storage_msg_ids_and_two_members_stay_lossless() {
+    let _turn = serial();
+    let run = nats_run(&sets(
+        "4000",
+        2,
+        &[
+            "partitions_per_topic=4",
+            "consumers_per_topic=2",
+            "keys=random",
+            "storage=memory",
+            "msg_id=true",
+            "duplicate_window=1m",
+            "ack_policy=none",
+        ],
+    ));
+    let s = assert_lossless(&run);
+    let shares: Vec<u64> = s["consumers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["received"].as_u64().unwrap())
+        .collect();
+    assert_eq!(shares.len(), 2, "{s:#}");
+    assert!(
+        shares.iter().all(|&n| n > 0),
+        "both members of the pull consumer receive: {shares:?}"
+    );
+}
+
+#[test]
+fn a_stream_limit_with_discard_old_counts_drops_by_policy_not_losses() {
+    let _turn = serial();
+    // One message per pull keeps the consumer behind; the stream keeps only 100.
+    let run = nats_run(&sets(
+        "10000",
+        2,
+        &[
+            "max_msgs=100",
+            "pull_batch=1",
+            "max_ack_pending=1",
+            "drain_timeout=3s",
+        ],
+    ));
+    let s = run.summary();
+    assert_eq!(s["status"], "complete", "{}", run.stderr);
+    assert_eq!(s["integrity"]["lost"], 0, "{s:#}");
+    let dropped = s["integrity"]["dropped_by_broker"].as_u64().unwrap_or(0);
+    assert!(dropped > 1000, "the stream discarded old messages: {s:#}");
+    assert_eq!(
+        s["total"]["received"].as_u64().unwrap() + dropped,
+        s["total"]["acknowledged"].as_u64().unwrap(),
+        "{s:#}"
+    );
+}
+
+#[test]
+fn a_stream_limit_with_discard_new_fails_the_refused_publishes() {
+    let _turn = serial();
+    let run = nats_run(&sets(
+        "2000",
+        2,
+        &["consumers_per_topic=0", "max_msgs=100", "discard=new"],
+    ));
+    assert_eq!(run.code, 1, "completed with errors\nstderr: {}", run.stderr);
+    let s = run.summary();
+    let refused = s["errors"]["maximum_messages_exceeded"]
+        .as_u64()
+        .unwrap_or(0);
+    assert_eq!(s["total"]["acknowledged"], 100, "{s:#}");
+    assert_eq!(
+        refused + 100,
+        s["total"]["sent"].as_u64().unwrap(),
+        "every publish beyond 100 refused: {s:#}"
+    );
+}
+
+#[test]
+fn an_unreachable_nats_exits_3_fast() {
+    let _turn = serial();
+    let started = Instant::now();
+    let run = run(&[
+        "--driver",
+        NATS_DRIVER,
+        "--set",
+        "servers=nats://bench:hunter2@127.0.0.1:1",
+    ]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(
+        run.stderr.contains("127.0.0.1:1") && run.stderr.contains("brokerbench broker up nats"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("hunter2"), "{}", run.stderr);
+}
+
+#[test]
+fn bad_driver_fields_exit_2_naming_the_field() {
+    for (set, says) in [
+        ("ack_polcy=none", "did you mean `ack_policy`?"),
+        ("storage=disk", "field `storage`"),
+        ("discard=new", "field `discard`"),
+        ("stream_prefix=a.b", "field `stream_prefix`"),
+        ("bootstrap_servers=x:1", "field of the kafka driver"),
+    ] {
+        let run = run(&["--driver", NATS_DRIVER, "--set", set]);
+        assert_eq!(run.code, 2, "{set}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{set}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("nats.yaml") || run.stderr.contains(&format!("--set {set}")),
+            "{set}: names the file or the assignment: {}",
+            run.stderr
+        );
+    }
+}
