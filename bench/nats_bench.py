@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark with the NATS CLI's `nats bench` on one managed nats-server, in one go.
+
+Case: JetStream publish with acknowledgements and one consumer, 100-byte messages, file
+storage, one publisher and one shared durable pull consumer with explicit acks. Both tools
+keep at most PUBBATCH publishes awaiting their PubAck (nats bench --pubbatch; brokerbench
+max_outstanding) and pull CONSUMERBATCH messages at a time (nats bench --consumerbatch;
+brokerbench pull_batch), at the maximum rate.
+
+nats bench publishes --msgs messages (as many as brokerbench sent in the same round, so both
+move the same volume); brokerbench runs 1 s of warm-up and --seconds measured. Rates are
+each tool's own: nats bench's "Pub stats" and "Sub stats" lines; brokerbench's acknowledged
+and received rates over its measurement window. Client CPU is user+sys of the whole child process from wait4 (start-up, stream
+setup and drain included, for both), divided by the messages it published. Rounds alternate
+which tool goes first; medians over the rounds, and ratios brokerbench / nats bench.
+
+Usage: bench/nats_bench.py [--rounds 3] [--seconds 10] [--nats /path/to/nats]
+Needs: the NATS CLI (`GOBIN=/tmp/gobin go install github.com/nats-io/natscli/nats@v0.1.5`,
+from the Go module proxy); the managed nats-server is started if it is not running.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "brokerbench")
+SIZE = 100
+PUBBATCH = 100
+CONSUMERBATCH = 100
+
+
+def timed(cmd):
+    """Runs cmd; returns (output, CPU seconds, peak RSS MB) of that child alone."""
+    with tempfile.TemporaryFile("w+") as out:
+        child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)
+        _, status, usage = os.wait4(child.pid, 0)
+        out.seek(0)
+        text = out.read()
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.exit(f"{' '.join(cmd[:3])} failed ({code}):\n{text[-3000:]}")
+    return text, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def rate_of(text, label):
+    m = re.search(rf"{label} stats: ([\d,]+) msgs/sec", text)
+    if not m:
+        sys.exit(f"no '{label} stats' in nats bench output:\n{text[-2000:]}")
+    return float(m.group(1).replace(",", ""))
+
+
+def brokerbench(seconds):
+    out = tempfile.mkdtemp(prefix="bb-nats-bench-")
+    shutil.rmtree(out)
+    cmd = [BIN, "run", "--quiet", "--no-monitor", "--out", out,
+           "--set", "driver=nats", "--set", "rate=max", "--set", f"message_size={SIZE}B",
+           "--set", "warmup=1s", "--set", f"duration={seconds}s",
+           "--set", f"max_outstanding={PUBBATCH}", "--set", f"pull_batch={CONSUMERBATCH}"]
+    _, cpu, rss = timed(cmd)
+    s = json.load(open(os.path.join(out, "summary.json")))
+    shutil.rmtree(out, ignore_errors=True)
+    sent = s["total"]["sent"]
+    if s["integrity"]["lost"] or s["total"]["received"] != sent:
+        sys.exit(f"brokerbench run was not lossless: {s['total']} {s['integrity']}")
+    return {"pub": s["throughput"]["acknowledged_per_s"],
+            "sub": s["throughput"]["received_per_s"],
+            "cpu_per_m": cpu / sent * 1e6, "rss": rss, "msgs": sent}
+
+
+def nats_bench(nats, url, msgs):
+    cmd = [nats, "bench", "-s", url, "brokerbench-bench", "--js", "--purge", "--pub", "1",
+           "--sub", "1", "--pull", "--msgs", str(msgs), "--size", str(SIZE), "--no-progress",
+           "--pubbatch", str(PUBBATCH), "--consumerbatch", str(CONSUMERBATCH)]
+    # A stream left by an earlier run with other subjects makes nats bench refuse to start.
+    subprocess.run([nats, "stream", "rm", "benchstream", "-f", "-s", url], capture_output=True)
+    text, cpu, rss = timed(cmd)
+    return {"pub": rate_of(text, " Pub"), "sub": rate_of(text, " Sub"),
+            "cpu_per_m": cpu / msgs * 1e6, "rss": rss, "msgs": msgs}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--nats", default=shutil.which("nats") or "/tmp/gobin/nats")
+    args = parser.parse_args()
+    if not os.path.exists(args.nats):
+        sys.exit(f"no NATS CLI at {args.nats}: GOBIN=/tmp/gobin go install github.com/nats-io/natscli/nats@v0.1.5")
+    up = subprocess.run([BIN, "broker", "up", "nats"], capture_output=True, text=True, check=True).stdout
+    url = "nats://" + re.search(r"127\.0\.0\.1:\d+", up).group(0)
+    results = {"brokerbench": [], "nats bench": []}
+    for r in range(args.rounds):
+        order = ["brokerbench", "nats bench"] if r % 2 else ["nats bench", "brokerbench"]
+        msgs = None
+        round_results = {}
+        # nats bench publishes as many messages as brokerbench did; in a round where it goes
+        # first, it uses the previous round's count (or 10 s at 60k msg/s).
+        for tool in order:
+            if tool == "brokerbench":
+                round_results[tool] = brokerbench(args.seconds)
+                msgs = round_results[tool]["msgs"]
+            else:
+                count = msgs or (results["brokerbench"][-1]["msgs"] if results["brokerbench"] else 60000 * args.seconds)
+                round_results[tool] = nats_bench(args.nats, url, count)
+        for tool, res in round_results.items():
+            results[tool].append(res)
+            print(f"round {r + 1} {tool:12} pub {res['pub']:>9,.0f} msg/s  sub {res['sub']:>9,.0f} msg/s  "
+                  f"{res['cpu_per_m']:6.2f} CPU-s/M  RSS {res['rss']:.0f} MB  ({res['msgs']:,} msgs)", flush=True)
+    med = {t: {k: statistics.median(x[k] for x in v) for k in ("pub", "sub", "cpu_per_m", "rss")} for t, v in results.items()}
+    b, n = med["brokerbench"], med["nats bench"]
+    print(f"\nmedians: brokerbench pub {b['pub']:,.0f} msg/s, {b['cpu_per_m']:.2f} CPU-s/M, RSS {b['rss']:.0f} MB; "
+          f"nats bench pub {n['pub']:,.0f} msg/s, {n['cpu_per_m']:.2f} CPU-s/M, RSS {n['rss']:.0f} MB")
+    print(f"ratios (brokerbench / nats bench): publish rate {b['pub'] / n['pub']:.2f}x, "
+          f"CPU per message {b['cpu_per_m'] / n['cpu_per_m']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
