@@ -146,7 +146,8 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BrokerAction {
-    /// Download the broker's jars from Maven Central into the data directory (needs Maven).
+    /// Install the broker: Kafka's jars from Maven Central (needs Maven); for a broker from a
+    /// Debian package, check that the package is there.
     Install,
     /// Start the broker (idempotent) and wait until it answers.
     Up,
