@@ -333,7 +333,7 @@ mod tests {
         );
         assert_eq!(
             out,
-            b"PUB s.0 _I.1 5\r\nhello\r\nHPUB s.1 20 22\r\nNATS/1.0\r\nA: b\r\n\r\nxy\r\n"
+            b"PUB s.0 _I.1 5\r\nhello\r\nHPUB s.1 18 20\r\nNATS/1.0\r\nA: b\r\n\r\nxy\r\n"
         );
         assert_eq!(
             kind_of("maximum messages exceeded"),
