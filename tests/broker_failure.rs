@@ -4,7 +4,7 @@
 
 mod common;
 
-use brokerbench_brokers::kafka::Kafka;
+use brokerbench_kafka::managed::Kafka;
 use common::*;
 
 /// Starts the broker again even if an assertion fails.

@@ -25,7 +25,7 @@ pub fn brokerbench() -> Command {
 pub fn kafka() -> u32 {
     static PID: OnceLock<u32> = OnceLock::new();
     *PID.get_or_init(|| {
-        let kafka = brokerbench_brokers::kafka::Kafka::new(&brokerbench_brokers::home());
+        let kafka = brokerbench_kafka::managed::Kafka::new(&brokerbench_brokers::home());
         if !kafka.is_installed() {
             kafka
                 .install()
@@ -40,7 +40,7 @@ pub fn kafka() -> u32 {
 pub fn rabbitmq() -> u16 {
     static PORT: OnceLock<u16> = OnceLock::new();
     *PORT.get_or_init(|| {
-        let rabbit = brokerbench_brokers::rabbitmq::RabbitMq::new(&brokerbench_brokers::home());
+        let rabbit = brokerbench_amqp::managed::RabbitMq::new(&brokerbench_brokers::home());
         rabbit.up().expect("starting the managed RabbitMQ");
         rabbit.amqp_port()
     })

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use brokerbench_brokers::rabbitmq::RabbitMq;
+use crate::managed::RabbitMq;
 use brokerbench_brokers::ManagedBroker;
 use brokerbench_driver::{Driver, DriverError, Family};
 use brokerbench_metrics::{MetricSet, RABBITMQ_METRICS};

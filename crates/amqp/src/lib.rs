@@ -85,6 +85,7 @@ pub mod config;
 mod confirms;
 mod consumer;
 mod family;
+pub mod managed;
 pub mod naming;
 pub mod probe;
 mod producer;

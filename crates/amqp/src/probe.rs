@@ -73,6 +73,42 @@ pub fn probe(uri: &AmqpUri, limit: Duration) -> Result<BrokerInfo, ProbeError> {
     Ok(opened.info)
 }
 
+/// The string server properties a broker at `address` announces in its `Connection.Start`
+/// (`product`, `version`, RabbitMQ's `cluster_name`, ...), read without logging in, then the
+/// connection is dropped: for telling which broker holds a port.
+pub fn server_properties(
+    address: SocketAddr,
+    limit: Duration,
+) -> Result<Vec<(String, String)>, ProbeError> {
+    let mut stream = TcpStream::connect_timeout(&address, limit)
+        .map_err(|e| ProbeError::Unreachable(format!("{address}: {e}")))?;
+    let mut conversation = Conversation {
+        stream: &mut stream,
+        deadline: Instant::now() + limit,
+        limit,
+    };
+    conversation
+        .write(PROTOCOL_HEADER)
+        .map_err(|e| conversation.unreachable("sending the protocol header", e))?;
+    let start = conversation.read_method("the protocol header")?;
+    if !start.is(id::CONNECTION_START) {
+        return Err(ProbeError::Unreachable(format!(
+            "expected connection.start, got method {}.{}: not an AMQP 0-9-1 broker",
+            start.class, start.method
+        )));
+    }
+    start_properties(&start.arguments)
+        .ok_or_else(|| ProbeError::Unreachable("a malformed connection.start".into()))
+}
+
+/// The string server properties of `Connection.Start` arguments (after the method id).
+pub fn start_properties(arguments: &[u8]) -> Option<Vec<(String, String)>> {
+    let mut r = Reader::new(arguments);
+    r.u8()?;
+    r.u8()?;
+    r.table_strings()
+}
+
 /// An open AMQP connection (handshake done, no channel yet) and what was negotiated.
 #[derive(Debug)]
 pub struct Opened {

@@ -358,17 +358,28 @@ impl<'a> Reader<'a> {
     }
 
     /// The string-valued entries of a field table; other values are skipped.
+    ///
+    /// A value of a type it does not know, or one cut short, ends the table there: what came
+    /// before is kept (a table has no other way to skip it, and a server's properties should
+    /// not fail a connection over a field brokerbench does not read).
     pub fn table_strings(&mut self) -> Option<Vec<(String, String)>> {
         let n = self.u32()? as usize;
         let mut table = Reader::new(self.take(n)?);
         let mut out = Vec::new();
         while table.at < table.bytes.len() {
-            let name = table.short_string()?;
-            let kind = table.u8()?;
-            if kind == b'S' {
-                out.push((name, table.long_string()?));
-            } else {
-                table.skip_value(kind)?;
+            let entry = (|| {
+                let name = table.short_string()?;
+                let kind = table.u8()?;
+                if kind == b'S' {
+                    Some(Some((name, table.long_string()?)))
+                } else {
+                    table.skip_value(kind).map(|_| None)
+                }
+            })();
+            match entry {
+                Some(Some(pair)) => out.push(pair),
+                Some(None) => {}
+                None => break,
             }
         }
         Some(out)
@@ -379,7 +390,7 @@ impl<'a> Reader<'a> {
             b't' | b'b' | b'B' => 1,
             b's' | b'u' => 2,
             b'I' | b'i' | b'f' => 4,
-            b'l' | b'd' | b'T' => 8,
+            b'l' | b'L' | b'd' | b'T' => 8,
             b'D' => 5,
             b'V' => 0,
             b'S' | b'x' | b'A' | b'F' => self.u32()? as usize,

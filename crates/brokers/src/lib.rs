@@ -1,5 +1,9 @@
-//! Managed local brokers: install (Kafka from Maven Central; RabbitMQ comes from the system
-//! package), start, wait until ready, stop.
+//! What every managed local broker shares: its home folder, [`BrokerStatus`], [`BrokerError`],
+//! the [`ManagedBroker`] lifecycle a family implements, and the parts it is built from —
+//! process ownership, pid files and locks ([`process`]), port variables, `down` and readiness
+//! polling ([`managed`]), and the single-process skeleton [`daemon::Daemon`]. Each family's
+//! managed broker lives in its own crate (Kafka in `crates/kafka`, RabbitMQ in `crates/amqp`,
+//! NATS in `crates/nats`).
 //!
 //! A managed broker lives under [`home()`] (one folder per broker: configuration, data, logs
 //! and a pid file) and runs detached in its own session, so a Ctrl-C in the terminal of a
@@ -12,12 +16,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub mod daemon;
-pub mod kafka;
-mod managed;
-mod process;
-pub mod rabbitmq;
-#[cfg(test)]
-mod test_support;
+pub mod managed;
+pub mod process;
+pub mod test_support;
 
 /// The folder that holds managed brokers: `$BROKERBENCH_HOME`, else
 /// `$XDG_DATA_HOME/brokerbench`, else `$HOME/.local/share/brokerbench`.
@@ -230,7 +231,7 @@ pub enum BrokerError {
 
 impl BrokerError {
     /// Wraps an I/O error with what was being done and to which file.
-    fn io(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> BrokerError {
+    pub fn io(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> BrokerError {
         let path = path.to_path_buf();
         move |source| BrokerError::Io {
             action,

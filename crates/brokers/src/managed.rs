@@ -12,7 +12,7 @@ use crate::BrokerError;
 
 /// Reads a port variable such as `BROKERBENCH_KAFKA_PORT`: its port, or `default` and the
 /// bad value to report. Unset or empty means `default`; a port outside `valid` is bad.
-pub(crate) fn port_from_variable(
+pub fn port_from_variable(
     value: Option<OsString>,
     default: u16,
     valid: RangeInclusive<u16>,
@@ -29,12 +29,12 @@ pub(crate) fn port_from_variable(
 
 /// `home` made absolute. The ownership check compares a path on the broker's command line,
 /// so it has to be the same string whatever the working directory of a later call.
-pub(crate) fn absolute_home(home: &Path) -> PathBuf {
+pub fn absolute_home(home: &Path) -> PathBuf {
     std::path::absolute(home).unwrap_or_else(|_| home.to_path_buf())
 }
 
 /// Creates a broker's folder and takes its lock (`<dir>/.lock`), held until dropped.
-pub(crate) fn create_and_lock(dir: &Path) -> Result<Lock, BrokerError> {
+pub fn create_and_lock(dir: &Path) -> Result<Lock, BrokerError> {
     std::fs::create_dir_all(dir).map_err(BrokerError::io("creating", dir))?;
     Lock::acquire(&dir.join(".lock"))
 }
@@ -42,7 +42,7 @@ pub(crate) fn create_and_lock(dir: &Path) -> Result<Lock, BrokerError> {
 /// `down` of the broker kept in `dir`: under the folder's lock, stops the process
 /// `running_pid` finds with `stop`, then removes `leftovers` (pid file, state) that are
 /// there. Returns the pid it stopped, or `None` when none ran (or the folder does not exist).
-pub(crate) fn down(
+pub fn down(
     dir: &Path,
     running_pid: impl FnOnce() -> Option<u32>,
     stop: impl FnOnce(u32) -> Result<(), BrokerError>,
@@ -64,7 +64,7 @@ pub(crate) fn down(
 
 /// Calls `attempt` about every 100 ms until it returns `Some`, which it returns; `None` once
 /// `timeout` has passed. Refused connections fail fast: the pause keeps it from spinning.
-pub(crate) fn poll<T>(timeout: Duration, mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
+pub fn poll<T>(timeout: Duration, mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + timeout;
     loop {
         let started = Instant::now();

@@ -19,7 +19,7 @@ use crate::BrokerError;
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
 
 /// The pid a pid file names, if it names one.
-pub(crate) fn read_pid_file(path: &Path) -> Option<u32> {
+pub fn read_pid_file(path: &Path) -> Option<u32> {
     parse_pid(&fs::read_to_string(path).ok()?)
 }
 
@@ -28,17 +28,17 @@ fn parse_pid(text: &str) -> Option<u32> {
 }
 
 /// Writes the pid file atomically, so a concurrent reader never sees half a number.
-pub(crate) fn write_pid_file(path: &Path, pid: u32) -> Result<(), BrokerError> {
+pub fn write_pid_file(path: &Path, pid: u32) -> Result<(), BrokerError> {
     write_atomically(path, format!("{pid}\n").as_bytes())
 }
 
 /// Removes a pid file; one that is already gone is fine.
-pub(crate) fn remove_pid_file(path: &Path) -> Result<(), BrokerError> {
+pub fn remove_pid_file(path: &Path) -> Result<(), BrokerError> {
     remove_if_present(path)
 }
 
 /// Removes a file; one that is already gone is fine.
-pub(crate) fn remove_if_present(path: &Path) -> Result<(), BrokerError> {
+pub fn remove_if_present(path: &Path) -> Result<(), BrokerError> {
     match fs::remove_file(path) {
         Err(error) if error.kind() != io::ErrorKind::NotFound => {
             Err(BrokerError::io("removing", path)(error))
@@ -48,7 +48,7 @@ pub(crate) fn remove_if_present(path: &Path) -> Result<(), BrokerError> {
 }
 
 /// Writes through a temporary file and a rename, so readers see the old or the new content.
-pub(crate) fn write_atomically(path: &Path, content: &[u8]) -> Result<(), BrokerError> {
+pub fn write_atomically(path: &Path, content: &[u8]) -> Result<(), BrokerError> {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".tmp");
     let temporary = Path::new(&temporary);
@@ -59,7 +59,7 @@ pub(crate) fn write_atomically(path: &Path, content: &[u8]) -> Result<(), Broker
 /// True when a `/proc/PID/cmdline` (NUL-separated arguments) contains every one of
 /// `required` as a whole argument. This is what makes a pid "ours": a recycled pid, or
 /// another broker started from a different folder, does not contain our configuration path.
-pub(crate) fn cmdline_has_arguments(cmdline: &[u8], required: &[impl AsRef<OsStr>]) -> bool {
+pub fn cmdline_has_arguments(cmdline: &[u8], required: &[impl AsRef<OsStr>]) -> bool {
     let arguments: Vec<&[u8]> = cmdline.split(|&byte| byte == 0).collect();
     required
         .iter()
@@ -67,7 +67,7 @@ pub(crate) fn cmdline_has_arguments(cmdline: &[u8], required: &[impl AsRef<OsStr
 }
 
 /// True when `pid` is a live (not zombie) process whose command line contains `required`.
-pub(crate) fn is_ours(pid: u32, required: &[impl AsRef<OsStr>]) -> bool {
+pub fn is_ours(pid: u32, required: &[impl AsRef<OsStr>]) -> bool {
     is_alive(pid)
         && fs::read(format!("/proc/{pid}/cmdline"))
             .is_ok_and(|cmdline| cmdline_has_arguments(&cmdline, required))
@@ -75,7 +75,7 @@ pub(crate) fn is_ours(pid: u32, required: &[impl AsRef<OsStr>]) -> bool {
 
 /// The live process that is ours: the pid file's if it checks out, else one found by scanning
 /// `/proc` (the pid file may have been lost, e.g. removed by hand while the broker ran).
-pub(crate) fn find_ours(pid_file: &Path, required: &[impl AsRef<OsStr>]) -> Option<u32> {
+pub fn find_ours(pid_file: &Path, required: &[impl AsRef<OsStr>]) -> Option<u32> {
     if let Some(pid) = read_pid_file(pid_file).filter(|&pid| is_ours(pid, required)) {
         return Some(pid);
     }
@@ -86,7 +86,7 @@ pub(crate) fn find_ours(pid_file: &Path, required: &[impl AsRef<OsStr>]) -> Opti
 }
 
 /// True while `pid` exists and has not exited (a zombie has exited: it only waits to be reaped).
-pub(crate) fn is_alive(pid: u32) -> bool {
+pub fn is_alive(pid: u32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => process_state(&stat).is_some_and(|state| !matches!(state, 'Z' | 'X' | 'x')),
         Err(_) => false,
@@ -101,7 +101,7 @@ fn process_state(stat: &str) -> Option<char> {
 
 /// Reaps `pid` if it is a child of this process, so it does not linger as a zombie when the
 /// same process that started the broker also stops it.
-pub(crate) fn reap(pid: u32) {
+pub fn reap(pid: u32) {
     let mut status = 0;
     // SAFETY: waitpid with WNOHANG only inspects the child table; for a pid that is not our
     // child it fails with ECHILD, which is fine to ignore.
@@ -123,7 +123,7 @@ fn signal(pid: u32, signal: libc::c_int) -> io::Result<()> {
 }
 
 /// Waits until `pid` has exited, reaping it if it is our child. False on timeout.
-pub(crate) fn wait_for_exit(pid: u32, timeout: Duration) -> bool {
+pub fn wait_for_exit(pid: u32, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
         reap(pid);
@@ -139,7 +139,7 @@ pub(crate) fn wait_for_exit(pid: u32, timeout: Duration) -> bool {
 
 /// Sends SIGTERM, waits up to `grace` for a clean shutdown, then SIGKILL.
 /// The caller has checked that `pid` is ours.
-pub(crate) fn stop(broker: &'static str, pid: u32, grace: Duration) -> Result<(), BrokerError> {
+pub fn stop(broker: &'static str, pid: u32, grace: Duration) -> Result<(), BrokerError> {
     let signal_error = |source| BrokerError::Signal {
         broker,
         pid,
@@ -163,7 +163,7 @@ pub(crate) fn stop(broker: &'static str, pid: u32, grace: Duration) -> Result<()
 
 /// Starts `command` in a session of its own with stdin from /dev/null: a Ctrl-C (SIGINT to
 /// the terminal's foreground process group) or a closed terminal (SIGHUP) cannot reach it.
-pub(crate) fn spawn_detached(command: &mut Command) -> io::Result<Child> {
+pub fn spawn_detached(command: &mut Command) -> io::Result<Child> {
     command.stdin(std::process::Stdio::null());
     // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
     // functions (setsid, signal); it allocates nothing and takes no locks.
@@ -184,20 +184,20 @@ pub(crate) fn spawn_detached(command: &mut Command) -> io::Result<Child> {
 }
 
 /// True when something accepts TCP connections on 127.0.0.1:`port`.
-pub(crate) fn port_in_use(port: u16) -> bool {
+pub fn port_in_use(port: u16) -> bool {
     let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     TcpStream::connect_timeout(&address, Duration::from_millis(500)).is_ok()
 }
 
 /// True when a broker could listen on 127.0.0.1:`port`: nothing accepts connections there and
 /// binding it works (a listener on 0.0.0.0 or a dual-stack `[::]` also makes it unusable).
-pub(crate) fn can_listen(port: u16) -> bool {
+pub fn can_listen(port: u16) -> bool {
     // The probe listener closes at once; it never accepts a connection.
     TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() && !port_in_use(port)
 }
 
 /// Runs `command` to completion, but kills it after `timeout`. `None` when it timed out.
-pub(crate) fn run_with_timeout(
+pub fn run_with_timeout(
     command: &mut Command,
     timeout: Duration,
 ) -> io::Result<Option<ExitStatus>> {
@@ -217,7 +217,7 @@ pub(crate) fn run_with_timeout(
 }
 
 /// Sends `command`'s stdout and stderr to the end of the file at `path`.
-pub(crate) fn output_to(command: &mut Command, path: &Path) -> io::Result<()> {
+pub fn output_to(command: &mut Command, path: &Path) -> io::Result<()> {
     let log = OpenOptions::new().create(true).append(true).open(path)?;
     let again = log.try_clone()?;
     command.stdout(log).stderr(again);
@@ -226,7 +226,7 @@ pub(crate) fn output_to(command: &mut Command, path: &Path) -> io::Result<()> {
 
 /// Keeps the previous content of a log as `NAME.1` (replacing an older one), so what a failed
 /// start quotes is about that start only. A missing log is fine.
-pub(crate) fn rotate_log(path: &Path) -> Result<(), BrokerError> {
+pub fn rotate_log(path: &Path) -> Result<(), BrokerError> {
     if path.exists() {
         let mut previous = path.as_os_str().to_owned();
         previous.push(".1");
@@ -237,7 +237,7 @@ pub(crate) fn rotate_log(path: &Path) -> Result<(), BrokerError> {
 }
 
 /// The last `lines` lines of a log file, for error messages; a note if it cannot be read.
-pub(crate) fn log_tail(path: &Path, lines: usize) -> String {
+pub fn log_tail(path: &Path, lines: usize) -> String {
     // Read only the end: a broker log can be large, and the tail is what explains a failure.
     const MAX_BYTES: u64 = 64 * 1024;
     let read = || -> io::Result<String> {
@@ -255,19 +255,19 @@ pub(crate) fn log_tail(path: &Path, lines: usize) -> String {
 }
 
 /// The last `lines` lines of `text`.
-pub(crate) fn last_lines(text: &str, lines: usize) -> String {
+pub fn last_lines(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 /// An exclusive advisory lock on a file, held until dropped, so two `up` (or an `up` and a
 /// `down`) in parallel cannot both start a broker or race on its pid file.
-pub(crate) struct Lock {
+pub struct Lock {
     _file: File,
 }
 
 impl Lock {
-    pub(crate) fn acquire(path: &Path) -> Result<Lock, BrokerError> {
+    pub fn acquire(path: &Path) -> Result<Lock, BrokerError> {
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)

@@ -7,41 +7,16 @@ use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::kafka::Kafka;
-use crate::rabbitmq::RabbitMq;
-use crate::{managed, process, BrokerError, BrokerStatus};
+use crate::{managed, process, BrokerError, BrokerStatus, ManagedBroker};
 
-/// What the shared checks need of a managed broker.
-pub(crate) trait Managed {
-    fn up(&self) -> Result<(BrokerStatus, bool), BrokerError>;
-    fn down(&self) -> Result<Option<u32>, BrokerError>;
-    fn status(&self) -> Result<Option<BrokerStatus>, BrokerError>;
+/// What the shared checks need of a managed broker beyond its lifecycle.
+pub trait Managed: ManagedBroker {
+    /// The pid file `up` writes and `down` removes.
     fn pid_file(&self) -> PathBuf;
 }
 
-macro_rules! managed {
-    ($($broker:ty),*) => {$(
-        impl Managed for $broker {
-            fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
-                <$broker>::up(self)
-            }
-            fn down(&self) -> Result<Option<u32>, BrokerError> {
-                <$broker>::down(self)
-            }
-            fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
-                <$broker>::status(self)
-            }
-            fn pid_file(&self) -> PathBuf {
-                <$broker>::pid_file(self)
-            }
-        }
-    )*};
-}
-
-managed!(Kafka, RabbitMq);
-
 /// Stops the broker even when an assertion fails, so no broker outlives its deleted home.
-pub(crate) struct DownOnDrop<'a>(pub &'a dyn Managed);
+pub struct DownOnDrop<'a>(pub &'a dyn Managed);
 
 impl Drop for DownOnDrop<'_> {
     fn drop(&mut self) {
@@ -51,7 +26,7 @@ impl Drop for DownOnDrop<'_> {
 
 /// A broker's port variable: unset or empty means `default`; `last` is the highest port
 /// `valid` takes, as does `port_from_variable`.
-pub(crate) fn assert_port_variable(default: u16, valid: RangeInclusive<u16>, last: u16) {
+pub fn assert_port_variable(default: u16, valid: RangeInclusive<u16>, last: u16) {
     let port = |value: &str| {
         managed::port_from_variable(Some(OsString::from(value)), default, valid.clone())
     };
@@ -67,7 +42,7 @@ pub(crate) fn assert_port_variable(default: u16, valid: RangeInclusive<u16>, las
 }
 
 /// `up` fails, saying `expected`, and leaves nothing running or to stop.
-pub(crate) fn assert_up_fails_saying(broker: &dyn Managed, expected: &str) {
+pub fn assert_up_fails_saying(broker: &dyn Managed, expected: &str) {
     let message = broker.up().unwrap_err().to_string();
     assert!(message.contains(expected), "{message}");
     assert_eq!(broker.status().unwrap(), None);
@@ -76,7 +51,7 @@ pub(crate) fn assert_up_fails_saying(broker: &dyn Managed, expected: &str) {
 
 /// The `key<separator>value` lines of a configuration file, without comments and blank lines,
 /// after checking that they hold `expected`.
-pub(crate) fn assert_settings<'a>(
+pub fn assert_settings<'a>(
     text: &'a str,
     separator: &str,
     expected: &[(&str, &str)],
@@ -93,7 +68,7 @@ pub(crate) fn assert_settings<'a>(
 }
 
 /// What `/proc/PID/cmdline` holds for a process with these arguments.
-pub(crate) fn cmdline<'a>(arguments: impl IntoIterator<Item = &'a OsStr>) -> Vec<u8> {
+pub fn cmdline<'a>(arguments: impl IntoIterator<Item = &'a OsStr>) -> Vec<u8> {
     arguments
         .into_iter()
         .flat_map(|argument| argument.as_encoded_bytes().iter().copied().chain([0]))
@@ -101,7 +76,7 @@ pub(crate) fn cmdline<'a>(arguments: impl IntoIterator<Item = &'a OsStr>) -> Vec
 }
 
 /// `up` starts the broker (it was not running); says how long that took, as `what`.
-pub(crate) fn assert_starts(broker: &dyn Managed, what: &str) -> BrokerStatus {
+pub fn assert_starts(broker: &dyn Managed, what: &str) -> BrokerStatus {
     let started = Instant::now();
     let (status, already_running) = broker.up().expect(what);
     eprintln!("{what}: {:?}", started.elapsed());
@@ -110,7 +85,7 @@ pub(crate) fn assert_starts(broker: &dyn Managed, what: &str) -> BrokerStatus {
 }
 
 /// Another `up` finds the running broker and reports it as before.
-pub(crate) fn assert_still_running(broker: &dyn Managed, status: &BrokerStatus) {
+pub fn assert_still_running(broker: &dyn Managed, status: &BrokerStatus) {
     let started = Instant::now();
     let (again, already_running) = broker.up().expect("second up");
     eprintln!("up (already running): {:?}", started.elapsed());
@@ -120,11 +95,7 @@ pub(crate) fn assert_still_running(broker: &dyn Managed, status: &BrokerStatus) 
 
 /// `down` stops the broker `up` reported and leaves nothing to stop, and its log says it shut
 /// down cleanly (`clean_shutdown` is in it). Returns the log.
-pub(crate) fn assert_stops(
-    broker: &dyn Managed,
-    status: &BrokerStatus,
-    clean_shutdown: &str,
-) -> String {
+pub fn assert_stops(broker: &dyn Managed, status: &BrokerStatus, clean_shutdown: &str) -> String {
     let started = Instant::now();
     assert_eq!(broker.down().expect("down"), Some(status.pid));
     eprintln!("down: {:?}", started.elapsed());
@@ -139,7 +110,7 @@ pub(crate) fn assert_stops(
 
 /// `up` of a broker that cannot start fails within `limit` with [`BrokerError::StartFailed`]
 /// and leaves no pid file. Returns the message.
-pub(crate) fn assert_start_fails(broker: &dyn Managed, limit: Duration) -> String {
+pub fn assert_start_fails(broker: &dyn Managed, limit: Duration) -> String {
     let started = Instant::now();
     let error = broker.up().unwrap_err();
     let message = error.to_string();

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use brokerbench_brokers::kafka::Kafka;
+use crate::managed::Kafka;
 use brokerbench_brokers::ManagedBroker;
 use brokerbench_driver::{Driver, DriverError, Family};
 use brokerbench_metrics::{MetricSet, KAFKA_METRICS};

@@ -23,6 +23,7 @@ use brokerbench_driver::{
 
 pub mod config;
 mod family;
+pub mod managed;
 mod topic_handle;
 
 pub use config::KafkaDriverConfig;

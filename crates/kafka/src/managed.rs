@@ -25,8 +25,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::ClientContext;
 
-use crate::process;
-use crate::{managed, BrokerError, BrokerStatus};
+use brokerbench_brokers::process;
+use brokerbench_brokers::{managed, BrokerError, BrokerStatus};
 
 /// The Kafka version the embedded pom installs.
 pub const VERSION: &str = "4.1.1";
@@ -34,7 +34,7 @@ pub const VERSION: &str = "4.1.1";
 /// The name of this broker on the command line and in [`BrokerStatus::name`].
 const NAME: &str = "kafka";
 /// Resolves the broker, its tools and an SLF4J → log4j2 binding from Maven Central.
-const POM: &str = include_str!("../kafka/pom.xml");
+const POM: &str = include_str!("../pom.xml");
 /// Jars whose presence means `install` finished (it fills a side folder, then renames it).
 const REQUIRED_JARS: [&str; 3] = ["kafka_2.13", "kafka-clients", "kafka-tools"];
 /// The Prometheus JMX exporter agent jar (see the pom).
@@ -73,7 +73,7 @@ const LOG_TAIL_LINES: usize = 20;
 /// A single-node Kafka managed under `<home>/kafka/`, listening on 127.0.0.1.
 #[derive(Debug, Clone)]
 pub struct Kafka {
-    /// The brokerbench home (see [`crate::home`]); Kafka keeps everything in `kafka/` below it.
+    /// The brokerbench home (see [`brokerbench_brokers::home`]); Kafka keeps everything in `kafka/` below it.
     home: PathBuf,
     /// Client (PLAINTEXT) port; the KRaft controller listens on `port + 1`.
     port: u16,
@@ -684,7 +684,7 @@ impl ClientContext for Silent {
 
 impl ConsumerContext for Silent {}
 
-impl crate::ManagedBroker for Kafka {
+impl brokerbench_brokers::ManagedBroker for Kafka {
     fn install(&self) -> Result<String, BrokerError> {
         Kafka::install(self)?;
         Ok(format!(
@@ -718,7 +718,13 @@ impl crate::ManagedBroker for Kafka {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{self, DownOnDrop};
+    use brokerbench_brokers::test_support::{self, DownOnDrop};
+
+    impl test_support::Managed for Kafka {
+        fn pid_file(&self) -> PathBuf {
+            Kafka::pid_file(self)
+        }
+    }
     use std::ffi::OsStr;
     use std::time::Instant;
 

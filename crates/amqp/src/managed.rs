@@ -36,16 +36,18 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::io::{self, Read};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::ops::RangeInclusive;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::process;
-use crate::{managed, BrokerError, BrokerStatus};
+use brokerbench_brokers::process;
+use brokerbench_brokers::{managed, BrokerError, BrokerStatus};
+
+use crate::probe::{server_properties, ProbeError};
 
 /// The AMQP port `up` prefers when neither [`RabbitMq::with_port`] nor the variable says.
 pub const DEFAULT_PORT: u16 = 5672;
@@ -90,13 +92,11 @@ const CTL_STOP_TIMEOUT: Duration = Duration::from_secs(30);
 const STOP_GRACE: Duration = Duration::from_secs(30);
 /// Lines of a log quoted in error messages.
 const LOG_TAIL_LINES: usize = 20;
-/// AMQP 0-9-1 protocol header a client opens a connection with.
-const PROTOCOL_HEADER: &[u8; 8] = b"AMQP\x00\x00\x09\x01";
 
 /// A single-node RabbitMQ managed under `<home>/rabbitmq/`, listening on 127.0.0.1.
 #[derive(Debug, Clone)]
 pub struct RabbitMq {
-    /// The brokerbench home (see [`crate::home`]); RabbitMQ keeps everything in `rabbitmq/`.
+    /// The brokerbench home (see [`brokerbench_brokers::home`]); RabbitMQ keeps everything in `rabbitmq/`.
     home: PathBuf,
     /// Preferred AMQP port; `up` moves up from it while ports are taken.
     port: u16,
@@ -872,6 +872,20 @@ struct ServerInfo {
 }
 
 impl ServerInfo {
+    fn from_properties(properties: &[(String, String)]) -> ServerInfo {
+        let find = |key: &str| {
+            properties
+                .iter()
+                .find(|(name, _)| name == key)
+                .map(|(_, value)| value.clone())
+        };
+        ServerInfo {
+            product: find("product"),
+            version: find("version"),
+            cluster_name: find("cluster_name"),
+        }
+    }
+
     fn describe(&self) -> String {
         let mut text = match (&self.product, &self.version) {
             (Some(product), Some(version)) => format!("{product} {version}"),
@@ -885,99 +899,16 @@ impl ServerInfo {
     }
 }
 
-/// Opens an AMQP 0-9-1 connection to 127.0.0.1:`port` as far as the server's
-/// `Connection.Start` (frame type 1 on channel 0, class 10, method 10), and closes it.
-fn amqp_probe(port: u16, timeout: Duration) -> io::Result<ServerInfo> {
+/// What the AMQP 0-9-1 server on 127.0.0.1:`port` says about itself in its
+/// `Connection.Start` (read by the client's own handshake code, without logging in).
+fn amqp_probe(port: u16, timeout: Duration) -> Result<ServerInfo, ProbeError> {
     let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut stream = TcpStream::connect_timeout(&address, timeout)?;
-    stream.set_read_timeout(Some(timeout))?;
-    stream.set_write_timeout(Some(timeout))?;
-    stream.write_all(PROTOCOL_HEADER)?;
-    let mut header = [0u8; 7];
-    stream.read_exact(&mut header)?;
-    // A server that does not speak 0-9-1 answers with the protocol header it does speak.
-    let size = u32::from_be_bytes([header[3], header[4], header[5], header[6]]) as usize;
-    if header[0] != 1 || header[1..3] != [0, 0] || size > 1 << 20 {
-        return Err(not_amqp("no method frame on channel 0"));
-    }
-    let mut payload = vec![0u8; size + 1];
-    stream.read_exact(&mut payload)?;
-    if payload[size] != 0xCE {
-        return Err(not_amqp("bad frame end"));
-    }
-    parse_connection_start(&payload[..size]).ok_or_else(|| not_amqp("no Connection.Start"))
+    Ok(ServerInfo::from_properties(&server_properties(
+        address, timeout,
+    )?))
 }
 
-fn not_amqp(what: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("not AMQP 0-9-1: {what}"),
-    )
-}
-
-/// The server properties of a `Connection.Start` method payload, `None` if it is not one.
-fn parse_connection_start(payload: &[u8]) -> Option<ServerInfo> {
-    let class = u16::from_be_bytes([*payload.first()?, *payload.get(1)?]);
-    let method = u16::from_be_bytes([*payload.get(2)?, *payload.get(3)?]);
-    if (class, method) != (10, 10) {
-        return None;
-    }
-    // Then version-major and version-minor (one byte each), then the properties table.
-    let (table, _) = long_bytes(payload.get(6..)?)?;
-    Some(parse_server_properties(table))
-}
-
-/// `product`, `version` and `cluster_name` of an AMQP field table; stops at the first value
-/// type it does not know (the table has no other way to skip it).
-fn parse_server_properties(mut table: &[u8]) -> ServerInfo {
-    let mut info = ServerInfo::default();
-    while let Some((&name_length, rest)) = table.split_first() {
-        let Some(name) = rest.get(..usize::from(name_length)) else {
-            break;
-        };
-        let Some((&kind, value)) = rest[usize::from(name_length)..].split_first() else {
-            break;
-        };
-        let width = match kind {
-            // long string, byte array, nested table, array: a u32 length, then the bytes
-            b'S' | b'x' | b'F' | b'A' => match long_bytes(value) {
-                Some((bytes, width)) => {
-                    if kind == b'S' {
-                        let text = Some(String::from_utf8_lossy(bytes).into_owned());
-                        match name {
-                            b"product" => info.product = text,
-                            b"version" => info.version = text,
-                            b"cluster_name" => info.cluster_name = text,
-                            _ => {}
-                        }
-                    }
-                    width
-                }
-                None => break,
-            },
-            b't' | b'b' | b'B' => 1,
-            b's' | b'u' => 2,
-            b'I' | b'i' | b'f' => 4,
-            b'D' => 5,
-            b'l' | b'L' | b'd' | b'T' => 8,
-            b'V' => 0,
-            _ => break,
-        };
-        match value.get(width..) {
-            Some(next) => table = next,
-            None => break,
-        }
-    }
-    info
-}
-
-/// The bytes of a u32-length-prefixed value, and how many bytes it takes with its length.
-fn long_bytes(value: &[u8]) -> Option<(&[u8], usize)> {
-    let length = u32::from_be_bytes(value.get(..4)?.try_into().ok()?) as usize;
-    Some((value.get(4..4 + length)?, 4 + length))
-}
-
-impl crate::ManagedBroker for RabbitMq {
+impl brokerbench_brokers::ManagedBroker for RabbitMq {
     fn install(&self) -> Result<String, BrokerError> {
         if self.is_installed() {
             Ok(format!(
@@ -1023,7 +954,15 @@ impl crate::ManagedBroker for RabbitMq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{self, DownOnDrop};
+    use std::io::Write;
+    use std::net::TcpStream;
+    use brokerbench_brokers::test_support::{self, DownOnDrop};
+
+    impl test_support::Managed for RabbitMq {
+        fn pid_file(&self) -> PathBuf {
+            RabbitMq::pid_file(self)
+        }
+    }
     use std::collections::HashMap;
     use std::net::TcpListener;
     use std::thread;
@@ -1449,7 +1388,11 @@ Error during startup: {error,
             ("product", b'S', b"RabbitMQ"),
             ("version", b'S', b"3.10.8"),
         ]);
-        let info = parse_connection_start(&payload).unwrap();
+        let read = |payload: &[u8]| {
+            crate::probe::start_properties(&payload[4..])
+                .map(|properties| ServerInfo::from_properties(&properties))
+        };
+        let info = read(&payload).unwrap();
         assert_eq!(
             info,
             ServerInfo {
@@ -1462,15 +1405,11 @@ Error during startup: {error,
             info.describe(),
             "RabbitMQ 3.10.8, node brokerbench_15999@localhost"
         );
-        // Another method, or a cut-off payload, is not a Connection.Start.
-        assert_eq!(parse_connection_start(&[0, 10, 0, 11, 0, 9]), None);
-        assert_eq!(parse_connection_start(&payload[..8]), None);
+        // A cut-off payload has no properties table.
+        assert_eq!(read(&payload[..8]), None);
         // Unknown value types end the table early but keep what came before.
         let odd = connection_start(&[("product", b'S', b"X"), ("weird", b'?', b"")]);
-        assert_eq!(
-            parse_connection_start(&odd).unwrap().product.as_deref(),
-            Some("X")
-        );
+        assert_eq!(read(&odd).unwrap().product.as_deref(), Some("X"));
     }
 
     #[test]
@@ -1481,12 +1420,12 @@ Error during startup: {error,
             let (mut client, _) = listener.accept().unwrap();
             let mut header = [0u8; 8];
             client.read_exact(&mut header).unwrap();
-            assert_eq!(&header, PROTOCOL_HEADER);
+            assert_eq!(&header, crate::wire::PROTOCOL_HEADER);
             // An AMQP 1.0 broker answers with its own protocol header.
             client.write_all(b"AMQP\x00\x01\x00\x00").unwrap();
         });
         let error = amqp_probe(port, Duration::from_secs(2)).unwrap_err();
-        assert_eq!(error.kind(), io::ErrorKind::InvalidData, "{error}");
+        assert!(matches!(error, ProbeError::Unreachable(_)), "{error:?}");
         server.join().unwrap();
 
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
