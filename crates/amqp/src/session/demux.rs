@@ -1,0 +1,349 @@
+//! Reading the socket and routing its frames by channel: deliveries put together from their
+//! frames, confirms and returns timestamped, replies and closes handed to their channel.
+
+use super::*;
+
+impl Shared {
+    /// The reader thread of a [`Reading::Thread`] connection.
+    pub(super) fn read_forever(&self) {
+        let mut side = lock(&self.read);
+        while !self.lost.load(Ordering::Relaxed) {
+            if !self.read_once(&mut side, self.heartbeat) {
+                break;
+            }
+            self.heartbeat();
+        }
+    }
+
+    /// Reads (as a [`Reading::Caller`] connection) until `until` holds for `channel` or
+    /// `timeout` passes; whether it holds.
+    pub(super) fn read_until(
+        &self,
+        channel: &ChannelState,
+        timeout: Duration,
+        until: &dyn Fn(&Inbox) -> bool,
+    ) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut first = true;
+        loop {
+            if until(&channel.inbox()) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if (left.is_zero() && !first) || self.lost.load(Ordering::Relaxed) {
+                return false;
+            }
+            first = false;
+            self.heartbeat();
+            let Some(mut side) = self.wait_for_turn(channel, left, until) else {
+                continue;
+            };
+            if until(&channel.inbox()) {
+                drop(side);
+                self.pass_turn();
+                return true;
+            }
+            let alive = self.read_once(&mut side, Some(left));
+            drop(side);
+            self.pass_turn();
+            if !alive {
+                return until(&channel.inbox());
+            }
+        }
+    }
+
+    /// The read side if no other consumer of this connection is reading; else waits (up to
+    /// `left`) until that one routes something to `channel` or stops reading, and returns
+    /// None.
+    pub(super) fn wait_for_turn(
+        &self,
+        channel: &ChannelState,
+        left: Duration,
+        until: &dyn Fn(&Inbox) -> bool,
+    ) -> Option<MutexGuard<'_, ReadSide>> {
+        let mut inbox = channel.inbox();
+        loop {
+            match self.read.try_lock() {
+                Ok(side) => return Some(side),
+                Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+            if until(&inbox) {
+                return None;
+            }
+            // The reader passes the turn only after it let go of the read side, and takes
+            // this inbox's lock to see `waiting`: registered here under that lock, with the
+            // read side seen taken, this waiter cannot miss the wake-up.
+            channel.waiting.fetch_add(1, Ordering::Relaxed);
+            self.turn_waiters.fetch_add(1, Ordering::Relaxed);
+            let (guard, timed_out) = channel
+                .ready
+                .wait_timeout(inbox, left)
+                .unwrap_or_else(|e| e.into_inner());
+            inbox = guard;
+            channel.waiting.fetch_sub(1, Ordering::Relaxed);
+            self.turn_waiters.fetch_sub(1, Ordering::Relaxed);
+            if timed_out.timed_out() || until(&inbox) {
+                return None;
+            }
+        }
+    }
+
+    /// After a consumer stopped reading: wakes the consumers waiting for their turn.
+    pub(super) fn pass_turn(&self) {
+        if self.turn_waiters.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let channels: Vec<_> = lock(&self.channels).iter().flatten().cloned().collect();
+        for channel in channels {
+            let inbox = channel.inbox();
+            if channel.waiting.load(Ordering::Relaxed) > 0 {
+                drop(inbox);
+                channel.ready.notify_all();
+            }
+        }
+    }
+
+    /// Reads once (waiting up to `timeout`, None = as long as it takes) and routes every
+    /// complete frame; false once the connection is gone.
+    pub(super) fn read_once(&self, side: &mut ReadSide, timeout: Option<Duration>) -> bool {
+        if side.start == side.end {
+            side.start = 0;
+            side.end = 0;
+        } else if side.buffer.len() - side.end < self.frame_max as usize + wire::FRAME_OVERHEAD {
+            side.buffer.copy_within(side.start..side.end, 0);
+            side.end -= side.start;
+            side.start = 0;
+        }
+        let fd = side.stream.as_raw_fd();
+        let got = match recv_now(fd, &mut side.buffer[side.end..]) {
+            Ok(Some(n)) => Ok(n),
+            Ok(None) if timeout.is_some_and(|t| t.is_zero()) => return true,
+            Ok(None) => {
+                if !wait_fd(fd, libc::POLLIN, timeout) {
+                    return true;
+                }
+                match recv_now(fd, &mut side.buffer[side.end..]) {
+                    Ok(Some(n)) => Ok(n),
+                    Ok(None) => return true,
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        match got {
+            Ok(0) => {
+                self.lose("the broker closed the connection".into());
+                return false;
+            }
+            Ok(n) => side.end += n,
+            Err(e) => {
+                if !self.lost.load(Ordering::Relaxed) {
+                    self.lose(format!("reading from the socket: {e}"));
+                }
+                return false;
+            }
+        }
+        let at_ns = self.clock.now_ns();
+        let mut alive = true;
+        loop {
+            let frame =
+                match next_frame(&side.buffer[side.start..side.end], self.frame_max as usize) {
+                    Ok(Some(frame)) => frame,
+                    Ok(None) => break,
+                    Err(wire::Malformed(why)) => {
+                        self.lose(why.into());
+                        alive = false;
+                        break;
+                    }
+                };
+            let (from, to) = (side.start + frame.payload.0, side.start + frame.payload.1);
+            side.start += frame.len;
+            let ReadSide {
+                buffer,
+                content,
+                touched,
+                replies,
+                ..
+            } = side;
+            if !self.route(
+                frame.kind,
+                frame.channel,
+                &buffer[from..to],
+                at_ns,
+                content,
+                touched,
+                replies,
+            ) {
+                alive = false;
+                break;
+            }
+        }
+        if !side.replies.is_empty() {
+            let _ = self.write(&mut side.replies);
+        }
+        for channel in side.touched.drain(..) {
+            channel.ready.notify_all();
+        }
+        alive
+    }
+
+    /// Routes one frame to its channel; false when the connection ended.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn route(
+        &self,
+        kind: u8,
+        number: u16,
+        payload: &[u8],
+        at_ns: u64,
+        content: &mut Vec<Option<Content>>,
+        touched: &mut Vec<Arc<ChannelState>>,
+        replies: &mut Vec<u8>,
+    ) -> bool {
+        let Some(channel) = self.channel(number) else {
+            // A channel already closed on our side: late frames are dropped.
+            return true;
+        };
+        let slot = number as usize;
+        if content.len() <= slot {
+            content.resize_with(slot + 1, || None);
+        }
+        let mut notify = false;
+        match kind {
+            FRAME_METHOD => {
+                let mut r = Reader::new(payload);
+                let Some(method) = r.method_id() else {
+                    return true;
+                };
+                let mut inbox = channel.inbox();
+                match method {
+                    id::BASIC_ACK | id::BASIC_NACK => {
+                        let tag = r.u64().unwrap_or(0);
+                        let multiple = r.u8().unwrap_or(0) & 1 == 1;
+                        inbox.events.push(ChannelEvent::Confirm {
+                            tag,
+                            multiple,
+                            ack: method == id::BASIC_ACK,
+                            at_ns,
+                        });
+                        notify = true;
+                    }
+                    id::BASIC_DELIVER => {
+                        let _ = r.skip_short_string();
+                        let tag = r.u64().unwrap_or(0);
+                        content[slot] = Some(Content {
+                            tag: Some(tag),
+                            size: None,
+                            body: Vec::new(),
+                        });
+                    }
+                    id::BASIC_RETURN => {
+                        content[slot] = Some(Content {
+                            tag: None,
+                            size: None,
+                            body: Vec::new(),
+                        });
+                    }
+                    id::BASIC_CANCEL => {
+                        inbox.cancelled = true;
+                        notify = true;
+                    }
+                    id::CHANNEL_CLOSE => {
+                        let reason = r.close_reason();
+                        if inbox.ended.is_none() {
+                            inbox.ended = Some((CHANNEL_CLOSED, reason));
+                        }
+                        channel.ended.store(true, Ordering::Relaxed);
+                        wire::method(replies, number, id::CHANNEL_CLOSE_OK, |_| {});
+                        notify = true;
+                    }
+                    id::CONNECTION_CLOSE => {
+                        let reason = r.close_reason();
+                        drop(inbox);
+                        wire::method(replies, 0, id::CONNECTION_CLOSE_OK, |_| {});
+                        let _ = self.write(replies);
+                        self.lose(format!("the broker closed the connection: {reason}"));
+                        return false;
+                    }
+                    id::CONNECTION_CLOSE_OK => {
+                        inbox.reply = Some((method, Vec::new()));
+                        drop(inbox);
+                        self.lost.store(true, Ordering::Relaxed);
+                        channel.ready.notify_all();
+                        return false;
+                    }
+                    other => {
+                        // Replies to synchronous methods (open-ok, select-ok, qos-ok,
+                        // consume-ok, close-ok); anything else is not expected and ignored.
+                        inbox.reply = Some((other, r.rest().to_vec()));
+                        notify = true;
+                    }
+                }
+                if notify && channel.waiting.load(Ordering::Relaxed) > 0 {
+                    drop(inbox);
+                    if !touched.iter().any(|t| Arc::ptr_eq(t, &channel)) {
+                        touched.push(channel);
+                    }
+                }
+            }
+            FRAME_HEADER => {
+                if let Some(c) = content[slot].as_mut() {
+                    let mut r = Reader::new(payload);
+                    let size = r.take(4).and_then(|_| r.u64()).unwrap_or(0);
+                    c.size = Some(size);
+                    if size == 0 {
+                        self.complete(&channel, content[slot].take(), &[], touched);
+                    }
+                }
+            }
+            FRAME_BODY => {
+                let Some(c) = content[slot].as_mut() else {
+                    return true;
+                };
+                let size = c.size.unwrap_or(0) as usize;
+                if c.body.is_empty() && payload.len() >= size {
+                    // The usual case: the whole body in one frame, copied once.
+                    let c = content[slot].take();
+                    self.complete(&channel, c, payload, touched);
+                } else {
+                    c.body.extend_from_slice(payload);
+                    if c.body.len() >= size {
+                        let mut c = content[slot].take();
+                        let body = c.as_mut().map(|c| std::mem::take(&mut c.body));
+                        self.complete(&channel, c, body.as_deref().unwrap_or(&[]), touched);
+                    }
+                }
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// Hands a complete delivery or returned message to its channel.
+    pub(super) fn complete(
+        &self,
+        channel: &Arc<ChannelState>,
+        content: Option<Content>,
+        body: &[u8],
+        touched: &mut Vec<Arc<ChannelState>>,
+    ) {
+        let Some(content) = content else {
+            return;
+        };
+        let mut inbox = channel.inbox();
+        match content.tag {
+            Some(tag) => inbox.deliveries.push(tag, body),
+            None => {
+                if let Ok(envelope) = Envelope::read(body) {
+                    inbox.events.push(ChannelEvent::Returned(envelope));
+                }
+            }
+        }
+        if channel.waiting.load(Ordering::Relaxed) > 0 {
+            drop(inbox);
+            if !touched.iter().any(|t| Arc::ptr_eq(t, channel)) {
+                touched.push(channel.clone());
+            }
+        }
+    }
+}
