@@ -146,41 +146,25 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut outcome = outcome;
+    let mut measured = brokerbench_engine::Measured::default();
     if args.count_allocations {
-        outcome.summary.client.allocations_per_message = allocation_window.per_message(
-            outcome
-                .summary
-                .window
-                .acknowledged
-                .max(outcome.summary.window.sent),
-        );
+        let summary = &outcome.summary;
+        measured.allocations_per_message =
+            allocation_window.per_message(summary.window.acknowledged.max(summary.window.sent));
     }
     if let Some(monitoring) = monitoring {
-        let summary = &mut outcome.summary;
-        let counted = if summary.total.acknowledged > 0 {
-            summary.total.acknowledged
+        let total = &outcome.summary.total;
+        let counted = if total.acknowledged > 0 {
+            total.acknowledged
         } else {
-            summary.total.sent
+            total.sent
         };
         let window = phases
             .window()
             .unwrap_or(outcome.started_ns..outcome.ended_ns);
-        let (resources, broker_metrics) = monitoring.finish(window, counted);
-        if let Some(m) = &broker_metrics {
-            if let (Some(apart), Some(broker_count)) = (m.disagreement_pct, m.messages_in) {
-                if apart > 1.0 {
-                    summary.notes.push(format!(
-                        "the broker counted {broker_count} messages written and brokerbench {counted}: {apart:.1}% apart (other clients, or messages the broker wrote but did not acknowledge?)"
-                    ));
-                }
-            }
-        }
-        if let Some(r) = &resources {
-            summary.notes.extend(r.notes.iter().cloned());
-        }
-        summary.resources = resources;
-        summary.broker_metrics = broker_metrics;
+        (measured.resources, measured.broker_metrics) = monitoring.finish(window, counted);
     }
+    brokerbench_engine::complete(&mut outcome.summary, measured);
     drop(exposition);
     let summary = &outcome.summary;
     if let Some(window) = phases.window() {

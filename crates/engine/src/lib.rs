@@ -11,4 +11,4 @@ pub mod schedule;
 pub mod sensor;
 
 pub use brokerbench_driver::Clock;
-pub use run::{run, EngineError, RunControl, RunOutcome};
+pub use run::{complete, run, EngineError, Measured, RunControl, RunOutcome};

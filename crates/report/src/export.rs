@@ -5,6 +5,9 @@ use std::io;
 
 use brokerbench_model::Summary;
 
+/// Name of the summary file in the results folder.
+pub const SUMMARY_FILE: &str = "summary.json";
+
 /// A file written once from the final summary.
 pub trait Export {
     /// Name of the file inside the results folder, e.g. `summary.json`.
@@ -19,7 +22,7 @@ pub struct SummaryJson;
 
 impl Export for SummaryJson {
     fn file_name(&self) -> &'static str {
-        crate::folder::SUMMARY_FILE
+        SUMMARY_FILE
     }
 
     fn bytes(&self, summary: &Summary) -> io::Result<Vec<u8>> {

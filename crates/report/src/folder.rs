@@ -17,8 +17,6 @@ use crate::ReportError;
 
 /// What was run and how it ended.
 pub const MANIFEST_FILE: &str = "manifest.json";
-/// Final numbers of the run.
-pub const SUMMARY_FILE: &str = "summary.json";
 /// One row per second.
 pub const TIMESERIES_FILE: &str = "timeseries.csv";
 /// Per-second publish latency histograms (HdrHistogram interval log).
@@ -276,6 +274,7 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ReportEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::export::SUMMARY_FILE;
     use crate::test_support::{row, summary};
 
     #[cfg(target_os = "linux")]

@@ -18,9 +18,9 @@ mod time;
 mod timeseries;
 
 pub use error::ReportError;
-pub use export::{Export, SummaryJson};
+pub use export::{Export, SummaryJson, SUMMARY_FILE};
 pub use folder::{
-    ResultsFolder, E2E_HLOG_FILE, MANIFEST_FILE, PUBLISH_HLOG_FILE, SUMMARY_FILE, TIMESERIES_FILE,
+    ResultsFolder, E2E_HLOG_FILE, MANIFEST_FILE, PUBLISH_HLOG_FILE, TIMESERIES_FILE,
     WINDOW_HLOG_FILE,
 };
 pub use hlog::HistogramLogWriter;

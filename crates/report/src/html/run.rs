@@ -11,9 +11,9 @@ use super::data::{
     Reduce,
 };
 use super::{chart_div, esc, page, HtmlError};
+use crate::export::SUMMARY_FILE;
 use crate::folder::{
-    E2E_HLOG_FILE, MANIFEST_FILE, PUBLISH_HLOG_FILE, SUMMARY_FILE, TIMESERIES_FILE,
-    WINDOW_HLOG_FILE,
+    E2E_HLOG_FILE, MANIFEST_FILE, PUBLISH_HLOG_FILE, TIMESERIES_FILE, WINDOW_HLOG_FILE,
 };
 
 /// Headline numbers shown as cards: (summary.json path, label, unit).

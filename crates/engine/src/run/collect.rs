@@ -1,0 +1,285 @@
+//! The collector: one-second rows as tasks report, the phases, the end of the drain, and
+//! the client's own CPU and memory.
+
+use super::*;
+
+/// Everything the collector gathered.
+pub(super) struct Collected {
+    pub(super) producers: Vec<ProducerResult>,
+    pub(super) consumers: Vec<ConsumerResult>,
+    /// Max schedule lag per measurement second, ns.
+    pub(super) lag_per_second: Vec<u64>,
+    pub(super) cpu: Option<(Rusage, Rusage)>,
+    /// When the measurement window actually ended (earlier than planned after Ctrl-C).
+    pub(super) measurement_end_ns: u64,
+    /// Set when the drain ended at its timeout before consumers had received every
+    /// acknowledged message: how many they received in the drain's last one to two seconds
+    /// (more than 0: still receiving, so some of what is missing may only be late).
+    pub(super) drain_cut_off: Option<u64>,
+}
+
+/// Messages received (unique, all consumers) at one-second marks during the drain, to tell
+/// at its timeout whether consumers were still receiving.
+#[derive(Debug, Default)]
+pub(super) struct DrainProgress {
+    /// (time, received) of the mark before the last, and of the last.
+    pub(super) marks: [(u64, u64); 2],
+}
+
+impl DrainProgress {
+    fn observe(&mut self, now: u64, received: u64) {
+        if self.marks[1].0 == 0 {
+            self.marks = [(now, received); 2];
+        } else if now >= self.marks[1].0 + SECOND_NS {
+            self.marks = [self.marks[1], (now, received)];
+        }
+    }
+
+    /// Received since the older mark (one to two seconds ago).
+    fn recent(&self, received: u64) -> u64 {
+        received.saturating_sub(self.marks[0].1)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Rusage {
+    pub(super) user_s: f64,
+    pub(super) system_s: f64,
+    pub(super) max_rss_bytes: u64,
+}
+
+pub(super) fn rusage() -> Rusage {
+    // SAFETY: getrusage fills the zeroed struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Rusage {
+        user_s: seconds(usage.ru_utime),
+        system_s: seconds(usage.ru_stime),
+        max_rss_bytes: usage.ru_maxrss as u64 * 1024,
+    }
+}
+
+/// Builds and emits one-second rows as tasks report, moves through the phases and ends the drain.
+pub(super) fn collect(
+    workload: &Workload,
+    shared: &Shared,
+    times: Times,
+    slots: &[ConsumerSlot],
+    subscriptions: u32,
+    reports: mpsc::Receiver<Report>,
+    observer: &mut dyn RunObserver,
+) -> Collected {
+    let clock = shared.clock;
+    let producer_count = workload.producer_count() as usize;
+    let tasks = producer_count + slots.len();
+    let mut progress = vec![0u64; tasks];
+    let mut pending: BTreeMap<u64, Interval> = BTreeMap::new();
+    let mut next_row = 0u64;
+    let mut producers: Vec<Option<ProducerResult>> = (0..producer_count).map(|_| None).collect();
+    let mut consumers = Vec::new();
+    let mut acknowledged_per_topic = vec![0u64; workload.topics as usize];
+    let mut phase = Phase::Warmup;
+    let mut drain_started_ns = None;
+    let mut cpu_start = None;
+    let mut cpu = None;
+    let mut meter = OneMinuteRate::default();
+    let mut acknowledged_so_far = 0u64;
+    let mut received_so_far = 0u64;
+    let mut lag_per_second = Vec::new();
+    let mut measurement_end_ns = times.measure_end_ns;
+    let mut drain_progress = DrainProgress::default();
+    let mut drain_cut_off = None;
+    observer.phase_started(Phase::Warmup, times.start_ns);
+    loop {
+        let all_done = progress.iter().all(|&p| p == u64::MAX);
+        if !all_done {
+            match reports.recv_timeout(Duration::from_millis(20)) {
+                Ok(Report::Interval { task, interval }) => {
+                    progress[task] = progress[task].max(interval.index + 1);
+                    let index = interval.index.max(next_row);
+                    match pending.get_mut(&index) {
+                        Some(row) => row.merge(&interval),
+                        None => {
+                            let mut row = *interval;
+                            row.index = index;
+                            pending.insert(index, row);
+                        }
+                    }
+                }
+                Ok(Report::ProducerDone { task, result }) => {
+                    progress[task] = u64::MAX;
+                    acknowledged_per_topic[result.ledger.topic as usize] +=
+                        result.ledger.acknowledged.len();
+                    producers[task] = Some(*result);
+                }
+                Ok(Report::ConsumerDone { task, result }) => {
+                    progress[task] = u64::MAX;
+                    consumers.push(*result);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    progress.iter_mut().for_each(|p| *p = u64::MAX);
+                }
+            }
+        }
+        let now = clock.now_ns();
+        if phase == Phase::Warmup && now >= times.warmup_end_ns {
+            phase = Phase::Measurement;
+            cpu_start = Some(rusage());
+            observer.phase_started(phase, times.warmup_end_ns);
+        }
+        let producers_done = producers.iter().all(Option::is_some);
+        if phase != Phase::Drain && (now >= times.measure_end_ns || producers_done) {
+            if phase == Phase::Measurement {
+                cpu = cpu_start.map(|start| (start, rusage()));
+            }
+            measurement_end_ns = now.min(times.measure_end_ns).max(times.warmup_end_ns);
+            phase = Phase::Drain;
+            drain_started_ns = Some(now);
+            observer.phase_started(phase, now);
+        }
+        if phase == Phase::Drain && !shared.consumers_stop.load(Ordering::Relaxed) {
+            drain_progress.observe(now, received_unique(shared));
+        }
+        if producers_done && !shared.consumers_stop.load(Ordering::Relaxed) {
+            let caught_up = (0..workload.topics).all(|topic| {
+                let received: u64 = slots
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| s.topic == topic)
+                    .map(|(i, _)| shared.unique[i].load(Ordering::Relaxed))
+                    .sum();
+                received >= acknowledged_per_topic[topic as usize] * subscriptions as u64
+            });
+            let deadline = shared.drain_deadline(drain_started_ns.unwrap_or(now));
+            if caught_up || now >= deadline {
+                if !caught_up && !slots.is_empty() {
+                    drain_cut_off = Some(drain_progress.recent(received_unique(shared)));
+                }
+                shared.consumers_stop.store(true, Ordering::Relaxed);
+            }
+        }
+        let all_done = progress.iter().all(|&p| p == u64::MAX);
+        loop {
+            let row_end = times.start_ns + (next_row + 1) * SECOND_NS;
+            let reported = progress.iter().all(|&p| p > next_row);
+            let ready = if all_done {
+                pending
+                    .keys()
+                    .next_back()
+                    .is_some_and(|&last| next_row <= last)
+            } else {
+                (reported && now >= row_end) || now >= row_end + ROW_GRACE_NS
+            };
+            if !ready {
+                break;
+            }
+            let interval = pending
+                .remove(&next_row)
+                .unwrap_or_else(|| Interval::new(next_row));
+            let row_start = times.start_ns + next_row * SECOND_NS;
+            let row_phase = if row_start < times.warmup_end_ns {
+                Phase::Warmup
+            } else if row_start
+                < drain_started_ns
+                    .unwrap_or(u64::MAX)
+                    .min(times.measure_end_ns)
+            {
+                Phase::Measurement
+            } else {
+                Phase::Drain
+            };
+            if row_phase == Phase::Measurement {
+                lag_per_second.push(interval.schedule_lag_max_ns);
+            }
+            acknowledged_so_far += interval.acknowledged;
+            received_so_far += interval.received;
+            meter.add_second(interval.acknowledged);
+            let row = IntervalRow {
+                second: next_row,
+                phase: row_phase,
+                start_ns: row_start,
+                sent: interval.sent,
+                acknowledged: interval.acknowledged,
+                failed: interval.failed,
+                received: interval.received,
+                bytes_acknowledged: interval.bytes_acknowledged,
+                bytes_received: interval.bytes_received,
+                backlog: (subscriptions > 0).then(|| {
+                    (acknowledged_so_far * subscriptions as u64) as i64 - received_so_far as i64
+                }),
+                acknowledged_rate_1m: meter.rate(),
+                publish: interval.publish,
+                end_to_end: interval.end_to_end,
+                schedule_lag_max_ns: interval.schedule_lag_max_ns,
+            };
+            observer.interval(&row);
+            next_row += 1;
+        }
+        if all_done && pending.is_empty() {
+            break;
+        }
+    }
+    if cpu.is_none() {
+        cpu = cpu_start.map(|start| (start, rusage()));
+    }
+    Collected {
+        producers: producers.into_iter().flatten().collect(),
+        consumers,
+        lag_per_second,
+        cpu,
+        measurement_end_ns,
+        drain_cut_off,
+    }
+}
+
+/// Distinct messages received so far by all consumers.
+pub(super) fn received_unique(shared: &Shared) -> u64 {
+    shared
+        .unique
+        .iter()
+        .map(|u| u.load(Ordering::Relaxed))
+        .sum()
+}
+
+/// Client-bound when the schedule lag at the end of the window is large and has grown.
+pub(super) fn client_bound(lag_per_second: &[u64]) -> bool {
+    if lag_per_second.len() < 2 {
+        return lag_per_second.first().is_some_and(|&l| l >= 1_000_000_000);
+    }
+    let quarter = (lag_per_second.len() / 4).max(1);
+    let first = lag_per_second[..quarter].iter().copied().max().unwrap_or(0);
+    let last = lag_per_second[lag_per_second.len() - quarter..]
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(0);
+    last >= 100_000_000 && last > first.saturating_mul(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_bound_needs_large_and_growing_lag() {
+        let ms = 1_000_000;
+        assert!(!client_bound(&[0, 0, 0, 0, 0, 0, 0, 0]));
+        assert!(!client_bound(&[500 * ms; 8]), "large but steady");
+        assert!(client_bound(&[
+            ms,
+            50 * ms,
+            100 * ms,
+            200 * ms,
+            300 * ms,
+            400 * ms,
+            500 * ms,
+            600 * ms
+        ]));
+        assert!(
+            !client_bound(&[0, 0, 0, 1000 * ms, 0, 0, 0, 0]),
+            "one stall that recovered"
+        );
+    }
+}

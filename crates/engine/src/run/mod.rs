@@ -1,0 +1,355 @@
+//! One run: set up the driver, wait for consumers, start producers on their schedules,
+//! collect one-second intervals while the phases pass, drain, reconcile the ledger and
+//! summarize. Each task has its file: [`producer`], [`consumer`], [`collect`], [`summary`].
+
+mod collect;
+mod consumer;
+mod producer;
+mod summary;
+
+use collect::*;
+use consumer::*;
+use producer::*;
+use summary::*;
+
+pub use summary::{complete, Measured};
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use brokerbench_driver::{
+    ConsumerSlot, Driver, DriverError, Envelope, OutgoingMessage, Producer, SendError, Topology,
+};
+use brokerbench_model::{
+    ClientCost, ConsumerShare, Counts, IntervalRow, Latencies, LatencySummary, Phase, Rate,
+    RunObserver, RunStatus, Summary, Throughput, WindowHistograms, Workload,
+};
+
+use crate::ledger::{reconcile, SubscriptionLedger};
+use crate::meter::OneMinuteRate;
+use crate::payload::{BodySource, Keys, PayloadError, SharedPayload};
+use crate::recorder::{
+    ConsumerRecorder, ConsumerResult, Interval, ProducerRecorder, ProducerResult, Report, Times,
+};
+use crate::schedule::Schedule;
+use brokerbench_driver::Clock;
+
+const SECOND_NS: u64 = 1_000_000_000;
+/// Shortest sleep of a producer waiting for its next intended send time (see `wait_until`).
+const MIN_SLEEP_NS: u64 = 100_000;
+/// How long consumers may take to get their partitions or queues before the run gives up.
+const CONSUMER_READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// A row is written once every task has reported it, or this long after it ended.
+const ROW_GRACE_NS: u64 = 1_500_000_000;
+/// A producer still this far behind its schedule at the end of the window stops sending, and
+/// counts what it did not send; less lateness (a last sleep that ends just past the window)
+/// is finished normally.
+const BEHIND_SCHEDULE_GRACE_NS: u64 = 100_000_000;
+/// How long a consumer's close may hold up the end of a run.
+const CONSUMER_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// After Ctrl-C the drain lasts at most this long.
+const INTERRUPTED_DRAIN: Duration = Duration::from_secs(2);
+
+/// Why a run could not be carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Driver(#[from] DriverError),
+    #[error(transparent)]
+    Payload(#[from] PayloadError),
+    #[error("consumers did not get their partitions within {0:?}; is the broker healthy? (group coordination may be failing)")]
+    ConsumersNotReady(Duration),
+    #[error("interrupted before the load started")]
+    Interrupted,
+    #[error("a {0} task panicked: {1}")]
+    TaskPanicked(&'static str, String),
+}
+
+/// Inputs that control a run from outside.
+#[derive(Debug, Clone)]
+pub struct RunControl {
+    /// Short id of the run, used in topic and group names.
+    pub run_id: String,
+    /// Set (e.g. by Ctrl-C) to stop producers; the run drains briefly and ends `interrupted`.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub summary: Summary,
+    /// The measurement window's latency histograms behind the summary's percentiles.
+    pub histograms: WindowHistograms,
+    /// Start of warm-up, ns since the UNIX epoch.
+    pub started_ns: u64,
+    /// When the last task finished, ns since the UNIX epoch.
+    pub ended_ns: u64,
+}
+
+/// State shared between the collector and the tasks; all of it off the per-message path.
+struct Shared {
+    clock: Clock,
+    times: OnceLock<Times>,
+    /// Ctrl-C.
+    stop: Arc<AtomicBool>,
+    /// Tells consumers the drain is over.
+    consumers_stop: AtomicBool,
+    /// Partitions or queues assigned, per consumer task.
+    assigned: Vec<AtomicUsize>,
+    /// Distinct messages received, per consumer task.
+    unique: Vec<AtomicU64>,
+    /// Earliest intended send time a message of this run can have.
+    run_floor_ns: u64,
+    drain_timeout: Duration,
+}
+
+impl Shared {
+    fn drain_deadline(&self, from_ns: u64) -> u64 {
+        let drain = if self.stop.load(Ordering::Relaxed) {
+            self.drain_timeout.min(INTERRUPTED_DRAIN)
+        } else {
+            self.drain_timeout
+        };
+        from_ns + drain.as_nanos() as u64
+    }
+}
+
+/// Runs the workload against the driver, reporting intervals to `observer` as they complete.
+pub fn run(
+    workload: &Workload,
+    driver: &mut dyn Driver,
+    observer: &mut dyn RunObserver,
+    control: &RunControl,
+) -> Result<RunOutcome, EngineError> {
+    let clock = Clock::process();
+    let run_floor_ns = clock.now_ns();
+    let topology = Topology {
+        run_id: control.run_id.clone(),
+        workload: workload.name.clone(),
+        topics: workload.topics,
+        partitions_per_topic: workload.partitions_per_topic,
+        consumers_per_topic: workload.consumers_per_topic,
+    };
+    let payload = SharedPayload::prepare(&workload.payload, workload.message_size, workload.seed)?;
+    driver.prepare(&topology)?;
+    let outcome = run_prepared(
+        workload,
+        driver,
+        observer,
+        control,
+        clock,
+        run_floor_ns,
+        &payload,
+    );
+    observer.drained(clock.now_ns());
+    let cleanup = driver.cleanup();
+    let mut outcome = outcome?;
+    if let Err(e) = cleanup {
+        outcome.summary.notes.push(format!("cleanup failed: {e}"));
+    }
+    Ok(outcome)
+}
+
+fn run_prepared(
+    workload: &Workload,
+    driver: &mut dyn Driver,
+    observer: &mut dyn RunObserver,
+    control: &RunControl,
+    clock: Clock,
+    run_floor_ns: u64,
+    payload: &SharedPayload,
+) -> Result<RunOutcome, EngineError> {
+    let producer_count = workload.producer_count();
+    let subscriptions = if workload.consumers_per_topic == 0 {
+        0
+    } else {
+        driver.subscriptions_per_topic()
+    };
+    let mut consumer_tasks = Vec::new();
+    for topic in 0..workload.topics {
+        for subscription in 0..subscriptions {
+            for member in 0..workload.consumers_per_topic {
+                let slot = ConsumerSlot {
+                    topic,
+                    subscription,
+                    member,
+                };
+                let task = producer_count as usize + consumer_tasks.len();
+                consumer_tasks.push(ConsumerTask {
+                    task,
+                    slot,
+                    consumer: driver.consumer(slot)?,
+                });
+            }
+        }
+    }
+    let consumer_count = consumer_tasks.len();
+    let shared = Arc::new(Shared {
+        clock,
+        times: OnceLock::new(),
+        stop: control.stop.clone(),
+        consumers_stop: AtomicBool::new(false),
+        assigned: (0..consumer_count).map(|_| AtomicUsize::new(0)).collect(),
+        unique: (0..consumer_count).map(|_| AtomicU64::new(0)).collect(),
+        run_floor_ns,
+        drain_timeout: workload.drain_timeout,
+    });
+    let (reports, collector) = mpsc::channel::<Report>();
+    let slots: Vec<ConsumerSlot> = consumer_tasks.iter().map(|c| c.slot).collect();
+    let mut handles: Vec<(&'static str, JoinHandle<()>)> = Vec::new();
+    for task in consumer_tasks {
+        let shared = shared.clone();
+        let reports = reports.clone();
+        let producers = producer_count;
+        handles.push((
+            "consumer",
+            std::thread::Builder::new()
+                .name(format!("consumer-{}", task.task))
+                .spawn(move || consumer_loop(task, producers, shared, reports))
+                .expect("spawn consumer thread"),
+        ));
+    }
+    if let Err(e) = wait_for_consumers(driver, workload, &slots, &shared) {
+        shared.consumers_stop.store(true, Ordering::SeqCst);
+        drop(reports);
+        for (_, h) in handles {
+            let _ = h.join();
+        }
+        return Err(e);
+    }
+
+    let mut producers: Vec<(u32, u32, Box<dyn Producer>, BodySource)> = Vec::new();
+    let mut confirms = true;
+    for topic in 0..workload.topics {
+        for n in 0..workload.producers_per_topic {
+            let id = topic * workload.producers_per_topic + n;
+            let body = payload.source(id, workload.seed)?;
+            let producer = driver.producer(topic, id)?;
+            confirms &= producer.confirms();
+            producers.push((id, topic, producer, body));
+        }
+    }
+
+    let start_ns = clock.now_ns() + 50_000_000;
+    let times = Times {
+        start_ns,
+        warmup_end_ns: start_ns + workload.warmup.as_nanos() as u64,
+        measure_end_ns: start_ns + (workload.warmup + workload.duration).as_nanos() as u64,
+    };
+    shared.times.set(times).expect("times are set once");
+    let rate_per_producer = workload.rate_per_producer();
+    for (id, topic, producer, body) in producers {
+        let schedule = rate_per_producer.map(|rate| {
+            // Stagger producers evenly inside one gap so that they do not send in bursts together.
+            let offset = (id as f64 / producer_count as f64 * 1e9 / rate) as u64;
+            Schedule::new(
+                workload.arrival,
+                rate,
+                start_ns + offset,
+                workload.seed ^ (id as u64 + 1),
+            )
+        });
+        let recorder = ProducerRecorder::new(
+            id as usize,
+            topic,
+            producer.confirms(),
+            times,
+            reports.clone(),
+        );
+        let keys = Keys::new(workload.keys, workload.seed.wrapping_add(id as u64));
+        let task = ProducerTask {
+            id,
+            producer,
+            body,
+            keys,
+            schedule,
+            max_in_flight: workload.max_in_flight as usize,
+            recorder,
+            shared: shared.clone(),
+        };
+        handles.push((
+            "producer",
+            std::thread::Builder::new()
+                .name(format!("producer-{id}"))
+                .spawn(move || task.run())
+                .expect("spawn producer thread"),
+        ));
+    }
+    drop(reports);
+
+    let collected = collect(
+        workload,
+        &shared,
+        times,
+        &slots,
+        subscriptions,
+        collector,
+        observer,
+    );
+    let mut panicked = None;
+    for (kind, handle) in handles {
+        if let Err(panic) = handle.join() {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panicked.get_or_insert(EngineError::TaskPanicked(kind, message));
+        }
+    }
+    if let Some(e) = panicked {
+        return Err(e);
+    }
+    let ended_ns = clock.now_ns();
+    let policy = DriverPolicy {
+        name: driver.name(),
+        drops: driver.broker_drop_policy(),
+        confirms,
+    };
+    let (summary, histograms) = summarize(workload, &policy, control, times, collected);
+    Ok(RunOutcome {
+        summary,
+        histograms,
+        started_ns: start_ns,
+        ended_ns,
+    })
+}
+
+fn wait_for_consumers(
+    driver: &dyn Driver,
+    workload: &Workload,
+    slots: &[ConsumerSlot],
+    shared: &Shared,
+) -> Result<(), EngineError> {
+    if slots.is_empty() {
+        return Ok(());
+    }
+    let deadline = std::time::Instant::now() + CONSUMER_READY_TIMEOUT;
+    loop {
+        let mut groups: BTreeMap<(u32, u32), Vec<usize>> = BTreeMap::new();
+        for (i, slot) in slots.iter().enumerate() {
+            groups
+                .entry((slot.topic, slot.subscription))
+                .or_default()
+                .push(shared.assigned[i].load(Ordering::Relaxed));
+        }
+        if groups
+            .iter()
+            .all(|(&(topic, _), assigned)| driver.subscription_ready(topic, assigned))
+        {
+            return Ok(());
+        }
+        if shared.stop.load(Ordering::Relaxed) {
+            return Err(EngineError::Interrupted);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = workload;
+            return Err(EngineError::ConsumersNotReady(CONSUMER_READY_TIMEOUT));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

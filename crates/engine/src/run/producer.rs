@@ -1,0 +1,193 @@
+//! A producer task: sends on its schedule (or as fast as acknowledgements allow), polls
+//! acknowledgements, records both.
+
+use super::*;
+
+pub(super) struct ProducerTask {
+    pub(super) id: u32,
+    pub(super) producer: Box<dyn Producer>,
+    pub(super) body: BodySource,
+    pub(super) keys: Keys,
+    /// None in max-rate mode.
+    pub(super) schedule: Option<Schedule>,
+    pub(super) max_in_flight: usize,
+    pub(super) recorder: ProducerRecorder,
+    pub(super) shared: Arc<Shared>,
+}
+
+impl ProducerTask {
+    pub(super) fn run(mut self) {
+        set_precise_sleep();
+        let clock = self.shared.clock;
+        let stop = &self.shared.stop;
+        let times = *self
+            .shared
+            .times
+            .get()
+            .expect("times set before producers start");
+        let producer = self.producer.as_mut();
+        let recorder = &mut self.recorder;
+        let mut message = Vec::with_capacity(1024);
+        let mut sequence = 0u64;
+        let mut since_poll = 0u32;
+        'send: loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let (intended, now) = match self.schedule.as_mut() {
+                Some(schedule) => {
+                    let intended = schedule.next_ns();
+                    if intended >= times.measure_end_ns {
+                        break;
+                    }
+                    let now = wait_until(producer, recorder, clock, intended, stop);
+                    if now >= times.measure_end_ns + BEHIND_SCHEDULE_GRACE_NS {
+                        // Far behind schedule at the end of the window: what was due and not
+                        // sent is counted, not sent late into the drain.
+                        let mut not_sent = 1;
+                        while schedule.next_ns() < times.measure_end_ns {
+                            not_sent += 1;
+                        }
+                        recorder.not_sent(not_sent);
+                        break;
+                    }
+                    (intended, now)
+                }
+                None => {
+                    if sequence == 0 {
+                        wait_until(producer, recorder, clock, times.start_ns, stop);
+                    }
+                    while producer.in_flight() >= self.max_in_flight
+                        && !stop.load(Ordering::Relaxed)
+                    {
+                        poll_acks(producer, recorder, clock, Duration::from_millis(1));
+                    }
+                    let now = clock.now_ns();
+                    if now >= times.measure_end_ns {
+                        break;
+                    }
+                    // Closed loop: the intended send time is the actual one.
+                    (now, now)
+                }
+            };
+            if self.body.fill(&mut message).is_err() {
+                // A data file that cannot be read any more ends this producer, counted as an error.
+                recorder.send_failed("payload_read", clock.now_ns());
+                break;
+            }
+            Envelope {
+                producer: self.id,
+                sequence,
+                intended_ns: intended,
+            }
+            .write(&mut message);
+            sequence += 1;
+            let key = self.keys.next_key();
+            // The first attempt goes out at the time the wait ended (nothing blocks in
+            // between); a retry after backpressure reads the clock again.
+            let mut sent_ns = now;
+            loop {
+                let outgoing = OutgoingMessage {
+                    key,
+                    payload: &message,
+                    sent_ns,
+                };
+                match producer.send(outgoing) {
+                    Ok(()) => {
+                        recorder.sent(sequence - 1, intended, sent_ns, message.len());
+                        break;
+                    }
+                    Err(SendError::Backpressure) => {
+                        // The client's buffer is full: the schedule slips, and the lag shows it.
+                        poll_acks(producer, recorder, clock, Duration::from_millis(1));
+                        if stop.load(Ordering::Relaxed) {
+                            break 'send;
+                        }
+                        sent_ns = clock.now_ns();
+                    }
+                    Err(SendError::Failed(kind)) => {
+                        recorder.send_failed(&kind, clock.now_ns());
+                        break;
+                    }
+                }
+            }
+            since_poll += 1;
+            if since_poll >= 64 {
+                since_poll = 0;
+                poll_acks(producer, recorder, clock, Duration::ZERO);
+            }
+        }
+        // Drain: wait for outstanding acknowledgements.
+        let deadline = self.shared.drain_deadline(clock.now_ns());
+        while producer.in_flight() > 0 && clock.now_ns() < deadline {
+            poll_acks(producer, recorder, clock, Duration::from_millis(10));
+            recorder.roll(clock.now_ns());
+        }
+        let unacknowledged = producer.in_flight() as u64;
+        let note = producer.ack_note();
+        producer.abandon();
+        recorder.roll(clock.now_ns());
+        drop(self.producer);
+        self.recorder.finish(unacknowledged, note);
+    }
+}
+
+/// Hands the acknowledgements that have arrived to the recorder, at the time the driver saw
+/// each arrive, or else the time the first of them was handed over (one broker response
+/// acknowledges a whole batch).
+#[inline]
+pub(super) fn poll_acks(
+    producer: &mut dyn Producer,
+    recorder: &mut ProducerRecorder,
+    clock: Clock,
+    timeout: Duration,
+) {
+    let mut now = 0;
+    producer.poll(timeout, &mut |ack| {
+        let arrived = ack.acknowledged_ns.unwrap_or_else(|| {
+            if now == 0 {
+                now = clock.now_ns();
+            }
+            now
+        });
+        recorder.acknowledged(&ack, arrived)
+    });
+}
+
+/// Waits until `intended_ns`, serving acknowledgements meanwhile, and returns the time it
+/// stopped waiting. Never spins.
+pub(super) fn wait_until(
+    producer: &mut dyn Producer,
+    recorder: &mut ProducerRecorder,
+    clock: Clock,
+    intended_ns: u64,
+    stop: &AtomicBool,
+) -> u64 {
+    loop {
+        let now = clock.now_ns();
+        if now >= intended_ns || stop.load(Ordering::Relaxed) {
+            return now;
+        }
+        let remaining = intended_ns - now;
+        poll_acks(producer, recorder, clock, Duration::ZERO);
+        recorder.roll(now);
+        if remaining > 3_000_000 {
+            let wait = (remaining - 2_000_000).min(100_000_000);
+            poll_acks(producer, recorder, clock, Duration::from_nanos(wait));
+        } else {
+            // Spinning would take a core from the broker on a small machine, and a timer per
+            // message costs more CPU than the send itself. So a producer sleeps at least
+            // MIN_SLEEP and then sends everything that has come due; each message's lateness
+            // is recorded as schedule lag and is part of its publish latency.
+            std::thread::sleep(Duration::from_nanos(remaining.max(MIN_SLEEP_NS)));
+        }
+    }
+}
+
+/// Makes `nanosleep` wake up on time (the default timer slack is 50 µs).
+pub(super) fn set_precise_sleep() {
+    // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}

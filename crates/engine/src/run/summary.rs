@@ -1,0 +1,272 @@
+//! The summary of a run, finished in one place: counts, rates, latency percentiles, the
+//! ledger's verdict, client cost and notes.
+
+use super::*;
+
+/// What the summary must know about the driver.
+pub(super) struct DriverPolicy {
+    pub(super) name: &'static str,
+    /// Why the broker may discard messages by design, if it may.
+    pub(super) drops: Option<String>,
+    /// Whether every producer had its messages confirmed.
+    pub(super) confirms: bool,
+}
+
+pub(super) fn summarize(
+    workload: &Workload,
+    driver: &DriverPolicy,
+    control: &RunControl,
+    times: Times,
+    collected: Collected,
+) -> (Summary, WindowHistograms) {
+    let mut publish = brokerbench_model::new_histogram();
+    let mut service_time = brokerbench_model::new_histogram();
+    let mut schedule_lag = brokerbench_model::new_histogram();
+    let mut end_to_end = brokerbench_model::new_histogram();
+    let mut window = Counts::default();
+    let mut total = Counts::default();
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    let mut notes = Vec::new();
+    let mut add_errors = |from: &HashMap<String, u64>| {
+        for (kind, n) in from {
+            *errors.entry(kind.clone()).or_default() += n;
+        }
+    };
+    for p in &collected.producers {
+        publish.add(&p.publish).expect("same bounds");
+        service_time.add(&p.service_time).expect("same bounds");
+        schedule_lag.add(&p.schedule_lag).expect("same bounds");
+        window.add(&p.window);
+        total.add(&p.total);
+        add_errors(&p.errors);
+    }
+    if let Some(note) = collected.producers.iter().find_map(|p| p.ack_note.clone()) {
+        notes.push(note);
+    }
+    let mut subscriptions: BTreeMap<(u32, u32), SubscriptionLedger> = BTreeMap::new();
+    let mut foreign = 0;
+    let mut consumers: Vec<ConsumerShare> = collected
+        .consumers
+        .iter()
+        .map(|c| ConsumerShare {
+            topic: c.topic,
+            subscription: c.subscription,
+            member: c.member,
+            received: c.total.received,
+        })
+        .collect();
+    consumers.sort_by_key(|c| (c.topic, c.subscription, c.member));
+    for c in collected.consumers {
+        end_to_end.add(&c.end_to_end).expect("same bounds");
+        window.add(&c.window);
+        total.add(&c.total);
+        add_errors(&c.errors);
+        foreign += c.foreign;
+        subscriptions
+            .entry((c.topic, c.subscription))
+            .or_insert_with(|| SubscriptionLedger {
+                topic: c.topic,
+                members: Vec::new(),
+            })
+            .members
+            .push(c.ledger);
+    }
+    let ledgers: Vec<_> = collected
+        .producers
+        .iter()
+        .map(|p| p.ledger.clone())
+        .collect();
+    let subscriptions: Vec<_> = subscriptions.into_values().collect();
+    let mut integrity = reconcile(&ledgers, &subscriptions, foreign);
+    if let (Some(recent), true) = (collected.drain_cut_off, integrity.lost > 0) {
+        let drain = format!(
+            "the drain ended at its timeout (drain_timeout: {:?})",
+            workload.drain_timeout
+        );
+        notes.push(if recent > 0 {
+            format!(
+                "{drain} while consumers were still receiving ({recent} messages in its last seconds): some of the {} acknowledged messages not received may only have been late; a longer drain_timeout tells them apart",
+                integrity.lost
+            )
+        } else {
+            format!(
+                "{drain}; consumers had received nothing in its last seconds, so the {} acknowledged messages not received had stopped arriving",
+                integrity.lost
+            )
+        });
+    }
+    if let Some(reason) = &driver.drops {
+        if integrity.lost > 0 {
+            notes.push(format!(
+                "{} messages acknowledged and never received were dropped by the broker by policy ({reason}), not lost by brokerbench",
+                integrity.lost
+            ));
+        }
+        integrity.dropped_by_broker = integrity.lost;
+        integrity.lost = 0;
+    }
+    if !driver.confirms {
+        notes.push(
+            "delivery was not confirmed (publisher confirms off): only sent messages are counted, publish latency is not measured, and the ledger expects every sent message".into(),
+        );
+    }
+    let measurement_s = collected
+        .measurement_end_ns
+        .saturating_sub(times.warmup_end_ns) as f64
+        / 1e9;
+    let per_s = |n: u64| {
+        if measurement_s > 0.0 {
+            n as f64 / measurement_s
+        } else {
+            0.0
+        }
+    };
+    let throughput = Throughput {
+        acknowledged_per_s: per_s(window.acknowledged),
+        sent_per_s: per_s(window.sent),
+        received_per_s: per_s(window.received),
+        acknowledged_mb_per_s: per_s(window.bytes_acknowledged) / 1e6,
+        received_mb_per_s: per_s(window.bytes_received) / 1e6,
+    };
+    // Without confirms nothing is acknowledged: the cost is per message sent.
+    let messages = if driver.confirms {
+        window.acknowledged
+    } else {
+        window.sent
+    };
+    let client = match collected.cpu {
+        Some((start, end)) => {
+            let cpu = (end.user_s - start.user_s) + (end.system_s - start.system_s);
+            ClientCost {
+                cpu_user_s: end.user_s - start.user_s,
+                cpu_system_s: end.system_s - start.system_s,
+                cpu_s_per_million_messages: if messages > 0 {
+                    cpu / (messages as f64 / 1e6)
+                } else {
+                    0.0
+                },
+                peak_rss_bytes: end.max_rss_bytes,
+                allocations_per_message: None,
+            }
+        }
+        None => ClientCost {
+            peak_rss_bytes: rusage().max_rss_bytes,
+            ..ClientCost::default()
+        },
+    };
+    let is_client_bound = workload.rate != Rate::Max && client_bound(&collected.lag_per_second);
+    let (mode, target_rate) = match workload.rate {
+        Rate::Max => {
+            notes.push(format!(
+                "max-rate mode: closed loop with at most {} messages in flight per producer; intended send time = actual send time, so latency here is not open-loop latency",
+                workload.max_in_flight
+            ));
+            ("max-rate", None)
+        }
+        Rate::PerSecond(rate) => ("open-loop", Some(rate)),
+    };
+    if is_client_bound {
+        notes.push(
+            "client-bound: schedule lag kept growing, so the load generator or the client's buffer, not the broker, limited the send rate; the offered load was below the target".into(),
+        );
+    }
+    if let Some(target) = target_rate {
+        let (achieved, what) = if driver.confirms {
+            (throughput.acknowledged_per_s, "acknowledged")
+        } else {
+            (throughput.sent_per_s, "sent")
+        };
+        if measurement_s > 0.0 && achieved < 0.95 * target {
+            notes.push(format!(
+                "{what} {achieved:.0} msg/s, below the target of {target:.0} msg/s"
+            ));
+        }
+    }
+    if !integrity.checked {
+        notes.push("no consumers: loss, duplicates and order were not checked".into());
+    }
+    if integrity.foreign > 0 {
+        notes.push(format!(
+            "{} messages read that this run did not send (older data in a reused topic) were ignored",
+            integrity.foreign
+        ));
+    }
+    let interrupted = control.stop.load(Ordering::Relaxed);
+    if interrupted {
+        notes.push("interrupted: the run was stopped before its planned end".into());
+    }
+    let summary = Summary {
+        status: if interrupted {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Complete
+        },
+        workload: workload.name.clone(),
+        driver: driver.name.to_string(),
+        mode: mode.to_string(),
+        target_rate,
+        measurement_s,
+        window,
+        total,
+        throughput,
+        latency: Latencies {
+            publish: LatencySummary::from_histogram(&publish),
+            end_to_end: LatencySummary::from_histogram(&end_to_end),
+            service_time: LatencySummary::from_histogram(&service_time),
+            schedule_lag: LatencySummary::from_histogram(&schedule_lag),
+        },
+        integrity,
+        consumers,
+        errors,
+        client,
+        resources: None,
+        broker_metrics: None,
+        client_bound: is_client_bound,
+        notes,
+    };
+    let histograms = WindowHistograms {
+        publish,
+        end_to_end,
+        service_time,
+        schedule_lag,
+    };
+    (summary, histograms)
+}
+
+/// What is measured outside the engine and belongs in the summary.
+#[derive(Debug, Default)]
+pub struct Measured {
+    /// Heap allocations per message in the measurement window (`--count-allocations`).
+    pub allocations_per_message: Option<f64>,
+    /// CPU, memory, disk and network of the client, the broker and the host.
+    pub resources: Option<brokerbench_model::resources::ResourceSummary>,
+    /// The broker's own figures, and its count set against brokerbench's.
+    pub broker_metrics: Option<brokerbench_model::BrokerMetricsSummary>,
+}
+
+/// Completes `summary` with what was measured outside the engine and the notes it calls for;
+/// after this the summary is final.
+pub fn complete(summary: &mut Summary, measured: Measured) {
+    if measured.allocations_per_message.is_some() {
+        summary.client.allocations_per_message = measured.allocations_per_message;
+    }
+    if let Some(m) = &measured.broker_metrics {
+        if let (Some(apart), Some(broker_count)) = (m.disagreement_pct, m.messages_in) {
+            if apart > 1.0 {
+                summary.notes.push(format!(
+                    "the broker counted {broker_count} messages written and brokerbench {}: {apart:.1}% apart (other clients, or messages the broker wrote but did not acknowledge?)",
+                    m.messages_counted_by_brokerbench
+                ));
+            }
+        }
+    }
+    if let Some(r) = &measured.resources {
+        summary.notes.extend(r.notes.iter().cloned());
+    }
+    if measured.resources.is_some() {
+        summary.resources = measured.resources;
+    }
+    if measured.broker_metrics.is_some() {
+        summary.broker_metrics = measured.broker_metrics;
+    }
+}
