@@ -1,11 +1,11 @@
-//! The managed-broker skeleton for families outside this crate: a broker that is one process
-//! started from a configuration file in its own folder. The family supplies the command, the
-//! configuration text and how to tell that it answers; this supplies the rest — folder and
-//! lock, pid file, log rotation, detached start, waiting until ready, and stopping exactly the
-//! process it started (its command line names our configuration file).
+//! The parts of a [`crate::lifecycle::Lifecycle`] for a broker that is one process started
+//! from a configuration file in its own folder: the folder's layout, the pid file, log
+//! rotation, the detached start, waiting until it answers, and stopping exactly the process
+//! it started (its command line names our configuration file). The broker supplies the
+//! command, the configuration text and how to tell that it answers.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use crate::{managed, process, BrokerError, BrokerStatus};
@@ -52,19 +52,10 @@ impl Daemon {
         process::find_ours(&self.pid_file(), &[self.config_file()])
     }
 
-    /// Starts the broker unless it runs: writes `config` to [`Daemon::config_file`], runs
-    /// `command` (which must name that file as one argument), and calls `ready` about every
-    /// 100 ms until it returns true. Returns the pid and whether it was running before.
-    pub fn up(
-        &self,
-        config: &str,
-        mut command: Command,
-        ready: impl Fn() -> bool,
-    ) -> Result<(u32, bool), BrokerError> {
-        let _lock = managed::create_and_lock(&self.dir)?;
-        if let Some(pid) = self.running_pid() {
-            return Ok((pid, true));
-        }
+    /// The start of a [`crate::lifecycle::Lifecycle`]: writes `config` to
+    /// [`Daemon::config_file`], runs `command` (which must name that file as one argument)
+    /// with its output in the log, and records its pid.
+    pub fn spawn(&self, config: &str, mut command: Command) -> Result<Child, BrokerError> {
         std::fs::create_dir_all(self.data_dir())
             .map_err(BrokerError::io("creating", &self.data_dir()))?;
         process::write_atomically(&self.config_file(), config.as_bytes())?;
@@ -72,15 +63,20 @@ impl Daemon {
         process::remove_pid_file(&self.pid_file())?;
         process::output_to(&mut command, &self.log_file())
             .map_err(BrokerError::io("opening", &self.log_file()))?;
-        let mut child =
+        let child =
             process::spawn_detached(&mut command).map_err(|e| BrokerError::StartFailed {
                 broker: self.name,
                 reason: format!("cannot run {:?}: {e}", command.get_program()),
                 log_file: self.log_file(),
                 log_tail: String::new(),
             })?;
-        let pid = child.id();
-        process::write_pid_file(&self.pid_file(), pid)?;
+        process::write_pid_file(&self.pid_file(), child.id())?;
+        Ok(child)
+    }
+
+    /// Calls `ready` about every 100 ms until it returns true (Ok), the process exits or
+    /// [`Daemon::start_timeout`] passes (an error quoting the log).
+    pub fn wait(&self, child: &mut Child, ready: impl Fn() -> bool) -> Result<(), BrokerError> {
         let answered = managed::poll(self.start_timeout, || {
             if let Ok(Some(status)) = child.try_wait() {
                 return Some(Err(format!("it exited with {status}")));
@@ -88,13 +84,10 @@ impl Daemon {
             ready().then_some(Ok(()))
         });
         let reason = match answered {
-            Some(Ok(())) => return Ok((pid, false)),
+            Some(Ok(())) => return Ok(()),
             Some(Err(reason)) => reason,
             None => format!("it did not answer within {:?}", self.start_timeout),
         };
-        let _ = process::stop(self.name, pid, self.stop_grace);
-        let _ = child.wait();
-        let _ = process::remove_pid_file(&self.pid_file());
         Err(BrokerError::StartFailed {
             broker: self.name,
             reason,
@@ -103,14 +96,21 @@ impl Daemon {
         })
     }
 
-    /// Stops the process this folder started; its pid, or None when none ran.
-    pub fn down(&self) -> Result<Option<u32>, BrokerError> {
-        managed::down(
-            &self.dir,
-            || self.running_pid(),
-            |pid| process::stop(self.name, pid, self.stop_grace),
-            &[self.pid_file()],
-        )
+    /// Takes a process that failed to start down and removes its pid file.
+    pub fn abandon(&self, mut child: Child) {
+        let _ = process::stop(self.name, child.id(), self.stop_grace);
+        let _ = child.wait();
+        let _ = process::remove_pid_file(&self.pid_file());
+    }
+
+    /// Stops the process `pid` (ours): SIGTERM, then SIGKILL after [`Daemon::stop_grace`].
+    pub fn stop(&self, pid: u32) -> Result<(), BrokerError> {
+        process::stop(self.name, pid, self.stop_grace)
+    }
+
+    /// What `down` removes.
+    pub fn leftovers(&self) -> Vec<PathBuf> {
+        vec![self.pid_file()]
     }
 
     /// The status of the running process `pid`.

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub mod daemon;
+pub mod lifecycle;
 pub mod managed;
 pub mod process;
 pub mod test_support;

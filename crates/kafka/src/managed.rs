@@ -25,6 +25,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::ClientContext;
 
+use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::process;
 use brokerbench_brokers::{managed, BrokerError, BrokerStatus};
 
@@ -268,63 +269,18 @@ impl Kafka {
     /// requests. Returns its status and whether it was already running (then it keeps the
     /// port it was started with, which [`BrokerStatus::address`] reports).
     pub fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
-        self.check_port()?;
-        if !self.is_installed() {
-            return Err(BrokerError::NotInstalled {
-                broker: NAME,
-                dir: self.lib_dir(),
-            });
-        }
-        let dir = self.dir();
-        let _lock = managed::create_and_lock(&dir)?;
-
-        if let Some(pid) = self.running_pid() {
-            let status = self.status_of(pid);
-            self.wait_until_ready(&status, None)?;
-            return Ok((status, true));
-        }
-        for port in [self.port, self.port + 1] {
-            if process::port_in_use(port) {
-                return Err(BrokerError::PortInUse {
-                    broker: NAME,
-                    port,
-                    dir,
-                });
-            }
-        }
-
-        self.write_configuration()?;
-        process::rotate_log(&self.log_file())?;
-        self.format_storage_once()?;
-        let child = self.spawn_broker()?;
-        let status = self.status_of(child.id());
-        process::write_pid_file(&self.pid_file(), status.pid)?;
-        if let Err(error) = self.wait_until_ready(&status, Some(child)) {
-            // Half-started brokers only confuse the next run: take it down again (a no-op if
-            // it died) and report why it failed.
-            if process::is_ours(status.pid, &self.ownership_arguments()) {
-                let _ = process::stop(NAME, status.pid, STOP_GRACE);
-            }
-            process::remove_pid_file(&self.pid_file())?;
-            return Err(error);
-        }
-        Ok((status, false))
+        lifecycle::up(self)
     }
 
     /// Stops the broker this home started (SIGTERM, then SIGKILL after 30 s). Returns the pid
     /// it stopped, or `None` when none was running.
     pub fn down(&self) -> Result<Option<u32>, BrokerError> {
-        managed::down(
-            &self.dir(),
-            || self.running_pid(),
-            |pid| process::stop(NAME, pid, STOP_GRACE),
-            &[self.pid_file()],
-        )
+        lifecycle::down(self)
     }
 
     /// The running broker of this home, or `None`. Does not check that it answers requests.
     pub fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
-        Ok(self.running_pid().map(|pid| self.status_of(pid)))
+        Ok(lifecycle::status(self))
     }
 
     fn check_port(&self) -> Result<(), BrokerError> {
@@ -683,6 +639,77 @@ impl ClientContext for Silent {
 }
 
 impl ConsumerContext for Silent {}
+
+impl Lifecycle for Kafka {
+    /// The JVM while it boots, and the status it will have.
+    type Starting = (Option<Child>, BrokerStatus);
+
+    fn dir(&self) -> PathBuf {
+        Kafka::dir(self)
+    }
+
+    fn check(&self) -> Result<(), BrokerError> {
+        self.check_port()?;
+        if !self.is_installed() {
+            return Err(BrokerError::NotInstalled {
+                broker: NAME,
+                dir: self.lib_dir(),
+            });
+        }
+        Ok(())
+    }
+
+    fn running_pid(&self) -> Option<u32> {
+        Kafka::running_pid(self)
+    }
+
+    fn status_of(&self, pid: u32) -> BrokerStatus {
+        Kafka::status_of(self, pid)
+    }
+
+    fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
+        self.wait_until_ready(status, None)
+    }
+
+    fn start(&self) -> Result<Self::Starting, BrokerError> {
+        for port in [self.port, self.port + 1] {
+            if process::port_in_use(port) {
+                return Err(BrokerError::PortInUse {
+                    broker: NAME,
+                    port,
+                    dir: self.dir(),
+                });
+            }
+        }
+        self.write_configuration()?;
+        process::rotate_log(&self.log_file())?;
+        self.format_storage_once()?;
+        let child = self.spawn_broker()?;
+        let status = self.status_of(child.id());
+        process::write_pid_file(&self.pid_file(), status.pid)?;
+        Ok((Some(child), status))
+    }
+
+    fn wait_started(&self, starting: &mut Self::Starting) -> Result<BrokerStatus, BrokerError> {
+        self.wait_until_ready(&starting.1, starting.0.take())?;
+        Ok(starting.1.clone())
+    }
+
+    fn abandon(&self, (_, status): Self::Starting) {
+        if process::is_ours(status.pid, &self.ownership_arguments()) {
+            let _ = process::stop(NAME, status.pid, STOP_GRACE);
+        }
+        let _ = process::remove_pid_file(&self.pid_file());
+    }
+
+    fn stop(&self, pid: u32) -> Result<(), BrokerError> {
+        process::stop(NAME, pid, STOP_GRACE)
+    }
+
+    fn leftovers(&self) -> Vec<PathBuf> {
+        vec![self.pid_file()]
+    }
+}
 
 impl brokerbench_brokers::ManagedBroker for Kafka {
     fn install(&self) -> Result<String, BrokerError> {

@@ -4,11 +4,12 @@
 //! it); monitoring on the client port + 4000.
 
 use std::net::TcpStream;
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use brokerbench_brokers::daemon::{self, Daemon};
+use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker};
 
 const NAME: &str = "nats";
@@ -93,34 +94,34 @@ fn answers(port: u16) -> bool {
     text.starts_with("INFO ") && text.contains("\"jetstream\":true")
 }
 
-impl ManagedBroker for ManagedNats {
-    fn install(&self) -> Result<String, BrokerError> {
-        match Self::program() {
-            Some(p) => Ok(format!(
-                "nats {} is installed ({}, Debian package nats-server)",
-                Self::version(),
-                p.display()
-            )),
-            None => Err(BrokerError::PackageMissing {
-                broker: NAME,
-                program: PROGRAM,
-                looked_in: "/usr/sbin, /usr/bin, /usr/local/bin, /usr/local/sbin".into(),
-                package: "nats-server",
-            }),
-        }
+impl Lifecycle for ManagedNats {
+    /// The server process and its client port.
+    type Starting = (Child, u16);
+
+    fn dir(&self) -> PathBuf {
+        self.daemon.dir.clone()
     }
 
-    fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
+    fn check(&self) -> Result<(), BrokerError> {
+        self.port()?;
+        Self::program().map(|_| ()).ok_or_else(missing)
+    }
+
+    fn running_pid(&self) -> Option<u32> {
+        self.daemon.running_pid()
+    }
+
+    fn status_of(&self, pid: u32) -> BrokerStatus {
+        let port = self.port.clone().unwrap_or(DEFAULT_PORT);
+        ManagedNats::status_of(self, pid, port)
+    }
+
+    fn wait_running(&self, _status: &BrokerStatus) -> Result<(), BrokerError> {
+        Ok(())
+    }
+
+    fn start(&self) -> Result<Self::Starting, BrokerError> {
         let port = self.port()?;
-        if let Some(pid) = self.daemon.running_pid() {
-            return Ok((self.status_of(pid, port), true));
-        }
-        let program = Self::program().ok_or(BrokerError::PackageMissing {
-            broker: NAME,
-            program: PROGRAM,
-            looked_in: "/usr/sbin, /usr/bin, /usr/local/bin, /usr/local/sbin".into(),
-            package: "nats-server",
-        })?;
         for p in [port, port + MONITOR_OFFSET] {
             if !daemon::can_listen(p) {
                 return Err(BrokerError::PortInUse {
@@ -130,24 +131,66 @@ impl ManagedBroker for ManagedNats {
                 });
             }
         }
-        let mut command = Command::new(program);
+        let mut command = Command::new(Self::program().ok_or_else(missing)?);
         command.arg("-c").arg(self.daemon.config_file());
-        let (pid, already) = self
-            .daemon
-            .up(&self.configuration(port), command, || answers(port))?;
-        Ok((self.status_of(pid, port), already))
+        let child = self.daemon.spawn(&self.configuration(port), command)?;
+        Ok((child, port))
+    }
+
+    fn wait_started(
+        &self,
+        (child, port): &mut Self::Starting,
+    ) -> Result<BrokerStatus, BrokerError> {
+        let port = *port;
+        self.daemon.wait(child, || answers(port))?;
+        Ok(ManagedNats::status_of(self, child.id(), port))
+    }
+
+    fn abandon(&self, (child, _): Self::Starting) {
+        self.daemon.abandon(child);
+    }
+
+    fn stop(&self, pid: u32) -> Result<(), BrokerError> {
+        self.daemon.stop(pid)
+    }
+
+    fn leftovers(&self) -> Vec<PathBuf> {
+        self.daemon.leftovers()
+    }
+}
+
+fn missing() -> BrokerError {
+    BrokerError::PackageMissing {
+        broker: NAME,
+        program: PROGRAM,
+        looked_in: "/usr/sbin, /usr/bin, /usr/local/bin, /usr/local/sbin".into(),
+        package: "nats-server",
+    }
+}
+
+impl ManagedBroker for ManagedNats {
+    fn install(&self) -> Result<String, BrokerError> {
+        match Self::program() {
+            Some(p) => Ok(format!(
+                "nats {} is installed ({}, Debian package nats-server)",
+                Self::version(),
+                p.display()
+            )),
+            None => Err(missing()),
+        }
+    }
+
+    fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
+        lifecycle::up(self)
     }
 
     fn down(&self) -> Result<Option<u32>, BrokerError> {
-        self.daemon.down()
+        lifecycle::down(self)
     }
 
     fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
-        let port = self.port()?;
-        Ok(self
-            .daemon
-            .running_pid()
-            .map(|pid| self.status_of(pid, port)))
+        self.port()?;
+        Ok(lifecycle::status(self))
     }
 
     fn client_address(&self, status: &BrokerStatus) -> String {

@@ -44,6 +44,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::process;
 use brokerbench_brokers::{managed, BrokerError, BrokerStatus};
 
@@ -245,60 +246,7 @@ impl RabbitMq {
     /// keeps the port it was started with). When the preferred port (or one it implies) is
     /// taken, the node listens on the next free one and [`BrokerStatus::note`] says so.
     pub fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
-        self.check_port()?;
-        let bin_dir = self.installed_bin_dir()?;
-        let _lock = managed::create_and_lock(&self.dir())?;
-
-        if let Some(pid) = self.running_pid() {
-            let status = self.status_of(pid);
-            let port = self.amqp_port();
-            self.wait_until_ready(port, Watch::Running(pid))?;
-            return Ok((status, true));
-        }
-
-        let (port, skipped) =
-            choose_port(self.port, |port| !process::can_listen(port)).map_err(|busy| {
-                BrokerError::NoFreePort {
-                    broker: NAME,
-                    first: self.port,
-                    last: last_candidate(self.port),
-                    busy: busy
-                        .iter()
-                        .map(|busy| busy.describe())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    variable: PORT_VARIABLE,
-                }
-            })?;
-        let note = skipped.first().map(|busy| moved_note(busy, port));
-
-        self.write_configuration(port)?;
-        process::rotate_log(&self.startup_log())?;
-        process::rotate_log(&self.log_file())?;
-        // A pid file left by a node that died would name a stranger (or nobody) while we wait.
-        process::remove_pid_file(&self.pid_file())?;
-
-        let mut script = self.spawn_server(&bin_dir, port)?;
-        self.write_state(&State {
-            port,
-            note,
-            script_pid: Some(script.id()),
-        })?;
-        match self.wait_until_ready(port, Watch::Started(&mut script)) {
-            Ok(pid) => Ok((self.status_of(pid), false)),
-            Err(error) => {
-                // Half-started nodes only confuse the next run: take it down again (a no-op
-                // if it died) and report why it failed.
-                if let Some(pid) = self.running_pid() {
-                    let _ = process::stop(NAME, pid, STOP_GRACE);
-                }
-                let _ = script.kill();
-                let _ = script.wait();
-                process::remove_if_present(&self.state_file())?;
-                process::remove_pid_file(&self.pid_file())?;
-                Err(error)
-            }
-        }
+        lifecycle::up(self)
     }
 
     /// Stops the node this home started: `rabbitmqctl stop`, then SIGTERM and SIGKILL on its
@@ -310,17 +258,12 @@ impl RabbitMq {
     /// out a 5 s timeout (`rabbit_mgmt_db_handler:ensure_statistics_disabled/0`). SIGTERM
     /// takes as long; only the plugins make the difference (about 1 s without them).
     pub fn down(&self) -> Result<Option<u32>, BrokerError> {
-        managed::down(
-            &self.dir(),
-            || self.running_pid(),
-            |pid| self.stop_node(pid),
-            &[self.state_file(), self.pid_file()],
-        )
+        lifecycle::down(self)
     }
 
     /// The running node of this home, or `None`. Does not check that it answers requests.
     pub fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
-        Ok(self.running_pid().map(|pid| self.status_of(pid)))
+        Ok(lifecycle::status(self))
     }
 
     fn check_port(&self) -> Result<(), BrokerError> {
@@ -594,6 +537,90 @@ enum Watch<'a> {
     Started(&'a mut Child),
     /// The `beam.smp` of a node that was running already.
     Running(u32),
+}
+
+impl Lifecycle for RabbitMq {
+    /// The start script (the node's parent; it exits when the node does) and the AMQP port.
+    type Starting = (Child, u16);
+
+    fn dir(&self) -> PathBuf {
+        RabbitMq::dir(self)
+    }
+
+    fn check(&self) -> Result<(), BrokerError> {
+        self.check_port()?;
+        self.installed_bin_dir().map(|_| ())
+    }
+
+    fn running_pid(&self) -> Option<u32> {
+        RabbitMq::running_pid(self)
+    }
+
+    fn status_of(&self, pid: u32) -> BrokerStatus {
+        RabbitMq::status_of(self, pid)
+    }
+
+    fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
+        self.wait_until_ready(self.amqp_port(), Watch::Running(status.pid))
+            .map(|_| ())
+    }
+
+    fn start(&self) -> Result<Self::Starting, BrokerError> {
+        let bin_dir = self.installed_bin_dir()?;
+        let (port, skipped) =
+            choose_port(self.port, |port| !process::can_listen(port)).map_err(|busy| {
+                BrokerError::NoFreePort {
+                    broker: NAME,
+                    first: self.port,
+                    last: last_candidate(self.port),
+                    busy: busy
+                        .iter()
+                        .map(|busy| busy.describe())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    variable: PORT_VARIABLE,
+                }
+            })?;
+        let note = skipped.first().map(|busy| moved_note(busy, port));
+        self.write_configuration(port)?;
+        process::rotate_log(&self.startup_log())?;
+        process::rotate_log(&self.log_file())?;
+        // A pid file left by a node that died would name a stranger (or nobody) while we wait.
+        process::remove_pid_file(&self.pid_file())?;
+        let script = self.spawn_server(&bin_dir, port)?;
+        self.write_state(&State {
+            port,
+            note,
+            script_pid: Some(script.id()),
+        })?;
+        Ok((script, port))
+    }
+
+    fn wait_started(
+        &self,
+        (script, port): &mut Self::Starting,
+    ) -> Result<BrokerStatus, BrokerError> {
+        let pid = self.wait_until_ready(*port, Watch::Started(script))?;
+        Ok(self.status_of(pid))
+    }
+
+    fn abandon(&self, (mut script, _): Self::Starting) {
+        if let Some(pid) = self.running_pid() {
+            let _ = process::stop(NAME, pid, STOP_GRACE);
+        }
+        let _ = script.kill();
+        let _ = script.wait();
+        let _ = process::remove_if_present(&self.state_file());
+        let _ = process::remove_pid_file(&self.pid_file());
+    }
+
+    fn stop(&self, pid: u32) -> Result<(), BrokerError> {
+        self.stop_node(pid)
+    }
+
+    fn leftovers(&self) -> Vec<PathBuf> {
+        vec![self.state_file(), self.pid_file()]
+    }
 }
 
 impl brokerbench_brokers::ManagedBroker for RabbitMq {

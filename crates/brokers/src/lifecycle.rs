@@ -1,0 +1,74 @@
+//! The managed-broker lifecycle, written once. `up`, `down` and `status` are the same for
+//! every managed broker — take the folder's lock, find the process this folder started (its
+//! command line names our configuration), wait until a running one answers, else start one
+//! and wait until it answers, and take a half-started one down again — and a broker supplies
+//! only what differs, as a [`Lifecycle`]: its checks, how it starts, how it tells that it
+//! answers, how it stops, and what `down` removes.
+
+use std::path::PathBuf;
+
+use crate::{managed, BrokerError, BrokerStatus};
+
+/// What differs between managed brokers.
+pub trait Lifecycle {
+    /// What a start in progress holds (the spawned process, the port it took, ...).
+    type Starting;
+
+    /// The broker's folder; its `.lock` serializes `up` and `down`.
+    fn dir(&self) -> PathBuf;
+    /// Settings and installation checks, before anything is touched.
+    fn check(&self) -> Result<(), BrokerError> {
+        Ok(())
+    }
+    /// The running process this folder started, if any.
+    fn running_pid(&self) -> Option<u32>;
+    /// The status of the running process `pid`.
+    fn status_of(&self, pid: u32) -> BrokerStatus;
+    /// Waits until the already running broker `status` answers.
+    fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError>;
+    /// Writes the configuration and spawns the broker.
+    fn start(&self) -> Result<Self::Starting, BrokerError>;
+    /// Waits until the started broker answers; its status.
+    fn wait_started(&self, starting: &mut Self::Starting) -> Result<BrokerStatus, BrokerError>;
+    /// Takes a broker that failed to start down again and removes what its start left.
+    fn abandon(&self, starting: Self::Starting);
+    /// Stops the process `pid` (ours).
+    fn stop(&self, pid: u32) -> Result<(), BrokerError>;
+    /// Files `down` removes once the broker is stopped (pid file, state).
+    fn leftovers(&self) -> Vec<PathBuf>;
+}
+
+/// Starts the broker unless it runs; its status and whether it was running before.
+pub fn up<L: Lifecycle + ?Sized>(broker: &L) -> Result<(BrokerStatus, bool), BrokerError> {
+    broker.check()?;
+    let _lock = managed::create_and_lock(&broker.dir())?;
+    if let Some(pid) = broker.running_pid() {
+        let status = broker.status_of(pid);
+        broker.wait_running(&status)?;
+        return Ok((status, true));
+    }
+    let mut starting = broker.start()?;
+    match broker.wait_started(&mut starting) {
+        Ok(status) => Ok((status, false)),
+        Err(error) => {
+            // Half-started brokers only confuse the next run.
+            broker.abandon(starting);
+            Err(error)
+        }
+    }
+}
+
+/// Stops the process this folder started; its pid, or None when none ran.
+pub fn down<L: Lifecycle + ?Sized>(broker: &L) -> Result<Option<u32>, BrokerError> {
+    managed::down(
+        &broker.dir(),
+        || broker.running_pid(),
+        |pid| broker.stop(pid),
+        &broker.leftovers(),
+    )
+}
+
+/// The running broker of this folder, or None; does not check that it answers.
+pub fn status<L: Lifecycle + ?Sized>(broker: &L) -> Option<BrokerStatus> {
+    broker.running_pid().map(|pid| broker.status_of(pid))
+}
