@@ -149,7 +149,7 @@ pub struct QueueConfig {
     #[serde(default)]
     pub max_length: Option<u64>,
     /// `x-max-length-bytes` in bytes (units such as 64MiB allowed), or none.
-    #[serde(default, deserialize_with = "optional_bytes")]
+    #[serde(default, deserialize_with = "brokerbench_model::units::optional_bytes")]
     pub max_length_bytes: Option<u64>,
     /// `x-overflow`: what the broker does when a length limit is reached.
     #[serde(default)]
@@ -252,22 +252,6 @@ pub enum AckMode {
     /// basic.ack after the consumer has read the message.
     #[default]
     Manual,
-}
-
-fn optional_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Number(u64),
-        Text(String),
-    }
-    match Option::<Raw>::deserialize(d)? {
-        None => Ok(None),
-        Some(Raw::Number(n)) => Ok(Some(n)),
-        Some(Raw::Text(t)) => brokerbench_model::units::parse_bytes(&t)
-            .map(Some)
-            .map_err(serde::de::Error::custom),
-    }
 }
 
 impl RabbitMqDriverConfig {

@@ -51,9 +51,7 @@ impl DriverSchema for RabbitMqFamily {
 }
 
 fn config_of(config: &DriverConfig) -> Result<RabbitMqDriverConfig, DriverError> {
-    config
-        .parse()
-        .map_err(|e| DriverError::Other(e.to_string()))
+    brokerbench_driver::family::config_of(config)
 }
 
 impl Family for RabbitMqFamily {

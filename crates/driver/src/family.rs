@@ -60,3 +60,11 @@ impl Registry {
         self.0.iter().map(|f| f.schema()).collect()
     }
 }
+
+/// A family's config type from a driver file its schema has accepted (a failure here is a
+/// bug: the schema let through what the type refuses).
+pub fn config_of<T: serde::de::DeserializeOwned>(config: &DriverConfig) -> Result<T, DriverError> {
+    config
+        .parse()
+        .map_err(|e| DriverError::Other(e.to_string()))
+}

@@ -43,9 +43,7 @@ impl DriverSchema for KafkaFamily {
 }
 
 fn config_of(config: &DriverConfig) -> Result<KafkaDriverConfig, DriverError> {
-    config
-        .parse()
-        .map_err(|e| DriverError::Other(e.to_string()))
+    brokerbench_driver::family::config_of(config)
 }
 
 impl Family for KafkaFamily {

@@ -35,6 +35,23 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
+/// Serde helper for an optional size in driver files: a number of bytes, or text with a
+/// unit (`64MiB`), or null.
+pub fn optional_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    use serde::Deserialize;
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Number(u64),
+        Text(String),
+    }
+    match Option::<Raw>::deserialize(d)? {
+        None => Ok(None),
+        Some(Raw::Number(n)) => Ok(Some(n)),
+        Some(Raw::Text(t)) => parse_bytes(&t).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
 /// Parses a duration: a number with a unit ns, us, ms, s, m or h. A bare number means seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();

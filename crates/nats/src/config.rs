@@ -57,7 +57,7 @@ pub struct NatsDriverConfig {
     #[serde(default)]
     pub max_msgs: Option<u64>,
     /// Stream limit in bytes (units such as 64MiB allowed).
-    #[serde(default, deserialize_with = "optional_bytes")]
+    #[serde(default, deserialize_with = "brokerbench_model::units::optional_bytes")]
     pub max_bytes: Option<u64>,
     #[serde(default)]
     pub discard: Discard,
@@ -167,22 +167,6 @@ impl NatsDriverConfig {
             (None, Some(b)) => Some(format!("stream limit max_bytes {b} with discard old")),
             (None, None) => None,
         }
-    }
-}
-
-fn optional_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Number(u64),
-        Text(String),
-    }
-    match Option::<Raw>::deserialize(d)? {
-        None => Ok(None),
-        Some(Raw::Number(n)) => Ok(Some(n)),
-        Some(Raw::Text(t)) => brokerbench_model::units::parse_bytes(&t)
-            .map(Some)
-            .map_err(serde::de::Error::custom),
     }
 }
 

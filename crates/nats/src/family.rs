@@ -76,9 +76,7 @@ impl DriverSchema for NatsFamily {
 }
 
 fn config_of(config: &DriverConfig) -> Result<NatsDriverConfig, DriverError> {
-    config
-        .parse()
-        .map_err(|e| DriverError::Other(e.to_string()))
+    brokerbench_driver::family::config_of(config)
 }
 
 impl Family for NatsFamily {
