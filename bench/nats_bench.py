@@ -14,6 +14,11 @@ and received rates over its measurement window. Client CPU is user+sys of the wh
 setup and drain included, for both), divided by the messages it published. Rounds alternate
 which tool goes first; medians over the rounds, and ratios brokerbench / nats bench.
 
+With bench/async_nats built (`cargo build --release --manifest-path bench/async_nats/Cargo.toml`,
+the official Rust client async-nats on tokio), each round also runs the same case on it, with
+the same message count: the measurement behind writing brokerbench's own NATS client rather
+than driving async-nats.
+
 Usage: bench/nats_bench.py [--rounds 3] [--seconds 10] [--nats /path/to/nats]
 Needs: the NATS CLI (`GOBIN=/tmp/gobin go install github.com/nats-io/natscli/nats@v0.1.5`,
 from the Go module proxy); the managed nats-server is started if it is not running.
@@ -85,6 +90,16 @@ def nats_bench(nats, url, msgs):
             "cpu_per_m": cpu / msgs * 1e6, "rss": rss, "msgs": msgs}
 
 
+ASYNC_NATS = os.path.join(ROOT, "bench", "async_nats", "target", "release", "async-nats-bench")
+
+
+def async_nats(url, msgs):
+    text, cpu, rss = timed([ASYNC_NATS, url, str(msgs), str(SIZE), str(PUBBATCH), str(CONSUMERBATCH)])
+    result = json.loads(text.strip().splitlines()[-1])
+    return {"pub": result["pub_per_s"], "sub": result["sub_per_s"],
+            "cpu_per_m": cpu / msgs * 1e6, "rss": rss, "msgs": msgs}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -96,8 +111,12 @@ def main():
     up = subprocess.run([BIN, "broker", "up", "nats"], capture_output=True, text=True, check=True).stdout
     url = "nats://" + re.search(r"127\.0\.0\.1:\d+", up).group(0)
     results = {"brokerbench": [], "nats bench": []}
+    if os.path.exists(ASYNC_NATS):
+        results["async-nats"] = []
     for r in range(args.rounds):
         order = ["brokerbench", "nats bench"] if r % 2 else ["nats bench", "brokerbench"]
+        if "async-nats" in results:
+            order.append("async-nats")
         msgs = None
         round_results = {}
         # nats bench publishes as many messages as brokerbench did; in a round where it goes
@@ -106,6 +125,8 @@ def main():
             if tool == "brokerbench":
                 round_results[tool] = brokerbench(args.seconds)
                 msgs = round_results[tool]["msgs"]
+            elif tool == "async-nats":
+                round_results[tool] = async_nats(url, msgs)
             else:
                 count = msgs or (results["brokerbench"][-1]["msgs"] if results["brokerbench"] else 60000 * args.seconds)
                 round_results[tool] = nats_bench(args.nats, url, count)
@@ -119,6 +140,11 @@ def main():
           f"nats bench pub {n['pub']:,.0f} msg/s, {n['cpu_per_m']:.2f} CPU-s/M, RSS {n['rss']:.0f} MB")
     print(f"ratios (brokerbench / nats bench): publish rate {b['pub'] / n['pub']:.2f}x, "
           f"CPU per message {b['cpu_per_m'] / n['cpu_per_m']:.2f}x")
+    if "async-nats" in med:
+        a = med["async-nats"]
+        print(f"async-nats: pub {a['pub']:,.0f} msg/s, {a['cpu_per_m']:.2f} CPU-s/M, RSS {a['rss']:.0f} MB; "
+              f"ratios (brokerbench / async-nats): publish rate {b['pub'] / a['pub']:.2f}x, "
+              f"CPU per message {b['cpu_per_m'] / a['cpu_per_m']:.2f}x")
 
 
 if __name__ == "__main__":
