@@ -459,4 +459,11 @@ fn between_runs_broker_restart_gives_each_run_a_freshly_started_managed_broker()
         "the broker was restarted between the runs"
     );
     assert!(runs.iter().all(|r| r["status"] == "complete"), "{runs:?}");
+    // The restarted broker serves its metrics too (its exporter's port had to be free again).
+    let second = json(&s.folder.join(&runs[1]["results"]).join("summary.json"));
+    assert_eq!(
+        second["broker_metrics"]["source"], "kafka",
+        "{:#}",
+        second["broker_metrics"]
+    );
 }

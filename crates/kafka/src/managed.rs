@@ -40,6 +40,8 @@ const POM: &str = include_str!("../pom.xml");
 const REQUIRED_JARS: [&str; 3] = ["kafka_2.13", "kafka-clients", "kafka-tools"];
 /// The Prometheus JMX exporter agent jar (see the pom).
 const AGENT_JAR: &str = "jmx_prometheus_javaagent-1.0.1.jar";
+/// How long a start waits for the exporter's port to be free before starting without it.
+const EXPORTER_PORT_WAIT: Duration = Duration::from_secs(5);
 /// The exporter listens on the broker port plus this (9404 for 9092).
 const METRICS_PORT_OFFSET: u16 = 312;
 /// Exporter configuration: only the MBeans brokerbench reads (the full set is ~12,000 lines
@@ -200,7 +202,13 @@ impl Kafka {
     fn agent_argument(&self) -> Option<std::ffi::OsString> {
         let jar = self.agent_jar();
         let port = self.port.checked_add(METRICS_PORT_OFFSET)?;
-        if !jar.is_file() || process::port_in_use(port) {
+        // A broker that was just stopped can leave its exporter's listening socket behind
+        // for a moment (connections still complete in its backlog): wait for it to go
+        // rather than start the new broker without metrics.
+        let free = managed::poll(EXPORTER_PORT_WAIT, || {
+            (!process::port_in_use(port)).then_some(())
+        });
+        if !jar.is_file() || free.is_none() {
             return None;
         }
         let mut argument = concat_os("-javaagent:", &jar);
