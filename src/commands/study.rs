@@ -528,7 +528,7 @@ fn write_inline_inputs(study: &Study, dir: &Path) -> anyhow::Result<Inputs> {
             let folder = dir.join("inputs");
             fs::create_dir_all(&folder)?;
             let path = folder.join(name);
-            fs::write(&path, serde_yaml::to_string(value)?)
+            fs::write(&path, brokerbench_model::yaml::to_string(value)?)
                 .with_context(|| format!("writing {}", path.display()))?;
             Ok(Some(path))
         };

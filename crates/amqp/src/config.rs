@@ -79,7 +79,7 @@ pub struct RabbitMqDriverConfig {
 
 impl Default for RabbitMqDriverConfig {
     fn default() -> Self {
-        serde_yaml::from_str("{}").expect("defaults parse")
+        brokerbench_model::yaml::from_str("{}").expect("defaults parse")
     }
 }
 
@@ -158,7 +158,7 @@ pub struct QueueConfig {
 
 impl Default for QueueConfig {
     fn default() -> Self {
-        serde_yaml::from_str("{}").expect("defaults parse")
+        brokerbench_model::yaml::from_str("{}").expect("defaults parse")
     }
 }
 
@@ -659,7 +659,8 @@ mod tests {
     use super::*;
 
     fn rabbitmq(yaml: &str) -> Result<RabbitMqDriverConfig, String> {
-        let config: RabbitMqDriverConfig = serde_yaml::from_str(yaml).map_err(|e| e.to_string())?;
+        let config: RabbitMqDriverConfig =
+            brokerbench_model::yaml::from_str(yaml).map_err(|e| e.to_string())?;
         config
             .validate()
             .map_err(|e| format!("{}: {}", e.field, e.message))?;
@@ -861,7 +862,8 @@ mod tests {
             assert!(!shown.contains("s3cr"), "{shown}");
             assert!(shown.contains("bench:***@10.1.2.3:5673/vh"), "{shown}");
         }
-        let config: RabbitMqDriverConfig = serde_yaml::from_str(&format!("uri: {text}")).unwrap();
+        let config: RabbitMqDriverConfig =
+            brokerbench_model::yaml::from_str(&format!("uri: {text}")).unwrap();
         assert!(!format!("{config:?}").contains("s3cr"));
         let redacted = brokerbench_model::family::resolved("rabbitmq", &config).to_string();
         assert!(!redacted.contains("s3cr"), "{redacted}");
@@ -872,9 +874,10 @@ mod tests {
             "amqp://u:pa/ss@h:notaport",
             "amqp://u:pa%zzss@h",
         ] {
-            let err = serde_yaml::from_str::<RabbitMqDriverConfig>(&format!("uri: '{bad}'"))
-                .unwrap_err()
-                .to_string();
+            let err =
+                brokerbench_model::yaml::from_str::<RabbitMqDriverConfig>(&format!("uri: '{bad}'"))
+                    .unwrap_err()
+                    .to_string();
             assert!(
                 !err.contains("pa@ss") && !err.contains("pa/ss") && !err.contains("zz"),
                 "{err}"

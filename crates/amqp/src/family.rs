@@ -9,8 +9,8 @@ use brokerbench_driver::{Driver, DriverError, Family};
 use brokerbench_metrics::{MetricSet, RABBITMQ_METRICS};
 use brokerbench_model::family::{field_error, parse_driver, resolved};
 use brokerbench_model::workload::FieldError;
+use brokerbench_model::yaml::Value;
 use brokerbench_model::{DriverConfig, DriverSchema, SpecError, Workload};
-use serde_yaml::Value;
 
 use crate::config::{AmqpUri, RabbitMqDriverConfig, RABBITMQ_DRIVER_FIELDS};
 use crate::AmqpDriver;

@@ -482,7 +482,7 @@ mod tests {
     use std::time::Instant;
 
     fn driver(yaml: &str, uri: &str) -> AmqpDriver {
-        let config: RabbitMqDriverConfig = serde_yaml::from_str(yaml).unwrap();
+        let config: RabbitMqDriverConfig = brokerbench_model::yaml::from_str(yaml).unwrap();
         AmqpDriver::new(config, AmqpUri::parse(uri).unwrap())
     }
 

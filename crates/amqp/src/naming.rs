@@ -148,7 +148,7 @@ mod tests {
     use super::*;
 
     fn config(yaml: &str) -> RabbitMqDriverConfig {
-        let c: RabbitMqDriverConfig = serde_yaml::from_str(yaml).unwrap();
+        let c: RabbitMqDriverConfig = brokerbench_model::yaml::from_str(yaml).unwrap();
         c.validate().unwrap();
         c
     }

@@ -44,9 +44,9 @@ fn run_id() -> String {
 
 /// Runs `workload` against the broker with the driver file `driver`.
 fn run_with(uri: &AmqpUri, driver: &str, workload: &str) -> Summary {
-    let config: RabbitMqDriverConfig = serde_yaml::from_str(driver).unwrap();
+    let config: RabbitMqDriverConfig = brokerbench_model::yaml::from_str(driver).unwrap();
     config.validate().unwrap();
-    let workload: Workload = serde_yaml::from_str(workload).unwrap();
+    let workload: Workload = brokerbench_model::yaml::from_str(workload).unwrap();
     let mut driver = AmqpDriver::new(config, uri.clone());
     driver.connect().unwrap();
     assert!(
@@ -338,8 +338,8 @@ fn run_disturbed(
     after: Duration,
     disturb: impl FnOnce(&RabbitMqDriverConfig, &str, &str) + Send + 'static,
 ) -> Summary {
-    let config: RabbitMqDriverConfig = serde_yaml::from_str(driver).unwrap();
-    let workload: Workload = serde_yaml::from_str(workload).unwrap();
+    let config: RabbitMqDriverConfig = brokerbench_model::yaml::from_str(driver).unwrap();
+    let workload: Workload = brokerbench_model::yaml::from_str(workload).unwrap();
     let mut driver = AmqpDriver::new(config.clone(), uri.clone());
     driver.connect().unwrap();
     let control = RunControl {

@@ -251,9 +251,9 @@ impl brokerbench_model::DriverSchema for MockSchema {
     fn check(
         &self,
         file: &str,
-        map: &serde_yaml::Value,
+        map: &brokerbench_model::yaml::Value,
     ) -> Result<serde_json::Value, brokerbench_model::SpecError> {
-        match map.as_mapping().and_then(|m| m.keys().next()) {
+        match map.as_object().and_then(|m| m.keys().next()) {
             None => Ok(serde_json::json!({"driver": "mock"})),
             Some(key) => Err(brokerbench_model::SpecError::Field {
                 file: file.to_string(),

@@ -26,7 +26,7 @@ impl RunObserver for Rows {
 }
 
 fn workload(yaml: &str) -> Workload {
-    serde_yaml::from_str(yaml).unwrap()
+    brokerbench_model::yaml::from_str(yaml).unwrap()
 }
 
 fn control() -> RunControl {

@@ -90,6 +90,6 @@ pub const KAFKA_DRIVER_FIELDS: &[&str] = &[
 
 impl Default for KafkaDriverConfig {
     fn default() -> Self {
-        serde_yaml::from_str("{}").expect("defaults parse")
+        brokerbench_model::yaml::from_str("{}").expect("defaults parse")
     }
 }

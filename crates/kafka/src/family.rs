@@ -7,8 +7,8 @@ use brokerbench_brokers::ManagedBroker;
 use brokerbench_driver::{Driver, DriverError, Family};
 use brokerbench_metrics::{MetricSet, KAFKA_METRICS};
 use brokerbench_model::family::{parse_driver, resolved};
+use brokerbench_model::yaml::Value;
 use brokerbench_model::{DriverConfig, DriverSchema, SpecError};
-use serde_yaml::Value;
 
 use crate::config::{KafkaDriverConfig, KAFKA_DRIVER_FIELDS};
 use crate::KafkaDriver;

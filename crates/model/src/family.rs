@@ -3,9 +3,9 @@
 //! routes `--set` assignments and did-you-mean suggestions by the schema's field list. The
 //! families themselves live in their own crates and are listed once, in the binary's registry.
 
+use crate::yaml::Value;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_yaml::Value;
 
 use crate::spec::SpecError;
 use crate::workload::{FieldError, Workload};

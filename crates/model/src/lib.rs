@@ -8,6 +8,7 @@ pub mod result;
 pub mod spec;
 pub mod units;
 pub mod workload;
+pub mod yaml;
 
 pub use family::{DriverConfig, DriverSchema};
 pub use result::*;

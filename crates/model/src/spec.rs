@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
+use crate::yaml::{Mapping, Value};
 use serde::de::DeserializeOwned;
-use serde_yaml::{Mapping, Value};
 
 use crate::family::{self, DriverConfig, DriverSchema};
 use crate::workload::{RawWorkload, Workload, WORKLOAD_FIELDS};
@@ -78,7 +78,7 @@ fn read_input(
         SpecInput::Default => read_source(None, builtin_name, builtin),
         SpecInput::File(path) => read_source(Some(path), builtin_name, builtin),
         SpecInput::Inline { name, value } => match value {
-            Value::Mapping(_) => Ok(Source {
+            Value::Object(_) => Ok(Source {
                 name: name.to_string(),
                 value: value.clone(),
                 base: None,
@@ -113,13 +113,13 @@ fn read_source(
 }
 
 fn parse_source(name: String, text: &str) -> Result<Source, SpecError> {
-    let value: Value = serde_yaml::from_str(text).map_err(|e| SpecError::Syntax {
+    let value: Value = crate::yaml::from_str(text).map_err(|e| SpecError::Syntax {
         file: name.clone(),
         message: e.to_string(),
     })?;
     let value = match value {
-        Value::Null => Value::Mapping(Mapping::new()),
-        Value::Mapping(_) => value,
+        Value::Null => Value::Object(Mapping::new()),
+        Value::Object(_) => value,
         _ => {
             return Err(SpecError::Syntax {
                 file: name,
@@ -283,7 +283,7 @@ pub fn validate_file(
 }
 
 fn parse_scalar(text: &str) -> Value {
-    serde_yaml::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+    crate::yaml::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
 /// Sets `key` (dot-separated) in a YAML tree. Inside a `*_config` map the rest of the key is
@@ -307,21 +307,21 @@ fn set_path(root: &mut Value, key: &str, value: Value) -> Result<(), String> {
     let (last, parents) = segments.split_last().expect("at least one segment");
     let mut node = root;
     for segment in parents {
-        let map = node.as_mapping_mut().ok_or_else(|| {
+        let map = node.as_object_mut().ok_or_else(|| {
             format!("cannot set `{key}`: the value above `{segment}` is not a mapping")
         })?;
         let entry = map
-            .entry(Value::String(segment.clone()))
-            .or_insert_with(|| Value::Mapping(Mapping::new()));
+            .entry(segment.clone())
+            .or_insert_with(|| Value::Object(Mapping::new()));
         if entry.is_null() {
-            *entry = Value::Mapping(Mapping::new());
+            *entry = Value::Object(Mapping::new());
         }
         node = entry;
     }
     let map = node
-        .as_mapping_mut()
+        .as_object_mut()
         .ok_or_else(|| format!("cannot set `{key}`: its parent is not a mapping"))?;
-    map.insert(Value::String(last.clone()), value);
+    map.insert(last.clone(), value);
     Ok(())
 }
 
@@ -370,8 +370,8 @@ fn driver_from<'a>(
     source: &Source,
 ) -> Result<(DriverConfig, &'a dyn DriverSchema), SpecError> {
     let names: Vec<&str> = families.iter().map(|f| f.name()).collect();
-    let mut map = source.value.as_mapping().cloned().unwrap_or_default();
-    let name = match map.remove("driver") {
+    let mut map = source.value.as_object().cloned().unwrap_or_default();
+    let name = match map.shift_remove("driver") {
         Some(Value::String(name)) => name,
         Some(other) => {
             return Err(SpecError::Field {
@@ -409,7 +409,7 @@ fn driver_from<'a>(
             ),
         });
     };
-    let map = Value::Mapping(map);
+    let map = Value::Object(map);
     let resolved = schema.check(&source.name, &map)?;
     Ok((DriverConfig::new(name, map, resolved), schema))
 }

@@ -340,7 +340,7 @@ mod tests {
     use super::*;
 
     fn parse(yaml: &str) -> Result<Workload, FieldError> {
-        serde_yaml::from_str::<RawWorkload>(yaml)
+        crate::yaml::from_str::<RawWorkload>(yaml)
             .unwrap()
             .validate()
     }

@@ -81,7 +81,7 @@ pub struct NatsDriverConfig {
 
 impl Default for NatsDriverConfig {
     fn default() -> Self {
-        serde_yaml::from_str("{}").expect("defaults parse")
+        brokerbench_model::yaml::from_str("{}").expect("defaults parse")
     }
 }
 
@@ -300,10 +300,12 @@ mod tests {
             );
         }
         assert!(NatsUrl::parse("tls://h:1").unwrap_err().contains("TLS"));
-        let c: NatsDriverConfig = serde_yaml::from_str("discard: new").unwrap();
+        let c: NatsDriverConfig = brokerbench_model::yaml::from_str("discard: new").unwrap();
         assert_eq!(c.validate().unwrap_err().field, "discard");
-        let c: NatsDriverConfig =
-            serde_yaml::from_str("max_msgs: 10\nmax_bytes: 1KiB\nduplicate_window: 2m").unwrap();
+        let c: NatsDriverConfig = brokerbench_model::yaml::from_str(
+            "max_msgs: 10\nmax_bytes: 1KiB\nduplicate_window: 2m",
+        )
+        .unwrap();
         assert_eq!(
             (c.max_bytes, c.duplicate_window),
             (Some(1024), Some(120_000_000_000))

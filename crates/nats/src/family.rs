@@ -7,8 +7,8 @@ use brokerbench_brokers::ManagedBroker;
 use brokerbench_driver::{Driver, DriverError, Family};
 use brokerbench_metrics::{counter, gauge, Format, MetricSet, MetricSpec, MESSAGES_IN};
 use brokerbench_model::family::{field_error, parse_driver, resolved};
+use brokerbench_model::yaml::Value;
 use brokerbench_model::{DriverConfig, DriverSchema, SpecError};
-use serde_yaml::Value;
 
 use crate::config::{NatsDriverConfig, NatsUrl, NATS_DRIVER_FIELDS};
 use crate::managed::ManagedNats;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use brokerbench_model::spec::did_you_mean;
 use brokerbench_model::units::parse_duration;
-use serde_yaml::Value;
+use brokerbench_model::yaml::Value;
 
 use crate::search::FindSpec;
 
@@ -142,10 +142,10 @@ impl Study {
 
     /// Checks a study given as text; `path` names it in errors and anchors relative paths.
     pub fn parse(path: &Path, text: &str) -> Result<Study, StudyError> {
-        let value: Value = serde_yaml::from_str(text)
+        let value: Value = brokerbench_model::yaml::from_str(text)
             .map_err(|e| StudyError::field(path, "(top level)", format!("not valid YAML: {e}")))?;
         let map = match value {
-            Value::Mapping(map) => map,
+            Value::Object(map) => map,
             Value::Null => {
                 return Err(StudyError::field(
                     path,
@@ -162,7 +162,7 @@ impl Study {
             }
         };
         for key in map.keys() {
-            let key = key_text(key);
+            let key = key.clone();
             if !STUDY_FIELDS.contains(&key.as_str()) {
                 return Err(StudyError::field(
                     path,
@@ -200,7 +200,7 @@ impl Study {
         let driver = input(path, &dir, "driver", map.get("driver"))?;
         let set = match map.get("set") {
             None | Some(Value::Null) => Vec::new(),
-            Some(Value::Mapping(m)) => m.iter().map(|(k, v)| (key_text(k), v.clone())).collect(),
+            Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             Some(other) => {
                 return Err(StudyError::field(
                     path,
@@ -301,7 +301,7 @@ impl Study {
             })?),
         };
         let definition =
-            serde_json::to_value(Value::Mapping(map.clone())).unwrap_or(serde_json::Value::Null);
+            serde_json::to_value(Value::Object(map.clone())).unwrap_or(serde_json::Value::Null);
         Ok(Study {
             file: path.to_path_buf(),
             name,
@@ -332,7 +332,7 @@ pub(crate) fn key_text(value: &Value) -> String {
         Value::Number(n) => n.to_string(),
         Value::Bool(b) => b.to_string(),
         Value::Null => "null".into(),
-        other => serde_yaml::to_string(other)
+        other => brokerbench_model::yaml::to_string(other)
             .unwrap_or_default()
             .trim()
             .to_string(),
@@ -353,7 +353,7 @@ fn input(
     match value {
         None | Some(Value::Null) => Ok(StudyInput::Default),
         Some(Value::String(file)) => Ok(StudyInput::File(existing_file(study, dir, key, file)?)),
-        Some(map @ Value::Mapping(_)) => Ok(StudyInput::Inline(map.clone())),
+        Some(map @ Value::Object(_)) => Ok(StudyInput::Inline(map.clone())),
         Some(other) => Err(StudyError::field(
             study,
             key,
@@ -385,7 +385,7 @@ fn existing_file(study: &Path, dir: &Path, key: &str, file: &str) -> Result<Path
 fn axes(study: &Path, dir: &Path, value: Option<&Value>) -> Result<Vec<Axis>, StudyError> {
     let map = match value {
         None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Mapping(m)) => m,
+        Some(Value::Object(m)) => m,
         Some(other) => {
             return Err(StudyError::field(
                 study,
@@ -399,7 +399,7 @@ fn axes(study: &Path, dir: &Path, value: Option<&Value>) -> Result<Vec<Axis>, St
     };
     let mut axes = Vec::new();
     for (key, values) in map {
-        let name = key_text(key);
+        let name = key.clone();
         let field = format!("axes.{name}");
         let paths: Vec<String> = name.split('+').map(|p| p.trim().to_string()).collect();
         if paths.iter().any(String::is_empty) {
@@ -410,8 +410,8 @@ fn axes(study: &Path, dir: &Path, value: Option<&Value>) -> Result<Vec<Axis>, St
             ));
         }
         let list = match values {
-            Value::Sequence(list) if !list.is_empty() => list,
-            Value::Sequence(_) => {
+            Value::Array(list) if !list.is_empty() => list,
+            Value::Array(_) => {
                 return Err(StudyError::field(
                     study,
                     &field,
@@ -435,7 +435,7 @@ fn axes(study: &Path, dir: &Path, value: Option<&Value>) -> Result<Vec<Axis>, St
                 vec![v.clone()]
             } else {
                 match v {
-                    Value::Sequence(tuple) if tuple.len() == paths.len() => tuple.clone(),
+                    Value::Array(tuple) if tuple.len() == paths.len() => tuple.clone(),
                     _ => {
                         return Err(StudyError::field(
                             study,
@@ -505,7 +505,7 @@ fn between_runs(study: &Path, value: Option<&Value>) -> Result<BetweenRuns, Stud
     };
     let map = match value {
         None | Some(Value::Null) => return Ok(between),
-        Some(Value::Mapping(m)) => m,
+        Some(Value::Object(m)) => m,
         Some(other) => {
             return Err(StudyError::field(
                 study,
@@ -518,7 +518,7 @@ fn between_runs(study: &Path, value: Option<&Value>) -> Result<BetweenRuns, Stud
         }
     };
     for (key, v) in map {
-        match key_text(key).as_str() {
+        match key.as_str() {
             "cooldown" => {
                 between.cooldown = parse_duration(&key_text(v))
                     .map_err(|e| StudyError::field(study, "between_runs.cooldown", e))?

@@ -5,8 +5,8 @@
 use std::fmt;
 use std::path::Path;
 
+use brokerbench_model::yaml::Value;
 use brokerbench_model::{load_specs_from, DriverSchema, SpecError, SpecInput, Specs};
-use serde_yaml::Value;
 
 use crate::file::{key_text, Order, Study, StudyError, StudyInput};
 
@@ -117,7 +117,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 pub fn assignment(path: &str, value: &Value) -> String {
     let plain = match value {
         Value::String(s) => {
-            let reads_back = serde_yaml::from_str::<Value>(s)
+            let reads_back = brokerbench_model::yaml::from_str::<Value>(s)
                 .map(|v| v == *value)
                 .unwrap_or(false);
             reads_back.then(|| s.clone())
@@ -364,11 +364,14 @@ mod tests {
         assert_eq!(assignment("a", &Value::String("0".into())), "a=\"0\"");
         assert_eq!(assignment("a", &Value::String("all".into())), "a=all");
         assert_eq!(
-            assignment("a", &serde_yaml::from_str("10000").unwrap()),
+            assignment("a", &brokerbench_model::yaml::from_str("10000").unwrap()),
             "a=10000"
         );
         assert_eq!(
-            assignment("a", &serde_yaml::from_str("{kind: sensor}").unwrap()),
+            assignment(
+                "a",
+                &brokerbench_model::yaml::from_str("{kind: sensor}").unwrap()
+            ),
             "a={\"kind\":\"sensor\"}"
         );
     }

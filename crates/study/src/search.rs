@@ -14,9 +14,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use brokerbench_model::units::{parse_duration, parse_rate};
+use brokerbench_model::yaml::Value;
 use serde::Serialize;
 use serde_json::Value as Json;
-use serde_yaml::Value;
 
 use crate::file::key_text;
 use crate::metrics;
@@ -112,7 +112,7 @@ impl FindSpec {
     pub fn parse(value: &Value) -> Result<FindSpec, (String, String)> {
         let mut spec = FindSpec::default();
         let map = match value {
-            Value::Mapping(m) => m,
+            Value::Object(m) => m,
             other => {
                 return Err((
                     "(itself)".into(),
@@ -124,7 +124,7 @@ impl FindSpec {
             }
         };
         for (k, v) in map {
-            let key = key_text(k);
+            let key = k.clone();
             let text = key_text(v);
             match key.as_str() {
                 "start" => {
@@ -195,7 +195,7 @@ impl FindSpec {
                     }
                 }
                 "slo" => {
-                    let Value::Mapping(slos) = v else {
+                    let Value::Object(slos) = v else {
                         return Err((
                             key,
                             "write the objectives as a mapping, e.g. slo: {publish_p99: 20ms}"
@@ -203,7 +203,7 @@ impl FindSpec {
                         ));
                     };
                     for (name, limit) in slos {
-                        let name = key_text(name);
+                        let name = name.clone();
                         let field = format!("slo.{name}");
                         let Some((group, quantile)) = name.rsplit_once('_') else {
                             return Err((
@@ -579,7 +579,7 @@ mod tests {
 
     #[test]
     fn parses_find_and_names_bad_fields() {
-        let v: Value = serde_yaml::from_str(
+        let v: Value = brokerbench_model::yaml::from_str(
             "{start: 5k, precision: 2%, step_duration: 10s, slo: {publish_p99: 20ms}}",
         )
         .unwrap();
@@ -588,9 +588,9 @@ mod tests {
         assert_eq!(spec.precision, 0.02);
         assert_eq!(spec.slo[0].path, "latency.publish.p99_ns");
         assert_eq!(spec.slo[0].limit_ns, 20_000_000);
-        let v: Value = serde_yaml::from_str("{slo: {publish_p98: 1ms}}").unwrap();
+        let v: Value = brokerbench_model::yaml::from_str("{slo: {publish_p98: 1ms}}").unwrap();
         assert_eq!(FindSpec::parse(&v).unwrap_err().0, "slo.publish_p98");
-        let v: Value = serde_yaml::from_str("{strat: 1}").unwrap();
+        let v: Value = brokerbench_model::yaml::from_str("{strat: 1}").unwrap();
         assert!(FindSpec::parse(&v)
             .unwrap_err()
             .1
@@ -599,8 +599,10 @@ mod tests {
 
     #[test]
     fn judges_each_criterion() {
-        let spec =
-            FindSpec::parse(&serde_yaml::from_str("{slo: {publish_p99: 20ms}}").unwrap()).unwrap();
+        let spec = FindSpec::parse(
+            &brokerbench_model::yaml::from_str("{slo: {publish_p99: 20ms}}").unwrap(),
+        )
+        .unwrap();
         let good = serde_json::json!({
             "status": "complete", "client_bound": false,
             "total": {"acknowledged": 100, "sent": 100},
