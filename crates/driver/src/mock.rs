@@ -158,11 +158,11 @@ impl Producer for MockProducer {
                 break;
             };
             self.count += 1;
-            let dropped = self.faults.drop_every.is_some_and(|n| self.count % n == 0);
+            let dropped = self.faults.drop_every.is_some_and(|n| self.count.is_multiple_of(n));
             let copies = if self
                 .faults
                 .duplicate_every
-                .is_some_and(|n| self.count % n == 0)
+                .is_some_and(|n| self.count.is_multiple_of(n))
             {
                 2
             } else {

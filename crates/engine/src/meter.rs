@@ -23,7 +23,7 @@ impl OneMinuteRate {
     pub fn add_second(&mut self, count: u64) {
         self.uncounted += count;
         self.seconds += 1;
-        if self.seconds % TICK_SECONDS == 0 {
+        if self.seconds.is_multiple_of(TICK_SECONDS) {
             let instant = self.uncounted as f64 / TICK_SECONDS as f64;
             self.uncounted = 0;
             self.rate = Some(match self.rate {

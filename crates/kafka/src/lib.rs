@@ -536,7 +536,7 @@ impl Consumer for KafkaConsumer {
         }
         if self
             .assignment_checked
-            .map_or(true, |t| t.elapsed() > Duration::from_millis(100))
+            .is_none_or(|t| t.elapsed() > Duration::from_millis(100))
         {
             self.assigned = self.consumer.assignment().map(|a| a.count()).unwrap_or(0);
             self.assignment_checked = Some(Instant::now());

@@ -53,11 +53,7 @@ pub fn scrape(url: &str, timeout: Duration) -> Result<String, ScrapeError> {
     let response = String::from_utf8_lossy(&response);
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
     let status = head.lines().next().unwrap_or_default();
-    if !status
-        .split_whitespace()
-        .nth(1)
-        .is_some_and(|code| code == "200")
-    {
+    if status.split_whitespace().nth(1) != Some("200") {
         return Err(ScrapeError::Status {
             url: url.to_string(),
             status: status.to_string(),

@@ -188,7 +188,7 @@ pub mod duration_text {
 
     pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         let ms = d.as_millis();
-        if ms % 1000 == 0 {
+        if ms.is_multiple_of(1000) {
             s.serialize_str(&format!("{}s", ms / 1000))
         } else {
             s.serialize_str(&format!("{ms}ms"))

@@ -233,7 +233,7 @@ impl TargetState {
                 if !stat.exited()
                     && self
                         .root_starttime
-                        .map_or(true, |start| start == stat.starttime) =>
+                        .is_none_or(|start| start == stat.starttime) =>
             {
                 stat
             }

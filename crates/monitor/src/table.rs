@@ -34,7 +34,7 @@ pub(crate) struct ProcessTable {
 impl ProcessTable {
     /// Lists `/proc` and reads the stats that may have changed for the trees of `roots`.
     pub fn refresh(&mut self, roots: &[u32], buffer: &mut String) {
-        let full_scan = self.refreshes % FULL_SCAN_EVERY == 0;
+        let full_scan = self.refreshes.is_multiple_of(FULL_SCAN_EVERY);
         self.refreshes += 1;
         let Ok(entries) = std::fs::read_dir("/proc") else {
             self.stats.clear();

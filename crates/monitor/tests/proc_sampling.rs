@@ -104,7 +104,7 @@ fn file_system_type(path: &Path) -> Option<String> {
         if path.starts_with(&mount_point)
             && best
                 .as_ref()
-                .map_or(true, |(len, _)| mount_point.len() >= *len)
+                .is_none_or(|(len, _)| mount_point.len() >= *len)
         {
             best = Some((mount_point.len(), fs_type));
         }

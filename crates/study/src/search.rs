@@ -456,7 +456,7 @@ impl Search {
 
     pub fn record(&mut self, step: Step) {
         if step.sustainable {
-            if self.first_fail.map_or(true, |f| step.offered < f) {
+            if self.first_fail.is_none_or(|f| step.offered < f) {
                 self.last_pass = Some(self.last_pass.map_or(step.offered, |p| p.max(step.offered)));
             }
         } else {

@@ -271,7 +271,7 @@ pub fn cells_table(axis_names: &[String], search: bool, cells: &[CellStats]) -> 
                         number(s.ci95_low),
                         number(s.ci95_high),
                     ]),
-                    None => row.extend(std::iter::repeat(Json::Null).take(STAT_COLUMNS.len())),
+                    None => row.extend(std::iter::repeat_n(Json::Null, STAT_COLUMNS.len())),
                 }
             }
             row

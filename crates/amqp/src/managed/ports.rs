@@ -12,7 +12,7 @@ pub(super) fn answers(port: u16, node: &str) -> bool {
         Ok(server) => server
             .cluster_name
             .as_deref()
-            .map_or(true, |cluster| node_part(cluster) == node_part(node)),
+            .is_none_or(|cluster| node_part(cluster) == node_part(node)),
         Err(_) => false,
     };
     amqp && process::port_in_use(port + MANAGEMENT_OFFSET)

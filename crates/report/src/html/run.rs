@@ -260,7 +260,7 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
     );
     match (status.as_str(), s) {
         ("complete", Some(s)) => {
-            let clean = s["errors"].as_object().map_or(true, |e| e.is_empty())
+            let clean = s["errors"].as_object().is_none_or(|e| e.is_empty())
                 && ["lost", "duplicated", "out_of_order", "unacknowledged"]
                     .iter()
                     .all(|k| number_at(s, &format!("integrity.{k}")).unwrap_or(0.0) == 0.0);
