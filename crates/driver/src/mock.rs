@@ -158,7 +158,10 @@ impl Producer for MockProducer {
                 break;
             };
             self.count += 1;
-            let dropped = self.faults.drop_every.is_some_and(|n| self.count.is_multiple_of(n));
+            let dropped = self
+                .faults
+                .drop_every
+                .is_some_and(|n| self.count.is_multiple_of(n));
             let copies = if self
                 .faults
                 .duplicate_every
