@@ -89,8 +89,10 @@ pub struct RunArgs {
     /// Find an external broker's process by name (e.g. `kafka.Kafka`, `beam.smp`).
     #[arg(long, value_name = "NAME")]
     pub broker_process: Option<String>,
-    /// The broker's Prometheus metrics endpoint, e.g. http://127.0.0.1:9404/metrics
-    /// (default for the managed brokers: their own endpoint).
+    /// The broker's metrics endpoint, e.g. http://127.0.0.1:9404/metrics or
+    /// https://user:password@broker:9404/metrics (default: the driver file's
+    /// `broker_metrics.url`, else the managed broker's own endpoint). CA, bearer token and
+    /// timeout: the driver file's `broker_metrics:` block, or BROKERBENCH_METRICS_* variables.
     #[arg(long, value_name = "URL")]
     pub broker_metrics: Option<String>,
     /// Serve live figures in the Prometheus format at this address (e.g. 127.0.0.1:9464).

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use brokerbench_engine::Clock;
-use brokerbench_metrics::{BrokerMetrics, Exposition, MetricSet, MetricsServer, Reading};
+use brokerbench_metrics::{BrokerMetrics, Exposition, MetricSet, MetricsServer, Reading, Scraper};
 use brokerbench_model::resources::ResourceSummary;
 use brokerbench_model::{BrokerMetricsSummary, IntervalRow, Phase, RunObserver};
 use brokerbench_monitor::{Monitor, ResourcesCsv, Role, Sample, Target};
@@ -70,15 +70,16 @@ impl Monitoring {
         folder: &Path,
         interval: Duration,
         broker_pid: Option<u32>,
-        metrics: Option<(&str, &'static MetricSet)>,
+        metrics: Option<(Scraper, &'static MetricSet)>,
     ) -> anyhow::Result<Monitoring> {
         let clock = Clock::process();
         let mut targets = vec![Target::client()];
         if let Some(pid) = broker_pid {
             targets.push(Target::broker(pid));
         }
-        let broker_metrics = metrics.and_then(|(url, set)| {
-            let m = BrokerMetrics::new(url, set);
+        let broker_metrics = metrics.and_then(|(scraper, set)| {
+            let url = scraper.endpoint().url().to_string();
+            let m = BrokerMetrics::new(scraper, set);
             match m.check() {
                 Ok(true) => Some(Arc::new(Mutex::new(m))),
                 Ok(false) => {
@@ -103,13 +104,10 @@ impl Monitoring {
                 messages_in_before = messages_in_total(&reading, &m);
             }
             let path = folder.join(BROKER_METRICS_FILE);
-            let mut file = BufWriter::new(
+            let mut file = csv::Writer::from_writer(BufWriter::new(
                 File::create(&path).with_context(|| format!("creating {}", path.display()))?,
-            );
-            let header: Vec<&str> = std::iter::once("time_s")
-                .chain(m.specs().iter().map(|s| s.key))
-                .collect();
-            writeln!(file, "{}", header.join(","))?;
+            ));
+            file.write_record(std::iter::once("time_s").chain(m.specs().iter().map(|s| s.key)))?;
             file.flush()?;
             metrics_csv = Some(file);
         }
@@ -129,17 +127,12 @@ impl Monitoring {
                     let mut metrics = metrics.lock().unwrap_or_else(|e| e.into_inner());
                     match metrics.read(sample.time_ns) {
                         Ok(reading) => {
-                            let cells: Vec<String> = reading
+                            let time_s = format!("{:.3}", reading.time_ns as f64 / 1e9);
+                            let cells = reading
                                 .values
                                 .iter()
-                                .map(|v| v.map(|v| format!("{v:.3}")).unwrap_or_default())
-                                .collect();
-                            let _ = writeln!(
-                                csv,
-                                "{:.3},{}",
-                                reading.time_ns as f64 / 1e9,
-                                cells.join(",")
-                            );
+                                .map(|v| v.map(|v| format!("{v:.3}")).unwrap_or_default());
+                            let _ = csv.write_record(std::iter::once(time_s).chain(cells));
                             let _ = csv.flush();
                             for (spec, value) in metrics.specs().iter().zip(&reading.values) {
                                 if let Some(v) = value {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use brokerbench_driver::Driver;
 use brokerbench_engine::{Clock, RunControl};
-use brokerbench_metrics::MetricSet;
+use brokerbench_metrics::{Auth, Endpoint, MetricSet, Scraper};
 use brokerbench_model::redact::redact_assignment;
 use brokerbench_model::{load_specs, DriverConfig, Payload, RunStatus};
 use brokerbench_report::{
@@ -49,6 +49,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         metrics_url,
         metrics,
     } = broker_target(&specs.driver, &args)?;
+    let metrics = metrics_scraper(&specs, &args, metrics_url, metrics)?;
     driver.connect()?;
 
     let clock = Clock::process();
@@ -75,7 +76,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             &out,
             args.sample_interval,
             broker_pid,
-            metrics_url.as_deref().zip(metrics),
+            metrics,
         )?)
     };
     let mut exposition = match (args.metrics_listen, &monitoring) {
@@ -269,10 +270,52 @@ fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Result<Broker
             }
         });
     }
-    if let Some(url) = &args.broker_metrics {
-        target.metrics_url = Some(url.clone());
-    }
     Ok(target)
+}
+
+/// The broker's metrics endpoint and how to read it: the URL from `--broker-metrics`, else
+/// the driver file's `broker_metrics.url`, else the managed broker's own; credentials, CA and
+/// timeout from the driver file, then the environment. Checked here, before anything starts.
+fn metrics_scraper(
+    specs: &brokerbench_model::Specs,
+    args: &RunArgs,
+    managed_url: Option<String>,
+    set: Option<&'static MetricSet>,
+) -> anyhow::Result<Option<(Scraper, &'static MetricSet)>> {
+    let spec = specs.driver.broker_metrics();
+    let (url, source) = match (&args.broker_metrics, spec.and_then(|s| s.url.clone())) {
+        (Some(url), _) => (url.clone(), "--broker-metrics".to_string()),
+        (None, Some(url)) => (
+            url,
+            format!("{}: field `broker_metrics.url`", specs.driver_source),
+        ),
+        (None, None) => match managed_url {
+            Some(url) => (url, "the managed broker".to_string()),
+            None => return Ok(None),
+        },
+    };
+    let Some(set) = set else { return Ok(None) };
+    let mut endpoint = Endpoint::new(&url).map_err(|e| BadInput(format!("{source}: {e}")))?;
+    if let Some(spec) = spec {
+        // Credentials in the URL itself win over the file's.
+        if *endpoint.auth() == Auth::None {
+            if let Some(username) = &spec.username {
+                endpoint = endpoint.basic_auth(username, spec.password.as_deref().unwrap_or(""));
+            }
+            if let Some(token) = &spec.bearer_token {
+                endpoint = endpoint.bearer_token(token);
+            }
+        }
+        if let Some(path) = &spec.ca_file {
+            endpoint = endpoint.ca_file(path);
+        }
+        if let Some(timeout) = spec.timeout {
+            endpoint = endpoint.timeout(timeout);
+        }
+    }
+    let scraper = Scraper::new(endpoint.with_environment())
+        .map_err(|e| BadInput(format!("{source}: {e}")))?;
+    Ok(Some((scraper, set)))
 }
 
 /// Notes when the measurement window opened and closed.

@@ -2,9 +2,7 @@
 //! them into per-second figures on brokerbench's timeline. Counters become rates from the
 //! difference between two scrapes; gauges are reported as read.
 
-use std::time::Duration;
-
-use crate::scrape::{scrape, ScrapeError};
+use crate::scrape::{ScrapeError, Scraper};
 use crate::text::{parse, Sample};
 
 /// How a metric is read.
@@ -214,20 +212,18 @@ pub struct Reading {
 /// Reads one broker's metrics repeatedly.
 #[derive(Debug, Clone)]
 pub struct BrokerMetrics {
-    url: String,
+    scraper: Scraper,
     set: &'static MetricSet,
     previous: Option<Reading>,
-    timeout: Duration,
 }
 
 impl BrokerMetrics {
-    /// Reads `url` with the given metric set.
-    pub fn new(url: impl Into<String>, set: &'static MetricSet) -> Self {
+    /// Reads the scraper's endpoint with the given metric set.
+    pub fn new(scraper: Scraper, set: &'static MetricSet) -> Self {
         BrokerMetrics {
-            url: url.into(),
+            scraper,
             set,
             previous: None,
-            timeout: Duration::from_secs(2),
         }
     }
 
@@ -241,8 +237,9 @@ impl BrokerMetrics {
         })
     }
 
+    /// The endpoint's URL without credentials.
     pub fn url(&self) -> &str {
-        &self.url
+        self.scraper.endpoint().url()
     }
 
     pub fn set(&self) -> &'static MetricSet {
@@ -263,12 +260,12 @@ impl BrokerMetrics {
 
     fn samples(&self) -> Result<Vec<Sample>, ScrapeError> {
         match self.set.format {
-            Format::Prometheus { .. } => Ok(parse(&scrape(&self.url, self.timeout)?)),
+            Format::Prometheus { .. } => Ok(parse(&self.scraper.fetch()?)),
             Format::Json { paths } => {
                 let mut samples = Vec::new();
                 for path in paths {
-                    let url = format!("{}{path}", self.url.trim_end_matches('/'));
-                    let text = scrape(&url, self.timeout)?;
+                    let url = self.scraper.endpoint().join(path);
+                    let text = self.scraper.fetch_url(&url)?;
                     let document: serde_json::Value =
                         serde_json::from_str(&text).map_err(|e| ScrapeError::Format {
                             url: url.clone(),
@@ -386,6 +383,10 @@ impl<T> NoneOr<T> for Option<T> {
 mod tests {
     use super::*;
 
+    fn unused_scraper() -> Scraper {
+        Scraper::new(crate::Endpoint::new("http://unused").unwrap()).unwrap()
+    }
+
     const SCRAPE_1: &str =
         "kafka_server_brokertopicmetrics_count{name=\"MessagesInPerSec\",} 1000.0\n\
         kafka_server_brokertopicmetrics_count{name=\"MessagesInPerSec\",topic=\"t\",} 1000.0\n\
@@ -410,7 +411,7 @@ mod tests {
 
     #[test]
     fn counters_become_rates_and_gauges_are_scaled() {
-        let mut m = BrokerMetrics::new("http://unused", &KAFKA_METRICS);
+        let mut m = BrokerMetrics::new(unused_scraper(), &KAFKA_METRICS);
         let first = m.interpret(&parse(SCRAPE_1), 1_000_000_000);
         assert_eq!(
             value(&m, &first, MESSAGES_IN),
@@ -468,7 +469,7 @@ mod tests {
             format: Format::Json { paths: &["/jsz"] },
             specs: SPECS,
         };
-        let m = BrokerMetrics::new("http://unused", &SET);
+        let m = BrokerMetrics::new(unused_scraper(), &SET);
         assert_eq!(m.interpret(&samples, 1).totals, vec![Some(7.0)]);
         assert_eq!(
             m.interpret(&[], 1).totals,

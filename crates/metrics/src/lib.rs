@@ -1,7 +1,8 @@
-//! Prometheus text format both ways: scrape a broker's metrics endpoint (Kafka through the
-//! Prometheus JMX exporter agent, RabbitMQ through rabbitmq_prometheus, anything else through
-//! `--broker-metrics URL`) and turn counters into rates; serve brokerbench's own live figures
-//! for a Prometheus server to scrape.
+//! Prometheus text format both ways: scrape a broker's metrics endpoint over http or https,
+//! with basic auth or a bearer token (Kafka through the Prometheus JMX exporter agent,
+//! RabbitMQ through rabbitmq_prometheus, NATS through its JSON monitoring endpoints, anything
+//! else through `--broker-metrics URL`) and turn counters into rates; serve brokerbench's own
+//! live figures for a Prometheus server to scrape.
 
 mod broker;
 mod exposition;
@@ -13,5 +14,8 @@ pub use broker::{
     KAFKA_METRICS, MESSAGES_IN, RABBITMQ_METRICS,
 };
 pub use exposition::{exposition_name, Exposition, MetricsServer};
-pub use scrape::{scrape, ScrapeError};
+pub use scrape::{
+    scrape, Auth, Endpoint, ScrapeError, Scraper, ENV_BEARER_TOKEN, ENV_CA_FILE, ENV_PASSWORD,
+    ENV_USERNAME,
+};
 pub use text::{parse, Sample};

@@ -1,123 +1,538 @@
-//! A minimal HTTP/1.1 GET for `http://host:port/path` metrics endpoints, with a timeout, so
-//! no HTTP client library is needed.
+//! Reading a metrics endpoint over HTTP or HTTPS with `ureq`: the system's CAs or a given CA
+//! file, basic auth or a bearer token, gzip, redirects and one timeout for the whole request.
+//! Credentials never reach a URL that is printed: [`Endpoint::url`] has no user info, and
+//! every error names that URL.
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Why a scrape failed.
+use base64::Engine as _;
+
+/// Where the system keeps its CA bundle on Debian, Ubuntu, Alpine, Fedora and RHEL.
+const SYSTEM_CA_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/cert.pem",
+];
+
+/// Environment variables that supply what a driver file does not say.
+pub const ENV_USERNAME: &str = "BROKERBENCH_METRICS_USERNAME";
+pub const ENV_PASSWORD: &str = "BROKERBENCH_METRICS_PASSWORD";
+pub const ENV_BEARER_TOKEN: &str = "BROKERBENCH_METRICS_BEARER_TOKEN";
+pub const ENV_CA_FILE: &str = "BROKERBENCH_METRICS_CA_FILE";
+
+/// Why a scrape failed. Every message names the endpoint without its credentials.
 #[derive(Debug, thiserror::Error)]
 pub enum ScrapeError {
-    #[error("'{0}' is not an http://host:port/path URL")]
+    #[error("'{0}' is not an http:// or https:// URL")]
     Url(String),
-    #[error("scraping {url}: {source}")]
-    Io {
+    #[error("the metrics CA file {path}: {message}")]
+    Ca { path: String, message: String },
+    #[error("scraping {url}: {message}")]
+    Request { url: String, message: String },
+    #[error("scraping {url}: HTTP status {status}{hint}")]
+    Status {
         url: String,
-        #[source]
-        source: std::io::Error,
+        status: String,
+        hint: &'static str,
     },
-    #[error("scraping {url}: HTTP status {status}")]
-    Status { url: String, status: String },
     #[error("scraping {url}: {message}")]
     Format { url: String, message: String },
 }
 
-/// Fetches the body at `url`.
-pub fn scrape(url: &str, timeout: Duration) -> Result<String, ScrapeError> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| ScrapeError::Url(url.into()))?;
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/metrics"),
-    };
-    let io = |source| ScrapeError::Io {
-        url: url.to_string(),
-        source,
-    };
-    let address = authority
-        .to_socket_addrs()
-        .map_err(io)?
-        .next()
-        .ok_or_else(|| ScrapeError::Url(url.into()))?;
-    let mut stream = TcpStream::connect_timeout(&address, timeout).map_err(io)?;
-    stream.set_read_timeout(Some(timeout)).map_err(io)?;
-    stream.set_write_timeout(Some(timeout)).map_err(io)?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nAccept: text/plain\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(io)?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).map_err(io)?;
-    let response = String::from_utf8_lossy(&response);
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let status = head.lines().next().unwrap_or_default();
-    if status.split_whitespace().nth(1) != Some("200") {
-        return Err(ScrapeError::Status {
-            url: url.to_string(),
-            status: status.to_string(),
-        });
-    }
-    if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        return Ok(dechunk(body));
-    }
-    Ok(body.to_string())
+/// How requests to the endpoint authenticate. Debug never shows the secret.
+#[derive(Clone, Default, PartialEq)]
+pub enum Auth {
+    #[default]
+    None,
+    Basic {
+        username: String,
+        password: String,
+    },
+    Bearer(String),
 }
 
-/// Joins a chunked transfer-encoded body.
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size_line, rest)) = body.split_once("\r\n") {
-        let size = usize::from_str_radix(size_line.split(';').next().unwrap_or("").trim(), 16)
-            .unwrap_or(0);
-        if size == 0 || rest.len() < size {
-            break;
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Auth::None => write!(f, "None"),
+            Auth::Basic { username, .. } => write!(f, "Basic({username}, ***)"),
+            Auth::Bearer(_) => write!(f, "Bearer(***)"),
         }
-        out.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
     }
-    out
+}
+
+/// A metrics endpoint: its URL (without credentials), how to authenticate, which CAs to
+/// trust and how long one request may take.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    url: String,
+    auth: Auth,
+    ca_file: Option<PathBuf>,
+    timeout: Duration,
+}
+
+impl Endpoint {
+    /// An endpoint from a URL; `user:password@` in it becomes basic auth (percent-encoded
+    /// characters decoded) and is removed from the URL.
+    pub fn new(url: &str) -> Result<Endpoint, ScrapeError> {
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return Err(ScrapeError::Url(brokerbench_redacted(url)));
+        };
+        if !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") {
+            return Err(ScrapeError::Url(brokerbench_redacted(url)));
+        }
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(authority_end);
+        let (userinfo, host) = match authority.rfind('@') {
+            Some(at) => (Some(&authority[..at]), &authority[at + 1..]),
+            None => (None, authority),
+        };
+        if host.is_empty() {
+            return Err(ScrapeError::Url(brokerbench_redacted(url)));
+        }
+        let auth = match userinfo {
+            Some(info) => {
+                let (user, password) = info.split_once(':').unwrap_or((info, ""));
+                Auth::Basic {
+                    username: percent_decode(user),
+                    password: percent_decode(password),
+                }
+            }
+            None => Auth::None,
+        };
+        Ok(Endpoint {
+            url: format!("{scheme}://{host}{tail}"),
+            auth,
+            ca_file: None,
+            timeout: Duration::from_secs(2),
+        })
+    }
+
+    /// Basic auth with this user and password.
+    pub fn basic_auth(mut self, username: &str, password: &str) -> Self {
+        self.auth = Auth::Basic {
+            username: username.into(),
+            password: password.into(),
+        };
+        self
+    }
+
+    /// `Authorization: Bearer TOKEN`.
+    pub fn bearer_token(mut self, token: &str) -> Self {
+        self.auth = Auth::Bearer(token.trim().into());
+        self
+    }
+
+    /// Trust only the CAs in this PEM file (instead of the system's).
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
+        self
+    }
+
+    /// The longest one request may take, connection and body included.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Fills in what is not set yet from `BROKERBENCH_METRICS_USERNAME` and `…_PASSWORD`,
+    /// `…_BEARER_TOKEN` and `…_CA_FILE`; a user given without a password takes the password
+    /// from `…_PASSWORD`.
+    pub fn with_environment(self) -> Self {
+        self.with_variables(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
+
+    fn with_variables(mut self, var: impl Fn(&str) -> Option<String>) -> Self {
+        // A user named in the file with its password in the environment.
+        if let Auth::Basic { password, .. } = &mut self.auth {
+            if password.is_empty() {
+                *password = var(ENV_PASSWORD).unwrap_or_default();
+            }
+        }
+        if self.auth == Auth::None {
+            if let Some(token) = var(ENV_BEARER_TOKEN) {
+                self = self.bearer_token(&token);
+            } else if let Some(username) = var(ENV_USERNAME) {
+                let password = var(ENV_PASSWORD).unwrap_or_default();
+                self = self.basic_auth(&username, &password);
+            }
+        }
+        if self.ca_file.is_none() {
+            if let Some(path) = var(ENV_CA_FILE) {
+                self = self.ca_file(path);
+            }
+        }
+        self
+    }
+
+    /// The URL without credentials: safe to print and to write into results.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// How requests authenticate.
+    pub fn auth(&self) -> &Auth {
+        &self.auth
+    }
+
+    /// The same endpoint at another path (`/jsz?…` beside `/varz`).
+    pub fn join(&self, path: &str) -> String {
+        format!("{}{path}", self.url.trim_end_matches('/'))
+    }
+}
+
+/// Reads an endpoint repeatedly over one connection pool.
+#[derive(Debug, Clone)]
+pub struct Scraper {
+    endpoint: Endpoint,
+    agent: ureq::Agent,
+}
+
+impl Scraper {
+    /// Prepares requests to `endpoint`: reads the CA file (the given one, else the system's
+    /// bundle, else Mozilla's roots compiled in), so a bad file fails here, before a run.
+    pub fn new(endpoint: Endpoint) -> Result<Scraper, ScrapeError> {
+        let mut tls = ureq::tls::TlsConfig::builder();
+        if endpoint
+            .url
+            .get(..8)
+            .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+        {
+            let bundle = match &endpoint.ca_file {
+                Some(path) => Some(path.clone()),
+                None => std::env::var_os("SSL_CERT_FILE")
+                    .map(PathBuf::from)
+                    .or_else(|| {
+                        SYSTEM_CA_BUNDLES
+                            .iter()
+                            .map(PathBuf::from)
+                            .find(|p| p.is_file())
+                    }),
+            };
+            if let Some(path) = bundle {
+                tls = tls.root_certs(read_certificates(&path)?);
+            }
+        }
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(endpoint.timeout))
+            .http_status_as_error(false)
+            .max_redirects(5)
+            // A bearer token or password follows a redirect only to the same host over https.
+            .redirect_auth_headers(ureq::config::RedirectAuthHeaders::SameHost)
+            .user_agent(concat!("brokerbench/", env!("CARGO_PKG_VERSION")))
+            .accept("text/plain;version=0.0.4;q=0.9, application/json;q=0.8, */*;q=0.1")
+            .tls_config(tls.build())
+            .build();
+        Ok(Scraper {
+            endpoint,
+            agent: config.into(),
+        })
+    }
+
+    /// The endpoint read.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The body at the endpoint's URL.
+    pub fn fetch(&self) -> Result<String, ScrapeError> {
+        self.fetch_url(&self.endpoint.url)
+    }
+
+    /// The body at `url`, a URL of the same endpoint (see [`Endpoint::join`]), with the
+    /// endpoint's credentials.
+    pub fn fetch_url(&self, url: &str) -> Result<String, ScrapeError> {
+        let mut request = self.agent.get(url);
+        match &self.endpoint.auth {
+            Auth::None => {}
+            Auth::Basic { username, password } => {
+                let encoded = base64::engine::general_purpose::STANDARD
+                    .encode(format!("{username}:{password}"));
+                request = request.header("Authorization", format!("Basic {encoded}"));
+            }
+            Auth::Bearer(token) => {
+                request = request.header("Authorization", format!("Bearer {token}"));
+            }
+        }
+        let failed = |message: String| ScrapeError::Request {
+            url: url.to_string(),
+            message,
+        };
+        let mut response = request.call().map_err(|e| failed(describe(&e)))?;
+        let status = response.status();
+        if !status.is_success() {
+            let hint = match status.as_u16() {
+                401 | 403 => "; give the endpoint's credentials: broker_metrics.username and password, or bearer_token, in the driver file (or BROKERBENCH_METRICS_USERNAME/PASSWORD/BEARER_TOKEN)",
+                404 => "; check the path, e.g. /metrics",
+                _ => "",
+            };
+            return Err(ScrapeError::Status {
+                url: url.to_string(),
+                status: format!(
+                    "{} {}",
+                    status.as_u16(),
+                    status.canonical_reason().unwrap_or_default()
+                )
+                .trim_end()
+                .to_string(),
+                hint,
+            });
+        }
+        response
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_string()
+            .map_err(|e| failed(describe(&e)))
+    }
+}
+
+/// Fetches the body at `url` once (credentials in the URL become basic auth).
+pub fn scrape(url: &str, timeout: Duration) -> Result<String, ScrapeError> {
+    Scraper::new(Endpoint::new(url)?.timeout(timeout))?.fetch()
+}
+
+/// A transport error in words a user can act on.
+fn describe(error: &ureq::Error) -> String {
+    let text = match error {
+        ureq::Error::Timeout(_) => "no answer within the timeout".into(),
+        ureq::Error::HostNotFound => "host not found".into(),
+        ureq::Error::ConnectionFailed => "connection refused or unreachable".into(),
+        ureq::Error::TooManyRedirects => "more than 5 redirects".into(),
+        other => other.to_string(),
+    };
+    if text.contains("UnknownIssuer") || text.contains("invalid peer certificate") {
+        format!("{text}: the server's certificate is not trusted; give its CA as broker_metrics.ca_file in the driver file (or BROKERBENCH_METRICS_CA_FILE)")
+    } else {
+        text
+    }
+}
+
+fn read_certificates(path: &Path) -> Result<ureq::tls::RootCerts, ScrapeError> {
+    let failed = |message: String| ScrapeError::Ca {
+        path: path.display().to_string(),
+        message,
+    };
+    let pem = std::fs::read(path).map_err(|e| failed(e.to_string()))?;
+    let mut certificates = Vec::new();
+    for item in ureq::tls::parse_pem(&pem) {
+        if let ureq::tls::PemItem::Certificate(c) = item.map_err(|e| failed(e.to_string()))? {
+            certificates.push(c);
+        }
+    }
+    if certificates.is_empty() {
+        return Err(failed(
+            "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
+        ));
+    }
+    Ok(ureq::tls::RootCerts::new_with_certs(&certificates))
+}
+
+/// `%40` → `@` in the user info of a URL.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The URL with any password replaced, for an error about a URL that could not be parsed.
+fn brokerbench_redacted(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            match rest[..end].rfind('@') {
+                Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
+                None => url.to_string(),
+            }
+        }
+        None => url.to_string(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
     use std::net::TcpListener;
+    use std::sync::mpsc;
 
-    fn serve_once(response: &'static str) -> String {
+    /// Serves one canned response and hands back the request head it got.
+    fn serve_once(response: Vec<u8>) -> (String, mpsc::Receiver<String>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap();
+        let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let (mut s, _) = listener.accept().unwrap();
-            let mut request = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !request.ends_with(b"\r\n\r\n") {
-                let n = s.read(&mut buf).unwrap();
-                if n == 0 {
-                    break;
-                }
-                request.extend_from_slice(&buf[..n]);
-            }
-            s.write_all(response.as_bytes()).unwrap();
+            let head = read_head(&mut s);
+            s.write_all(&response).unwrap();
+            let _ = tx.send(head);
         });
-        format!("http://{address}/metrics")
+        (format!("http://{address}/metrics"), rx)
+    }
+
+    fn read_head(s: &mut impl Read) -> String {
+        let mut request = Vec::new();
+        let mut buf = [0u8; 1];
+        while !request.ends_with(b"\r\n\r\n") {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => request.push(buf[0]),
+            }
+        }
+        String::from_utf8_lossy(&request).into_owned()
+    }
+
+    /// A header's value in a request head; names are case-insensitive.
+    fn header(head: &str, name: &str) -> Option<String> {
+        head.lines().find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    }
+
+    fn ok(body: &str) -> Vec<u8> {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
     }
 
     #[test]
     fn plain_and_chunked_bodies() {
-        let url = serve_once("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\na 1\nb 2\n");
+        let (url, _) = serve_once(ok("a 1\nb 2\n"));
         assert_eq!(scrape(&url, Duration::from_secs(2)).unwrap(), "a 1\nb 2\n");
-        let url = serve_once("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\na 1\n\r\n4\r\nb 2\n\r\n0\r\n\r\n");
+        let (url, _) = serve_once(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n4\r\na 1\n\r\n4\r\nb 2\n\r\n0\r\n\r\n".to_vec());
         assert_eq!(scrape(&url, Duration::from_secs(2)).unwrap(), "a 1\nb 2\n");
     }
 
     #[test]
+    fn gzip_bodies_are_asked_for_and_decoded() {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(b"kafka_server_x 42\n").unwrap();
+        let body = gz.finish().unwrap();
+        let mut response = format!(
+            "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        response.extend_from_slice(&body);
+        let (url, head) = serve_once(response);
+        assert_eq!(
+            scrape(&url, Duration::from_secs(2)).unwrap(),
+            "kafka_server_x 42\n"
+        );
+        let head = head.recv().unwrap().to_ascii_lowercase();
+        assert!(head.contains("accept-encoding: gzip"), "{head}");
+    }
+
+    #[test]
+    fn redirects_are_followed() {
+        let (target, _) = serve_once(ok("moved 1\n"));
+        let (url, _) = serve_once(
+            format!("HTTP/1.1 302 Found\r\nLocation: {target}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .into_bytes(),
+        );
+        assert_eq!(scrape(&url, Duration::from_secs(2)).unwrap(), "moved 1\n");
+    }
+
+    #[test]
+    fn credentials_go_in_a_header_never_in_a_message() {
+        let (url, head) = serve_once(ok("x 1\n"));
+        let with_user = url.replace("http://", "http://scraper:p%40ss@");
+        let endpoint = Endpoint::new(&with_user).unwrap();
+        assert_eq!(endpoint.url(), url);
+        assert!(!format!("{endpoint:?}").contains("p@ss"));
+        Scraper::new(endpoint).unwrap().fetch().unwrap();
+        // "scraper:p@ss" in base64.
+        assert_eq!(
+            header(&head.recv().unwrap(), "authorization").as_deref(),
+            Some("Basic c2NyYXBlcjpwQHNz"),
+            "basic auth, user scraper, password p@ss"
+        );
+
+        let (url, head) = serve_once(ok("x 1\n"));
+        let endpoint = Endpoint::new(&url).unwrap().bearer_token("tok-123\n");
+        Scraper::new(endpoint).unwrap().fetch().unwrap();
+        assert_eq!(
+            header(&head.recv().unwrap(), "authorization").as_deref(),
+            Some("Bearer tok-123")
+        );
+
+        let (url, _) =
+            serve_once(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n".to_vec());
+        let e = scrape(
+            &url.replace("http://", "http://u:hunter2@"),
+            Duration::from_secs(2),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("401 Unauthorized") && e.contains("broker_metrics.username"),
+            "{e}"
+        );
+        assert!(!e.contains("hunter2") && e.contains(&url), "{e}");
+        let e = Endpoint::new("ftp://u:hunter2@host/x")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("hunter2"), "{e}");
+    }
+
+    #[test]
+    fn the_environment_fills_what_is_not_given() {
+        let vars = |name: &str| match name {
+            ENV_USERNAME => Some("env-user".to_string()),
+            ENV_PASSWORD => Some("env-pass".to_string()),
+            ENV_CA_FILE => Some("/tmp/ca.pem".to_string()),
+            _ => None,
+        };
+        let e = Endpoint::new("https://h:1/metrics")
+            .unwrap()
+            .with_variables(vars);
+        assert_eq!(
+            e.auth(),
+            &Auth::Basic {
+                username: "env-user".into(),
+                password: "env-pass".into()
+            }
+        );
+        assert_eq!(e.ca_file.as_deref(), Some(Path::new("/tmp/ca.pem")));
+        let given = Endpoint::new("https://h:1/metrics")
+            .unwrap()
+            .bearer_token("t")
+            .with_variables(vars);
+        assert_eq!(given.auth(), &Auth::Bearer("t".into()));
+        let user_only = Endpoint::new("https://file-user@h:1/metrics")
+            .unwrap()
+            .with_variables(vars);
+        assert_eq!(
+            user_only.auth(),
+            &Auth::Basic {
+                username: "file-user".into(),
+                password: "env-pass".into()
+            }
+        );
+    }
+
+    #[test]
     fn errors_name_the_url() {
-        let url = serve_once("HTTP/1.1 404 Not Found\r\n\r\n");
+        let (url, _) = serve_once(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec());
         let e = scrape(&url, Duration::from_secs(2))
             .unwrap_err()
             .to_string();
@@ -127,6 +542,16 @@ mod tests {
             Err(ScrapeError::Url(_))
         ));
         let e = scrape("http://127.0.0.1:1/metrics", Duration::from_secs(1)).unwrap_err();
-        assert!(matches!(e, ScrapeError::Io { .. }));
+        assert!(matches!(e, ScrapeError::Request { .. }), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("ca.pem");
+        std::fs::write(&bad, "not a certificate").unwrap();
+        let e = Scraper::new(Endpoint::new("https://127.0.0.1:1/").unwrap().ca_file(&bad))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ca.pem") && e.contains("no PEM certificate"),
+            "{e}"
+        );
     }
 }

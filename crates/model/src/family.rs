@@ -3,6 +3,7 @@
 //! routes `--set` assignments and did-you-mean suggestions by the schema's field list. The
 //! families themselves live in their own crates and are listed once, in the binary's registry.
 
+use crate::metrics_endpoint::MetricsEndpointSpec;
 use crate::yaml::Value;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -73,15 +74,27 @@ pub struct DriverConfig {
     name: String,
     map: Value,
     resolved: serde_json::Value,
+    broker_metrics: Option<MetricsEndpointSpec>,
 }
 
 impl DriverConfig {
-    pub(crate) fn new(name: String, map: Value, resolved: serde_json::Value) -> Self {
+    pub(crate) fn new(
+        name: String,
+        map: Value,
+        resolved: serde_json::Value,
+        broker_metrics: Option<MetricsEndpointSpec>,
+    ) -> Self {
         DriverConfig {
             name,
             map,
             resolved,
+            broker_metrics,
         }
+    }
+
+    /// The file's `broker_metrics:` block, which every family's driver files may hold.
+    pub fn broker_metrics(&self) -> Option<&MetricsEndpointSpec> {
+        self.broker_metrics.as_ref()
     }
 
     /// The family's name, e.g. `"kafka"`.

@@ -2,6 +2,7 @@
 //! and the result types that the engine produces and the reports read.
 
 pub mod family;
+pub mod metrics_endpoint;
 pub mod redact;
 pub mod resources;
 pub mod result;
@@ -11,6 +12,7 @@ pub mod workload;
 pub mod yaml;
 
 pub use family::{DriverConfig, DriverSchema};
+pub use metrics_endpoint::MetricsEndpointSpec;
 pub use result::*;
 pub use spec::{load_specs, load_specs_from, SpecError, SpecInput, Specs};
 pub use workload::*;

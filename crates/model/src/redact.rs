@@ -61,7 +61,8 @@ pub fn redact_assignment(assignment: &str) -> String {
     match assignment.split_once('=') {
         Some((key, _)) if is_secret_key(key) => format!("{key}=***"),
         Some((key, value)) => format!("{key}={}", redact_uri(value)),
-        None => assignment.to_string(),
+        // A flag's value given as its own argument, e.g. `--broker-metrics http://u:p@h/`.
+        None => redact_uri(assignment),
     }
 }
 

@@ -8,6 +8,7 @@ use crate::yaml::{Mapping, Value};
 use serde::de::DeserializeOwned;
 
 use crate::family::{self, DriverConfig, DriverSchema};
+use crate::metrics_endpoint::{MetricsEndpointSpec, BROKER_METRICS_FIELD};
 use crate::workload::{RawWorkload, Workload, WORKLOAD_FIELDS};
 
 /// The bundled default workload (`workloads/quickstart.yaml`).
@@ -205,12 +206,14 @@ pub fn load_specs_from(
         let top = key.split('.').next().unwrap_or_default();
         let target = if WORKLOAD_FIELDS.contains(&top) {
             &mut workload_source
-        } else if in_use_fields.map_or_else(
-            // An unknown or missing driver name is reported by the driver file check; until
-            // then a field of any driver goes to the driver file.
-            || families.iter().any(|f| f.fields().contains(&top)),
-            |fields| fields.contains(&top),
-        ) {
+        } else if top == BROKER_METRICS_FIELD
+            || in_use_fields.map_or_else(
+                // An unknown or missing driver name is reported by the driver file check; until
+                // then a field of any driver goes to the driver file.
+                || families.iter().any(|f| f.fields().contains(&top)),
+                |fields| fields.contains(&top),
+            )
+        {
             &mut driver_source
         } else {
             return Err(SpecError::Override {
@@ -262,6 +265,7 @@ fn unknown_override(
     let all: Vec<&str> = WORKLOAD_FIELDS
         .iter()
         .chain(in_use_fields)
+        .chain(&[BROKER_METRICS_FIELD])
         .copied()
         .collect();
     format!("unknown field `{top}`{}", did_you_mean(top, &all))
@@ -409,9 +413,20 @@ fn driver_from<'a>(
             ),
         });
     };
+    // The metrics endpoint is the same block in every family's files; the family never sees it.
+    let metrics = map
+        .shift_remove(BROKER_METRICS_FIELD)
+        .filter(|v| !v.is_null())
+        .map(|v| MetricsEndpointSpec::from_value(v, source.base.as_deref(), &source.name))
+        .transpose()?;
     let map = Value::Object(map);
-    let resolved = schema.check(&source.name, &map)?;
-    Ok((DriverConfig::new(name, map, resolved), schema))
+    let mut resolved = schema.check(&source.name, &map)?;
+    if let (Some(metrics), Some(fields)) = (&metrics, resolved.as_object_mut()) {
+        let mut shown = serde_json::to_value(metrics).expect("the endpoint serializes");
+        crate::redact::redact_json(&mut shown);
+        fields.insert(BROKER_METRICS_FIELD.into(), shown);
+    }
+    Ok((DriverConfig::new(name, map, resolved, metrics), schema))
 }
 
 /// Rewrites serde's "unknown field/variant `x`, expected one of `a`, `b`" into a message with

@@ -7,7 +7,6 @@
 //! when the value is unknown: first sample, no such target, process lost, file unreadable.
 //! Process CPU is percent of one core; host CPU is percent of all cores.
 
-use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::process::{ProcessSample, Role};
@@ -57,33 +56,39 @@ pub const RESOURCES_COLUMNS: &[&str] = &[
     "lo_tx_packets",
 ];
 
-/// Writes resources.csv row by row, flushing each row so that an interrupted run keeps
-/// everything sampled so far.
-#[derive(Debug)]
+/// Writes resources.csv row by row with the `csv` crate, flushing each row so that an
+/// interrupted run keeps everything sampled so far.
 pub struct ResourcesCsv<W: Write> {
-    out: W,
-    line: String,
+    out: csv::Writer<W>,
+    row: Vec<String>,
+}
+
+impl<W: Write> std::fmt::Debug for ResourcesCsv<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResourcesCsv")
+    }
 }
 
 impl<W: Write> ResourcesCsv<W> {
     /// Writes the header line.
-    pub fn new(mut out: W) -> io::Result<ResourcesCsv<W>> {
-        writeln!(out, "{}", RESOURCES_COLUMNS.join(","))?;
+    pub fn new(out: W) -> io::Result<ResourcesCsv<W>> {
+        let mut out = csv::Writer::from_writer(out);
+        out.write_record(RESOURCES_COLUMNS)?;
         out.flush()?;
         Ok(ResourcesCsv {
             out,
-            line: String::new(),
+            row: Vec::with_capacity(RESOURCES_COLUMNS.len()),
         })
     }
 
     /// Appends one row for `sample`.
     pub fn write(&mut self, sample: &Sample) -> io::Result<()> {
-        self.line.clear();
-        let line = &mut self.line;
-        let _ = write!(line, "{}", sample.time_ns);
-        cell(line, sample.interval_s.map(|s| format!("{s:.6}")));
+        let row = &mut self.row;
+        row.clear();
+        row.push(sample.time_ns.to_string());
+        cell(row, sample.interval_s.map(|s| format!("{s:.6}")));
         for role in [Role::Broker, Role::Client] {
-            process_cells(line, sample.process(role));
+            process_cells(row, sample.process(role));
         }
         let host = &sample.host;
         let cpu = host.cpu;
@@ -97,27 +102,26 @@ impl<W: Write> ResourcesCsv<W> {
             cpu.map(|c| c.guest_pct),
             cpu.map(|c| c.idle_pct),
         ] {
-            cell(line, share.map(percent));
+            cell(row, share.map(percent));
         }
-        cell(line, host.load_1m);
-        cell(line, host.memory_used_bytes);
-        cell(line, host.page_cache_bytes);
-        cell(line, host.disk_read_bytes());
-        cell(line, host.disk_written_bytes());
+        cell(row, host.load_1m);
+        cell(row, host.memory_used_bytes);
+        cell(row, host.page_cache_bytes);
+        cell(row, host.disk_read_bytes());
+        cell(row, host.disk_written_bytes());
         for interface in [host.network_total(), host.loopback().cloned()] {
-            cell(line, interface.as_ref().map(|i| i.rx_bytes));
-            cell(line, interface.as_ref().map(|i| i.tx_bytes));
-            cell(line, interface.as_ref().map(|i| i.rx_packets));
-            cell(line, interface.as_ref().map(|i| i.tx_packets));
+            cell(row, interface.as_ref().map(|i| i.rx_bytes));
+            cell(row, interface.as_ref().map(|i| i.tx_bytes));
+            cell(row, interface.as_ref().map(|i| i.rx_packets));
+            cell(row, interface.as_ref().map(|i| i.tx_packets));
         }
-        line.push('\n');
-        self.out.write_all(line.as_bytes())?;
+        self.out.write_record(row.iter())?;
         self.out.flush()
     }
 
     /// The underlying writer.
-    pub fn into_inner(self) -> W {
-        self.out
+    pub fn into_inner(self) -> io::Result<W> {
+        self.out.into_inner().map_err(|e| e.into_error())
     }
 }
 
@@ -125,22 +129,20 @@ fn percent(value: f64) -> String {
     format!("{value:.3}")
 }
 
-fn cell(line: &mut String, value: Option<impl std::fmt::Display>) {
-    line.push(',');
-    if let Some(value) = value {
-        let _ = write!(line, "{value}");
-    }
+/// One cell: empty when the value is unknown.
+fn cell(row: &mut Vec<String>, value: Option<impl std::fmt::Display>) {
+    row.push(value.map(|v| v.to_string()).unwrap_or_default());
 }
 
-fn process_cells(line: &mut String, process: Option<&ProcessSample>) {
-    cell(line, process.map(|p| p.alive));
-    cell(line, process.filter(|p| p.alive).map(|p| p.processes));
-    cell(line, process.and_then(|p| p.cpu_user_pct).map(percent));
-    cell(line, process.and_then(|p| p.cpu_system_pct).map(percent));
-    cell(line, process.and_then(|p| p.rss_bytes));
-    cell(line, process.and_then(|p| p.disk_read_bytes));
-    cell(line, process.and_then(|p| p.disk_written_bytes));
-    cell(line, process.and_then(|p| p.threads));
+fn process_cells(row: &mut Vec<String>, process: Option<&ProcessSample>) {
+    cell(row, process.map(|p| p.alive));
+    cell(row, process.filter(|p| p.alive).map(|p| p.processes));
+    cell(row, process.and_then(|p| p.cpu_user_pct).map(percent));
+    cell(row, process.and_then(|p| p.cpu_system_pct).map(percent));
+    cell(row, process.and_then(|p| p.rss_bytes));
+    cell(row, process.and_then(|p| p.disk_read_bytes));
+    cell(row, process.and_then(|p| p.disk_written_bytes));
+    cell(row, process.and_then(|p| p.threads));
 }
 
 #[cfg(test)]

@@ -245,7 +245,7 @@ fn csv_header_is_the_committed_column_list_and_rows_fit_it() {
     csv.write(&sampler.sample(system_clock_ns())).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     csv.write(&sampler.sample(system_clock_ns())).unwrap();
-    let text = String::from_utf8(csv.into_inner()).unwrap();
+    let text = String::from_utf8(csv.into_inner().unwrap()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[0].split(',').collect::<Vec<_>>(), RESOURCES_COLUMNS);

@@ -18,7 +18,6 @@
 //! | `e2e_p50_us`, `e2e_p99_us`, `e2e_max_us` | end-to-end latency (receive time − intended send time) of the messages received in the second, µs with 1 decimal; empty when none |
 //! | `schedule_lag_max_us` | largest schedule lag (actual − intended send time) in the second, µs with 1 decimal |
 
-use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use brokerbench_model::IntervalRow;
@@ -48,27 +47,29 @@ pub const TIMESERIES_COLUMNS: &[&str] = &[
     "schedule_lag_max_us",
 ];
 
-/// Writes timeseries.csv rows to any writer; the header is written on creation.
+/// Writes timeseries.csv rows to any writer with the `csv` crate; the header is written on
+/// creation.
 pub struct TimeseriesWriter<W: Write> {
-    writer: W,
-    line: String,
+    writer: csv::Writer<W>,
+    row: Vec<String>,
 }
 
 impl<W: Write> TimeseriesWriter<W> {
     /// Writes the header line and returns a writer for the rows.
-    pub fn new(mut writer: W) -> io::Result<Self> {
-        writeln!(writer, "{}", TIMESERIES_COLUMNS.join(","))?;
+    pub fn new(writer: W) -> io::Result<Self> {
+        let mut writer = csv::Writer::from_writer(writer);
+        writer.write_record(TIMESERIES_COLUMNS)?;
         Ok(TimeseriesWriter {
             writer,
-            line: String::new(),
+            row: Vec::with_capacity(TIMESERIES_COLUMNS.len()),
         })
     }
 
     /// Appends the row for one second.
     pub fn write_row(&mut self, row: &IntervalRow) -> io::Result<()> {
-        self.line.clear();
-        format_row(row, &mut self.line);
-        self.writer.write_all(self.line.as_bytes())
+        self.row.clear();
+        cells(row, &mut self.row);
+        Ok(self.writer.write_record(&self.row)?)
     }
 
     /// Flushes buffered rows to the underlying writer.
@@ -82,41 +83,33 @@ fn micros(nanos: u64) -> String {
 }
 
 /// p50, p99 and max of a histogram in µs, or three empty cells when it is empty.
-fn latency_cells(histogram: &Histogram<u64>, line: &mut String) {
+fn latency_cells(histogram: &Histogram<u64>, cells: &mut Vec<String>) {
     if histogram.is_empty() {
-        line.push_str(",,,");
+        cells.extend(std::iter::repeat_n(String::new(), 3));
     } else {
-        let _ = write!(
-            line,
-            ",{},{},{}",
-            micros(histogram.value_at_quantile(0.50)),
-            micros(histogram.value_at_quantile(0.99)),
-            micros(histogram.max())
-        );
+        cells.push(micros(histogram.value_at_quantile(0.50)));
+        cells.push(micros(histogram.value_at_quantile(0.99)));
+        cells.push(micros(histogram.max()));
     }
 }
 
-fn format_row(row: &IntervalRow, line: &mut String) {
-    let _ = write!(
-        line,
-        "{},{},{},{},{},{},{},{},{},",
-        row.second,
-        row.phase.as_str(),
+fn cells(row: &IntervalRow, cells: &mut Vec<String>) {
+    cells.extend([
+        row.second.to_string(),
+        row.phase.as_str().to_string(),
         seconds_with_millis(row.start_ns),
-        row.sent,
-        row.acknowledged,
-        row.failed,
-        row.received,
-        row.bytes_acknowledged,
-        row.bytes_received,
-    );
-    if let Some(backlog) = row.backlog {
-        let _ = write!(line, "{backlog}");
-    }
-    let _ = write!(line, ",{:.2}", row.acknowledged_rate_1m);
-    latency_cells(&row.publish, line);
-    latency_cells(&row.end_to_end, line);
-    let _ = writeln!(line, ",{}", micros(row.schedule_lag_max_ns));
+        row.sent.to_string(),
+        row.acknowledged.to_string(),
+        row.failed.to_string(),
+        row.received.to_string(),
+        row.bytes_acknowledged.to_string(),
+        row.bytes_received.to_string(),
+        row.backlog.map(|b| b.to_string()).unwrap_or_default(),
+        format!("{:.2}", row.acknowledged_rate_1m),
+    ]);
+    latency_cells(&row.publish, cells);
+    latency_cells(&row.end_to_end, cells);
+    cells.push(micros(row.schedule_lag_max_ns));
 }
 
 #[cfg(test)]
@@ -138,6 +131,7 @@ mod tests {
         second.end_to_end.record(1_234_567).unwrap();
         writer.write_row(&second).unwrap();
         writer.flush().unwrap();
+        drop(writer);
 
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
