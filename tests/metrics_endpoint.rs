@@ -229,6 +229,28 @@ fn kafka_metrics_over_https_with_basic_auth_and_no_password_anywhere() {
     );
     assert!(!everything.contains(PASSWORD), "the password leaked");
 
+    // The password as a driver-file field set on the command line (`--set=k=v` as one
+    // argument): the manifest shows `***`, nothing else shows it.
+    let set_password = format!("--set=broker_metrics.password={PASSWORD}");
+    let in_file = run(&with_sets(&sets, &["--driver", driver_arg, &set_password]));
+    let s = assert_lossless(&in_file);
+    assert!(
+        s["broker_metrics"]["messages_in"].as_f64().is_some(),
+        "{}",
+        in_file.stderr
+    );
+    assert_eq!(
+        in_file.manifest()["driver"]["broker_metrics"]["password"],
+        "***"
+    );
+    let everything = format!(
+        "{}{}{}",
+        in_file.stdout,
+        in_file.stderr,
+        all_text(&in_file.folder)
+    );
+    assert!(!everything.contains(PASSWORD), "the password leaked");
+
     // A wrong password: the run goes on without broker metrics and says why, naming the fix.
     let wrong = url.replace("https://", "https://scraper:not-it@");
     let refused = run(&with_sets(

@@ -275,13 +275,17 @@ fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Result<Broker
 
 /// The broker's metrics endpoint and how to read it: the URL from `--broker-metrics`, else
 /// the driver file's `broker_metrics.url`, else the managed broker's own; credentials, CA and
-/// timeout from the driver file, then the environment. Checked here, before anything starts.
+/// timeout from the driver file, then the environment. Checked here, before the run starts;
+/// nothing is read with `--no-monitor`.
 fn metrics_scraper(
     specs: &brokerbench_model::Specs,
     args: &RunArgs,
     managed_url: Option<String>,
     set: Option<&'static MetricSet>,
 ) -> anyhow::Result<Option<(Scraper, &'static MetricSet)>> {
+    if args.no_monitor {
+        return Ok(None);
+    }
     let spec = specs.driver.broker_metrics();
     let (url, source) = match (&args.broker_metrics, spec.and_then(|s| s.url.clone())) {
         (Some(url), _) => (url.clone(), "--broker-metrics".to_string()),
@@ -297,7 +301,15 @@ fn metrics_scraper(
     let Some(set) = set else { return Ok(None) };
     let mut endpoint = Endpoint::new(&url).map_err(|e| BadInput(format!("{source}: {e}")))?;
     if let Some(spec) = spec {
-        // Credentials in the URL itself win over the file's.
+        // Credentials in the URL itself win over the file's; a user in the URL without a
+        // password takes the file's password.
+        if let (Auth::Basic { username, password }, Some(file_password)) =
+            (endpoint.auth().clone(), &spec.password)
+        {
+            if password.is_empty() {
+                endpoint = endpoint.basic_auth(&username, file_password);
+            }
+        }
         if *endpoint.auth() == Auth::None {
             if let Some(username) = &spec.username {
                 endpoint = endpoint.basic_auth(username, spec.password.as_deref().unwrap_or(""));

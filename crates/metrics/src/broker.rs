@@ -260,6 +260,12 @@ impl BrokerMetrics {
 
     fn samples(&self) -> Result<Vec<Sample>, ScrapeError> {
         match self.set.format {
+            // `http://host:port` alone means the conventional path.
+            Format::Prometheus { .. } if !self.scraper.endpoint().has_path() => Ok(parse(
+                &self
+                    .scraper
+                    .fetch_url(&self.scraper.endpoint().join("/metrics"))?,
+            )),
             Format::Prometheus { .. } => Ok(parse(&self.scraper.fetch()?)),
             Format::Json { paths } => {
                 let mut samples = Vec::new();

@@ -83,12 +83,15 @@ impl Endpoint {
         if !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") {
             return Err(ScrapeError::Url(brokerbench_redacted(url)));
         }
-        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-        let (authority, tail) = rest.split_at(authority_end);
-        let (userinfo, host) = match authority.rfind('@') {
-            Some(at) => (Some(&authority[..at]), &authority[at + 1..]),
-            None => (None, authority),
+        // User info ends at the last '@' before the path: a raw '?', '#' or '@' may be in a
+        // password, so it is taken out before the host is split from the rest.
+        let slash = rest.find('/').unwrap_or(rest.len());
+        let (userinfo, rest) = match rest[..slash].rfind('@') {
+            Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
+            None => (None, rest),
         };
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (host, tail) = rest.split_at(authority_end);
         if host.is_empty() {
             return Err(ScrapeError::Url(brokerbench_redacted(url)));
         }
@@ -177,6 +180,12 @@ impl Endpoint {
         &self.auth
     }
 
+    /// Whether the URL names a path (`http://h:9404` does not).
+    pub fn has_path(&self) -> bool {
+        let rest = self.url.split_once("://").map_or("", |(_, r)| r);
+        rest.find('/').is_some_and(|i| i + 1 < rest.len())
+    }
+
     /// The same endpoint at another path (`/jsz?…` beside `/varz`).
     pub fn join(&self, path: &str) -> String {
         format!("{}{path}", self.url.trim_end_matches('/'))
@@ -194,32 +203,30 @@ impl Scraper {
     /// Prepares requests to `endpoint`: reads the CA file (the given one, else the system's
     /// bundle, else Mozilla's roots compiled in), so a bad file fails here, before a run.
     pub fn new(endpoint: Endpoint) -> Result<Scraper, ScrapeError> {
+        // The roots are set whatever the scheme: an http endpoint may redirect to https.
         let mut tls = ureq::tls::TlsConfig::builder();
-        if endpoint
-            .url
-            .get(..8)
-            .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
-        {
-            let bundle = match &endpoint.ca_file {
-                Some(path) => Some(path.clone()),
-                None => std::env::var_os("SSL_CERT_FILE")
-                    .map(PathBuf::from)
-                    .or_else(|| {
-                        SYSTEM_CA_BUNDLES
-                            .iter()
-                            .map(PathBuf::from)
-                            .find(|p| p.is_file())
-                    }),
-            };
-            if let Some(path) = bundle {
-                tls = tls.root_certs(read_certificates(&path)?);
-            }
+        let bundle = match &endpoint.ca_file {
+            Some(path) => Some(path.clone()),
+            None => std::env::var_os("SSL_CERT_FILE")
+                .map(PathBuf::from)
+                .or_else(|| {
+                    SYSTEM_CA_BUNDLES
+                        .iter()
+                        .map(PathBuf::from)
+                        .find(|p| p.is_file())
+                }),
+        };
+        if let Some(path) = bundle {
+            tls = tls.root_certs(read_certificates(&path)?);
         }
         let config = ureq::Agent::config_builder()
             .timeout_global(Some(endpoint.timeout))
             .http_status_as_error(false)
+            // Never through an http proxy from the environment: a managed broker is on
+            // loopback, and basic auth must not cross a proxy in clear.
+            .proxy(None)
             .max_redirects(5)
-            // A bearer token or password follows a redirect only to the same host over https.
+            // A bearer token or password follows a redirect only to the same host.
             .redirect_auth_headers(ureq::config::RedirectAuthHeaders::SameHost)
             .user_agent(concat!("brokerbench/", env!("CARGO_PKG_VERSION")))
             .accept("text/plain;version=0.0.4;q=0.9, application/json;q=0.8, */*;q=0.1")
@@ -488,6 +495,16 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains("hunter2") && e.contains(&url), "{e}");
+        let odd = Endpoint::new("https://u:a#b?c@d@[::1]:9404/metrics?x=1").unwrap();
+        assert_eq!(odd.url(), "https://[::1]:9404/metrics?x=1");
+        assert_eq!(
+            odd.auth(),
+            &Auth::Basic {
+                username: "u".into(),
+                password: "a#b?c@d".into()
+            }
+        );
+        assert!(odd.has_path() && !Endpoint::new("http://h:1").unwrap().has_path());
         let e = Endpoint::new("ftp://u:hunter2@host/x")
             .unwrap_err()
             .to_string();

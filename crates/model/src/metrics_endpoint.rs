@@ -95,12 +95,17 @@ impl MetricsEndpointSpec {
                     message,
                 } => crate::SpecError::Field {
                     file,
+                    // serde's message quotes the bad value: never for a secret.
+                    message: if crate::redact::is_secret_key(&field) {
+                        "must be text; put it in quotes".into()
+                    } else {
+                        message
+                    },
                     field: if field == "(top level)" {
                         BROKER_METRICS_FIELD.into()
                     } else {
                         format!("{BROKER_METRICS_FIELD}.{field}")
                     },
-                    message,
                 },
                 other => other,
             })?;
@@ -245,6 +250,8 @@ mod tests {
             e.contains("broker_metrics") && e.contains("did you mean `bearer_token`"),
             "{e}"
         );
+        let e = read(json!({"username": "u", "password": 12345678})).unwrap_err();
+        assert!(e.contains("password") && !e.contains("12345678"), "{e}");
         let e = read(json!({"timeout": "0s"})).unwrap_err();
         assert!(e.contains("broker_metrics.timeout"), "{e}");
     }

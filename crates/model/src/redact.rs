@@ -59,7 +59,10 @@ pub fn redact_json(value: &mut serde_json::Value) {
 /// Redacts a `key=value` override as given on the command line.
 pub fn redact_assignment(assignment: &str) -> String {
     match assignment.split_once('=') {
-        Some((key, _)) if is_secret_key(key) => format!("{key}=***"),
+        // A URL given as its own argument may hold '=' in its password or query.
+        Some((key, _)) if key.contains("://") => redact_uri(assignment),
+        // A secret-named key, or a whole mapping that holds one (`block={password: …}`).
+        Some((key, value)) if is_secret_key(key) || is_secret_key(value) => format!("{key}=***"),
         Some((key, value)) => format!("{key}={}", redact_uri(value)),
         // A flag's value given as its own argument, e.g. `--broker-metrics http://u:p@h/`.
         None => redact_uri(assignment),
@@ -69,6 +72,26 @@ pub fn redact_assignment(assignment: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn assignments_and_bare_urls_lose_their_secrets() {
+        for (given, shown) in [
+            (
+                "--broker-metrics=https://u:pw@h/m",
+                "--broker-metrics=https://u:***@h/m",
+            ),
+            ("https://u:abc==@h/metrics", "https://u:***@h/metrics"),
+            ("https://u:p@h/metrics?x=1", "https://u:***@h/metrics?x=1"),
+            ("broker_metrics.password=pw", "broker_metrics.password=***"),
+            (
+                "broker_metrics={username: u, password: pw}",
+                "broker_metrics=***",
+            ),
+            ("rate=1000", "rate=1000"),
+        ] {
+            assert_eq!(redact_assignment(given), shown);
+        }
+    }
 
     #[test]
     fn secrets_are_replaced() {
