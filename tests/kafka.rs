@@ -92,6 +92,43 @@ fn three_partitions_are_shared_by_three_consumers() {
 }
 
 #[test]
+fn producers_of_many_topics_share_one_client_and_keep_their_own_acknowledgements() {
+    let _turn = serial();
+    kafka();
+    // 12 topics × 2 producers: 24 producer tasks on one librdkafka client, each task's
+    // acknowledgements routed back to it (the ledger checks every sequence of every task).
+    let mut sets = short("4800", 3);
+    sets.extend(["topics=12", "producers_per_topic=2"].map(String::from));
+    let routed = run(&with_sets(&sets, &[]));
+    let s = assert_lossless(&routed);
+    assert_eq!(s["consumers"].as_array().unwrap().len(), 12, "{s:#}");
+
+    // Produce only, 40 topics: the client's threads do not grow with the topics (one
+    // librdkafka client has about 6 threads; one per producer would add about 160).
+    let mut sets = short("4000", 2);
+    sets.extend(["topics=40", "consumers_per_topic=0"].map(String::from));
+    let shared = run(&with_sets(&sets, &[]));
+    assert_eq!(shared.code, 0, "{}", shared.stderr);
+    let threads = |run: &Run| {
+        run.summary()["resources"]["client"]["threads_max"]
+            .as_u64()
+            .expect("client threads sampled")
+    };
+    sets.push("producer_clients=per_producer".into());
+    let separate = run(&with_sets(&sets, &[]));
+    assert_eq!(separate.code, 0, "{}", separate.stderr);
+    assert_eq!(
+        separate.manifest()["driver"]["producer_clients"],
+        "per_producer"
+    );
+    let (shared, separate) = (threads(&shared), threads(&separate));
+    assert!(
+        shared < 40 + 20 && separate > shared + 80,
+        "client threads: {shared} shared, {separate} per producer"
+    );
+}
+
+#[test]
 fn file_replay_from_ram_and_from_disk() {
     let _turn = serial();
     kafka();

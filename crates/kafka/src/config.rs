@@ -73,6 +73,23 @@ pub struct KafkaDriverConfig {
     /// false: `<prefix>-<workload>-<n>`, reused if they exist with the same settings.
     #[serde(default = "default_true")]
     pub unique_topics: bool,
+    /// `shared`: one librdkafka producer serves every producer task of the run, as an
+    /// application shares one client across its topics; `per_producer`: a client of its own
+    /// for each producer task (its own connection and batches, as OMB's Kafka driver does).
+    #[serde(default)]
+    pub producer_clients: ProducerClients,
+}
+
+/// How producer tasks map onto librdkafka producer clients.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProducerClients {
+    /// One client for the whole run: its threads and connections do not grow with the number
+    /// of topics or producers; messages of all tasks for one partition share its batches.
+    #[default]
+    Shared,
+    /// One client per producer task.
+    PerProducer,
 }
 
 /// Top-level Kafka driver field names, used for `--set` routing and did-you-mean.
@@ -86,6 +103,7 @@ pub const KAFKA_DRIVER_FIELDS: &[&str] = &[
     "delete_topics",
     "topic_prefix",
     "unique_topics",
+    "producer_clients",
 ];
 
 impl Default for KafkaDriverConfig {

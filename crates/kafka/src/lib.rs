@@ -3,7 +3,7 @@
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use futures_executor::block_on;
@@ -26,7 +26,7 @@ mod family;
 pub mod managed;
 mod topic_handle;
 
-pub use config::KafkaDriverConfig;
+pub use config::{KafkaDriverConfig, ProducerClients};
 pub use family::{KafkaFamily, FAMILY};
 pub use topic_handle::TopicHandle;
 
@@ -44,7 +44,13 @@ pub struct KafkaDriver {
     created: Vec<String>,
     partitions: u32,
     run_id: String,
+    /// The one producer client every producer task uses (`producer_clients: shared`), made
+    /// with the first producer.
+    shared_client: Mutex<Option<Arc<ProducerClient>>>,
 }
+
+/// A librdkafka producer and the router of its delivery reports.
+type ProducerClient = ThreadedProducer<AckRouter>;
 
 impl KafkaDriver {
     /// A driver for the brokers at `bootstrap` (host:port list).
@@ -56,7 +62,23 @@ impl KafkaDriver {
             created: Vec::new(),
             partitions: 1,
             run_id: String::new(),
+            shared_client: Mutex::new(None),
         }
+    }
+
+    fn new_producer_client(&self) -> Result<Arc<ProducerClient>, DriverError> {
+        let mut config = self.base_config();
+        for (key, value) in &self.config.producer_config {
+            config.set(key, value);
+        }
+        config
+            .create_with_context(AckRouter::default())
+            .map(Arc::new)
+            .map_err(|e| {
+                DriverError::Other(format!(
+                    "creating a Kafka producer (check producer_config): {e}"
+                ))
+            })
     }
 
     fn base_config(&self) -> ClientConfig {
@@ -300,27 +322,29 @@ impl Driver for KafkaDriver {
         self.wait_for_leaders(&admin)
     }
 
-    fn producer(&self, topic: u32, _producer: u32) -> Result<Box<dyn Producer>, DriverError> {
-        let mut config = self.base_config();
-        for (key, value) in &self.config.producer_config {
-            config.set(key, value);
-        }
-        let acks = self.config.producer_config.get("acks").cloned();
-        let producer: ThreadedProducer<AckCollector> = config
-            .create_with_context(AckCollector::default())
-            .map_err(|e| {
-                DriverError::Other(format!(
-                    "creating a Kafka producer (check producer_config): {e}"
-                ))
-            })?;
-        let topic = TopicHandle::new(producer.client(), &self.topics[topic as usize])
+    fn producer(&self, topic: u32, producer: u32) -> Result<Box<dyn Producer>, DriverError> {
+        let (client, shared) = match self.config.producer_clients {
+            ProducerClients::Shared => {
+                let mut shared = self.shared_client.lock().unwrap_or_else(|e| e.into_inner());
+                let client = match &*shared {
+                    Some(client) => client.clone(),
+                    None => shared.insert(self.new_producer_client()?).clone(),
+                };
+                (client, true)
+            }
+            ProducerClients::PerProducer => (self.new_producer_client()?, false),
+        };
+        let slot = client.context().register(producer);
+        let topic = TopicHandle::new(client.client(), &self.topics[topic as usize])
             .map_err(|e| DriverError::Other(format!("creating a topic handle: {e}")))?;
         Ok(Box::new(KafkaProducer {
             topic,
-            producer,
+            client,
+            shared,
+            slot,
             in_flight: 0,
             batch: Vec::with_capacity(1024),
-            acks,
+            acks: self.config.producer_config.get("acks").cloned(),
         }))
     }
 
@@ -370,6 +394,11 @@ impl Driver for KafkaDriver {
     }
 
     fn cleanup(&mut self) -> Result<(), DriverError> {
+        // The producer tasks have ended: the last of them destroys the shared client.
+        self.shared_client
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         if !self.config.delete_topics || self.created.is_empty() {
             return Ok(());
         }
@@ -392,22 +421,43 @@ impl Driver for KafkaDriver {
     }
 }
 
-/// Collects delivery reports as they arrive. The producer's own polling thread
-/// (`ThreadedProducer`) runs the callback as soon as a report comes in, so each
-/// acknowledgement is stamped with its arrival time, however long the engine's producer
-/// thread sleeps before it takes them.
+/// Where one producer task's acknowledgements wait for it.
 #[derive(Default)]
-struct AckCollector {
+struct AckSlot {
     acks: Mutex<Vec<Ack>>,
     arrived: Condvar,
-    /// Whether the producer thread waits on `arrived`: a wake-up is a system call, made only
-    /// when someone waits.
+    /// Whether the task waits on `arrived`: a wake-up is a system call, made only when
+    /// someone waits.
     waiting: AtomicBool,
 }
 
-impl ClientContext for AckCollector {}
+/// Hands each delivery report to the producer task that sent the message (the envelope's
+/// producer id), as it arrives. The client's own polling thread (`ThreadedProducer`) runs
+/// the callback as soon as a report comes in, so each acknowledgement is stamped with its
+/// arrival time, however long the task's thread sleeps before it takes them; and a client
+/// shared by many tasks keeps every task's acknowledgements, latencies and ledger its own.
+#[derive(Default)]
+struct AckRouter {
+    /// Indexed by producer id; registration happens before the run, lookups on every report.
+    slots: RwLock<Vec<Option<Arc<AckSlot>>>>,
+}
 
-impl ProducerContext for AckCollector {
+impl AckRouter {
+    fn register(&self, producer: u32) -> Arc<AckSlot> {
+        let slot = Arc::new(AckSlot::default());
+        let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
+        let index = producer as usize;
+        if slots.len() <= index {
+            slots.resize(index + 1, None);
+        }
+        slots[index] = Some(slot.clone());
+        slot
+    }
+}
+
+impl ClientContext for AckRouter {}
+
+impl ProducerContext for AckRouter {
     /// The actual send time, ns since the UNIX epoch.
     type DeliveryOpaque = usize;
 
@@ -421,6 +471,10 @@ impl ProducerContext for AckCollector {
         let Ok(envelope) = Envelope::read(payload) else {
             return;
         };
+        let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
+        let Some(Some(slot)) = slots.get(envelope.producer as usize) else {
+            return;
+        };
         let ack = Ack {
             envelope,
             sent_ns: sent_ns as u64,
@@ -428,18 +482,22 @@ impl ProducerContext for AckCollector {
             acknowledged_ns: Some(arrived),
             result: outcome,
         };
-        let mut acks = self.acks.lock().unwrap_or_else(|e| e.into_inner());
+        let mut acks = slot.acks.lock().unwrap_or_else(|e| e.into_inner());
         acks.push(ack);
-        if acks.len() == 1 && self.waiting.load(Ordering::Relaxed) {
-            self.arrived.notify_one();
+        if acks.len() == 1 && slot.waiting.load(Ordering::Relaxed) {
+            slot.arrived.notify_one();
         }
     }
 }
 
 struct KafkaProducer {
-    /// Declared before `producer` so that it is dropped first, as librdkafka requires.
+    /// Declared before `client` so that it is dropped first, as librdkafka requires (a
+    /// shared client is destroyed with the last task's handle already gone).
     topic: TopicHandle,
-    producer: ThreadedProducer<AckCollector>,
+    client: Arc<ProducerClient>,
+    /// Whether other tasks send through `client` too.
+    shared: bool,
+    slot: Arc<AckSlot>,
     in_flight: usize,
     /// Reused buffer the collected acknowledgements are swapped into.
     batch: Vec<Ack>,
@@ -464,17 +522,17 @@ impl Producer for KafkaProducer {
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
         {
-            let collector = self.producer.context();
-            let mut collected = collector.acks.lock().unwrap_or_else(|e| e.into_inner());
+            let slot = &*self.slot;
+            let mut collected = slot.acks.lock().unwrap_or_else(|e| e.into_inner());
             if collected.is_empty() && !timeout.is_zero() {
                 // Set under the lock, so a report pushed after this check sees it and wakes us.
-                collector.waiting.store(true, Ordering::Relaxed);
-                collected = collector
+                slot.waiting.store(true, Ordering::Relaxed);
+                collected = slot
                     .arrived
                     .wait_timeout(collected, timeout)
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
-                collector.waiting.store(false, Ordering::Relaxed);
+                slot.waiting.store(false, Ordering::Relaxed);
             }
             if collected.is_empty() {
                 return;
@@ -492,7 +550,12 @@ impl Producer for KafkaProducer {
     }
 
     fn abandon(&mut self) {
-        self.producer
+        // A purge covers the whole client and would fail other tasks' messages still within
+        // their drain: a shared client is purged when the last task drops it.
+        if self.shared {
+            return;
+        }
+        self.client
             .purge(rdkafka::producer::PurgeConfig::default().queue().inflight());
     }
 
