@@ -103,28 +103,34 @@ fn producers_of_many_topics_share_one_client_and_keep_their_own_acknowledgements
     let s = assert_lossless(&routed);
     assert_eq!(s["consumers"].as_array().unwrap().len(), 12, "{s:#}");
 
-    // Produce only, 40 topics: the client's threads do not grow with the topics (one
-    // librdkafka client has about 6 threads; one per producer would add about 160).
+    // 40 topics, a producer and a consumer each: the client's librdkafka threads do not grow
+    // with the topics (a client has a handful of threads; one per producer and per consumer
+    // would add some 300). The engine keeps a thread per producer and per consumer task.
     let mut sets = short("4000", 2);
-    sets.extend(["topics=40", "consumers_per_topic=0"].map(String::from));
+    sets.push("topics=40".into());
     let shared = run(&with_sets(&sets, &[]));
-    assert_eq!(shared.code, 0, "{}", shared.stderr);
+    assert_lossless(&shared);
     let threads = |run: &Run| {
         run.summary()["resources"]["client"]["threads_max"]
             .as_u64()
             .expect("client threads sampled")
     };
-    sets.push("producer_clients=per_producer".into());
-    let separate = run(&with_sets(&sets, &[]));
-    assert_eq!(separate.code, 0, "{}", separate.stderr);
-    assert_eq!(
-        separate.manifest()["driver"]["producer_clients"],
-        "per_producer"
+    sets.extend(
+        [
+            "producer_clients=per_producer",
+            "consumer_clients=per_consumer",
+        ]
+        .map(String::from),
     );
+    let separate = run(&with_sets(&sets, &[]));
+    assert_lossless(&separate);
+    let driver = &separate.manifest()["driver"];
+    assert_eq!(driver["producer_clients"], "per_producer");
+    assert_eq!(driver["consumer_clients"], "per_consumer");
     let (shared, separate) = (threads(&shared), threads(&separate));
     assert!(
-        shared < 40 + 20 && separate > shared + 80,
-        "client threads: {shared} shared, {separate} per producer"
+        shared < 80 + 30 && separate > shared + 150,
+        "client threads: {shared} shared, {separate} one client per task"
     );
 }
 

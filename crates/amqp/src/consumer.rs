@@ -115,6 +115,7 @@ impl Consumer for AmqpConsumer {
             deliveries(Delivery {
                 stream: self.queue_index,
                 payload,
+                received_ns: None,
             });
             self.last_tag = tag;
             if self.manual {

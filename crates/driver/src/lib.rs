@@ -127,6 +127,10 @@ pub struct Delivery<'a> {
     /// The partition or queue it came from, for the per-stream order check.
     pub stream: u32,
     pub payload: &'a [u8],
+    /// When the message arrived, ns since the UNIX epoch ([`Clock::process`]), for drivers
+    /// that hand messages over later than they see them arrive; None lets the engine use the
+    /// time it is handed over.
+    pub received_ns: Option<u64>,
 }
 
 /// Receives messages. Owned by one consumer task.

@@ -227,7 +227,11 @@ impl Consumer for MockConsumer {
             std::thread::sleep(timeout.min(Duration::from_millis(1)));
         }
         for payload in &batch {
-            deliveries(Delivery { stream: 0, payload });
+            deliveries(Delivery {
+                stream: 0,
+                payload,
+                received_ns: None,
+            });
         }
         Ok(())
     }

@@ -78,6 +78,22 @@ pub struct KafkaDriverConfig {
     /// for each producer task (its own connection and batches, as OMB's Kafka driver does).
     #[serde(default)]
     pub producer_clients: ProducerClients,
+    /// `shared`: one librdkafka consumer per member of a subscription reads every topic of
+    /// the run (one consumer group per subscription); `per_consumer`: a client and a group of
+    /// its own for each topic's consumers.
+    #[serde(default)]
+    pub consumer_clients: ConsumerClients,
+}
+
+/// How consumer tasks map onto librdkafka consumer clients.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConsumerClients {
+    /// With more than one topic: one client per (subscription, member), reading all topics.
+    #[default]
+    Shared,
+    /// One client per consumer task, in a group per (topic, subscription).
+    PerConsumer,
 }
 
 /// How producer tasks map onto librdkafka producer clients.
@@ -104,10 +120,60 @@ pub const KAFKA_DRIVER_FIELDS: &[&str] = &[
     "topic_prefix",
     "unique_topics",
     "producer_clients",
+    "consumer_clients",
 ];
+
+/// librdkafka producer settings brokerbench chooses when the driver file does not: the Java
+/// client's `max.in.flight.requests.per.connection` of 5 instead of librdkafka's 1,000,000.
+/// With an unbounded pipeline, a broker that falls behind (100 topics on one connection)
+/// lets small requests pile up, and latency grows to seconds, while 5 outstanding requests
+/// make the client wait and send fewer, larger ones; it also keeps a retry from reordering
+/// more than 5 requests' worth of messages.
+pub const PRODUCER_DEFAULTS: &[(&str, &[&str], &str)] = &[(
+    "max.in.flight.requests.per.connection",
+    &["max.in.flight.requests.per.connection", "max.in.flight"],
+    "5",
+)];
+
+impl KafkaDriverConfig {
+    /// The config with brokerbench's producer defaults filled in where the file (under any
+    /// of librdkafka's names for the setting) says nothing.
+    pub fn with_defaults(mut self) -> Self {
+        for (key, names, value) in PRODUCER_DEFAULTS {
+            if !names.iter().any(|n| self.producer_config.contains_key(*n)) {
+                self.producer_config
+                    .insert((*key).to_string(), (*value).to_string());
+            }
+        }
+        self
+    }
+}
 
 impl Default for KafkaDriverConfig {
     fn default() -> Self {
         brokerbench_model::yaml::from_str("{}").expect("defaults parse")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn brokerbench_defaults_fill_only_what_the_file_leaves_out() {
+        let config = KafkaDriverConfig::default().with_defaults();
+        assert_eq!(
+            config.producer_config["max.in.flight.requests.per.connection"],
+            "5"
+        );
+        for name in ["max.in.flight", "max.in.flight.requests.per.connection"] {
+            let mut given = KafkaDriverConfig::default();
+            given
+                .producer_config
+                .insert(name.to_string(), "1000000".into());
+            let config = given.with_defaults();
+            assert_eq!(config.producer_config.len(), 1, "{name}: {config:?}");
+            assert_eq!(config.producer_config[name], "1000000");
+        }
     }
 }

@@ -38,7 +38,7 @@ impl DriverSchema for KafkaFamily {
                 message: "must be at least 1".into(),
             });
         }
-        Ok(resolved("kafka", &config))
+        Ok(resolved("kafka", &config.with_defaults()))
     }
 }
 
@@ -77,7 +77,7 @@ impl Family for KafkaFamily {
                 ))
             }
         };
-        Ok(Box::new(KafkaDriver::new(config, servers)))
+        Ok(Box::new(KafkaDriver::new(config.with_defaults(), servers)))
     }
     fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {
         Box::new(Kafka::new(home))

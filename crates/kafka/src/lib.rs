@@ -1,6 +1,7 @@
 //! The Kafka driver: topics through the admin API, producers whose delivery reports become
 //! acknowledgements, consumers in a group per topic. Works with any Kafka-API broker.
 
+use std::collections::HashMap;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
@@ -22,13 +23,16 @@ use brokerbench_driver::{
 };
 
 pub mod config;
+mod consumer_hub;
 mod family;
 pub mod managed;
 mod topic_handle;
 
-pub use config::{KafkaDriverConfig, ProducerClients};
+pub use config::{ConsumerClients, KafkaDriverConfig, ProducerClients};
 pub use family::{KafkaFamily, FAMILY};
 pub use topic_handle::TopicHandle;
+
+use consumer_hub::Hub;
 
 /// How long the broker has to answer a metadata request before the run fails as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -47,6 +51,8 @@ pub struct KafkaDriver {
     /// The one producer client every producer task uses (`producer_clients: shared`), made
     /// with the first producer.
     shared_client: Mutex<Option<Arc<ProducerClient>>>,
+    /// The shared consumer clients (`consumer_clients: shared`), by (subscription, member).
+    hubs: Mutex<HashMap<(u32, u32), Arc<Hub>>>,
 }
 
 /// A librdkafka producer and the router of its delivery reports.
@@ -63,7 +69,40 @@ impl KafkaDriver {
             partitions: 1,
             run_id: String::new(),
             shared_client: Mutex::new(None),
+            hubs: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// A consumer in `group`, subscribed to `topics`.
+    fn new_consumer_client(
+        &self,
+        group: &str,
+        topics: &[&str],
+    ) -> Result<BaseConsumer, DriverError> {
+        let mut config = self.base_config();
+        // A topic this run created holds only this run's messages: reading it from the start
+        // cannot miss the first ones. A reused topic is read from its end.
+        let reset = if topics.iter().all(|t| self.created.iter().any(|c| c == t)) {
+            "earliest"
+        } else {
+            "latest"
+        };
+        config
+            .set("group.id", group)
+            .set("auto.offset.reset", reset)
+            .set("enable.partition.eof", "false");
+        for (key, value) in &self.config.consumer_config {
+            config.set(key, value);
+        }
+        let consumer: BaseConsumer = config.create().map_err(|e| {
+            DriverError::Other(format!(
+                "creating a Kafka consumer (check consumer_config): {e}"
+            ))
+        })?;
+        consumer.subscribe(topics).map_err(|e| {
+            DriverError::Other(format!("subscribing to {}: {e}", topics.join(", ")))
+        })?;
+        Ok(consumer)
     }
 
     fn new_producer_client(&self) -> Result<Arc<ProducerClient>, DriverError> {
@@ -349,38 +388,33 @@ impl Driver for KafkaDriver {
     }
 
     fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError> {
-        let topic = &self.topics[slot.topic as usize];
-        let mut config = self.base_config();
-        // A topic this run created holds only this run's messages: reading it from the start
-        // cannot miss the first ones. A reused topic is read from its end.
-        let reset = if self.created.contains(topic) {
-            "earliest"
-        } else {
-            "latest"
-        };
-        config
-            .set(
-                "group.id",
-                format!(
-                    "{}-{}-{}-{}",
-                    self.config.topic_prefix, self.run_id, slot.topic, slot.subscription
-                ),
-            )
-            .set("auto.offset.reset", reset)
-            .set("enable.partition.eof", "false");
-        for (key, value) in &self.config.consumer_config {
-            config.set(key, value);
+        if self.config.consumer_clients == ConsumerClients::Shared && self.topics.len() > 1 {
+            let mut hubs = self.hubs.lock().unwrap_or_else(|e| e.into_inner());
+            let hub = match hubs.get(&(slot.subscription, slot.member)) {
+                Some(hub) => hub.clone(),
+                None => {
+                    let topics: Vec<&str> = self.topics.iter().map(String::as_str).collect();
+                    let group = format!(
+                        "{}-{}-s{}",
+                        self.config.topic_prefix, self.run_id, slot.subscription
+                    );
+                    let consumer = self.new_consumer_client(&group, &topics)?;
+                    let hub = Hub::start(consumer, &self.topics).map_err(|e| {
+                        DriverError::Other(format!("starting a consumer thread: {e}"))
+                    })?;
+                    hubs.insert((slot.subscription, slot.member), hub.clone());
+                    hub
+                }
+            };
+            return Ok(Box::new(hub.consumer(slot.topic)));
         }
-        let consumer: BaseConsumer = config.create().map_err(|e| {
-            DriverError::Other(format!(
-                "creating a Kafka consumer (check consumer_config): {e}"
-            ))
-        })?;
-        consumer
-            .subscribe(&[topic])
-            .map_err(|e| DriverError::Other(format!("subscribing to '{topic}': {e}")))?;
+        let topic = self.topics[slot.topic as usize].as_str();
+        let group = format!(
+            "{}-{}-{}-{}",
+            self.config.topic_prefix, self.run_id, slot.topic, slot.subscription
+        );
         Ok(Box::new(KafkaConsumer {
-            consumer,
+            consumer: self.new_consumer_client(&group, &[topic])?,
             assigned: 0,
             assignment_checked: None,
         }))
@@ -399,6 +433,7 @@ impl Driver for KafkaDriver {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
+        self.hubs.lock().unwrap_or_else(|e| e.into_inner()).clear();
         if !self.config.delete_topics || self.created.is_empty() {
             return Ok(());
         }
@@ -589,6 +624,7 @@ impl Consumer for KafkaConsumer {
                 Some(Ok(message)) => deliveries(Delivery {
                     stream: message.partition() as u32,
                     payload: message.payload().unwrap_or_default(),
+                    received_ns: None,
                 }),
                 Some(Err(e)) => {
                     first_error.get_or_insert_with(|| error_kind(&e));

@@ -103,6 +103,7 @@ impl Consumer for NatsConsumer {
             deliveries(Delivery {
                 stream,
                 payload: msg.payload,
+                received_ns: None,
             });
             *outstanding = outstanding.saturating_sub(1);
             if ack {

@@ -34,7 +34,8 @@ pub(super) fn consumer_loop(
         let result = task
             .consumer
             .poll(Duration::from_millis(100), &mut |delivery| {
-                recorder.received(&delivery, clock.now_ns(), floor);
+                let arrived = delivery.received_ns.unwrap_or_else(|| clock.now_ns());
+                recorder.received(&delivery, arrived, floor);
             });
         if let Err(kind) = result {
             recorder.error(&kind);
