@@ -39,7 +39,95 @@ impl Times {
     }
 }
 
-/// One task's counts and histograms for one second.
+/// A task's latencies of one second: the values themselves while they are few, a histogram
+/// once they are many. A task of a many-topic run records a hundred values a second; a
+/// histogram of brokerbench's range and precision is a quarter of a megabyte, and sending and
+/// merging two of them per task per second cost more than the messages did at 100 topics and
+/// ran a 1,000-topic run out of memory. The values go into the same histograms in the end.
+#[derive(Debug, Clone)]
+pub(crate) enum Latencies {
+    /// Clamped values, at most [`FEW_LATENCIES`].
+    Few(Vec<u64>),
+    Many(Box<Histogram<u64>>),
+}
+
+/// How many values a second's latencies keep as they are before they become a histogram.
+const FEW_LATENCIES: usize = 2048;
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies::Few(Vec::new())
+    }
+}
+
+impl Latencies {
+    #[inline]
+    pub fn record(&mut self, nanos: u64) {
+        match self {
+            Latencies::Few(values) if values.len() < FEW_LATENCIES => values.push(nanos.clamp(
+                brokerbench_model::HISTOGRAM_LOW,
+                brokerbench_model::HISTOGRAM_HIGH,
+            )),
+            _ => record_clamped(self.histogram(), nanos),
+        }
+    }
+
+    /// Number of values recorded.
+    #[cfg(test)]
+    pub fn len(&self) -> u64 {
+        match self {
+            Latencies::Few(values) => values.len() as u64,
+            Latencies::Many(histogram) => histogram.len(),
+        }
+    }
+
+    /// Adds every value of `other`.
+    pub fn add(&mut self, other: &Latencies) {
+        match (&mut *self, other) {
+            (Latencies::Few(values), Latencies::Few(more))
+                if values.len() + more.len() <= FEW_LATENCIES =>
+            {
+                values.extend_from_slice(more)
+            }
+            (_, Latencies::Few(more)) => {
+                let histogram = self.histogram();
+                for &v in more {
+                    record_clamped(histogram, v);
+                }
+            }
+            (_, Latencies::Many(more)) => self
+                .histogram()
+                .add(&**more)
+                .expect("same histogram bounds"),
+        }
+    }
+
+    /// The values as a histogram.
+    pub fn into_histogram(mut self) -> Histogram<u64> {
+        self.histogram();
+        match self {
+            Latencies::Many(histogram) => *histogram,
+            Latencies::Few(_) => unreachable!("made a histogram above"),
+        }
+    }
+
+    /// The histogram, made from the values first if there is none yet.
+    fn histogram(&mut self) -> &mut Histogram<u64> {
+        if let Latencies::Few(values) = self {
+            let mut histogram = new_histogram();
+            for &v in values.iter() {
+                record_clamped(&mut histogram, v);
+            }
+            *self = Latencies::Many(Box::new(histogram));
+        }
+        match self {
+            Latencies::Many(histogram) => histogram,
+            Latencies::Few(_) => unreachable!("made a histogram above"),
+        }
+    }
+}
+
+/// One task's counts and latencies for one second.
 #[derive(Debug, Clone)]
 pub(crate) struct Interval {
     pub index: u64,
@@ -49,8 +137,8 @@ pub(crate) struct Interval {
     pub received: u64,
     pub bytes_acknowledged: u64,
     pub bytes_received: u64,
-    pub publish: Histogram<u64>,
-    pub end_to_end: Histogram<u64>,
+    pub publish: Latencies,
+    pub end_to_end: Latencies,
     pub schedule_lag_max_ns: u64,
 }
 
@@ -64,8 +152,8 @@ impl Interval {
             received: 0,
             bytes_acknowledged: 0,
             bytes_received: 0,
-            publish: new_histogram(),
-            end_to_end: new_histogram(),
+            publish: Latencies::default(),
+            end_to_end: Latencies::default(),
             schedule_lag_max_ns: 0,
         }
     }
@@ -77,12 +165,8 @@ impl Interval {
         self.received += other.received;
         self.bytes_acknowledged += other.bytes_acknowledged;
         self.bytes_received += other.bytes_received;
-        self.publish
-            .add(&other.publish)
-            .expect("same histogram bounds");
-        self.end_to_end
-            .add(&other.end_to_end)
-            .expect("same histogram bounds");
+        self.publish.add(&other.publish);
+        self.end_to_end.add(&other.end_to_end);
         self.schedule_lag_max_ns = self.schedule_lag_max_ns.max(other.schedule_lag_max_ns);
     }
 }
@@ -274,7 +358,7 @@ impl ProducerRecorder {
         let interval = self.interval.roll(now_ns);
         interval.acknowledged += 1;
         interval.bytes_acknowledged += ack.bytes as u64;
-        record_clamped(&mut interval.publish, publish);
+        interval.publish.record(publish);
         let r = &mut self.result;
         r.total.acknowledged += 1;
         r.total.bytes_acknowledged += ack.bytes as u64;
@@ -369,7 +453,7 @@ impl ConsumerRecorder {
         let interval = self.interval.roll(now_ns);
         interval.received += 1;
         interval.bytes_received += bytes;
-        record_clamped(&mut interval.end_to_end, e2e);
+        interval.end_to_end.record(e2e);
         let r = &mut self.result;
         r.total.received += 1;
         r.total.bytes_received += bytes;
@@ -406,27 +490,34 @@ mod tests {
         let mut a = Interval::new(3);
         let mut b = Interval::new(3);
         let mut all = new_histogram();
-        for v in 1..=1000u64 {
-            let target = if v % 3 == 0 { &mut a } else { &mut b };
-            record_clamped(&mut target.publish, v * 1000);
+        // Enough values that one side becomes a histogram and the other stays a list.
+        for v in 1..=3000u64 {
+            let target = if v % 5 == 0 { &mut a } else { &mut b };
+            target.publish.record(v * 1000);
             record_clamped(&mut all, v * 1000);
         }
+        assert!(matches!(a.publish, Latencies::Few(_)));
+        assert!(matches!(b.publish, Latencies::Many(_)));
         a.acknowledged = 333;
         b.acknowledged = 667;
         a.schedule_lag_max_ns = 5;
         b.schedule_lag_max_ns = 9;
+        let mut c = a.clone();
         a.merge(&b);
+        b.merge(&c);
         assert_eq!(a.acknowledged, 1000);
         assert_eq!(a.schedule_lag_max_ns, 9);
-        assert_eq!(a.publish.len(), 1000);
+        assert_eq!(a.publish.len(), 3000);
+        let (a, b) = (a.publish.into_histogram(), b.publish.into_histogram());
         for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
-            assert_eq!(
-                a.publish.value_at_quantile(q),
-                all.value_at_quantile(q),
-                "q={q}"
-            );
+            assert_eq!(a.value_at_quantile(q), all.value_at_quantile(q), "q={q}");
+            assert_eq!(b.value_at_quantile(q), all.value_at_quantile(q), "q={q}");
         }
-        assert!(all.equivalent(a.publish.value_at_quantile(0.99), 990_000));
+        assert!(all.equivalent(a.value_at_quantile(0.99), 2_970_000));
+        // Few and few stay a list while they fit, and keep every value.
+        c.merge(&Interval::new(3));
+        assert!(matches!(c.publish, Latencies::Few(_)));
+        assert_eq!(c.publish.len(), 600);
     }
 
     #[test]

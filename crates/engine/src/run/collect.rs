@@ -210,8 +210,8 @@ pub(super) fn collect(
                     (acknowledged_so_far * subscriptions as u64) as i64 - received_so_far as i64
                 }),
                 acknowledged_rate_1m: meter.rate(),
-                publish: interval.publish,
-                end_to_end: interval.end_to_end,
+                publish: interval.publish.into_histogram(),
+                end_to_end: interval.end_to_end.into_histogram(),
                 schedule_lag_max_ns: interval.schedule_lag_max_ns,
             };
             observer.interval(&row);
