@@ -98,10 +98,26 @@ fn producers_of_many_topics_share_one_client_and_keep_their_own_acknowledgements
     // 12 topics × 2 producers: 24 producer tasks on one librdkafka client, each task's
     // acknowledgements routed back to it (the ledger checks every sequence of every task).
     let mut sets = short("4800", 3);
-    sets.extend(["topics=12", "producers_per_topic=2"].map(String::from));
+    sets.extend(
+        [
+            "topics=12",
+            "producers_per_topic=2",
+            "consumers_per_topic=2",
+        ]
+        .map(String::from),
+    );
     let routed = run(&with_sets(&sets, &[]));
     let s = assert_lossless(&routed);
-    assert_eq!(s["consumers"].as_array().unwrap().len(), 12, "{s:#}");
+    let consumers = s["consumers"].as_array().unwrap();
+    assert_eq!(consumers.len(), 24, "{s:#}");
+    // One partition per topic, two members in a group that spans the topics: round robin
+    // gives both members topics (the range assignor would give every topic to the same one).
+    let busy_members: std::collections::BTreeSet<u64> = consumers
+        .iter()
+        .filter(|c| c["received"].as_u64().unwrap() > 0)
+        .map(|c| c["member"].as_u64().unwrap())
+        .collect();
+    assert_eq!(busy_members.len(), 2, "{consumers:#?}");
 
     // 40 topics, a producer and a consumer each: the client's librdkafka threads do not grow
     // with the topics (a client has a handful of threads; one per producer and per consumer

@@ -23,6 +23,10 @@ use crate::error_kind;
 const POLL_WAIT: Duration = Duration::from_millis(100);
 /// How often the hub reads its assignment.
 const ASSIGNMENT_EVERY: Duration = Duration::from_millis(100);
+/// Payload bytes an inbox holds at most before the hub waits for its task: a task slower
+/// than its messages then leaves them in the client, where their wait counts in end-to-end
+/// latency (they are stamped when handed over), instead of in memory without a bound.
+const INBOX_CAP_BYTES: usize = 4 << 20;
 
 /// What has arrived for one topic and not been taken by its task yet: payloads back to
 /// back in one buffer, reused from poll to poll.
@@ -41,6 +45,8 @@ struct Inbox {
     /// Whether the task waits on `arrived`: a wake-up is a system call, made only when
     /// someone waits.
     waiting: AtomicBool,
+    /// Signalled when the task takes a batch, for a hub waiting on a full inbox.
+    taken: Condvar,
 }
 
 /// The shared client of one (subscription, member) and its polling thread.
@@ -104,11 +110,13 @@ impl Hub {
                         self.hand_over(topic, message.partition() as u32, payload, clock.now_ns());
                     }
                     Some(Err(e)) => {
-                        // The client's errors are the whole member's: every task counts them.
-                        let kind = error_kind(&e);
-                        for inbox in &self.inboxes {
-                            let mut batch = inbox.batch.lock().unwrap_or_else(|e| e.into_inner());
-                            batch.error.get_or_insert_with(|| kind.clone());
+                        // An error of the client is the member's, not a topic's: it is counted
+                        // once, by the task of the first topic.
+                        let inbox = &self.inboxes[0];
+                        let mut batch = inbox.batch.lock().unwrap_or_else(|e| e.into_inner());
+                        batch.error.get_or_insert_with(|| error_kind(&e));
+                        if inbox.waiting.load(Ordering::Relaxed) {
+                            inbox.arrived.notify_one();
                         }
                         break;
                     }
@@ -137,6 +145,13 @@ impl Hub {
     fn hand_over(&self, topic: usize, partition: u32, payload: &[u8], arrived_ns: u64) {
         let inbox = &self.inboxes[topic];
         let mut batch = inbox.batch.lock().unwrap_or_else(|e| e.into_inner());
+        while batch.bytes.len() >= INBOX_CAP_BYTES && !self.stop.load(Ordering::Relaxed) {
+            batch = inbox
+                .taken
+                .wait_timeout(batch, POLL_WAIT)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
         batch.bytes.extend_from_slice(payload);
         let end = batch.bytes.len();
         batch.messages.push((partition, arrived_ns, end));
@@ -174,6 +189,7 @@ impl Consumer for HubConsumer {
                 inbox.waiting.store(false, Ordering::Relaxed);
             }
             std::mem::swap(&mut *batch, &mut self.taken);
+            inbox.taken.notify_one();
         }
         let Batch {
             bytes,

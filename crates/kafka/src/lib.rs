@@ -1,5 +1,6 @@
 //! The Kafka driver: topics through the admin API, producers whose delivery reports become
-//! acknowledgements, consumers in a group per topic. Works with any Kafka-API broker.
+//! acknowledgements, consumers in a group per subscription (spanning the run's topics when
+//! clients are shared, else one per topic). Works with any Kafka-API broker.
 
 use std::collections::HashMap;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -73,11 +74,12 @@ impl KafkaDriver {
         }
     }
 
-    /// A consumer in `group`, subscribed to `topics`.
+    /// A consumer in `group`, subscribed to `topics`; `shared` by the tasks of all of them.
     fn new_consumer_client(
         &self,
         group: &str,
         topics: &[&str],
+        shared: bool,
     ) -> Result<BaseConsumer, DriverError> {
         let mut config = self.base_config();
         // A topic this run created holds only this run's messages: reading it from the start
@@ -91,6 +93,11 @@ impl KafkaDriver {
             .set("group.id", group)
             .set("auto.offset.reset", reset)
             .set("enable.partition.eof", "false");
+        if shared {
+            // The range assignor gives each topic's first partitions to the same member of a
+            // group that spans many topics; round robin spreads them over the members.
+            config.set("partition.assignment.strategy", "roundrobin");
+        }
         for (key, value) in &self.config.consumer_config {
             config.set(key, value);
         }
@@ -388,7 +395,12 @@ impl Driver for KafkaDriver {
     }
 
     fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError> {
-        if self.config.consumer_clients == ConsumerClients::Shared && self.topics.len() > 1 {
+        // A shared client has one auto.offset.reset for all its topics: only when the run
+        // created every topic (read from the beginning) is that right for each of them.
+        if self.config.consumer_clients == ConsumerClients::Shared
+            && self.topics.len() > 1
+            && self.created.len() == self.topics.len()
+        {
             let mut hubs = self.hubs.lock().unwrap_or_else(|e| e.into_inner());
             let hub = match hubs.get(&(slot.subscription, slot.member)) {
                 Some(hub) => hub.clone(),
@@ -398,7 +410,7 @@ impl Driver for KafkaDriver {
                         "{}-{}-s{}",
                         self.config.topic_prefix, self.run_id, slot.subscription
                     );
-                    let consumer = self.new_consumer_client(&group, &topics)?;
+                    let consumer = self.new_consumer_client(&group, &topics, true)?;
                     let hub = Hub::start(consumer, &self.topics).map_err(|e| {
                         DriverError::Other(format!("starting a consumer thread: {e}"))
                     })?;
@@ -414,7 +426,7 @@ impl Driver for KafkaDriver {
             self.config.topic_prefix, self.run_id, slot.topic, slot.subscription
         );
         Ok(Box::new(KafkaConsumer {
-            consumer: self.new_consumer_client(&group, &[topic])?,
+            consumer: self.new_consumer_client(&group, &[topic], false)?,
             assigned: 0,
             assignment_checked: None,
         }))
