@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,7 @@ use rdkafka::message::Message;
 use brokerbench_driver::{Clock, Consumer, Delivery};
 
 use crate::error_kind;
+use crate::mailbox::Mailbox;
 
 /// How long the hub waits for a message before it looks at its stop flag again.
 const POLL_WAIT: Duration = Duration::from_millis(100);
@@ -38,16 +39,14 @@ struct Batch {
     error: Option<String>,
 }
 
-#[derive(Default)]
-struct Inbox {
-    batch: Mutex<Batch>,
-    arrived: Condvar,
-    /// Whether the task waits on `arrived`: a wake-up is a system call, made only when
-    /// someone waits.
-    waiting: AtomicBool,
-    /// Signalled when the task takes a batch, for a hub waiting on a full inbox.
-    taken: Condvar,
+impl crate::mailbox::Batch for Batch {
+    fn is_empty(&self) -> bool {
+        self.messages.is_empty() && self.error.is_none()
+    }
 }
+
+/// Where one topic's messages wait for its task.
+type Inbox = Mailbox<Batch>;
 
 /// The shared client of one (subscription, member) and its polling thread.
 pub(crate) struct Hub {
@@ -112,12 +111,9 @@ impl Hub {
                     Some(Err(e)) => {
                         // An error of the client is the member's, not a topic's: it is counted
                         // once, by the task of the first topic.
-                        let inbox = &self.inboxes[0];
-                        let mut batch = inbox.batch.lock().unwrap_or_else(|e| e.into_inner());
-                        batch.error.get_or_insert_with(|| error_kind(&e));
-                        if inbox.waiting.load(Ordering::Relaxed) {
-                            inbox.arrived.notify_one();
-                        }
+                        self.inboxes[0].put(|batch| {
+                            batch.error.get_or_insert_with(|| error_kind(&e));
+                        });
                         break;
                     }
                 }
@@ -143,21 +139,12 @@ impl Hub {
     }
 
     fn hand_over(&self, topic: usize, partition: u32, payload: &[u8], arrived_ns: u64) {
-        let inbox = &self.inboxes[topic];
-        let mut batch = inbox.batch.lock().unwrap_or_else(|e| e.into_inner());
-        while batch.bytes.len() >= INBOX_CAP_BYTES && !self.stop.load(Ordering::Relaxed) {
-            batch = inbox
-                .taken
-                .wait_timeout(batch, POLL_WAIT)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-        batch.bytes.extend_from_slice(payload);
-        let end = batch.bytes.len();
-        batch.messages.push((partition, arrived_ns, end));
-        if batch.messages.len() == 1 && inbox.waiting.load(Ordering::Relaxed) {
-            inbox.arrived.notify_one();
-        }
+        let full = |batch: &Batch| batch.bytes.len() >= INBOX_CAP_BYTES;
+        self.inboxes[topic].put_bounded(full, &self.stop, POLL_WAIT, |batch| {
+            batch.bytes.extend_from_slice(payload);
+            let end = batch.bytes.len();
+            batch.messages.push((partition, arrived_ns, end));
+        });
     }
 }
 
@@ -175,22 +162,7 @@ impl Consumer for HubConsumer {
         timeout: Duration,
         deliveries: &mut dyn FnMut(Delivery<'_>),
     ) -> Result<(), String> {
-        let inbox = &self.hub.inboxes[self.topic];
-        {
-            let mut batch = inbox.batch.lock().unwrap_or_else(|e| e.into_inner());
-            if batch.messages.is_empty() && batch.error.is_none() && !timeout.is_zero() {
-                // Set under the lock, so a message handed over after this check wakes us.
-                inbox.waiting.store(true, Ordering::Relaxed);
-                batch = inbox
-                    .arrived
-                    .wait_timeout(batch, timeout)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-                inbox.waiting.store(false, Ordering::Relaxed);
-            }
-            std::mem::swap(&mut *batch, &mut self.taken);
-            inbox.taken.notify_one();
-        }
+        self.hub.inboxes[self.topic].take(timeout, &mut self.taken);
         let Batch {
             bytes,
             messages,

@@ -4,8 +4,7 @@
 
 use std::collections::HashMap;
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use futures_executor::block_on;
@@ -26,6 +25,7 @@ use brokerbench_driver::{
 pub mod config;
 mod consumer_hub;
 mod family;
+mod mailbox;
 pub mod managed;
 mod topic_handle;
 
@@ -34,6 +34,7 @@ pub use family::{KafkaFamily, FAMILY};
 pub use topic_handle::TopicHandle;
 
 use consumer_hub::Hub;
+use mailbox::Mailbox;
 
 /// How long the broker has to answer a metadata request before the run fails as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -469,14 +470,7 @@ impl Driver for KafkaDriver {
 }
 
 /// Where one producer task's acknowledgements wait for it.
-#[derive(Default)]
-struct AckSlot {
-    acks: Mutex<Vec<Ack>>,
-    arrived: Condvar,
-    /// Whether the task waits on `arrived`: a wake-up is a system call, made only when
-    /// someone waits.
-    waiting: AtomicBool,
-}
+type AckSlot = Mailbox<Vec<Ack>>;
 
 /// Hands each delivery report to the producer task that sent the message (the envelope's
 /// producer id), as it arrives. The client's own polling thread (`ThreadedProducer`) runs
@@ -529,11 +523,7 @@ impl ProducerContext for AckRouter {
             acknowledged_ns: Some(arrived),
             result: outcome,
         };
-        let mut acks = slot.acks.lock().unwrap_or_else(|e| e.into_inner());
-        acks.push(ack);
-        if acks.len() == 1 && slot.waiting.load(Ordering::Relaxed) {
-            slot.arrived.notify_one();
-        }
+        slot.put(|acks| acks.push(ack));
     }
 }
 
@@ -568,23 +558,9 @@ impl Producer for KafkaProducer {
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
-        {
-            let slot = &*self.slot;
-            let mut collected = slot.acks.lock().unwrap_or_else(|e| e.into_inner());
-            if collected.is_empty() && !timeout.is_zero() {
-                // Set under the lock, so a report pushed after this check sees it and wakes us.
-                slot.waiting.store(true, Ordering::Relaxed);
-                collected = slot
-                    .arrived
-                    .wait_timeout(collected, timeout)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-                slot.waiting.store(false, Ordering::Relaxed);
-            }
-            if collected.is_empty() {
-                return;
-            }
-            std::mem::swap(&mut *collected, &mut self.batch);
+        self.slot.take(timeout, &mut self.batch);
+        if self.batch.is_empty() {
+            return;
         }
         self.in_flight -= self.batch.len().min(self.in_flight);
         for ack in self.batch.drain(..) {
