@@ -33,6 +33,22 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
     commands::dispatch(cli)
 }
 
+/// An error and its causes on one line, each cause said once: a message that already quotes
+/// its cause (`cannot read x: No such file or directory`) is not followed by it again.
+pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        let said = c.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = c.source();
+    }
+    text
+}
+
 /// The exit code for a failed command, from the kind of error in its chain.
 pub fn exit_code_for(error: &anyhow::Error) -> u8 {
     for cause in error.chain() {
@@ -59,4 +75,21 @@ pub fn exit_code_for(error: &anyhow::Error) -> u8 {
         }
     }
     exit::WITH_ERRORS
+}
+
+#[cfg(test)]
+mod error_text_tests {
+    use super::*;
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let quoted = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
+        let error = anyhow::Error::new(quoted).context("cannot read w.yaml: No such file");
+        assert_eq!(
+            error_text(error.as_ref()),
+            "cannot read w.yaml: No such file"
+        );
+        let plain = anyhow::anyhow!("refused").context("reaching the broker");
+        assert_eq!(error_text(plain.as_ref()), "reaching the broker: refused");
+    }
 }

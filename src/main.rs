@@ -13,7 +13,7 @@ fn main() -> ExitCode {
     match brokerbench::run(cli) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", brokerbench::error_text(error.as_ref()));
             ExitCode::from(brokerbench::exit_code_for(&error))
         }
     }

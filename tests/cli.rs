@@ -33,6 +33,31 @@ fn validate_rejects_a_bad_file_with_exit_2() {
 }
 
 #[test]
+fn an_empty_or_missing_file_exits_2_saying_why_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = write(dir.path(), "empty.yaml", "# nothing yet\n");
+    brokerbench()
+        .arg("run")
+        .arg(&empty)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("empty.yaml is empty"))
+        .stderr(predicates::str::contains("`{}` for all defaults"));
+    let output = brokerbench()
+        .args(["run", "no-such-workload.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no-such-workload.yaml"), "{stderr}");
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "the cause once: {stderr}"
+    );
+}
+
+#[test]
 fn a_bad_override_exits_2() {
     brokerbench()
         .args(["run", "--set", "rtae=5"])

@@ -140,7 +140,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(error) => {
-            let message = format!("{error:#}");
+            let message = crate::error_text(&error);
             let _ = folder.mark_failed(&message, clock.now_ns());
             write_report(&out);
             return Err(error.into());

@@ -157,7 +157,11 @@ fn a_client_slower_than_the_schedule_is_reported_client_bound() {
     let s = &out.summary;
     assert!(s.client_bound, "{:?}", s.latency.schedule_lag);
     assert!(
-        s.notes.iter().any(|n| n.starts_with("client-bound")),
+        s.notes
+            .iter()
+            .filter(|n| n.starts_with("CLIENT-BOUND"))
+            .count()
+            == 1,
         "{:?}",
         s.notes
     );

@@ -24,6 +24,8 @@ pub enum SpecError {
     },
     #[error("{file}: not valid YAML: {message}")]
     Syntax { file: String, message: String },
+    #[error("{file} is empty; write its fields (e.g. `rate: 20000`), or `{{}}` for all defaults")]
+    Empty { file: String },
     #[error("{file}: field `{field}`: {message}")]
     Field {
         file: String,
@@ -119,7 +121,8 @@ fn parse_source(name: String, text: &str) -> Result<Source, SpecError> {
         message: e.to_string(),
     })?;
     let value = match value {
-        Value::Null => Value::Object(Mapping::new()),
+        // An empty file is a mistake (a wrong path, an unsaved editor); `{}` asks for defaults.
+        Value::Null => return Err(SpecError::Empty { file: name }),
         Value::Object(_) => value,
         _ => {
             return Err(SpecError::Syntax {

@@ -264,15 +264,8 @@ pub fn terminal_summary(summary: &Summary) -> String {
 
     resources_lines(&mut out, summary);
 
-    let mut notes: Vec<&str> = Vec::new();
-    if summary.client_bound {
-        notes.push(
-            "CLIENT-BOUND: schedule lag kept growing, so the load generator or the client \
-             buffer, not the broker, limited the rate; the offered load was below the target",
-        );
-    }
-    notes.extend(summary.notes.iter().map(String::as_str));
-    for (i, note) in notes.iter().enumerate() {
+    // The summary's notes say everything once, the client-bound one included.
+    for (i, note) in summary.notes.iter().enumerate() {
         let label = if i == 0 { "notes" } else { "" };
         let _ = writeln!(out, "{label:<LABEL$}- {note}");
     }
@@ -452,6 +445,8 @@ mod tests {
         s.total.received = 0;
         s.latency.end_to_end = LatencySummary::default();
         s.client_bound = true;
+        s.notes
+            .push("CLIENT-BOUND: schedule lag kept growing".into());
         s.notes.push("warm-up was 5 s".into());
         let text = terminal_summary(&s);
         assert!(text.starts_with(
@@ -461,6 +456,7 @@ mod tests {
         assert!(!line(&text, "throughput").contains("received"));
         assert!(line(&text, "integrity").ends_with("loss NOT CHECKED (no consumers)"));
         assert!(line(&text, "notes").starts_with("notes        - CLIENT-BOUND"));
+        assert_eq!(text.matches("CLIENT-BOUND").count(), 1, "{text}");
         assert!(
             text.contains("\n             - warm-up was 5 s\n"),
             "{text}"

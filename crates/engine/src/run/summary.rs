@@ -167,7 +167,7 @@ pub(super) fn summarize(
     };
     if is_client_bound {
         notes.push(
-            "client-bound: schedule lag kept growing, so the load generator or the client's buffer, not the broker, limited the send rate; the offered load was below the target".into(),
+            "CLIENT-BOUND: schedule lag kept growing, so the load generator or the client's buffer, not the broker, limited the send rate; the offered load was below the target".into(),
         );
     }
     if let Some(target) = target_rate {
