@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use brokerbench_driver::Driver;
 use brokerbench_engine::{Clock, RunControl};
-use brokerbench_metrics::{Auth, Endpoint, MetricSet, Scraper};
+use brokerbench_metrics::{Endpoint, EndpointSettings, MetricSet, Scraper};
 use brokerbench_model::redact::redact_assignment;
 use brokerbench_model::{load_specs, DriverConfig, Payload, RunStatus};
 use brokerbench_report::{
@@ -274,8 +274,8 @@ fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Result<Broker
 }
 
 /// The broker's metrics endpoint and how to read it: the URL from `--broker-metrics`, else
-/// the driver file's `broker_metrics.url`, else the managed broker's own; credentials, CA and
-/// timeout from the driver file, then the environment. Checked here, before the run starts;
+/// the driver file's `broker_metrics.url`, else the managed broker's own; credentials and CA
+/// from the URL, then the driver file, then the environment; the timeout from the file. Checked here, before the run starts;
 /// nothing is read with `--no-monitor`.
 fn metrics_scraper(
     specs: &brokerbench_model::Specs,
@@ -301,26 +301,12 @@ fn metrics_scraper(
     let Some(set) = set else { return Ok(None) };
     let mut endpoint = Endpoint::new(&url).map_err(|e| BadInput(format!("{source}: {e}")))?;
     if let Some(spec) = spec {
-        // Credentials in the URL itself win over the file's; a user in the URL without a
-        // password takes the file's password.
-        if let (Auth::Basic { username, password }, Some(file_password)) =
-            (endpoint.auth().clone(), &spec.password)
-        {
-            if password.is_empty() {
-                endpoint = endpoint.basic_auth(&username, file_password);
-            }
-        }
-        if *endpoint.auth() == Auth::None {
-            if let Some(username) = &spec.username {
-                endpoint = endpoint.basic_auth(username, spec.password.as_deref().unwrap_or(""));
-            }
-            if let Some(token) = &spec.bearer_token {
-                endpoint = endpoint.bearer_token(token);
-            }
-        }
-        if let Some(path) = &spec.ca_file {
-            endpoint = endpoint.ca_file(path);
-        }
+        endpoint = endpoint.fill_missing(EndpointSettings {
+            username: spec.username.clone(),
+            password: spec.password.clone(),
+            bearer_token: spec.bearer_token.clone(),
+            ca_file: spec.ca_file.clone(),
+        });
         if let Some(timeout) = spec.timeout {
             endpoint = endpoint.timeout(timeout);
         }

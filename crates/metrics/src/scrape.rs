@@ -63,6 +63,15 @@ impl fmt::Debug for Auth {
     }
 }
 
+/// What one source of settings (a driver file, the environment) says about an endpoint.
+#[derive(Default)]
+pub struct EndpointSettings {
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub bearer_token: Option<String>,
+    pub ca_file: Option<PathBuf>,
+}
+
 /// A metrics endpoint: its URL (without credentials), how to authenticate, which CAs to
 /// trust and how long one request may take.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,34 +149,43 @@ impl Endpoint {
         self
     }
 
-    /// Fills in what is not set yet from `BROKERBENCH_METRICS_USERNAME` and `…_PASSWORD`,
-    /// `…_BEARER_TOKEN` and `…_CA_FILE`; a user given without a password takes the password
-    /// from `…_PASSWORD`.
+    /// Fills in what is not set yet from what `given` supplies: a user without a password
+    /// takes the given password; with no credentials at all, the given bearer token or user
+    /// and password are used; the CA file if none is set. Called with the driver file's
+    /// settings, then the environment's, it makes the URL win over the file and the file
+    /// over the environment.
+    pub fn fill_missing(mut self, given: EndpointSettings) -> Self {
+        if let (Auth::Basic { password, .. }, Some(given)) = (&mut self.auth, &given.password) {
+            if password.is_empty() {
+                password.clone_from(given);
+            }
+        }
+        if self.auth == Auth::None {
+            if let Some(token) = &given.bearer_token {
+                self = self.bearer_token(token);
+            } else if let Some(username) = &given.username {
+                self = self.basic_auth(username, given.password.as_deref().unwrap_or_default());
+            }
+        }
+        if self.ca_file.is_none() {
+            self.ca_file = given.ca_file;
+        }
+        self
+    }
+
+    /// [`fill_missing`](Self::fill_missing) from `BROKERBENCH_METRICS_USERNAME`,
+    /// `…_PASSWORD`, `…_BEARER_TOKEN` and `…_CA_FILE`.
     pub fn with_environment(self) -> Self {
         self.with_variables(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
     }
 
-    fn with_variables(mut self, var: impl Fn(&str) -> Option<String>) -> Self {
-        // A user named in the file with its password in the environment.
-        if let Auth::Basic { password, .. } = &mut self.auth {
-            if password.is_empty() {
-                *password = var(ENV_PASSWORD).unwrap_or_default();
-            }
-        }
-        if self.auth == Auth::None {
-            if let Some(token) = var(ENV_BEARER_TOKEN) {
-                self = self.bearer_token(&token);
-            } else if let Some(username) = var(ENV_USERNAME) {
-                let password = var(ENV_PASSWORD).unwrap_or_default();
-                self = self.basic_auth(&username, &password);
-            }
-        }
-        if self.ca_file.is_none() {
-            if let Some(path) = var(ENV_CA_FILE) {
-                self = self.ca_file(path);
-            }
-        }
-        self
+    fn with_variables(self, var: impl Fn(&str) -> Option<String>) -> Self {
+        self.fill_missing(EndpointSettings {
+            username: var(ENV_USERNAME),
+            password: var(ENV_PASSWORD),
+            bearer_token: var(ENV_BEARER_TOKEN),
+            ca_file: var(ENV_CA_FILE).map(PathBuf::from),
+        })
     }
 
     /// The URL without credentials: safe to print and to write into results.
