@@ -4,7 +4,7 @@
 Runs, alternating, ROUNDS rounds of:
   - Kafka's own ProducerPerformance (kafka-tools jar from the managed install),
   - brokerbench at max rate (produce only),
-  - a bare librdkafka send loop (crates/kafka/examples/bare_send.rs: no measuring at all),
+  - a bare librdkafka send loop (crates/kafka/examples/floor.rs at max rate: no measuring at all),
 all with 100-byte messages, 1 partition, acks=1 and the same batch.size / linger.ms.
 Reports msg/s and client CPU seconds per million messages (user+sys of the whole client
 process, from the kernel's rusage of that child alone, via wait4), medians over the rounds, and ratios.
@@ -14,46 +14,24 @@ Needs: scripts/setup done; the managed Kafka is started if it is not running.
 """
 
 import argparse
-import glob
 import os
 import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "brokerbench")
-BARE = os.path.join(ROOT, "target", "release", "examples", "bare_send")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import BIN, ROOT, kafka_classpath as java_cp, timed as run_timed  # noqa: E402
+
+BARE = os.path.join(ROOT, "target", "release", "examples", "floor")
 BOOTSTRAP = "127.0.0.1:9092"
-
-
-def home():
-    if os.environ.get("BROKERBENCH_HOME"):
-        return os.environ["BROKERBENCH_HOME"]
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.environ["HOME"], ".local", "share")
-    return os.path.join(base, "brokerbench")
 
 
 def timed(cmd):
     """Runs cmd; returns (output, CPU seconds, peak RSS MB) of that child process alone."""
-    with tempfile.TemporaryFile("w+") as out:
-        child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        text = out.read()
-    if child.returncode != 0:
-        sys.exit(f"{cmd[0]} failed ({child.returncode}):\n{text[-3000:]}")
-    return text, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
-
-
-def java_cp():
-    lib = glob.glob(os.path.join(home(), "kafka", "*", "lib"))
-    if not lib:
-        sys.exit("Kafka is not installed: run scripts/setup (or brokerbench broker install kafka)")
-    return os.path.join(lib[0], "*")
+    usage = run_timed(cmd)
+    return usage.text, usage.cpu, usage.rss_mb
 
 
 def create_topic(name):
@@ -97,13 +75,11 @@ def brokerbench(seconds, props):
     return summary["throughput"]["acknowledged_per_s"], cpu / total * 1e6, rss
 
 
-def bare(records, props):
-    topic = f"bench-bare-{int(time.time() * 1000)}"
-    create_topic(topic)
-    out, cpu, rss = timed([BARE, BOOTSTRAP, topic, str(records), "100", *[f"{k}={v}" for k, v in props.items()]])
-    delete_topic(topic)
+def bare(seconds, props):
+    out, cpu, rss = timed([BARE, BOOTSTRAP, "--create", "1:1", "--rate", "max", "--seconds", str(seconds),
+                           "--size", "100", *[a for k, v in props.items() for a in ("-P", f"{k}={v}")]])
     rate = float(re.search(r"msg_per_s=([\d.]+)", out).group(1))
-    sent = int(re.search(r"messages=(\d+)", out).group(1))
+    sent = int(re.search(r"delivered=(\d+)", out).group(1))
     return rate, cpu / sent * 1e6, rss
 
 
@@ -111,19 +87,19 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=int, default=10, help="brokerbench measurement window")
-    p.add_argument("--records", type=int, default=8_000_000, help="messages per ProducerPerformance / bare run")
+    p.add_argument("--records", type=int, default=8_000_000, help="messages per ProducerPerformance run")
     p.add_argument("--batch-size", default="1000000")
     p.add_argument("--linger-ms", default="5")
     a = p.parse_args()
     subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "brokerbench",
-                    "--example", "bare_send", "-p", "brokerbench-kafka", "-p", "brokerbench"], cwd=ROOT, check=True)
+                    "--example", "floor", "-p", "brokerbench-kafka", "-p", "brokerbench"], cwd=ROOT, check=True)
     subprocess.run([BIN, "broker", "up", "kafka"], check=True, stdout=subprocess.DEVNULL)
     props = {"acks": "1", "batch.size": a.batch_size, "linger.ms": a.linger_ms}
     results = {"ProducerPerformance": [], "brokerbench": [], "bare librdkafka": []}
     for r in range(a.rounds):
         for name, fn in [("ProducerPerformance", lambda: producer_performance(a.records, props)),
                          ("brokerbench", lambda: brokerbench(a.seconds, props)),
-                         ("bare librdkafka", lambda: bare(a.records, props))]:
+                         ("bare librdkafka", lambda: bare(a.seconds, props))]:
             rate, cpu_per_m, rss = fn()
             results[name].append((rate, cpu_per_m, rss))
             print(f"round {r + 1} {name:20} {rate:12,.0f} msg/s  {cpu_per_m:6.2f} CPU-s/M msgs  {rss:6.0f} MB RSS",

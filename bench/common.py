@@ -1,0 +1,52 @@
+"""Helpers shared by the side-by-side benchmarks in bench/."""
+
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "brokerbench")
+
+
+def home():
+    """brokerbench's data folder (managed brokers, peer tools' jars)."""
+    if os.environ.get("BROKERBENCH_HOME"):
+        return os.environ["BROKERBENCH_HOME"]
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.environ["HOME"], ".local", "share")
+    return os.path.join(base, "brokerbench")
+
+
+class Usage:
+    """What one child process cost: its output, user and system CPU seconds, peak RSS in MB."""
+
+    def __init__(self, text, user, system, rss_mb):
+        self.text, self.user, self.system, self.rss_mb = text, user, system, rss_mb
+
+    @property
+    def cpu(self):
+        return self.user + self.system
+
+
+def timed(cmd, merge=True):
+    """Runs cmd to its end; returns a Usage of that child alone (the kernel's rusage via wait4).
+    Exits naming the command if it fails. merge=False leaves stderr out of the text."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen(cmd, stdout=out, stderr=out if merge else err, text=True)
+        _, status, usage = os.wait4(child.pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        text, errors = out.read(), err.read()
+    if code != 0:
+        sys.exit(f"{os.path.basename(cmd[0])} failed ({code}):\n{(errors + text)[-3000:]}")
+    return Usage(text, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def kafka_classpath():
+    """The managed Kafka's jars (which include kafka-tools)."""
+    lib = glob.glob(os.path.join(home(), "kafka", "*", "lib"))
+    if not lib:
+        sys.exit("Kafka is not installed: run scripts/setup (or brokerbench broker install kafka)")
+    return os.path.join(lib[0], "*")

@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""Client cost matrix: brokerbench, the floor, and a peer tool, case by case, in one go.
+
+For every case, one after the other on the same local broker:
+  - brokerbench (warmup 0, so every message it sends is in its counts),
+  - the floor: a bare client with the same settings and the same pacing and no measuring
+    (Kafka: crates/kafka/examples/floor.rs on librdkafka, the library brokerbench uses),
+  - the peer tool where one runs here (Kafka's ProducerPerformance for produce-only Kafka
+    cases; RabbitMQ PerfTest 2.22.1 for RabbitMQ cases).
+Each is one process; its CPU (user and system, from the kernel's rusage of that child via
+wait4, start-up included) is divided by the messages it had acknowledged. Prints, per case,
+msg/s, CPU-s per million messages (user, system, total), peak RSS, and brokerbench's ratio to
+the floor and to the peer; --markdown prints the table for the README; --json FILE keeps all
+figures. Rounds alternate the order of the tools; medians over the rounds.
+
+Usage: bench/cost_matrix.py [--seconds 10] [--rounds 1] [--cases omb-latency,max-1p,...]
+       [--markdown] [--json FILE] [--list]
+Needs: scripts/setup done (Java and Maven for the peers); the managed Kafka and RabbitMQ are
+started if they are not running. RabbitMQ cases have no floor yet (brokerbench's AMQP client
+is its own; a bare loop over it is still to be written).
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import BIN, ROOT, home, kafka_classpath, timed  # noqa: E402
+
+FLOOR = os.path.join(ROOT, "target", "release", "examples", "floor")
+KAFKA = "127.0.0.1:9092"
+OMB_LATENCY = {"acks": "all", "linger.ms": "1", "batch.size": "131072"}
+MAX_RATE = {"acks": "1", "linger.ms": "5", "batch.size": "1000000"}
+PERFTEST_VERSION = "2.22.1"
+
+# name: (family, description, shape). Shape: topics, partitions, producers and consumers per
+# topic, message size in bytes, rate (None = max), keys, producer settings.
+CASES = {
+    "omb-latency": ("kafka", "OMB kafka-latency settings, 1 partition, 1p+1c, 100 B, 50,000 msg/s",
+                    dict(topics=1, partitions=1, producers=1, consumers=1, size=100, rate=50000, props=OMB_LATENCY)),
+    "omb-latency-produce": ("kafka", "same, produce only",
+                            dict(topics=1, partitions=1, producers=1, consumers=0, size=100, rate=50000,
+                                 props=OMB_LATENCY)),
+    "quickstart": ("kafka", "quickstart: acks=1, librdkafka defaults, 1p+1c, 100 B, 50,000 msg/s",
+                   dict(topics=1, partitions=1, producers=1, consumers=1, size=100, rate=50000, props={"acks": "1"})),
+    "max-1p": ("kafka", "max rate, 1 partition, acks=1, linger.ms=5, batch 1 MB, 100 B, produce only",
+               dict(topics=1, partitions=1, producers=1, consumers=0, size=100, rate=None, props=MAX_RATE)),
+    "max-16p": ("kafka", "max rate, 16 partitions, same settings",
+                dict(topics=1, partitions=16, producers=1, consumers=0, size=100, rate=None, props=MAX_RATE)),
+    "max-1kb": ("kafka", "max rate, 1 partition, 1 KB",
+                dict(topics=1, partitions=1, producers=1, consumers=0, size=1024, rate=None, props=MAX_RATE)),
+    "max-64kb": ("kafka", "max rate, 1 partition, 64 KB",
+                 dict(topics=1, partitions=1, producers=1, consumers=0, size=65536, rate=None, props=MAX_RATE)),
+    "100-partitions": ("kafka", "100 partitions, 1 producer, no consumer, 1 KB, 10,000 msg/s",
+                       dict(topics=1, partitions=100, producers=1, consumers=0, size=1024, rate=10000,
+                            props={"acks": "1"})),
+    "100p-4x4-keys": ("kafka", "100 partitions, 4p+4c, 1 KB, random keys, 10,000 msg/s",
+                      dict(topics=1, partitions=100, producers=4, consumers=4, size=1024, rate=10000,
+                           keys="random", props={"acks": "1"})),
+    "10-topics": ("kafka", "10 topics x 1 partition, 1p+1c each, 100 B, 10,000 msg/s in all",
+                  dict(topics=10, partitions=1, producers=1, consumers=1, size=100, rate=10000,
+                       props={"acks": "1"})),
+    "100-topics": ("kafka", "100 topics x 1 partition, 1p+1c each, 100 B, 10,000 msg/s in all",
+                   dict(topics=100, partitions=1, producers=1, consumers=1, size=100, rate=10000,
+                        props={"acks": "1"})),
+    "rabbitmq-max": ("rabbitmq", "RabbitMQ, confirms (1000 outstanding), 1 queue, 1p+1c, 100 B, max rate",
+                     dict(topics=1, producers=1, consumers=1, size=100, rate=None)),
+    "rabbitmq-10k": ("rabbitmq", "RabbitMQ, confirms, 1 queue, 1p+1c, 100 B, 10,000 msg/s",
+                     dict(topics=1, producers=1, consumers=1, size=100, rate=10000)),
+    "rabbitmq-10q": ("rabbitmq", "RabbitMQ, confirms, 10 queues, 1p+1c each, 100 B, 10,000 msg/s in all",
+                     dict(topics=10, producers=1, consumers=1, size=100, rate=10000)),
+}
+
+
+def per_million(usage, messages):
+    if not messages:
+        sys.exit(f"no messages acknowledged:\n{usage.text[-2000:]}")
+    scale = 1e6 / messages
+    return {"user": usage.user * scale, "system": usage.system * scale, "cpu": usage.cpu * scale,
+            "rss_mb": usage.rss_mb}
+
+
+def brokerbench(family, shape, seconds):
+    sets = [f"rate={shape['rate'] or 'max'}", f"message_size={shape['size']}B", f"topics={shape['topics']}",
+            f"producers_per_topic={shape['producers']}", f"consumers_per_topic={shape['consumers']}",
+            "warmup=0s", f"duration={seconds}s", "drain_timeout=30s"]
+    args = [BIN, "run", "--json", "--quiet"]
+    if family == "kafka":
+        sets += [f"partitions_per_topic={shape['partitions']}", f"keys={shape.get('keys', 'none')}",
+                 f"bootstrap_servers={KAFKA}", *[f"producer_config.{k}={v}" for k, v in shape["props"].items()]]
+    else:
+        args += ["--driver", os.path.join(ROOT, "workloads", "drivers", "rabbitmq.yaml")]
+        sets += ["queue.type=classic", "queue.durable=false", "persistent=false", "confirms.enabled=true",
+                 "confirms.max_outstanding=1000", "ack.mode=manual", "ack.multiple_every=1", "prefetch=1000"]
+    with tempfile.TemporaryDirectory(prefix="cost-bb-") as tmp:
+        for s in sets:
+            args += ["--set", s]
+        usage = timed(args + ["--out", os.path.join(tmp, "run")], merge=False)
+    summary = json.loads(usage.text[usage.text.index("{"):])
+    result = per_million(usage, summary["total"]["acknowledged"])
+    result["msg_per_s"] = summary["throughput"]["acknowledged_per_s"]
+    flags = [k for k in ("lost", "duplicated") if summary.get("integrity", {}).get(k)]
+    if summary.get("client_bound"):
+        flags.append("client-bound")
+    if summary.get("status") != "complete":
+        flags.append(str(summary.get("status")))
+    result["note"] = ", ".join(flags)
+    return result
+
+
+def floor(shape, seconds):
+    args = [FLOOR, KAFKA, "--create", f"{shape['topics']}:{shape['partitions']}",
+            "--rate", str(shape["rate"] or "max"), "--seconds", str(seconds), "--size", str(shape["size"]),
+            "--producers", str(shape["producers"] * shape["topics"]),
+            "--consumers", str(shape["consumers"]),
+            "--keys", shape.get("keys", "none")]
+    for k, v in shape["props"].items():
+        args += ["-P", f"{k}={v}"]
+    usage = timed(args)
+    fields = dict(re.findall(r"(\w+)=([\d.]+)", usage.text))
+    result = per_million(usage, int(fields["delivered"]))
+    result["msg_per_s"] = float(fields["msg_per_s"])
+    result["note"] = "" if shape["consumers"] == 0 or fields["consumed"] == fields["delivered"] else \
+        f"consumed {fields['consumed']} of {fields['delivered']}"
+    return result
+
+
+def topic_command(*args):
+    subprocess.run(["java", "-cp", kafka_classpath(), "org.apache.kafka.tools.TopicCommand",
+                    "--bootstrap-server", KAFKA, *args], check=True, capture_output=True)
+
+
+def producer_performance(shape, seconds):
+    topic = f"cost-pp-{int(time.time() * 1000)}"
+    topic_command("--create", "--topic", topic, "--partitions", str(shape["partitions"]),
+                  "--replication-factor", "1")
+    records = int(shape["rate"] * seconds) if shape["rate"] else 8_000_000
+    try:
+        usage = timed(["java", "-Xms1g", "-Xmx1g", "-cp", kafka_classpath(),
+                       "org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
+                       "--num-records", str(records), "--record-size", str(shape["size"]),
+                       "--throughput", str(shape["rate"] or -1), "--producer-props", f"bootstrap.servers={KAFKA}",
+                       *[f"{k}={v}" for k, v in shape["props"].items()]])
+    finally:
+        topic_command("--delete", "--topic", topic)
+    last = [line for line in usage.text.splitlines() if "records sent" in line][-1]
+    result = per_million(usage, int(re.search(r"(\d+) records sent", last).group(1)))
+    result["msg_per_s"] = float(re.search(r"([\d.]+) records/sec", last).group(1))
+    result["note"] = ""
+    return result
+
+
+def perftest_classpath():
+    lib = os.path.join(home(), "perftest", PERFTEST_VERSION, "lib")
+    if not os.path.exists(os.path.join(lib, f"perf-test-{PERFTEST_VERSION}.jar")):
+        subprocess.run(["mvn", "-q", "-B", "-f", os.path.join(ROOT, "bench", "perftest", "pom.xml"),
+                        "dependency:copy-dependencies", f"-DoutputDirectory={lib}", "-DincludeScope=runtime"],
+                       check=True, capture_output=True)
+    return os.path.join(lib, "*")
+
+
+def perftest(shape, seconds):
+    queues = shape["topics"]
+    name = f"cost-pt-{int(time.time() * 1000)}"
+    args = ["java", "-cp", perftest_classpath(), "com.rabbitmq.perf.PerfTest", "-h", "amqp://guest:guest@127.0.0.1:5672",
+            "-x", str(queues), "-y", str(queues), "-s", str(shape["size"]), "-z", str(seconds),
+            "-c", "1000", "-q", "1000", "-ad", "true"]
+    if queues == 1:
+        args += ["-u", name]
+    else:
+        args += ["--queue-pattern", name + "-%d", "--queue-pattern-from", "1", "--queue-pattern-to", str(queues)]
+    if shape["rate"]:
+        args += ["-r", str(shape["rate"] / queues)]
+    usage = timed(args)
+    sent = re.search(r"sending rate avg: ([\d.]+) msg/s", usage.text)
+    if not sent:
+        sys.exit(f"PerfTest printed no summary:\n{usage.text[-2000:]}")
+    rate = float(sent.group(1))
+    result = per_million(usage, rate * seconds)
+    result["msg_per_s"] = rate
+    result["note"] = ""
+    return result
+
+
+def tools_for(family, shape):
+    tools = {"brokerbench": lambda s: brokerbench(family, shape, s)}
+    if family == "kafka":
+        tools["floor"] = lambda s: floor(shape, s)
+        if shape["consumers"] == 0 and shape["producers"] == 1 and shape["topics"] == 1:
+            tools["peer"] = lambda s: producer_performance(shape, s)
+    else:
+        tools["peer"] = lambda s: perftest(shape, s)
+    return tools
+
+
+def median_result(results):
+    keys = ("user", "system", "cpu", "rss_mb", "msg_per_s")
+    merged = {k: statistics.median(r[k] for r in results) for k in keys}
+    merged["note"] = "; ".join(sorted({r["note"] for r in results if r["note"]}))
+    return merged
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seconds", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--cases", default=",".join(CASES), help="comma-separated case names (see --list)")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    p.add_argument("--json", help="write every figure to this file")
+    p.add_argument("--list", action="store_true", help="list the cases and exit")
+    a = p.parse_args()
+    if a.list:
+        for name, (family, text, _) in CASES.items():
+            print(f"{name:22} {family:9} {text}")
+        return
+    names = a.cases.split(",")
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        sys.exit(f"unknown case(s) {', '.join(unknown)}: see --list")
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "brokerbench", "--example", "floor",
+                    "-p", "brokerbench-kafka", "-p", "brokerbench"], cwd=ROOT, check=True)
+    families = {CASES[n][0] for n in names}
+    for family in sorted(families):
+        subprocess.run([BIN, "broker", "up", family], check=True, stdout=subprocess.DEVNULL)
+    table = {}
+    for name in names:
+        family, text, shape = CASES[name]
+        tools = tools_for(family, shape)
+        runs = {tool: [] for tool in tools}
+        for r in range(a.rounds):
+            order = list(tools) if r % 2 == 0 else list(reversed(tools))
+            for tool in order:
+                runs[tool].append(tools[tool](a.seconds))
+                x = runs[tool][-1]
+                print(f"{name:20} round {r + 1} {tool:11} {x['msg_per_s']:11,.0f} msg/s {x['cpu']:7.2f} CPU-s/M "
+                      f"(user {x['user']:.2f}, sys {x['system']:.2f}) {x['rss_mb']:6.0f} MB {x['note']}",
+                      file=sys.stderr, flush=True)
+        table[name] = {tool: median_result(v) for tool, v in runs.items()}
+    print_table(table, a.markdown, a.rounds, a.seconds)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"seconds": a.seconds, "rounds": a.rounds, "cases": table}, f, indent=1)
+
+
+def ratio(row, tool):
+    other = row.get(tool)
+    return f"{row['brokerbench']['cpu'] / other['cpu']:.2f}x" if other and other["cpu"] else "-"
+
+
+def print_table(table, markdown, rounds, seconds):
+    head = ["case", "tool", "msg/s", "user", "system", "CPU-s/M", "RSS MB", "bb/floor", "bb/peer", "note"]
+    rows = []
+    for name, row in table.items():
+        for tool, x in row.items():
+            first = tool == "brokerbench"
+            rows.append([name if first else "", tool, f"{x['msg_per_s']:,.0f}", f"{x['user']:.2f}",
+                         f"{x['system']:.2f}", f"{x['cpu']:.2f}", f"{x['rss_mb']:.0f}",
+                         ratio(row, "floor") if first else "", ratio(row, "peer") if first else "", x["note"]])
+    print(f"\nclient CPU seconds per million acknowledged messages, medians of {rounds} round(s) of {seconds} s")
+    if markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+        return
+    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    for r in [head] + rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+if __name__ == "__main__":
+    main()
