@@ -38,6 +38,9 @@ pub enum KeyDistribution {
     Random,
 }
 
+/// Coarsest `schedule_resolution` accepted.
+pub const MAX_SCHEDULE_RESOLUTION: Duration = Duration::from_millis(10);
+
 /// Number of distinct keys used by the round-robin and random key distributions.
 pub const KEY_SPACE: u64 = 10_000;
 
@@ -127,6 +130,7 @@ pub struct RawWorkload {
     pub warmup: Option<Scalar>,
     pub duration: Option<Scalar>,
     pub drain_timeout: Option<Scalar>,
+    pub schedule_resolution: Option<Scalar>,
     pub max_in_flight: Option<u32>,
     pub seed: Option<u64>,
 }
@@ -146,6 +150,7 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "warmup",
     "duration",
     "drain_timeout",
+    "schedule_resolution",
     "max_in_flight",
     "seed",
 ];
@@ -176,6 +181,11 @@ pub struct Workload {
     /// How long, after producers stop, to wait for outstanding acknowledgements and deliveries.
     #[serde(with = "duration_text")]
     pub drain_timeout: Duration,
+    /// Shortest sleep of a producer between sends on its schedule: it then sends everything
+    /// that has come due, so a message may go out up to this much after its intended time
+    /// (schedule lag, part of its publish latency). Longer costs less CPU at high rates.
+    #[serde(with = "duration_text")]
+    pub schedule_resolution: Duration,
     /// Messages in flight per producer at most, in max-rate mode.
     pub max_in_flight: u32,
     /// Seed for random payloads, keys and Poisson gaps (reproducible runs).
@@ -187,11 +197,13 @@ pub mod duration_text {
     use std::time::Duration;
 
     pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        let ms = d.as_millis();
-        if ms.is_multiple_of(1000) {
-            s.serialize_str(&format!("{}s", ms / 1000))
+        let us = d.as_micros();
+        if us.is_multiple_of(1_000_000) {
+            s.serialize_str(&format!("{}s", us / 1_000_000))
+        } else if us.is_multiple_of(1000) {
+            s.serialize_str(&format!("{}ms", us / 1000))
         } else {
-            s.serialize_str(&format!("{ms}ms"))
+            s.serialize_str(&format!("{us}us"))
         }
     }
 }
@@ -300,6 +312,16 @@ impl RawWorkload {
         let warmup = duration_field("warmup", &self.warmup, "5s")?;
         let duration = duration_field("duration", &self.duration, "30s")?;
         let drain_timeout = duration_field("drain_timeout", &self.drain_timeout, "10s")?;
+        let schedule_resolution =
+            duration_field("schedule_resolution", &self.schedule_resolution, "100us")?;
+        if schedule_resolution > MAX_SCHEDULE_RESOLUTION {
+            return Err(FieldError::new(
+                "schedule_resolution",
+                format!(
+                    "{schedule_resolution:?} is too coarse: at most 10ms (messages would go out in bursts that late); the default is 100us"
+                ),
+            ));
+        }
         if duration.is_zero() {
             return Err(FieldError::new(
                 "duration",
@@ -321,6 +343,7 @@ impl RawWorkload {
             warmup,
             duration,
             drain_timeout,
+            schedule_resolution,
             max_in_flight,
             seed: self.seed.unwrap_or(0x6272_6f6b_6572),
         })
@@ -381,6 +404,28 @@ mod tests {
             parse("payload: {kind: random, pool: 0}").unwrap_err().field,
             "payload.pool"
         );
+    }
+
+    #[test]
+    fn schedule_resolution_defaults_and_bounds() {
+        assert_eq!(
+            parse("{}").unwrap().schedule_resolution,
+            Duration::from_micros(100)
+        );
+        let w = parse("schedule_resolution: 1ms").unwrap();
+        assert_eq!(w.schedule_resolution, Duration::from_millis(1));
+        let e = parse("schedule_resolution: 50ms").unwrap_err();
+        assert_eq!(e.field, "schedule_resolution");
+        assert!(e.message.contains("at most 10ms"), "{}", e.message);
+    }
+
+    #[test]
+    fn durations_below_a_millisecond_keep_their_value_in_the_manifest() {
+        let w = parse("schedule_resolution: 250us\nwarmup: 1500ms").unwrap();
+        let json = serde_json::to_value(&w).unwrap();
+        assert_eq!(json["schedule_resolution"], "250us");
+        assert_eq!(json["warmup"], "1500ms");
+        assert_eq!(json["duration"], "30s");
     }
 
     #[test]

@@ -39,8 +39,6 @@ use crate::schedule::Schedule;
 use brokerbench_driver::Clock;
 
 const SECOND_NS: u64 = 1_000_000_000;
-/// Shortest sleep of a producer waiting for its next intended send time (see `wait_until`).
-const MIN_SLEEP_NS: u64 = 100_000;
 /// How long consumers may take to get their partitions or queues before the run gives up.
 const CONSUMER_READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// A row is written once every task has reported it, or this long after it ended.
@@ -268,6 +266,7 @@ fn run_prepared(
             keys,
             schedule,
             max_in_flight: workload.max_in_flight as usize,
+            resolution: workload.schedule_resolution,
             recorder,
             shared: shared.clone(),
         };

@@ -11,6 +11,8 @@ pub(super) struct ProducerTask {
     /// None in max-rate mode.
     pub(super) schedule: Option<Schedule>,
     pub(super) max_in_flight: usize,
+    /// Shortest sleep between sends on the schedule (the workload's `schedule_resolution`).
+    pub(super) resolution: Duration,
     pub(super) recorder: ProducerRecorder,
     pub(super) shared: Arc<Shared>,
 }
@@ -40,7 +42,8 @@ impl ProducerTask {
                     if intended >= times.measure_end_ns {
                         break;
                     }
-                    let now = wait_until(producer, recorder, clock, intended, stop);
+                    let now =
+                        wait_until(producer, recorder, clock, intended, stop, self.resolution);
                     if now >= times.measure_end_ns + BEHIND_SCHEDULE_GRACE_NS {
                         // Far behind schedule at the end of the window: what was due and not
                         // sent is counted, not sent late into the drain.
@@ -55,7 +58,14 @@ impl ProducerTask {
                 }
                 None => {
                     if sequence == 0 {
-                        wait_until(producer, recorder, clock, times.start_ns, stop);
+                        wait_until(
+                            producer,
+                            recorder,
+                            clock,
+                            times.start_ns,
+                            stop,
+                            self.resolution,
+                        );
                     }
                     while producer.in_flight() >= self.max_in_flight
                         && !stop.load(Ordering::Relaxed)
@@ -162,6 +172,7 @@ pub(super) fn wait_until(
     clock: Clock,
     intended_ns: u64,
     stop: &AtomicBool,
+    resolution: Duration,
 ) -> u64 {
     loop {
         let now = clock.now_ns();
@@ -176,10 +187,10 @@ pub(super) fn wait_until(
             poll_acks(producer, recorder, clock, Duration::from_nanos(wait));
         } else {
             // Spinning would take a core from the broker on a small machine, and a timer per
-            // message costs more CPU than the send itself. So a producer sleeps at least
-            // MIN_SLEEP and then sends everything that has come due; each message's lateness
-            // is recorded as schedule lag and is part of its publish latency.
-            std::thread::sleep(Duration::from_nanos(remaining.max(MIN_SLEEP_NS)));
+            // message costs more CPU than the send itself. So a producer sleeps at least the
+            // schedule resolution and then sends everything that has come due; each message's
+            // lateness is recorded as schedule lag and is part of its publish latency.
+            std::thread::sleep(Duration::from_nanos(remaining).max(resolution));
         }
     }
 }
