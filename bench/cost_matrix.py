@@ -136,11 +136,13 @@ def topic_command(*args):
                     "--bootstrap-server", KAFKA, *args], check=True, capture_output=True)
 
 
-def producer_performance(shape, seconds):
+def producer_performance(shape, seconds, rate_hint):
+    """ProducerPerformance sends a number of records, not for a time: at max rate, as many as
+    brokerbench acknowledged in its run of the same case (rate_hint msg/s)."""
     topic = f"cost-pp-{int(time.time() * 1000)}"
     topic_command("--create", "--topic", topic, "--partitions", str(shape["partitions"]),
                   "--replication-factor", "1")
-    records = int(shape["rate"] * seconds) if shape["rate"] else 8_000_000
+    records = int((shape["rate"] or rate_hint) * seconds)
     try:
         usage = timed(["java", "-Xms1g", "-Xmx1g", "-cp", kafka_classpath(),
                        "org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
@@ -189,11 +191,18 @@ def perftest(shape, seconds):
 
 
 def tools_for(family, shape):
-    tools = {"brokerbench": lambda s: brokerbench(family, shape, s)}
+    hint = {}
+
+    def brokerbench_run(seconds):
+        result = brokerbench(family, shape, seconds)
+        hint["msg_per_s"] = result["msg_per_s"]
+        return result
+
+    tools = {"brokerbench": brokerbench_run}
     if family == "kafka":
         tools["floor"] = lambda s: floor(shape, s)
         if shape["consumers"] == 0 and shape["producers"] == 1 and shape["topics"] == 1:
-            tools["peer"] = lambda s: producer_performance(shape, s)
+            tools["peer"] = lambda s: producer_performance(shape, s, hint["msg_per_s"])
     else:
         tools["peer"] = lambda s: perftest(shape, s)
     return tools
@@ -234,6 +243,8 @@ def main():
         tools = tools_for(family, shape)
         runs = {tool: [] for tool in tools}
         for r in range(a.rounds):
+            # Rounds alternate the order, but brokerbench always runs before the peer in the
+            # first round (the peer's message count at max rate follows brokerbench's rate).
             order = list(tools) if r % 2 == 0 else list(reversed(tools))
             for tool in order:
                 runs[tool].append(tools[tool](a.seconds))

@@ -7,7 +7,8 @@
 //!        [--min-sleep-us US] [-P key=value]... [-C key=value]...
 //!
 //! One producer client serves every producer thread (brokerbench's `producer_clients:
-//! shared`); producer thread i sends to topics i, i+N, ... in turn, at rate/N, sleeping at
+//! shared`); producer thread i sends to topic i mod T (T topics, N >= T producers) or to
+//! topics i, i+N, ... in turn (N < T), at rate/N, sleeping at
 //! least `--min-sleep-us` (brokerbench's schedule resolution) and then sending what has come
 //! due. `--create N:P` makes N topics of P partitions for the run and deletes them after it.
 //! Each consumer is its own client in one group subscribed to all topics. Prints one line:
@@ -219,16 +220,22 @@ fn send(
     started: Instant,
 ) -> u64 {
     set_precise_sleep();
+    // With at least as many producers as topics, each topic has producers/topics of them
+    // (brokerbench's producers_per_topic); with fewer, a producer takes every N-th topic.
+    let (topics, producers) = (options.topics.len(), options.producers);
     let handles: Vec<TopicHandle> = options
         .topics
         .iter()
-        .skip(index)
-        .step_by(options.producers)
-        .map(|t| TopicHandle::new(producer.client(), t).expect("topic handle"))
+        .enumerate()
+        .filter(|(t, _)| {
+            if producers >= topics {
+                *t == index % topics
+            } else {
+                t % producers == index
+            }
+        })
+        .map(|(_, t)| TopicHandle::new(producer.client(), t).expect("topic handle"))
         .collect();
-    if handles.is_empty() {
-        return 0;
-    }
     let gap_ns = options
         .rate
         .map(|rate| options.producers as f64 * 1e9 / rate);
