@@ -19,7 +19,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::procfs::{self, CpuTimes, DiskCounters, InterfaceCounters};
+use crate::procfs::{CpuTimes, DiskCounters, InterfaceCounters};
+use crate::source::ProcSource;
 
 /// Host CPU shares over one interval, percent of all CPUs (they add up to 100).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -150,12 +151,10 @@ pub(crate) struct HostState {
 }
 
 impl HostState {
-    pub fn sample(&mut self, buffer: &mut String) -> HostSample {
+    pub fn sample(&mut self, source: &mut impl ProcSource) -> HostSample {
         let mut sample = HostSample::default();
 
-        let stat = procfs::read_into("/proc/stat", buffer)
-            .ok()
-            .and_then(|()| procfs::parse_proc_stat(buffer));
+        let stat = source.cpu();
         if let Some((times, cpu_count)) = stat {
             sample.cpu_count = cpu_count;
             if let Some(previous) = self.previous_cpu {
@@ -164,17 +163,11 @@ impl HostState {
         }
         self.previous_cpu = stat.map(|(times, _)| times);
 
-        if procfs::read_into("/proc/loadavg", buffer).is_ok() {
-            sample.load_1m = procfs::parse_loadavg(buffer);
-        }
-        if procfs::read_into("/proc/meminfo", buffer).is_ok() {
-            (sample.memory_used_bytes, sample.page_cache_bytes) = procfs::parse_meminfo(buffer);
-        }
+        sample.load_1m = source.load_1m();
+        (sample.memory_used_bytes, sample.page_cache_bytes) = source.memory();
 
         let disks = if Path::new("/sys/block").is_dir() {
-            procfs::read_into("/proc/diskstats", buffer)
-                .ok()
-                .map(|()| procfs::parse_diskstats(buffer))
+            source.disks()
         } else {
             None
         };
@@ -210,8 +203,8 @@ impl HostState {
         }
         self.previous_disks = disks;
 
-        let network = procfs::read_into("/proc/net/dev", buffer).ok().map(|()| {
-            procfs::parse_net_dev(buffer)
+        let network = source.interfaces().map(|interfaces| {
+            interfaces
                 .into_iter()
                 .map(|interface| (interface.name.clone(), interface))
                 .collect::<HashMap<_, _>>()

@@ -13,13 +13,16 @@ pub mod monitor;
 pub mod process;
 mod procfs;
 pub mod sampler;
+pub mod source;
 mod table;
 
 pub use csv::{ResourcesCsv, RESOURCES_COLUMNS};
 pub use host::{DeviceIo, HostCpu, HostSample, InterfaceIo};
 pub use monitor::{summarize, Monitor, Recording};
 pub use process::{find_pids_by_name, ProcessSample, Role, Target};
+pub use procfs::{CpuTimes, DiskCounters, InterfaceCounters, ProcIo, ProcStat};
 pub use sampler::{system_clock_ns, Sample, Sampler};
+pub use source::{ProcFiles, ProcSource};
 
 /// Why monitoring could not start.
 #[derive(Debug, thiserror::Error)]

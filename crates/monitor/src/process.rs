@@ -16,6 +16,7 @@ use std::io;
 use std::path::Path;
 
 use crate::procfs::{self, ProcIo, ProcStat};
+use crate::source::ProcSource;
 
 /// Which side of the benchmark a monitored process is. The set is closed: resources.csv and
 /// the summary have fixed columns for each.
@@ -202,7 +203,7 @@ impl TargetState {
         elapsed_s: Option<f64>,
         table: Option<&Processes>,
         units: Units,
-        buffer: &mut String,
+        source: &mut impl ProcSource,
     ) -> ProcessSample {
         let root = self.target.root_pid;
         let mut sample = ProcessSample {
@@ -224,9 +225,7 @@ impl TargetState {
         let table = table.filter(|_| self.target.include_descendants);
         let root_stat = match table {
             Some(table) => table.get(&root).copied(),
-            None => procfs::read_into(format!("/proc/{root}/stat"), buffer)
-                .ok()
-                .and_then(|()| procfs::parse_stat(buffer)),
+            None => source.stat(root),
         };
         let root_stat = match root_stat {
             Some(stat)
@@ -262,8 +261,8 @@ impl TargetState {
         };
         let (mut rss_pages, mut threads) = (0, 0);
         for (pid, stat) in &members {
-            let io = match procfs::read_into(format!("/proc/{pid}/io"), buffer) {
-                Ok(()) => procfs::parse_io(buffer),
+            let io = match source.io(*pid) {
+                Ok(io) => io,
                 Err(error) if error.kind() == io::ErrorKind::PermissionDenied => None,
                 // Gone since the process table was read: counted as a member that died.
                 Err(_) if *pid != root => continue,

@@ -55,7 +55,7 @@ pub(crate) fn page_size() -> u64 {
 /// The fields of `/proc/PID/stat` the monitor uses. Tick counters cover all threads of the
 /// process, including threads that have exited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ProcStat {
+pub struct ProcStat {
     /// Process state letter (R, S, D, Z, X, ...).
     pub state: u8,
     /// Parent process id.
@@ -116,7 +116,7 @@ pub(crate) fn parse_stat(text: &str) -> Option<ProcStat> {
 /// Storage I/O counters of `/proc/PID/io`, bytes, cumulative. They cover all threads of the
 /// process and the children it has reaped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct ProcIo {
+pub struct ProcIo {
     /// Bytes the process caused to be fetched from storage.
     pub read_bytes: u64,
     /// Bytes the process caused to be sent to storage (counted when pages are dirtied).
@@ -150,7 +150,7 @@ pub(crate) fn parse_io(text: &str) -> Option<ProcIo> {
 /// The aggregate `cpu` line of `/proc/stat`, clock ticks, cumulative since boot. As in the
 /// kernel, `user` includes `guest` and `nice` includes `guest_nice`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct CpuTimes {
+pub struct CpuTimes {
     pub user: u64,
     pub nice: u64,
     pub system: u64,
@@ -230,7 +230,7 @@ pub(crate) fn parse_meminfo(text: &str) -> (Option<u64>, Option<u64>) {
 
 /// Cumulative I/O of one block device from `/proc/diskstats`, bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DiskCounters {
+pub struct DiskCounters {
     pub name: String,
     pub read_bytes: u64,
     pub written_bytes: u64,
@@ -257,7 +257,7 @@ pub(crate) fn parse_diskstats(text: &str) -> Vec<DiskCounters> {
 
 /// Cumulative traffic of one network interface from `/proc/net/dev`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct InterfaceCounters {
+pub struct InterfaceCounters {
     pub name: String,
     pub rx_bytes: u64,
     pub rx_packets: u64,

@@ -7,6 +7,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use crate::host::{HostSample, HostState};
 use crate::process::{ProcessSample, Role, Target, TargetState, Units};
 use crate::procfs;
+use crate::source::{ProcFiles, ProcSource};
 use crate::table::ProcessTable;
 use crate::MonitorError;
 
@@ -32,19 +33,27 @@ impl Sample {
 }
 
 /// Samples processes and host on demand; see [`crate::Monitor`] for sampling on a timer.
+/// Reads `/proc` through `S` ([`ProcFiles`], brokerbench's own parsers, unless given another).
 #[derive(Debug)]
-pub struct Sampler {
+pub struct Sampler<S = ProcFiles> {
     targets: Vec<TargetState>,
     host: HostState,
     table: ProcessTable,
     units: Units,
     previous_instant: Option<Instant>,
-    buffer: String,
+    source: S,
 }
 
 impl Sampler {
     /// A sampler for `targets` (at most one per role; none is fine: host only).
     pub fn new(targets: Vec<Target>) -> Result<Sampler, MonitorError> {
+        Sampler::with_source(targets, ProcFiles::default())
+    }
+}
+
+impl<S: ProcSource> Sampler<S> {
+    /// A sampler for `targets` reading `/proc` through `source`.
+    pub fn with_source(targets: Vec<Target>, source: S) -> Result<Sampler<S>, MonitorError> {
         for (i, target) in targets.iter().enumerate() {
             if targets[..i].iter().any(|t| t.role == target.role) {
                 return Err(MonitorError::DuplicateRole(target.role.as_str()));
@@ -59,7 +68,7 @@ impl Sampler {
                 page_size: procfs::page_size(),
             },
             previous_instant: None,
-            buffer: String::with_capacity(4096),
+            source,
         })
     }
 
@@ -86,15 +95,15 @@ impl Sampler {
         let table = if tree_roots.is_empty() {
             None
         } else {
-            self.table.refresh(&tree_roots, &mut self.buffer);
+            self.table.refresh(&tree_roots, &mut self.source);
             Some(self.table.processes())
         };
         let processes = self
             .targets
             .iter_mut()
-            .map(|target| target.sample(now_ns, interval_s, table, self.units, &mut self.buffer))
+            .map(|target| target.sample(now_ns, interval_s, table, self.units, &mut self.source))
             .collect();
-        let host = self.host.sample(&mut self.buffer);
+        let host = self.host.sample(&mut self.source);
         Sample {
             time_ns: now_ns,
             interval_s,

@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::DirEntryExt;
 
 use crate::process::{descendants, Processes};
-use crate::procfs;
+use crate::source::ProcSource;
 
 /// Every how many refreshes all stats are read again regardless of the cache.
 const FULL_SCAN_EVERY: u64 = 60;
@@ -33,7 +33,7 @@ pub(crate) struct ProcessTable {
 
 impl ProcessTable {
     /// Lists `/proc` and reads the stats that may have changed for the trees of `roots`.
-    pub fn refresh(&mut self, roots: &[u32], buffer: &mut String) {
+    pub fn refresh(&mut self, roots: &[u32], source: &mut impl ProcSource) {
         let full_scan = self.refreshes.is_multiple_of(FULL_SCAN_EVERY);
         self.refreshes += 1;
         let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -53,10 +53,7 @@ impl ProcessTable {
             if cached && !full_scan && !self.members.contains(&pid) && !roots.contains(&pid) {
                 continue;
             }
-            let stat = procfs::read_into(format!("/proc/{pid}/stat"), buffer)
-                .ok()
-                .and_then(|()| procfs::parse_stat(buffer));
-            match stat {
+            match source.stat(pid) {
                 Some(stat) => {
                     self.stats.insert(pid, stat);
                     self.inodes.insert(pid, inode);
