@@ -44,6 +44,26 @@ def timed(cmd, merge=True):
     return Usage(text, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024)
 
 
+def timed_cpu(cmd):
+    """Runs cmd; returns (output, CPU seconds, peak RSS MB) of that child process alone."""
+    usage = timed(cmd)
+    return usage.text, usage.cpu, usage.rss_mb
+
+
+def perftest_classpath(version="2.22.1"):
+    """RabbitMQ PerfTest's jars, resolved from Maven Central with bench/perftest/pom.xml into
+    <brokerbench home>/perftest/<version>/lib on first use."""
+    lib = os.path.join(home(), "perftest", version, "lib")
+    if not glob.glob(os.path.join(lib, f"perf-test-{version}.jar")):
+        print(f"resolving PerfTest {version} into {lib} ...", file=sys.stderr, flush=True)
+        pom = os.path.join(ROOT, "bench", "perftest", "pom.xml")
+        mvn = subprocess.run(["mvn", "-q", "-B", "-Dstyle.color=never", "-f", pom, "dependency:copy-dependencies",
+                              f"-DoutputDirectory={lib}", "-DincludeScope=runtime"], capture_output=True, text=True)
+        if mvn.returncode != 0:
+            sys.exit(f"mvn failed ({mvn.returncode}):\n{(mvn.stdout + mvn.stderr)[-3000:]}")
+    return os.path.join(lib, "*")
+
+
 def kafka_classpath():
     """The managed Kafka's jars (which include kafka-tools)."""
     lib = glob.glob(os.path.join(home(), "kafka", "*", "lib"))

@@ -31,7 +31,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import BIN, ROOT, home, kafka_classpath, timed  # noqa: E402
+from common import BIN, ROOT, kafka_classpath, perftest_classpath, timed  # noqa: E402
 
 FLOOR = os.path.join(ROOT, "target", "release", "examples", "floor")
 KAFKA = "127.0.0.1:9092"
@@ -158,19 +158,10 @@ def producer_performance(shape, seconds, rate_hint):
     return result
 
 
-def perftest_classpath():
-    lib = os.path.join(home(), "perftest", PERFTEST_VERSION, "lib")
-    if not os.path.exists(os.path.join(lib, f"perf-test-{PERFTEST_VERSION}.jar")):
-        subprocess.run(["mvn", "-q", "-B", "-f", os.path.join(ROOT, "bench", "perftest", "pom.xml"),
-                        "dependency:copy-dependencies", f"-DoutputDirectory={lib}", "-DincludeScope=runtime"],
-                       check=True, capture_output=True)
-    return os.path.join(lib, "*")
-
-
 def perftest(shape, seconds):
     queues = shape["topics"]
     name = f"cost-pt-{int(time.time() * 1000)}"
-    args = ["java", "-cp", perftest_classpath(), "com.rabbitmq.perf.PerfTest", "-h", "amqp://guest:guest@127.0.0.1:5672",
+    args = ["java", "-cp", perftest_classpath(PERFTEST_VERSION), "com.rabbitmq.perf.PerfTest", "-h", "amqp://guest:guest@127.0.0.1:5672",
             "-x", str(queues), "-y", str(queues), "-s", str(shape["size"]), "-z", str(seconds),
             "-c", "1000", "-q", "1000", "-ad", "true"]
     if queues == 1:

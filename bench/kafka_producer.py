@@ -22,16 +22,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import BIN, ROOT, kafka_classpath as java_cp, timed as run_timed  # noqa: E402
+from common import BIN, ROOT, kafka_classpath as java_cp, timed_cpu as timed  # noqa: E402
 
 BARE = os.path.join(ROOT, "target", "release", "examples", "floor")
 BOOTSTRAP = "127.0.0.1:9092"
-
-
-def timed(cmd):
-    """Runs cmd; returns (output, CPU seconds, peak RSS MB) of that child process alone."""
-    usage = run_timed(cmd)
-    return usage.text, usage.cpu, usage.rss_mb
 
 
 def create_topic(name):

@@ -34,24 +34,12 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "brokerbench")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import BIN, ROOT, timed_cpu as timed  # noqa: E402
+
 SIZE = 100
 PUBBATCH = 100
 CONSUMERBATCH = 100
-
-
-def timed(cmd):
-    """Runs cmd; returns (output, CPU seconds, peak RSS MB) of that child alone."""
-    with tempfile.TemporaryFile("w+") as out:
-        child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)
-        _, status, usage = os.wait4(child.pid, 0)
-        out.seek(0)
-        text = out.read()
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        sys.exit(f"{' '.join(cmd[:3])} failed ({code}):\n{text[-3000:]}")
-    return text, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def rate_of(text, label):

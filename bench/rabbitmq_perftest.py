@@ -37,7 +37,6 @@ started if it is not running.
 """
 
 import argparse
-import glob
 import json
 import os
 import re
@@ -48,22 +47,15 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "brokerbench")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import BIN, ROOT, perftest_classpath  # noqa: E402
+
 DRIVER = os.path.join(ROOT, "workloads", "drivers", "rabbitmq.yaml")
-POM = os.path.join(ROOT, "bench", "perftest", "pom.xml")
 PERFTEST_VERSION = "2.22.1"
 WARMUP_S = 2
 MAX_UNCONFIRMED = 1000
 PREFETCH = 1000
 SIZE = 100
-
-
-def home():
-    if os.environ.get("BROKERBENCH_HOME"):
-        return os.environ["BROKERBENCH_HOME"]
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.environ["HOME"], ".local", "share")
-    return os.path.join(base, "brokerbench")
 
 
 def others_on_broker(port, own_pid=None):
@@ -134,17 +126,6 @@ def timed(cmd, merge=True, watch=None):
     return text, cpu, usage.ru_maxrss / 1024, interference
 
 
-def perftest_cp():
-    lib = os.path.join(home(), "perftest", PERFTEST_VERSION, "lib")
-    if not glob.glob(os.path.join(lib, f"perf-test-{PERFTEST_VERSION}.jar")):
-        print(f"resolving PerfTest {PERFTEST_VERSION} into {lib} ...", file=sys.stderr, flush=True)
-        mvn = subprocess.run(["mvn", "-q", "-B", "-Dstyle.color=never", "-f", POM, "dependency:copy-dependencies",
-                              f"-DoutputDirectory={lib}", "-DincludeScope=runtime"], capture_output=True, text=True)
-        if mvn.returncode != 0:
-            sys.exit(f"mvn failed ({mvn.returncode}):\n{(mvn.stdout + mvn.stderr)[-3000:]}")
-    return os.path.join(lib, "*")
-
-
 def broker_up():
     """Starts the managed RabbitMQ if needed; returns (address, broker pid or None)."""
     up = subprocess.run([BIN, "broker", "up", "rabbitmq"], check=True, capture_output=True, text=True).stdout
@@ -162,7 +143,7 @@ def perftest(broker, seconds, confirms, rate):
     """One PerfTest run; returns a result dict."""
     address, watch = broker
     queue = f"bench-pt-{int(time.time() * 1000)}"
-    args = ["java", "-cp", perftest_cp(), "com.rabbitmq.perf.PerfTest",
+    args = ["java", "-cp", perftest_classpath(PERFTEST_VERSION), "com.rabbitmq.perf.PerfTest",
             "-h", f"amqp://guest:guest@{address}", "--id", queue,
             "-x", "1", "-y", "1", "-s", str(SIZE), "-z", str(seconds + WARMUP_S),
             "-u", queue, "-ad", "true", "-q", str(PREFETCH)]
@@ -267,7 +248,7 @@ def main():
     address, broker_pid = broker_up()
     port = int(address.rsplit(":", 1)[1])
     broker = (address, (port, broker_pid))
-    perftest_cp()
+    perftest_classpath(PERFTEST_VERSION)
     cases = [("max, confirms", True, None), ("max, no confirms", False, None),
              (f"{a.fixed_rate:,}/s, confirms", True, a.fixed_rate)]
     tools = {"PerfTest": lambda c, r: perftest(broker, a.seconds, c, r),
