@@ -9,7 +9,7 @@ pub mod mock;
 
 use std::time::Duration;
 
-pub use clock::Clock;
+pub use clock::{set_precise_sleep, Clock};
 pub use envelope::{Envelope, EnvelopeError, ENVELOPE_HEADER_LEN, ENVELOPE_VERSION};
 pub use family::{Family, Registry};
 

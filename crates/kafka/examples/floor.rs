@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use brokerbench_driver::set_precise_sleep;
 use brokerbench_kafka::TopicHandle;
 use futures_executor::block_on;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -300,13 +301,5 @@ fn consume(options: &Options, done: &AtomicBool, consumed: &AtomicU64) {
         if let Some(Ok(_)) = consumer.poll(Duration::from_millis(100)) {
             consumed.fetch_add(1, Ordering::Relaxed);
         }
-    }
-}
-
-/// Makes `nanosleep` wake up on time, as brokerbench's producers do.
-fn set_precise_sleep() {
-    // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
 }

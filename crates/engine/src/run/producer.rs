@@ -19,7 +19,7 @@ pub(super) struct ProducerTask {
 
 impl ProducerTask {
     pub(super) fn run(mut self) {
-        set_precise_sleep();
+        brokerbench_driver::set_precise_sleep();
         let clock = self.shared.clock;
         let stop = &self.shared.stop;
         let times = *self
@@ -192,13 +192,5 @@ pub(super) fn wait_until(
             // lateness is recorded as schedule lag and is part of its publish latency.
             std::thread::sleep(Duration::from_nanos(remaining).max(resolution));
         }
-    }
-}
-
-/// Makes `nanosleep` wake up on time (the default timer slack is 50 µs).
-pub(super) fn set_precise_sleep() {
-    // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
 }
