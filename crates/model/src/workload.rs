@@ -318,7 +318,7 @@ impl RawWorkload {
             return Err(FieldError::new(
                 "schedule_resolution",
                 format!(
-                    "{schedule_resolution:?} is too coarse: at most 10ms (messages would go out in bursts that late); the default is 100us"
+                    "{schedule_resolution:?} is too coarse: at most {MAX_SCHEDULE_RESOLUTION:?} (messages would go out in bursts that late); the default is 100us"
                 ),
             ));
         }
