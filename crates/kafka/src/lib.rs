@@ -1,10 +1,10 @@
-//! The Kafka driver: topics through the admin API, producers whose delivery reports become
-//! acknowledgements, consumers in a group per subscription (spanning the run's topics when
+//! The Kafka driver: topics through the admin API, producers whose acknowledgements are
+//! stamped as librdkafka receives them, consumers in a group per subscription (spanning the run's topics when
 //! clients are shared, else one per topic). Works with any Kafka-API broker.
 
 use std::collections::HashMap;
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_executor::block_on;
@@ -14,12 +14,10 @@ use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
-use rdkafka::producer::{DeliveryResult, Producer as _, ProducerContext, ThreadedProducer};
-use rdkafka::ClientContext;
 
 use brokerbench_driver::{
-    Ack, Clock, Consumer, ConsumerSlot, Delivery, Driver, DriverError, Envelope, OutgoingMessage,
-    Producer, SendError, Topology,
+    Ack, Consumer, ConsumerSlot, Delivery, Driver, DriverError, OutgoingMessage, Producer,
+    SendError, Topology,
 };
 
 pub mod config;
@@ -27,6 +25,7 @@ mod consumer_hub;
 mod family;
 mod mailbox;
 pub mod managed;
+mod producer_client;
 mod topic_handle;
 
 pub use config::{ConsumerClients, KafkaDriverConfig, ProducerClients};
@@ -34,12 +33,15 @@ pub use family::{KafkaFamily, FAMILY};
 pub use topic_handle::TopicHandle;
 
 use consumer_hub::Hub;
-use mailbox::Mailbox;
+use producer_client::{AckSlot, ProducerClient};
 
 /// How long the broker has to answer a metadata request before the run fails as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long topic creation and metadata propagation may take.
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a producer task serves its client's queue of errors and logs (acknowledgements
+/// do not wait there: an interceptor stamps and routes them as they arrive).
+const SERVE_EVERY: Duration = Duration::from_millis(100);
 
 /// The Kafka driver.
 pub struct KafkaDriver {
@@ -56,9 +58,6 @@ pub struct KafkaDriver {
     /// The shared consumer clients (`consumer_clients: shared`), by (subscription, member).
     hubs: Mutex<HashMap<(u32, u32), Arc<Hub>>>,
 }
-
-/// A librdkafka producer and the router of its delivery reports.
-type ProducerClient = ThreadedProducer<AckRouter>;
 
 impl KafkaDriver {
     /// A driver for the brokers at `bootstrap` (host:port list).
@@ -118,14 +117,11 @@ impl KafkaDriver {
         for (key, value) in &self.config.producer_config {
             config.set(key, value);
         }
-        config
-            .create_with_context(AckRouter::default())
-            .map(Arc::new)
-            .map_err(|e| {
-                DriverError::Other(format!(
-                    "creating a Kafka producer (check producer_config): {e}"
-                ))
-            })
+        ProducerClient::new(&config).map(Arc::new).map_err(|e| {
+            DriverError::Other(format!(
+                "creating a Kafka producer (check producer_config): {e}"
+            ))
+        })
     }
 
     fn base_config(&self) -> ClientConfig {
@@ -381,7 +377,7 @@ impl Driver for KafkaDriver {
             }
             ProducerClients::PerProducer => (self.new_producer_client()?, false),
         };
-        let slot = client.context().register(producer);
+        let slot = client.router().register(producer);
         let topic = TopicHandle::new(client.client(), &self.topics[topic as usize])
             .map_err(|e| DriverError::Other(format!("creating a topic handle: {e}")))?;
         Ok(Box::new(KafkaProducer {
@@ -389,6 +385,7 @@ impl Driver for KafkaDriver {
             client,
             shared,
             slot,
+            served: Instant::now(),
             in_flight: 0,
             batch: Vec::with_capacity(1024),
             acks: self.config.producer_config.get("acks").cloned(),
@@ -469,64 +466,6 @@ impl Driver for KafkaDriver {
     }
 }
 
-/// Where one producer task's acknowledgements wait for it.
-type AckSlot = Mailbox<Vec<Ack>>;
-
-/// Hands each delivery report to the producer task that sent the message (the envelope's
-/// producer id), as it arrives. The client's own polling thread (`ThreadedProducer`) runs
-/// the callback as soon as a report comes in, so each acknowledgement is stamped with its
-/// arrival time, however long the task's thread sleeps before it takes them; and a client
-/// shared by many tasks keeps every task's acknowledgements, latencies and ledger its own.
-#[derive(Default)]
-struct AckRouter {
-    /// Indexed by producer id; registration happens before the run, lookups on every report.
-    slots: RwLock<Vec<Option<Arc<AckSlot>>>>,
-}
-
-impl AckRouter {
-    fn register(&self, producer: u32) -> Arc<AckSlot> {
-        let slot = Arc::new(AckSlot::default());
-        let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
-        let index = producer as usize;
-        if slots.len() <= index {
-            slots.resize(index + 1, None);
-        }
-        slots[index] = Some(slot.clone());
-        slot
-    }
-}
-
-impl ClientContext for AckRouter {}
-
-impl ProducerContext for AckRouter {
-    /// The actual send time, ns since the UNIX epoch.
-    type DeliveryOpaque = usize;
-
-    fn delivery(&self, result: &DeliveryResult<'_>, sent_ns: usize) {
-        let arrived = Clock::process().now_ns();
-        let (message, outcome) = match result {
-            Ok(m) => (m, Ok(())),
-            Err((e, m)) => (m, Err(error_kind(e))),
-        };
-        let payload = message.payload().unwrap_or_default();
-        let Ok(envelope) = Envelope::read(payload) else {
-            return;
-        };
-        let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
-        let Some(Some(slot)) = slots.get(envelope.producer as usize) else {
-            return;
-        };
-        let ack = Ack {
-            envelope,
-            sent_ns: sent_ns as u64,
-            bytes: payload.len() as u32,
-            acknowledged_ns: Some(arrived),
-            result: outcome,
-        };
-        slot.put(|acks| acks.push(ack));
-    }
-}
-
 struct KafkaProducer {
     /// Declared before `client` so that it is dropped first, as librdkafka requires (a
     /// shared client is destroyed with the last task's handle already gone).
@@ -535,6 +474,8 @@ struct KafkaProducer {
     /// Whether other tasks send through `client` too.
     shared: bool,
     slot: Arc<AckSlot>,
+    /// When this task last served the client's queue (errors, logs).
+    served: Instant,
     in_flight: usize,
     /// Reused buffer the collected acknowledgements are swapped into.
     batch: Vec<Ack>,
@@ -558,6 +499,10 @@ impl Producer for KafkaProducer {
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
+        if self.served.elapsed() >= SERVE_EVERY {
+            self.client.serve();
+            self.served = Instant::now();
+        }
         self.slot.take(timeout, &mut self.batch);
         if self.batch.is_empty() {
             return;
@@ -578,8 +523,7 @@ impl Producer for KafkaProducer {
         if self.shared {
             return;
         }
-        self.client
-            .purge(rdkafka::producer::PurgeConfig::default().queue().inflight());
+        self.client.purge();
     }
 
     fn ack_note(&self) -> Option<String> {

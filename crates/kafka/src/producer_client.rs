@@ -1,0 +1,190 @@
+//! A librdkafka producer client whose acknowledgements are stamped and routed on the thread
+//! that receives them: an `on_acknowledgement` interceptor, which librdkafka calls on its
+//! broker thread as it reads the produce response (or on its main thread when a message
+//! times out or is purged). No delivery reports are queued, so no thread of ours polls for
+//! them: rust-rdkafka's `ThreadedProducer` woke a polling thread for every batch of reports,
+//! and the broker thread paid a futex wake-up to rouse it.
+//!
+//! Each acknowledgement goes to the producer task that sent the message (the envelope's
+//! producer id), so a client shared by many tasks keeps every task's latencies and ledger its
+//! own.
+
+use std::ffi::{c_char, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, RwLock};
+
+use rdkafka::bindings as rd;
+use rdkafka::client::Client;
+use rdkafka::config::ClientConfig;
+use rdkafka::error::KafkaError;
+use rdkafka::types::{RDKafkaErrorCode, RDKafkaType};
+use rdkafka::ClientContext;
+
+use brokerbench_driver::{Ack, Clock, Envelope};
+
+use crate::kind_of;
+use crate::mailbox::Mailbox;
+
+/// Where one producer task's acknowledgements wait for it.
+pub(crate) type AckSlot = Mailbox<Vec<Ack>>;
+
+/// The producer tasks' slots, indexed by producer id: registration happens before the run,
+/// lookups on every acknowledgement.
+#[derive(Default)]
+pub(crate) struct AckRouter {
+    slots: RwLock<Vec<Option<Arc<AckSlot>>>>,
+}
+
+impl AckRouter {
+    pub(crate) fn register(&self, producer: u32) -> Arc<AckSlot> {
+        let slot = Arc::new(AckSlot::default());
+        let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
+        let index = producer as usize;
+        if slots.len() <= index {
+            slots.resize(index + 1, None);
+        }
+        slots[index] = Some(slot.clone());
+        slot
+    }
+
+    /// One message's outcome, `sent_ns` being the opaque it was produced with.
+    fn acknowledge(&self, payload: &[u8], sent_ns: u64, error: Option<RDKafkaErrorCode>) {
+        let arrived = Clock::process().now_ns();
+        let Ok(envelope) = Envelope::read(payload) else {
+            return;
+        };
+        let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
+        let Some(Some(slot)) = slots.get(envelope.producer as usize) else {
+            return;
+        };
+        let ack = Ack {
+            envelope,
+            sent_ns,
+            bytes: payload.len() as u32,
+            acknowledged_ns: Some(arrived),
+            result: error.map_or(Ok(()), |code| Err(kind_of(code))),
+        };
+        slot.put(|acks| acks.push(ack));
+    }
+}
+
+/// The client's context: it keeps the router alive as long as the client (the client's
+/// native handle is destroyed, and its threads joined, before its context is dropped).
+pub(crate) struct Routes(#[allow(dead_code)] Arc<AckRouter>);
+
+impl ClientContext for Routes {}
+
+/// A producer client with its acknowledgement router.
+pub(crate) struct ProducerClient {
+    client: Client<Routes>,
+    router: Arc<AckRouter>,
+}
+
+impl ProducerClient {
+    /// A producer with `config`, routing its acknowledgements by producer id.
+    pub(crate) fn new(config: &ClientConfig) -> Result<ProducerClient, KafkaError> {
+        let router = Arc::new(AckRouter::default());
+        let native = config.create_native_config()?;
+        // SAFETY: the opaque is the router, which the client's context keeps alive until the
+        // client is destroyed; the interceptor name is copied by librdkafka.
+        let code = unsafe {
+            rd::rd_kafka_conf_interceptor_add_on_new(
+                native.ptr(),
+                INTERCEPTOR.as_ptr(),
+                Some(on_new),
+                Arc::as_ptr(&router) as *mut c_void,
+            )
+        };
+        if code != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+            return Err(KafkaError::ClientCreation(format!(
+                "adding the acknowledgement interceptor: {}",
+                RDKafkaErrorCode::from(code)
+            )));
+        }
+        let client = Client::new(
+            config,
+            native,
+            RDKafkaType::RD_KAFKA_PRODUCER,
+            Routes(router.clone()),
+        )?;
+        Ok(ProducerClient { client, router })
+    }
+
+    pub(crate) fn router(&self) -> &AckRouter {
+        &self.router
+    }
+
+    pub(crate) fn client(&self) -> &Client<Routes> {
+        &self.client
+    }
+
+    /// Serves what the client queued for the application (errors, logs), without waiting.
+    pub(crate) fn serve(&self) {
+        // SAFETY: the handle is live; with no delivery-report callback, nothing of ours runs.
+        unsafe { rd::rd_kafka_poll(self.client.native_ptr(), 0) };
+    }
+
+    /// Fails every message still queued or in flight (each is acknowledged as purged).
+    pub(crate) fn purge(&self) {
+        // SAFETY: the handle is live.
+        unsafe {
+            rd::rd_kafka_purge(
+                self.client.native_ptr(),
+                (rd::RD_KAFKA_PURGE_F_QUEUE | rd::RD_KAFKA_PURGE_F_INFLIGHT) as i32,
+            )
+        };
+    }
+}
+
+impl Drop for ProducerClient {
+    fn drop(&mut self) {
+        self.purge();
+        self.serve();
+    }
+}
+
+const INTERCEPTOR: &CStr = c"brokerbench-acks";
+
+/// Called by `rd_kafka_new` before the client's threads start: adds the acknowledgement
+/// interceptor to the new client.
+unsafe extern "C" fn on_new(
+    rk: *mut rd::rd_kafka_t,
+    _conf: *const rd::rd_kafka_conf_t,
+    router: *mut c_void,
+    _errstr: *mut c_char,
+    _errstr_size: usize,
+) -> rd::rd_kafka_resp_err_t {
+    // SAFETY: called by librdkafka on a client being created, with the opaque given above.
+    unsafe {
+        rd::rd_kafka_interceptor_add_on_acknowledgement(
+            rk,
+            INTERCEPTOR.as_ptr(),
+            Some(on_acknowledgement),
+            router,
+        )
+    }
+}
+
+/// Called by librdkafka for every message that was acknowledged, failed or purged.
+unsafe extern "C" fn on_acknowledgement(
+    _rk: *mut rd::rd_kafka_t,
+    message: *mut rd::rd_kafka_message_t,
+    router: *mut c_void,
+) -> rd::rd_kafka_resp_err_t {
+    // SAFETY: the opaque is the router the client's context keeps alive; the message and its
+    // payload are valid for the duration of the call.
+    let (router, message) = unsafe { (&*(router as *const AckRouter), &*message) };
+    let payload: &[u8] = if message.payload.is_null() {
+        &[]
+    } else {
+        // SAFETY: librdkafka's payload pointer and length describe one allocation.
+        unsafe { std::slice::from_raw_parts(message.payload as *const u8, message.len) }
+    };
+    let error = (message.err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR)
+        .then(|| RDKafkaErrorCode::from(message.err));
+    // Nothing may unwind into librdkafka.
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        router.acknowledge(payload, message._private as usize as u64, error)
+    }));
+    rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
+}
