@@ -130,7 +130,7 @@ impl ProducerClient {
         unsafe {
             rd::rd_kafka_purge(
                 self.client.native_ptr(),
-                (rd::RD_KAFKA_PURGE_F_QUEUE | rd::RD_KAFKA_PURGE_F_INFLIGHT) as i32,
+                rd::RD_KAFKA_PURGE_F_QUEUE | rd::RD_KAFKA_PURGE_F_INFLIGHT,
             )
         };
     }
