@@ -116,6 +116,7 @@ impl Consumer for AmqpConsumer {
                 stream: self.queue_index,
                 payload,
                 received_ns: None,
+                slot: 0,
             });
             self.last_tag = tag;
             if self.manual {
@@ -142,7 +143,7 @@ impl Consumer for AmqpConsumer {
         }
     }
 
-    fn assigned(&self) -> usize {
+    fn assigned(&self, _slot: usize) -> usize {
         // consume-ok arrived (or `new` failed), and the consumer was not cancelled or lost.
         usize::from(self.reported.is_none() && self.failure().is_none())
     }

@@ -131,9 +131,13 @@ pub struct Delivery<'a> {
     /// that hand messages over later than they see them arrive; None lets the engine use the
     /// time it is handed over.
     pub received_ns: Option<u64>,
+    /// Which of the consumer's slots it is for: the index into [`ConsumerGroup::slots`]
+    /// (0 for a consumer of one slot).
+    pub slot: usize,
 }
 
-/// Receives messages. Owned by one consumer task.
+/// Receives messages for one consumer slot, or for several ([`Driver::consumers`]). Owned by
+/// one consumer task, on one thread.
 pub trait Consumer: Send {
     /// Delivers messages that have arrived, waiting at most `timeout` for the first one.
     /// Errors are returned as kinds and counted; they do not stop the consumer.
@@ -142,8 +146,33 @@ pub trait Consumer: Send {
         timeout: Duration,
         deliveries: &mut dyn FnMut(Delivery<'_>),
     ) -> Result<(), String>;
-    /// Number of partitions or queues this consumer is currently assigned.
-    fn assigned(&self) -> usize;
+    /// Number of partitions or queues currently assigned to slot `slot` of this consumer
+    /// (an index as in [`Delivery::slot`]).
+    fn assigned(&self, slot: usize) -> usize;
+}
+
+/// [`Driver::consumers`] as most drivers do it: [`Driver::consumer`] for each slot.
+pub fn one_consumer_per_slot<D: Driver + ?Sized>(
+    driver: &D,
+    slots: &[ConsumerSlot],
+) -> Result<Vec<ConsumerGroup>, DriverError> {
+    slots
+        .iter()
+        .enumerate()
+        .map(|(i, &slot)| {
+            Ok(ConsumerGroup {
+                slots: vec![i],
+                consumer: driver.consumer(slot)?,
+            })
+        })
+        .collect()
+}
+
+/// One consumer serving some of a run's consumer slots.
+pub struct ConsumerGroup {
+    /// Indices into the slots given to [`Driver::consumers`].
+    pub slots: Vec<usize>,
+    pub consumer: Box<dyn Consumer>,
 }
 
 /// A broker family: sets up the run and hands out producers and consumers.
@@ -166,6 +195,13 @@ pub trait Driver: Send + Sync {
     fn producer(&self, topic: u32, producer: u32) -> Result<Box<dyn Producer>, DriverError>;
     /// A consumer for a slot.
     fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError>;
+    /// Consumers for all of a run's slots: each slot in exactly one group. By default one
+    /// consumer per slot; a driver whose client can serve many slots at once (one Kafka
+    /// consumer reading many topics) groups them, so that threads and clients do not grow
+    /// with the topics. Each slot keeps its own recorder and ledger either way.
+    fn consumers(&self, slots: &[ConsumerSlot]) -> Result<Vec<ConsumerGroup>, DriverError> {
+        one_consumer_per_slot(self, slots)
+    }
     /// Whether a subscription's consumers, with the given assigned counts, can start to
     /// receive everything sent from now on.
     fn subscription_ready(&self, topic: u32, assigned: &[usize]) -> bool {

@@ -231,12 +231,13 @@ impl Consumer for MockConsumer {
                 stream: 0,
                 payload,
                 received_ns: None,
+                slot: 0,
             });
         }
         Ok(())
     }
 
-    fn assigned(&self) -> usize {
+    fn assigned(&self, _slot: usize) -> usize {
         1
     }
 }

@@ -2,7 +2,7 @@
 //! stamped as librdkafka receives them, consumers in a group per subscription (spanning the run's topics when
 //! clients are shared, else one per topic). Works with any Kafka-API broker.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,24 +16,24 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 
 use brokerbench_driver::{
-    Ack, Consumer, ConsumerSlot, Delivery, Driver, DriverError, OutgoingMessage, Producer,
-    SendError, Topology,
+    one_consumer_per_slot, Ack, Consumer, ConsumerGroup, ConsumerSlot, Delivery, Driver,
+    DriverError, OutgoingMessage, Producer, SendError, Topology,
 };
 
 pub mod config;
-mod consumer_hub;
 mod family;
 mod mailbox;
 pub mod managed;
 mod producer_client;
+mod shared_consumer;
 mod topic_handle;
 
 pub use config::{ConsumerClients, KafkaDriverConfig, ProducerClients};
 pub use family::{KafkaFamily, FAMILY};
 pub use topic_handle::TopicHandle;
 
-use consumer_hub::Hub;
 use producer_client::{AckSlot, ProducerClient};
+use shared_consumer::SharedConsumer;
 
 /// How long the broker has to answer a metadata request before the run fails as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -55,8 +55,6 @@ pub struct KafkaDriver {
     /// The one producer client every producer task uses (`producer_clients: shared`), made
     /// with the first producer.
     shared_client: Mutex<Option<Arc<ProducerClient>>>,
-    /// The shared consumer clients (`consumer_clients: shared`), by (subscription, member).
-    hubs: Mutex<HashMap<(u32, u32), Arc<Hub>>>,
 }
 
 impl KafkaDriver {
@@ -70,7 +68,6 @@ impl KafkaDriver {
             partitions: 1,
             run_id: String::new(),
             shared_client: Mutex::new(None),
-            hubs: Mutex::new(HashMap::new()),
         }
     }
 
@@ -393,31 +390,6 @@ impl Driver for KafkaDriver {
     }
 
     fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError> {
-        // A shared client has one auto.offset.reset for all its topics: only when the run
-        // created every topic (read from the beginning) is that right for each of them.
-        if self.config.consumer_clients == ConsumerClients::Shared
-            && self.topics.len() > 1
-            && self.created.len() == self.topics.len()
-        {
-            let mut hubs = self.hubs.lock().unwrap_or_else(|e| e.into_inner());
-            let hub = match hubs.get(&(slot.subscription, slot.member)) {
-                Some(hub) => hub.clone(),
-                None => {
-                    let topics: Vec<&str> = self.topics.iter().map(String::as_str).collect();
-                    let group = format!(
-                        "{}-{}-s{}",
-                        self.config.topic_prefix, self.run_id, slot.subscription
-                    );
-                    let consumer = self.new_consumer_client(&group, &topics, true)?;
-                    let hub = Hub::start(consumer, &self.topics).map_err(|e| {
-                        DriverError::Other(format!("starting a consumer thread: {e}"))
-                    })?;
-                    hubs.insert((slot.subscription, slot.member), hub.clone());
-                    hub
-                }
-            };
-            return Ok(Box::new(hub.consumer(slot.topic)));
-        }
         let topic = self.topics[slot.topic as usize].as_str();
         let group = format!(
             "{}-{}-{}-{}",
@@ -428,6 +400,44 @@ impl Driver for KafkaDriver {
             assigned: 0,
             assignment_checked: None,
         }))
+    }
+
+    fn consumers(&self, slots: &[ConsumerSlot]) -> Result<Vec<ConsumerGroup>, DriverError> {
+        // A shared client has one auto.offset.reset for all its topics: only when the run
+        // created every topic (read from the beginning) is that right for each of them.
+        let shared = self.config.consumer_clients == ConsumerClients::Shared
+            && self.topics.len() > 1
+            && self.created.len() == self.topics.len();
+        if !shared {
+            return one_consumer_per_slot(self, slots);
+        }
+        // One client per (subscription, member), reading every topic: its slots in topic order.
+        let mut members: BTreeMap<(u32, u32), Vec<usize>> = BTreeMap::new();
+        for (i, slot) in slots.iter().enumerate() {
+            members
+                .entry((slot.subscription, slot.member))
+                .or_default()
+                .push(i);
+        }
+        members
+            .into_iter()
+            .map(|((subscription, _), mut group)| {
+                group.sort_by_key(|&i| slots[i].topic);
+                let topics: Vec<&str> = group
+                    .iter()
+                    .map(|&i| self.topics[slots[i].topic as usize].as_str())
+                    .collect();
+                let name = format!(
+                    "{}-{}-s{subscription}",
+                    self.config.topic_prefix, self.run_id
+                );
+                let consumer = self.new_consumer_client(&name, &topics, true)?;
+                Ok(ConsumerGroup {
+                    slots: group,
+                    consumer: Box::new(SharedConsumer::new(consumer, &topics)),
+                })
+            })
+            .collect()
     }
 
     fn subscription_ready(&self, _topic: u32, assigned: &[usize]) -> bool {
@@ -443,7 +453,6 @@ impl Driver for KafkaDriver {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        self.hubs.lock().unwrap_or_else(|e| e.into_inner()).clear();
         if !self.config.delete_topics || self.created.is_empty() {
             return Ok(());
         }
@@ -557,6 +566,7 @@ impl Consumer for KafkaConsumer {
                     stream: message.partition() as u32,
                     payload: message.payload().unwrap_or_default(),
                     received_ns: None,
+                    slot: 0,
                 }),
                 Some(Err(e)) => {
                     first_error.get_or_insert_with(|| error_kind(&e));
@@ -575,7 +585,7 @@ impl Consumer for KafkaConsumer {
         first_error.map_or(Ok(()), Err)
     }
 
-    fn assigned(&self) -> usize {
+    fn assigned(&self, _slot: usize) -> usize {
         self.assigned
     }
 }

@@ -1,75 +1,46 @@
-//! A batch that one thread fills and another takes whole: a client's callback or polling
-//! thread hands acknowledgements or messages to the task they belong to. The filler wakes the
-//! taker only when it waits (a wake-up is a system call), and may wait itself while the batch
-//! is full.
+//! A batch that one thread fills and another takes whole: librdkafka's threads hand
+//! acknowledgements to the producer task they belong to. The filler wakes the taker only when
+//! it waits (a wake-up is a system call).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// What a mailbox holds.
-pub(crate) trait Batch: Default {
-    fn is_empty(&self) -> bool;
-}
-
-impl<T> Batch for Vec<T> {
-    fn is_empty(&self) -> bool {
-        Vec::is_empty(self)
-    }
-}
-
-#[derive(Default)]
-pub(crate) struct Mailbox<B> {
-    batch: Mutex<B>,
+pub(crate) struct Mailbox<T> {
+    batch: Mutex<Vec<T>>,
     arrived: Condvar,
     /// Whether the taker waits on `arrived`; read and written under the lock, so a batch
     /// filled after the taker's check always wakes it.
     waiting: AtomicBool,
-    /// Signalled when the taker takes the batch, for a filler waiting on a full one.
-    taken: Condvar,
 }
 
-impl<B: Batch> Mailbox<B> {
-    fn lock(&self) -> MutexGuard<'_, B> {
+impl<T> Default for Mailbox<T> {
+    fn default() -> Self {
+        Mailbox {
+            batch: Mutex::new(Vec::new()),
+            arrived: Condvar::new(),
+            waiting: AtomicBool::new(false),
+        }
+    }
+}
+
+impl<T> Mailbox<T> {
+    fn lock(&self) -> MutexGuard<'_, Vec<T>> {
         self.batch.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds to the batch with `fill`.
-    pub(crate) fn put(&self, fill: impl FnOnce(&mut B)) {
-        self.fill(self.lock(), fill);
-    }
-
-    /// Adds to the batch with `fill`, first waiting (in steps of `step`, while `stop` is not
-    /// set) as long as `full` says the batch is full.
-    pub(crate) fn put_bounded(
-        &self,
-        full: impl Fn(&B) -> bool,
-        stop: &AtomicBool,
-        step: Duration,
-        fill: impl FnOnce(&mut B),
-    ) {
+    /// Adds `item` to the batch.
+    pub(crate) fn put(&self, item: T) {
         let mut batch = self.lock();
-        while full(&batch) && !stop.load(Ordering::Relaxed) {
-            batch = self
-                .taken
-                .wait_timeout(batch, step)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-        self.fill(batch, fill);
-    }
-
-    fn fill(&self, mut batch: MutexGuard<'_, B>, fill: impl FnOnce(&mut B)) {
-        let was_empty = batch.is_empty();
-        fill(&mut batch);
-        if was_empty && self.waiting.load(Ordering::Relaxed) {
+        batch.push(item);
+        if batch.len() == 1 && self.waiting.load(Ordering::Relaxed) {
             self.arrived.notify_one();
         }
     }
 
     /// Swaps the batch into `into` (which should be empty), waiting up to `timeout` for one
     /// when there is none.
-    pub(crate) fn take(&self, timeout: Duration, into: &mut B) {
+    pub(crate) fn take(&self, timeout: Duration, into: &mut Vec<T>) {
         let mut batch = self.lock();
         if batch.is_empty() && !timeout.is_zero() {
             self.waiting.store(true, Ordering::Relaxed);
@@ -82,7 +53,6 @@ impl<B: Batch> Mailbox<B> {
         }
         if !batch.is_empty() {
             std::mem::swap(&mut *batch, into);
-            self.taken.notify_one();
         }
     }
 }
@@ -94,19 +64,14 @@ mod tests {
     use std::time::Instant;
 
     #[test]
-    fn a_waiting_taker_is_woken_and_a_full_batch_holds_the_filler() {
-        let mailbox: Arc<Mailbox<Vec<u32>>> = Arc::default();
+    fn a_waiting_taker_is_woken_and_gets_everything_in_order() {
+        let mailbox: Arc<Mailbox<u32>> = Arc::default();
         let filler = {
             let mailbox = mailbox.clone();
             std::thread::spawn(move || {
-                let stop = AtomicBool::new(false);
                 for i in 0..10 {
-                    mailbox.put_bounded(
-                        |b| b.len() >= 3,
-                        &stop,
-                        Duration::from_secs(5),
-                        |b| b.push(i),
-                    );
+                    mailbox.put(i);
+                    std::thread::sleep(Duration::from_millis(20));
                 }
             })
         };
@@ -114,8 +79,8 @@ mod tests {
         let mut taken = Vec::new();
         let mut all = Vec::new();
         while all.len() < 10 && started.elapsed() < Duration::from_secs(5) {
-            mailbox.take(Duration::from_secs(1), &mut taken);
-            assert!(taken.len() <= 3, "the filler waited for a full batch");
+            // A lost wake-up would cost the whole 60 s wait.
+            mailbox.take(Duration::from_secs(60), &mut taken);
             all.append(&mut taken);
         }
         filler.join().unwrap();
@@ -124,20 +89,9 @@ mod tests {
             started.elapsed() < Duration::from_secs(2),
             "no wake-up was lost"
         );
-        let stop = AtomicBool::new(false);
         // Nothing there and no time to wait: returns at once with nothing.
+        let waited = Instant::now();
         mailbox.take(Duration::ZERO, &mut taken);
-        assert!(taken.is_empty());
-        // A full batch holds the filler only until stop is set.
-        mailbox.put(|b| b.extend([1, 2, 3]));
-        stop.store(true, Ordering::Relaxed);
-        mailbox.put_bounded(
-            |b| b.len() >= 3,
-            &stop,
-            Duration::from_secs(60),
-            |b| b.push(4),
-        );
-        mailbox.take(Duration::ZERO, &mut taken);
-        assert_eq!(taken, [1, 2, 3, 4]);
+        assert!(taken.is_empty() && waited.elapsed() < Duration::from_millis(100));
     }
 }

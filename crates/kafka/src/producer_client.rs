@@ -26,7 +26,7 @@ use crate::kind_of;
 use crate::mailbox::Mailbox;
 
 /// Where one producer task's acknowledgements wait for it.
-pub(crate) type AckSlot = Mailbox<Vec<Ack>>;
+pub(crate) type AckSlot = Mailbox<Ack>;
 
 /// The producer tasks' slots, indexed by producer id: registration happens before the run,
 /// lookups on every acknowledgement.
@@ -64,7 +64,7 @@ impl AckRouter {
             acknowledged_ns: Some(arrived),
             result: error.map_or(Ok(()), |code| Err(kind_of(code))),
         };
-        slot.put(|acks| acks.push(ack));
+        slot.put(ack);
     }
 }
 

@@ -104,6 +104,7 @@ impl Consumer for NatsConsumer {
                 stream,
                 payload: msg.payload,
                 received_ns: None,
+                slot: 0,
             });
             *outstanding = outstanding.saturating_sub(1);
             if ack {
@@ -118,7 +119,7 @@ impl Consumer for NatsConsumer {
         }
     }
 
-    fn assigned(&self) -> usize {
+    fn assigned(&self, _slot: usize) -> usize {
         1
     }
 }

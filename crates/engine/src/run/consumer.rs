@@ -3,8 +3,9 @@
 use super::*;
 
 pub(super) struct ConsumerTask {
-    pub(super) task: usize,
-    pub(super) slot: ConsumerSlot,
+    /// The task number and slot of each slot this consumer serves, in the order of its
+    /// deliveries' slot indices.
+    pub(super) slots: Vec<(usize, ConsumerSlot)>,
     pub(super) consumer: Box<dyn brokerbench_driver::Consumer>,
 }
 
@@ -19,15 +20,30 @@ pub(super) fn consumer_loop(
         warmup_end_ns: u64::MAX,
         measure_end_ns: u64::MAX,
     };
-    let mut recorder = ConsumerRecorder::new(task.task, task.slot, producers, placeholder, reports);
-    let index = task.task - producers as usize;
+    // One recorder per slot: a consumer serving many slots keeps each one's latencies and
+    // ledger apart.
+    let mut recorders: Vec<ConsumerRecorder> = task
+        .slots
+        .iter()
+        .map(|&(number, slot)| {
+            ConsumerRecorder::new(number, slot, producers, placeholder, reports.clone())
+        })
+        .collect();
+    drop(reports);
+    let indices: Vec<usize> = task
+        .slots
+        .iter()
+        .map(|&(number, _)| number - producers as usize)
+        .collect();
     let mut started = false;
     let clock = shared.clock;
     let floor = shared.run_floor_ns;
     while !shared.consumers_stop.load(Ordering::Relaxed) {
         if !started {
             if let Some(times) = shared.times.get() {
-                recorder.set_times(*times);
+                for recorder in &mut recorders {
+                    recorder.set_times(*times);
+                }
                 started = true;
             }
         }
@@ -35,18 +51,28 @@ pub(super) fn consumer_loop(
             .consumer
             .poll(Duration::from_millis(100), &mut |delivery| {
                 let arrived = delivery.received_ns.unwrap_or_else(|| clock.now_ns());
-                recorder.received(&delivery, arrived, floor);
+                if let Some(recorder) = recorders.get_mut(delivery.slot) {
+                    recorder.received(&delivery, arrived, floor);
+                }
             });
         if let Err(kind) = result {
-            recorder.error(&kind);
+            // An error of the client is counted once, by its first slot.
+            recorders[0].error(&kind);
         }
-        shared.assigned[index].store(task.consumer.assigned(), Ordering::Relaxed);
-        shared.unique[index].store(recorder.unique(), Ordering::Relaxed);
+        for (i, (&index, recorder)) in indices.iter().zip(&recorders).enumerate() {
+            shared.assigned[index].store(task.consumer.assigned(i), Ordering::Relaxed);
+            shared.unique[index].store(recorder.unique(), Ordering::Relaxed);
+        }
         if started {
-            recorder.roll(clock.now_ns());
+            let now = clock.now_ns();
+            for recorder in &mut recorders {
+                recorder.roll(now);
+            }
         }
     }
-    recorder.finish();
+    for recorder in recorders {
+        recorder.finish();
+    }
     close_within(task.consumer, CONSUMER_CLOSE_TIMEOUT);
 }
 

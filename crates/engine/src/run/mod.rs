@@ -167,25 +167,36 @@ fn run_prepared(
     } else {
         driver.subscriptions_per_topic()
     };
-    let mut consumer_tasks = Vec::new();
+    let mut slots = Vec::new();
     for topic in 0..workload.topics {
         for subscription in 0..subscriptions {
             for member in 0..workload.consumers_per_topic {
-                let slot = ConsumerSlot {
+                slots.push(ConsumerSlot {
                     topic,
                     subscription,
                     member,
-                };
-                let task = producer_count as usize + consumer_tasks.len();
-                consumer_tasks.push(ConsumerTask {
-                    task,
-                    slot,
-                    consumer: driver.consumer(slot)?,
                 });
             }
         }
     }
-    let consumer_count = consumer_tasks.len();
+    // A slot's task number follows the producers' and does not depend on how the driver
+    // groups the slots.
+    let consumer_tasks: Vec<ConsumerTask> = if slots.is_empty() {
+        Vec::new()
+    } else {
+        driver.consumers(&slots)?
+    }
+    .into_iter()
+    .map(|group| ConsumerTask {
+        slots: group
+            .slots
+            .iter()
+            .map(|&i| (producer_count as usize + i, slots[i]))
+            .collect(),
+        consumer: group.consumer,
+    })
+    .collect();
+    let consumer_count = slots.len();
     let shared = Arc::new(Shared {
         clock,
         times: OnceLock::new(),
@@ -197,7 +208,6 @@ fn run_prepared(
         drain_timeout: workload.drain_timeout,
     });
     let (reports, collector) = mpsc::channel::<Report>();
-    let slots: Vec<ConsumerSlot> = consumer_tasks.iter().map(|c| c.slot).collect();
     let mut handles: Vec<(&'static str, JoinHandle<()>)> = Vec::new();
     for task in consumer_tasks {
         let shared = shared.clone();
@@ -206,7 +216,10 @@ fn run_prepared(
         handles.push((
             "consumer",
             std::thread::Builder::new()
-                .name(format!("consumer-{}", task.task))
+                .name(format!(
+                    "consumer-{}",
+                    task.slots.first().map_or(0, |s| s.0)
+                ))
                 .spawn(move || consumer_loop(task, producers, shared, reports))
                 .expect("spawn consumer thread"),
         ));

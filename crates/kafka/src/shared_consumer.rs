@@ -1,0 +1,104 @@
+//! One librdkafka consumer that reads every topic of the run for one member of one
+//! subscription (`consumer_clients: shared`), serving the consumer slots of all those topics
+//! from one task. A run with 100 topics then has one consumer client and one consumer thread
+//! per member instead of 100 of each: threads, connections, fetch requests and wake-ups do not
+//! grow with the topics.
+//!
+//! Each message is handed to the engine as the client returns it, marked with its topic's
+//! slot, so end-to-end latency ends when the client gives the message over, as with a
+//! consumer of one topic, and each slot keeps its own recorder and ledger.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer as _};
+use rdkafka::message::Message;
+
+use brokerbench_driver::{Consumer, Delivery};
+
+use crate::error_kind;
+
+/// How often the consumer reads its assignment.
+const ASSIGNMENT_EVERY: Duration = Duration::from_millis(100);
+
+/// A consumer of many topics, one slot per topic.
+pub(crate) struct SharedConsumer {
+    consumer: BaseConsumer,
+    /// Topic name → the slot (index into this consumer's slots) that receives it.
+    slots: HashMap<String, usize>,
+    /// Partitions of each slot's topic assigned to this member.
+    assigned: Vec<usize>,
+    assignment_read: Option<Instant>,
+}
+
+impl SharedConsumer {
+    /// `consumer`, already subscribed to `topics`; topic `topics[i]` is served as slot `i`.
+    pub(crate) fn new(consumer: BaseConsumer, topics: &[&str]) -> SharedConsumer {
+        SharedConsumer {
+            consumer,
+            slots: topics
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.to_string(), i))
+                .collect(),
+            assigned: vec![0; topics.len()],
+            assignment_read: None,
+        }
+    }
+
+    fn read_assignment(&mut self) {
+        self.assigned.iter_mut().for_each(|a| *a = 0);
+        if let Ok(list) = self.consumer.assignment() {
+            for element in list.elements() {
+                if let Some(&slot) = self.slots.get(element.topic()) {
+                    self.assigned[slot] += 1;
+                }
+            }
+        }
+        self.assignment_read = Some(Instant::now());
+    }
+}
+
+impl Consumer for SharedConsumer {
+    fn poll(
+        &mut self,
+        timeout: Duration,
+        deliveries: &mut dyn FnMut(Delivery<'_>),
+    ) -> Result<(), String> {
+        let mut first_error = None;
+        let mut wait = timeout;
+        // Up to a batch of messages per call, then the engine's bookkeeping.
+        for _ in 0..10_000 {
+            match self.consumer.poll(wait) {
+                None => break,
+                Some(Ok(message)) => {
+                    let Some(&slot) = self.slots.get(message.topic()) else {
+                        continue;
+                    };
+                    deliveries(Delivery {
+                        stream: message.partition() as u32,
+                        payload: message.payload().unwrap_or_default(),
+                        received_ns: None,
+                        slot,
+                    });
+                }
+                Some(Err(e)) => {
+                    first_error.get_or_insert_with(|| error_kind(&e));
+                    break;
+                }
+            }
+            wait = Duration::ZERO;
+        }
+        if self
+            .assignment_read
+            .is_none_or(|t| t.elapsed() > ASSIGNMENT_EVERY)
+        {
+            self.read_assignment();
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn assigned(&self, slot: usize) -> usize {
+        self.assigned.get(slot).copied().unwrap_or(0)
+    }
+}
