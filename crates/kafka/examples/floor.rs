@@ -240,6 +240,9 @@ fn send(
     let gap_ns = options
         .rate
         .map(|rate| options.producers as f64 * 1e9 / rate);
+    // Producers are staggered evenly inside one gap, as brokerbench's are: together they
+    // send at an even pace, not in bursts of one message each.
+    let offset_ns = gap_ns.map_or(0.0, |gap| index as f64 / options.producers as f64 * gap);
     let end = Duration::from_secs_f64(options.seconds);
     let payload = vec![0x5au8; options.size];
     let mut key_state = 0x9e37_79b9_7f4a_7c15u64 ^ index as u64;
@@ -251,7 +254,10 @@ fn send(
         }
         // Everything due by now goes out; then sleep until the next one is due.
         let due = match gap_ns {
-            Some(gap) => ((elapsed.as_nanos() as f64 / gap) as u64 + 1).saturating_sub(sent),
+            Some(gap) => {
+                let since = (elapsed.as_nanos() as f64 - offset_ns).max(-gap);
+                ((since / gap + 1.0) as u64).saturating_sub(sent)
+            }
             None => 1024,
         };
         for _ in 0..due {
@@ -272,7 +278,7 @@ fn send(
         }
         producer.poll(Duration::ZERO);
         if let Some(gap) = gap_ns {
-            let next = Duration::from_nanos((sent as f64 * gap) as u64);
+            let next = Duration::from_nanos((sent as f64 * gap + offset_ns) as u64);
             let now = started.elapsed();
             if next > now {
                 std::thread::sleep((next - now).max(options.min_sleep));
