@@ -56,7 +56,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Workload file (YAML). Default: the built-in quickstart.
+    /// Workload file (YAML): brokerbench's, or an OpenMessaging Benchmark workload file
+    /// unchanged. Default: the built-in quickstart.
     pub workload: Option<PathBuf>,
     /// Driver file (YAML). Default: Kafka on the managed local broker.
     #[arg(long, short = 'd')]

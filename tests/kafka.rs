@@ -388,3 +388,50 @@ fn acknowledgements_are_timed_when_they_arrive_not_when_the_producer_wakes() {
         "publish p50 {publish} ns must not exceed end-to-end p50 {e2e} ns: the consumer sees a message after it is acknowledged"
     );
 }
+
+#[test]
+fn an_openmessaging_benchmark_workload_file_runs_unchanged() {
+    let _turn = serial();
+    kafka();
+    // An OMB checkout's layout: workloads/ beside payload/, the payload file exactly
+    // messageSize bytes; the workload written in OMB's own fields (testDurationMinutes: 15 and
+    // the default one-minute warm-up are shortened from the command line, with brokerbench's
+    // and OMB's names).
+    let checkout = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(checkout.path().join("workloads")).unwrap();
+    std::fs::create_dir_all(checkout.path().join("payload")).unwrap();
+    let bytes: Vec<u8> = (0..512u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(checkout.path().join("payload/payload-512b.data"), bytes).unwrap();
+    let workload = write(
+        &checkout.path().join("workloads"),
+        "2-partitions-512b.yaml",
+        "name: 1 topic / 2 partitions / 512b\ntopics: 1\npartitionsPerTopic: 2\nkeyDistributor: \"KEY_ROUND_ROBIN\"\nmessageSize: 512\npayloadFile: \"payload/payload-512b.data\"\nsubscriptionsPerTopic: 1\nconsumerPerSubscription: 2\nproducersPerTopic: 2\nproducerRate: 3000\nconsumerBacklogSizeGB: 0\ntestDurationMinutes: 15\n",
+    );
+    let workload = workload.to_str().unwrap();
+    let omb = run(&[
+        workload,
+        "--set",
+        "duration=3s",
+        "--set",
+        "warmupDurationMinutes=0",
+        "--set",
+        "drain_timeout=10s",
+    ]);
+    let s = assert_lossless(&omb);
+    let w = &omb.manifest()["workload"];
+    assert_eq!(w["name"], "1-topic-2-partitions-512b", "{w:#}");
+    assert_eq!(w["payload"]["kind"], "binary", "{w:#}");
+    assert_eq!(
+        (
+            w["partitions_per_topic"].as_u64(),
+            w["producers_per_topic"].as_u64(),
+            w["consumers_per_topic"].as_u64()
+        ),
+        (Some(2), Some(2), Some(2)),
+        "{w:#}"
+    );
+    assert_eq!(w["keys"], "round-robin");
+    assert_eq!(w["rate"], 3000.0);
+    assert_eq!(s["total"]["acknowledged"].as_u64(), Some(9000), "{s:#}");
+    assert_eq!(s["consumers"].as_array().map(Vec::len), Some(2));
+}

@@ -32,6 +32,31 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         &args.overrides,
     )?;
     let workload = specs.workload.clone();
+    if !args.quiet && !args.json {
+        for note in &specs.notes {
+            eprintln!("note: {note}");
+        }
+    }
+    if let Payload::Binary { path } = &workload.payload {
+        let length = std::fs::metadata(path)
+            .map_err(|e| {
+                BadInput(format!(
+                    "{}: field `payload.path`: cannot read '{}': {e}",
+                    specs.workload_source,
+                    path.display()
+                ))
+            })?
+            .len();
+        if length != workload.message_size {
+            return Err(BadInput(format!(
+                "{}: field `payload.path`: '{}' is {length} bytes, and every message is that file: set message_size: {length}B (it is {}B)",
+                specs.workload_source,
+                path.display(),
+                workload.message_size
+            ))
+            .into());
+        }
+    }
     if let Payload::File { path, .. } = &workload.payload {
         std::fs::metadata(path).map_err(|e| {
             BadInput(format!(

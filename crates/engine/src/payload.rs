@@ -25,6 +25,12 @@ pub enum PayloadError {
     },
     #[error("payload.path: '{0}' has no records; it needs one record per line")]
     Empty(PathBuf),
+    #[error("payload.path: '{path}' is {actual} bytes, and every message is that file: message_size must be {actual}B (it is {expected}B)")]
+    Length {
+        path: PathBuf,
+        actual: usize,
+        expected: u64,
+    },
 }
 
 /// Data shared by all producers, prepared once before the run.
@@ -44,17 +50,37 @@ impl SharedPayload {
         seed: u64,
     ) -> Result<SharedPayload, PayloadError> {
         match payload {
-            Payload::Random { pool } => {
+            Payload::Random { pool, random_ratio } => {
                 let mut rng = StdRng::seed_from_u64(seed);
                 let body = message_size as usize - ENVELOPE_HEADER_LEN;
+                // The header stands for random bytes too: the random share of the whole
+                // message is `random_ratio`, as in OMB (random first, then zeros).
+                let random = ((message_size as f64 * random_ratio) as usize)
+                    .saturating_sub(ENVELOPE_HEADER_LEN)
+                    .min(body);
                 let bodies = (0..*pool)
                     .map(|_| {
                         let mut b = vec![0u8; body].into_boxed_slice();
-                        rng.fill_bytes(&mut b);
+                        rng.fill_bytes(&mut b[..random]);
                         b
                     })
                     .collect();
                 Ok(SharedPayload::Random(Arc::new(bodies)))
+            }
+            Payload::Binary { path } => {
+                let bytes = std::fs::read(path).map_err(|source| PayloadError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                if bytes.len() as u64 != message_size {
+                    return Err(PayloadError::Length {
+                        path: path.clone(),
+                        actual: bytes.len(),
+                        expected: message_size,
+                    });
+                }
+                let body: Box<[u8]> = bytes[ENVELOPE_HEADER_LEN..].into();
+                Ok(SharedPayload::Random(Arc::new(vec![body])))
             }
             Payload::File {
                 path,
@@ -237,7 +263,15 @@ mod tests {
 
     #[test]
     fn random_bodies_fill_the_message_size() {
-        let shared = SharedPayload::prepare(&Payload::Random { pool: 3 }, 100, 1).unwrap();
+        let shared = SharedPayload::prepare(
+            &Payload::Random {
+                pool: 3,
+                random_ratio: 1.0,
+            },
+            100,
+            1,
+        )
+        .unwrap();
         let mut source = shared.source(0, 1).unwrap();
         let mut bodies = Vec::new();
         for _ in 0..4 {
@@ -248,6 +282,50 @@ mod tests {
         }
         assert_ne!(bodies[0], bodies[1]);
         assert_eq!(bodies[0], bodies[3], "the pool of 3 cycles");
+    }
+
+    #[test]
+    fn a_random_ratio_leaves_the_rest_of_each_message_zero() {
+        let payload = Payload::Random {
+            pool: 2,
+            random_ratio: 0.5,
+        };
+        let shared = SharedPayload::prepare(&payload, 1000, 1).unwrap();
+        let mut m = Vec::new();
+        shared.source(0, 1).unwrap().fill(&mut m).unwrap();
+        assert_eq!(m.len(), 1000);
+        assert!(m[500..].iter().all(|&b| b == 0), "the second half is zeros");
+        let nonzero = m[ENVELOPE_HEADER_LEN..500]
+            .iter()
+            .filter(|&&b| b != 0)
+            .count();
+        assert!(
+            nonzero > 400,
+            "the first half after the header is random: {nonzero}"
+        );
+    }
+
+    #[test]
+    fn a_binary_file_is_every_message_and_must_be_message_size_long() {
+        let path = std::env::temp_dir().join(format!("bb-binary-{}.data", std::process::id()));
+        let bytes: Vec<u8> = (0..200u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let payload = Payload::Binary { path: path.clone() };
+        let e = SharedPayload::prepare(&payload, 100, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("200 bytes") && e.contains("message_size must be 200B"),
+            "{e}"
+        );
+        let shared = SharedPayload::prepare(&payload, 200, 1).unwrap();
+        let mut source = shared.source(3, 1).unwrap();
+        for _ in 0..2 {
+            let mut m = Vec::new();
+            source.fill(&mut m).unwrap();
+            assert_eq!(&m[ENVELOPE_HEADER_LEN..], &bytes[ENVELOPE_HEADER_LEN..]);
+        }
+        std::fs::remove_file(path).unwrap();
     }
 
     fn data_file(text: &str) -> PathBuf {

@@ -45,6 +45,9 @@ pub struct Specs {
     pub workload_source: String,
     /// File path of the driver file, or "built-in NAME driver".
     pub driver_source: String,
+    /// What reading the files chose that a user should know (e.g. how an OpenMessaging
+    /// Benchmark workload was translated).
+    pub notes: Vec<String>,
 }
 
 /// One source text with its display name.
@@ -205,9 +208,17 @@ pub fn load_specs_from(
         .map(str::to_string);
     let fields_of = |name: &str| family::find(families, name).map(|f| f.fields());
     let in_use_fields = in_use.as_deref().and_then(fields_of);
+    // An OMB workload takes OMB's field names; brokerbench's own are set on its translation.
+    let omb = crate::omb::is_omb_workload(&workload_source.value);
+    let mut native_sets = Vec::new();
     for (assignment, key, value) in assignments.iter().filter(|(_, k, _)| *k != "driver") {
         let top = key.split('.').next().unwrap_or_default();
-        let target = if WORKLOAD_FIELDS.contains(&top) {
+        let target = if omb && crate::omb::OMB_FIELDS.contains(&top) {
+            &mut workload_source
+        } else if omb && WORKLOAD_FIELDS.contains(&top) {
+            native_sets.push((*assignment, *key, *value));
+            continue;
+        } else if WORKLOAD_FIELDS.contains(&top) {
             &mut workload_source
         } else if top == BROKER_METRICS_FIELD
             || in_use_fields.map_or_else(
@@ -221,10 +232,34 @@ pub fn load_specs_from(
         } else {
             return Err(SpecError::Override {
                 assignment: crate::redact::redact_assignment(assignment),
-                message: unknown_override(families, top, in_use.as_deref(), &driver_source.name),
+                message: unknown_override(
+                    families,
+                    top,
+                    in_use.as_deref(),
+                    &driver_source.name,
+                    omb,
+                ),
             });
         };
         apply(target, assignment, key, value)?;
+    }
+    let mut notes = Vec::new();
+    if omb {
+        let set: Vec<&str> = native_sets
+            .iter()
+            .map(|(_, key, _)| key.split('.').next().unwrap_or_default())
+            .collect();
+        let translated = crate::omb::translate(
+            &workload_source.name,
+            workload_source.base.as_deref(),
+            &workload_source.value,
+            &set,
+        )?;
+        workload_source.value = translated.workload;
+        notes = translated.notes;
+        for (assignment, key, value) in native_sets {
+            apply(&mut workload_source, assignment, key, value)?;
+        }
     }
     let workload = workload_from(&workload_source)?;
     let (driver, schema) = driver_from(families, &driver_source)?;
@@ -236,6 +271,7 @@ pub fn load_specs_from(
         driver,
         workload_source: workload_source.name,
         driver_source: driver_source.name,
+        notes,
     })
 }
 
@@ -252,6 +288,7 @@ fn unknown_override(
     top: &str,
     in_use: Option<&str>,
     driver_file: &str,
+    omb: bool,
 ) -> String {
     let in_use_fields = in_use
         .and_then(|name| family::find(families, name))
@@ -265,8 +302,10 @@ fn unknown_override(
             in_use.unwrap_or("not set"),
         );
     }
+    let omb_fields: &[&str] = if omb { crate::omb::OMB_FIELDS } else { &[] };
     let all: Vec<&str> = WORKLOAD_FIELDS
         .iter()
+        .chain(omb_fields)
         .chain(in_use_fields)
         .chain(&[BROKER_METRICS_FIELD])
         .copied()
@@ -283,6 +322,14 @@ pub fn validate_file(
     if source.value.get("driver").is_some() {
         driver_from(families, &source)?;
         Ok("driver")
+    } else if crate::omb::is_omb_workload(&source.value) {
+        let translated =
+            crate::omb::translate(&source.name, source.base.as_deref(), &source.value, &[])?;
+        workload_from(&Source {
+            value: translated.workload,
+            ..source
+        })?;
+        Ok("OpenMessaging Benchmark workload")
     } else {
         workload_from(&source)?;
         Ok("workload")
@@ -364,7 +411,9 @@ fn workload_from(source: &Source) -> Result<Workload, SpecError> {
         message: e.message,
     })?;
     // A data file named relative to a workload file lives beside it.
-    if let (crate::Payload::File { path, .. }, Some(base)) = (&mut workload.payload, &source.base) {
+    if let (crate::Payload::File { path, .. } | crate::Payload::Binary { path }, Some(base)) =
+        (&mut workload.payload, &source.base)
+    {
         if path.is_relative() {
             *path = base.join(&*path);
         }
@@ -637,5 +686,166 @@ mod tests {
         assert_eq!(validate_file(FAMILIES, &f.0).unwrap(), "driver");
         let f = file("rate: 10\n");
         assert_eq!(validate_file(FAMILIES, &f.0).unwrap(), "workload");
+    }
+
+    /// An OMB-format workload as OMB's own files are written (camelCase fields, minutes).
+    const OMB: &str = "name: 2 topics / 4 partitions / 1Kb\ntopics: 2\npartitionsPerTopic: 4\nkeyDistributor: KEY_ROUND_ROBIN\nmessageSize: 1024\nuseRandomizedPayloads: true\nrandomBytesRatio: 0.25\nrandomizedPayloadPoolSize: 50\nsubscriptionsPerTopic: 1\nconsumerPerSubscription: 3\nproducersPerTopic: 2\nproducerRate: 40000\nconsumerBacklogSizeGB: 0\ntestDurationMinutes: 2\n";
+
+    #[test]
+    fn an_omb_workload_is_read_with_omb_fields_and_defaults() {
+        let f = file(OMB);
+        let specs = load_specs(Some(&f.0), None, &[]).unwrap();
+        let w = &specs.workload;
+        assert_eq!(w.name, "2-topics-4-partitions-1kb");
+        assert_eq!(
+            (
+                w.topics,
+                w.partitions_per_topic,
+                w.producers_per_topic,
+                w.consumers_per_topic
+            ),
+            (2, 4, 2, 3)
+        );
+        assert_eq!(w.keys, crate::KeyDistribution::RoundRobin);
+        assert_eq!(w.message_size, 1024);
+        assert_eq!(
+            w.payload,
+            crate::Payload::Random {
+                pool: 50,
+                random_ratio: 0.25
+            }
+        );
+        assert_eq!(w.rate, Rate::PerSecond(40000.0));
+        assert_eq!(w.duration, std::time::Duration::from_secs(120));
+        assert_eq!(
+            w.warmup,
+            std::time::Duration::from_secs(60),
+            "OMB's default warm-up"
+        );
+        assert!(specs
+            .notes
+            .iter()
+            .any(|n| n.contains("OpenMessaging Benchmark")));
+        assert!(specs.notes.iter().any(|n| n.contains("warm-up 1 minute")));
+        // OMB's names and brokerbench's both work with --set on such a file; brokerbench's
+        // are applied to the translation, so they win.
+        let sets = [
+            "producerRate=1000".to_string(),
+            "subscriptionsPerTopic=0".to_string(),
+            "warmup=2s".to_string(),
+            "keyDistributor=RANDOM_NANO".to_string(),
+        ];
+        let w = load_specs(Some(&f.0), None, &sets).unwrap().workload;
+        assert_eq!(w.rate, Rate::PerSecond(1000.0));
+        assert_eq!(w.consumers_per_topic, 0, "no subscription: produce only");
+        assert_eq!(w.warmup, std::time::Duration::from_secs(2));
+        assert_eq!(w.keys, crate::KeyDistribution::Random);
+        assert_eq!(
+            validate_file(FAMILIES, &f.0).unwrap(),
+            "OpenMessaging Benchmark workload"
+        );
+    }
+
+    #[test]
+    fn omb_workload_mistakes_name_the_field_and_the_fix() {
+        let error = |text: &str, sets: &[&str]| {
+            let f = file(text);
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            load_specs(Some(&f.0), None, &sets).unwrap_err().to_string()
+        };
+        let e = error(&OMB.replace("producersPerTopic", "producerPerTopic"), &[]);
+        assert!(
+            e.contains("`producerPerTopic`") && e.contains("did you mean `producersPerTopic`"),
+            "{e}"
+        );
+        let e = error(&format!("{OMB}rate: 5000\n"), &[]);
+        assert!(
+            e.contains("`rate`") && e.contains("brokerbench field"),
+            "{e}"
+        );
+        let e = error(&OMB.replace("producerRate: 40000", "producerRate: 0"), &[]);
+        assert!(
+            e.contains("`producerRate`")
+                && e.contains("rate: find")
+                && e.contains("brokerbench study"),
+            "{e}"
+        );
+        // A rate given on the command line stands in for OMB's search.
+        let f = file(&OMB.replace("producerRate: 40000", "producerRate: 0"));
+        let w = load_specs(Some(&f.0), None, &["rate=300".into()])
+            .unwrap()
+            .workload;
+        assert_eq!(w.rate, Rate::PerSecond(300.0));
+        let e = error(
+            &OMB.replace("consumerBacklogSizeGB: 0", "consumerBacklogSizeGB: 8"),
+            &[],
+        );
+        assert!(
+            e.contains("`consumerBacklogSizeGB`") && e.contains("not supported yet"),
+            "{e}"
+        );
+        let e = error(
+            &OMB.replace("testDurationMinutes: 2", "testDurationMinutes: 0"),
+            &[],
+        );
+        assert!(
+            e.contains("`testDurationMinutes`") && e.contains("without end"),
+            "{e}"
+        );
+        let e = error(
+            &OMB.replace(
+                "keyDistributor: KEY_ROUND_ROBIN",
+                "keyDistributor: ROUND_ROBIN",
+            ),
+            &[],
+        );
+        assert!(
+            e.contains("keyDistributor") && e.contains("KEY_ROUND_ROBIN"),
+            "{e}"
+        );
+        let e = error(OMB, &["producerRat=5"]);
+        assert!(e.contains("did you mean `producerRate`"), "{e}");
+    }
+
+    #[test]
+    fn an_omb_payload_file_is_found_as_omb_finds_it_and_must_be_message_size_long() {
+        // An OMB checkout: workloads/ and payload/ side by side.
+        let root = std::env::temp_dir().join(format!("bb-omb-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("workloads")).unwrap();
+        std::fs::create_dir_all(root.join("payload")).unwrap();
+        std::fs::write(root.join("payload/p-100b.data"), [7u8; 100]).unwrap();
+        let text = OMB
+            .replace(
+                "useRandomizedPayloads: true",
+                "payloadFile: payload/p-100b.data",
+            )
+            .replace("messageSize: 1024", "messageSize: 100");
+        let workload = root.join("workloads/w.yaml");
+        std::fs::write(&workload, &text).unwrap();
+        let specs = load_specs(Some(&workload), None, &[]).unwrap();
+        assert_eq!(
+            specs.workload.payload,
+            crate::Payload::Binary {
+                path: root.join("payload/p-100b.data")
+            }
+        );
+        std::fs::write(
+            &workload,
+            text.replace("messageSize: 100", "messageSize: 200"),
+        )
+        .unwrap();
+        let e = load_specs(Some(&workload), None, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`payloadFile`") && e.contains("100 bytes and messageSize is 200"),
+            "{e}"
+        );
+        std::fs::write(&workload, text.replace("p-100b.data", "missing.data")).unwrap();
+        let e = load_specs(Some(&workload), None, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`payloadFile`") && e.contains("tried:"), "{e}");
+        std::fs::remove_dir_all(root).unwrap();
     }
 }

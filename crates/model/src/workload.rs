@@ -62,6 +62,10 @@ pub enum Payload {
     Random {
         #[serde(default = "default_pool")]
         pool: usize,
+        /// Share of each message that is random (the envelope header included); the rest is
+        /// zeros, so that compression has something to do (OMB's `randomBytesRatio`).
+        #[serde(default = "default_ratio", skip_serializing_if = "is_one")]
+        random_ratio: f64,
     },
     /// One record per line of a file, replayed in a loop; the message is header + record.
     File {
@@ -72,6 +76,9 @@ pub enum Payload {
     },
     /// Generated manufacturing-sensor records (the DEBS 2012 Grand Challenge shape).
     Sensor,
+    /// Every message is the bytes of one file, whose length must be `message_size`, with
+    /// the envelope header written over its first bytes (OMB's `payloadFile`).
+    Binary { path: PathBuf },
 }
 
 fn default_pool() -> usize {
@@ -79,6 +86,12 @@ fn default_pool() -> usize {
 }
 fn default_true() -> bool {
     true
+}
+fn default_ratio() -> f64 {
+    1.0
+}
+fn is_one(ratio: &f64) -> bool {
+    *ratio == 1.0
 }
 
 /// Target send rate over all producers.
@@ -265,7 +278,10 @@ impl RawWorkload {
             positive("partitions_per_topic", self.partitions_per_topic, 1, 1)?;
         let producers_per_topic = positive("producers_per_topic", self.producers_per_topic, 1, 1)?;
         let consumers_per_topic = positive("consumers_per_topic", self.consumers_per_topic, 1, 0)?;
-        let payload = self.payload.unwrap_or(Payload::Random { pool: 1000 });
+        let payload = self.payload.unwrap_or(Payload::Random {
+            pool: 1000,
+            random_ratio: 1.0,
+        });
         let message_size = match &self.message_size {
             None => 100,
             Some(s) => parse_bytes(&s.text()).map_err(|m| FieldError::new("message_size", m))?,
@@ -285,8 +301,20 @@ impl RawWorkload {
             ));
         }
         match &payload {
-            Payload::Random { pool } if *pool == 0 => {
+            Payload::Random { pool, .. } if *pool == 0 => {
                 return Err(FieldError::new("payload.pool", "must be at least 1"));
+            }
+            Payload::Random { random_ratio, .. } if !(0.0..=1.0).contains(random_ratio) => {
+                return Err(FieldError::new(
+                    "payload.random_ratio",
+                    format!("{random_ratio} must be between 0 (all zeros) and 1 (all random)"),
+                ));
+            }
+            Payload::Binary { path } if path.as_os_str().is_empty() => {
+                return Err(FieldError::new(
+                    "payload.path",
+                    "must name a file of message_size bytes",
+                ));
             }
             Payload::File { path, .. } if path.as_os_str().is_empty() => {
                 return Err(FieldError::new(
@@ -374,7 +402,13 @@ mod tests {
         assert_eq!(w.message_size, 100);
         assert_eq!(w.rate, Rate::PerSecond(50_000.0));
         assert_eq!(w.warmup, Duration::from_secs(5));
-        assert_eq!(w.payload, Payload::Random { pool: 1000 });
+        assert_eq!(
+            w.payload,
+            Payload::Random {
+                pool: 1000,
+                random_ratio: 1.0
+            }
+        );
     }
 
     #[test]

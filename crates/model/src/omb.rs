@@ -1,0 +1,432 @@
+//! OpenMessaging Benchmark (OMB) workload files, read unchanged: recognised by their keys,
+//! checked field by field (a misspelt key is an error with the nearest name, where OMB would
+//! silently ignore it), and translated into brokerbench's own workload fields.
+//!
+//! | OMB | brokerbench |
+//! | --- | --- |
+//! | `name` | `name`, made safe for topic and folder names |
+//! | `topics`, `partitionsPerTopic`, `producersPerTopic` | the same in snake case |
+//! | `subscriptionsPerTopic` × `consumerPerSubscription` | `consumers_per_topic` (one subscription) |
+//! | `keyDistributor` `NO_KEY` / `KEY_ROUND_ROBIN` / `RANDOM_NANO` | `keys` none / round-robin / random |
+//! | `messageSize` | `message_size` (bytes) |
+//! | `useRandomizedPayloads`, `randomBytesRatio`, `randomizedPayloadPoolSize` | `payload: {kind: random, pool, random_ratio}` |
+//! | `payloadFile` | `payload: {kind: binary, path}` |
+//! | `producerRate` | `rate` (all producers together) |
+//! | `testDurationMinutes`, `warmupDurationMinutes` (default 1) | `duration`, `warmup` |
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::spec::{deserialize_named, did_you_mean, SpecError};
+use crate::yaml::{Mapping, Value};
+use crate::WORKLOAD_FIELDS;
+
+/// Every field of OMB's `Workload` class.
+pub const OMB_FIELDS: &[&str] = &[
+    "name",
+    "topics",
+    "partitionsPerTopic",
+    "keyDistributor",
+    "messageSize",
+    "useRandomizedPayloads",
+    "randomBytesRatio",
+    "randomizedPayloadPoolSize",
+    "payloadFile",
+    "subscriptionsPerTopic",
+    "producersPerTopic",
+    "consumerPerSubscription",
+    "producerRate",
+    "consumerBacklogSizeGB",
+    "backlogDrainRatio",
+    "testDurationMinutes",
+    "warmupDurationMinutes",
+];
+
+/// Whether a workload mapping is written in OMB's format: it has a key only OMB uses.
+pub fn is_omb_workload(value: &Value) -> bool {
+    value.as_object().is_some_and(|map| {
+        map.keys()
+            .any(|k| OMB_FIELDS.contains(&k.as_str()) && !WORKLOAD_FIELDS.contains(&k.as_str()))
+    })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OmbWorkload {
+    name: Option<String>,
+    topics: Option<i64>,
+    #[serde(rename = "partitionsPerTopic")]
+    partitions_per_topic: Option<i64>,
+    #[serde(rename = "keyDistributor")]
+    key_distributor: Option<KeyDistributor>,
+    #[serde(rename = "messageSize")]
+    message_size: Option<i64>,
+    #[serde(rename = "useRandomizedPayloads", default)]
+    use_randomized_payloads: bool,
+    #[serde(rename = "randomBytesRatio")]
+    random_bytes_ratio: Option<f64>,
+    #[serde(rename = "randomizedPayloadPoolSize")]
+    randomized_payload_pool_size: Option<i64>,
+    #[serde(rename = "payloadFile")]
+    payload_file: Option<String>,
+    #[serde(rename = "subscriptionsPerTopic")]
+    subscriptions_per_topic: Option<i64>,
+    #[serde(rename = "producersPerTopic")]
+    producers_per_topic: Option<i64>,
+    #[serde(rename = "consumerPerSubscription")]
+    consumer_per_subscription: Option<i64>,
+    #[serde(rename = "producerRate")]
+    producer_rate: Option<f64>,
+    #[serde(rename = "consumerBacklogSizeGB")]
+    consumer_backlog_size_gb: Option<i64>,
+    #[serde(rename = "backlogDrainRatio")]
+    backlog_drain_ratio: Option<f64>,
+    #[serde(rename = "testDurationMinutes")]
+    test_duration_minutes: Option<f64>,
+    #[serde(rename = "warmupDurationMinutes")]
+    warmup_duration_minutes: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[allow(clippy::enum_variant_names)]
+enum KeyDistributor {
+    #[serde(rename = "NO_KEY")]
+    NoKey,
+    #[serde(rename = "KEY_ROUND_ROBIN")]
+    KeyRoundRobin,
+    #[serde(rename = "RANDOM_NANO")]
+    RandomNano,
+}
+
+/// An OMB workload translated: brokerbench's fields, and what the translation chose.
+pub struct Translated {
+    pub workload: Value,
+    pub notes: Vec<String>,
+}
+
+/// Translates the OMB workload `value` of file `file` (its folder: `base`). `native_sets` are
+/// the brokerbench workload fields the command line sets on top (say `rate`): a field they
+/// set need not be translatable.
+pub fn translate(
+    file: &str,
+    base: Option<&Path>,
+    value: &Value,
+    native_sets: &[&str],
+) -> Result<Translated, SpecError> {
+    let field = |field: &str, message: String| SpecError::Field {
+        file: file.to_string(),
+        field: field.to_string(),
+        message,
+    };
+    let map = value.as_object().cloned().unwrap_or_default();
+    for key in map.keys() {
+        if OMB_FIELDS.contains(&key.as_str()) {
+            continue;
+        }
+        let message = if WORKLOAD_FIELDS.contains(&key.as_str()) {
+            format!(
+                "is a brokerbench field, and this file is an OpenMessaging Benchmark workload (it has OMB's fields); write OMB's field{}, or set it with --set {key}=…",
+                did_you_mean(key, OMB_FIELDS)
+            )
+        } else {
+            format!(
+                "unknown field of an OpenMessaging Benchmark workload{} (OMB would ignore it; brokerbench stops)",
+                did_you_mean(key, OMB_FIELDS)
+            )
+        };
+        return Err(field(key, message));
+    }
+    let omb: OmbWorkload = deserialize_named(file, Value::Object(map))?;
+    let sets = |name: &str| native_sets.contains(&name);
+    let mut out = Mapping::new();
+    let mut notes = vec![format!(
+        "{file} is an OpenMessaging Benchmark workload: read with OMB's fields and defaults"
+    )];
+
+    let name = match &omb.name {
+        Some(name) => name.clone(),
+        None => base_name(file),
+    };
+    let safe = safe_name(&name);
+    if safe != name {
+        notes.push(format!(
+            "name '{name}' is used as '{safe}' in topic and folder names"
+        ));
+    }
+    out.insert("name".into(), Value::from(safe));
+
+    let at_least = |name: &str, value: Option<i64>, min: i64| -> Result<i64, SpecError> {
+        match value {
+            Some(v) if v >= min => Ok(v),
+            Some(v) => Err(field(
+                name,
+                format!("{v} is too small; it must be at least {min}"),
+            )),
+            None => Err(field(
+                name,
+                format!("missing; OMB needs it (at least {min})"),
+            )),
+        }
+    };
+    out.insert("topics".into(), at_least("topics", omb.topics, 1)?.into());
+    out.insert(
+        "partitions_per_topic".into(),
+        at_least("partitionsPerTopic", omb.partitions_per_topic, 1)?.into(),
+    );
+    out.insert(
+        "producers_per_topic".into(),
+        at_least("producersPerTopic", omb.producers_per_topic, 1)?.into(),
+    );
+    let subscriptions = omb.subscriptions_per_topic.unwrap_or(0);
+    let per_subscription = omb.consumer_per_subscription.unwrap_or(0);
+    if subscriptions < 0 || per_subscription < 0 {
+        return Err(field(
+            if subscriptions < 0 {
+                "subscriptionsPerTopic"
+            } else {
+                "consumerPerSubscription"
+            },
+            "must not be negative".into(),
+        ));
+    }
+    if subscriptions > 1 && per_subscription > 0 {
+        return Err(field(
+            "subscriptionsPerTopic",
+            format!("{subscriptions} subscriptions per topic are not supported for OMB files yet; use 1 (--set subscriptionsPerTopic=1), or for RabbitMQ a driver file with queues_per_topic: {subscriptions}"),
+        ));
+    }
+    let consumers = if subscriptions == 0 {
+        0
+    } else {
+        per_subscription
+    };
+    if consumers == 0 {
+        notes.push(
+            "no consumers (subscriptionsPerTopic or consumerPerSubscription is 0): produce only"
+                .into(),
+        );
+    }
+    out.insert("consumers_per_topic".into(), consumers.into());
+
+    let keys = match omb.key_distributor.unwrap_or(KeyDistributor::NoKey) {
+        KeyDistributor::NoKey => "none",
+        KeyDistributor::KeyRoundRobin => "round-robin",
+        KeyDistributor::RandomNano => "random",
+    };
+    out.insert("keys".into(), Value::from(keys));
+
+    let size = at_least("messageSize", omb.message_size, 1)?;
+    if size < crate::ENVELOPE_HEADER_LEN as i64 {
+        return Err(field(
+            "messageSize",
+            format!(
+                "{size} B is smaller than the {}-byte envelope header every brokerbench message carries; use at least {}",
+                crate::ENVELOPE_HEADER_LEN,
+                crate::ENVELOPE_HEADER_LEN
+            ),
+        ));
+    }
+    out.insert("message_size".into(), Value::from(format!("{size}B")));
+
+    if !sets("payload") {
+        out.insert(
+            "payload".into(),
+            payload(&omb, size, file, base, &mut notes)?,
+        );
+    }
+
+    match omb.producer_rate {
+        Some(rate) if rate > 0.0 => {
+            out.insert("rate".into(), Value::from(rate));
+        }
+        _ if sets("rate") => {}
+        rate => {
+            return Err(field(
+                "producerRate",
+                format!(
+                    "{} asks OMB to search for the maximum sustainable rate; brokerbench searches in a study: a study file with `workload: {file}` and `set: {{rate: find}}` (see studies/max-sustainable-kafka.yaml), run with `brokerbench study FILE`; or give a rate: --set producerRate=50000",
+                    rate.map_or("missing (0)".to_string(), |r| r.to_string())
+                ),
+            ))
+        }
+    }
+
+    if omb.consumer_backlog_size_gb.unwrap_or(0) > 0 {
+        return Err(field(
+            "consumerBacklogSizeGB",
+            "backlog mode (consumers paused until the backlog is built, then drained) is not supported yet; set 0 to run without a backlog (--set consumerBacklogSizeGB=0)".into(),
+        ));
+    }
+    if let Some(ratio) = omb.backlog_drain_ratio {
+        if !(0.0..=1.0).contains(&ratio) {
+            return Err(field(
+                "backlogDrainRatio",
+                format!("{ratio} must be between 0.0 and 1.0"),
+            ));
+        }
+    }
+
+    match omb.test_duration_minutes {
+        Some(m) if m > 0.0 => {
+            out.insert("duration".into(), Value::from(minutes(m)));
+        }
+        _ if sets("duration") => {}
+        m => {
+            return Err(field(
+                "testDurationMinutes",
+                format!(
+                    "{} would run without end in OMB; give a length, e.g. testDurationMinutes: 5 (or --set duration=60s)",
+                    m.map_or("missing (0)".to_string(), |m| m.to_string())
+                ),
+            ))
+        }
+    }
+    let warmup = omb.warmup_duration_minutes.unwrap_or(1.0);
+    if warmup < 0.0 {
+        return Err(field(
+            "warmupDurationMinutes",
+            format!("{warmup} must not be negative"),
+        ));
+    }
+    if omb.warmup_duration_minutes.is_none() && !sets("warmup") {
+        notes.push("warm-up 1 minute (OMB's default warmupDurationMinutes)".into());
+    }
+    out.insert("warmup".into(), Value::from(minutes(warmup)));
+    Ok(Translated {
+        workload: Value::Object(out),
+        notes,
+    })
+}
+
+/// The payload: a pool of part-random messages, or the bytes of `payloadFile`.
+fn payload(
+    omb: &OmbWorkload,
+    size: i64,
+    file: &str,
+    base: Option<&Path>,
+    notes: &mut Vec<String>,
+) -> Result<Value, SpecError> {
+    let field = |field: &str, message: String| SpecError::Field {
+        file: file.to_string(),
+        field: field.to_string(),
+        message,
+    };
+    if omb.use_randomized_payloads {
+        let ratio = omb.random_bytes_ratio.unwrap_or(0.0);
+        if !(0.0..=1.0).contains(&ratio) {
+            return Err(field(
+                "randomBytesRatio",
+                format!("{ratio} must be between 0.0 and 1.0"),
+            ));
+        }
+        let pool = omb.randomized_payload_pool_size.unwrap_or(0);
+        if pool < 1 {
+            return Err(field(
+                "randomizedPayloadPoolSize",
+                format!("{pool}: with useRandomizedPayloads: true the pool needs at least 1 payload, e.g. 1000"),
+            ));
+        }
+        let mut payload = Mapping::new();
+        payload.insert("kind".into(), Value::from("random"));
+        payload.insert("pool".into(), Value::from(pool));
+        payload.insert("random_ratio".into(), Value::from(ratio));
+        return Ok(Value::Object(payload));
+    }
+    let Some(name) = &omb.payload_file else {
+        return Err(field(
+            "payloadFile",
+            "missing; OMB needs a payloadFile, or useRandomizedPayloads: true with randomBytesRatio and randomizedPayloadPoolSize".into(),
+        ));
+    };
+    let path = resolve_payload(name, base).map_err(|tried| {
+        field(
+            "payloadFile",
+            format!(
+                "'{name}' not found; OMB reads it relative to the directory it runs in, and brokerbench also looks beside the workload file and in the folder above it (an OMB checkout); tried: {}",
+                tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            ),
+        )
+    })?;
+    let length = std::fs::metadata(&path)
+        .map_err(|e| {
+            field(
+                "payloadFile",
+                format!("cannot read '{}': {e}", path.display()),
+            )
+        })?
+        .len();
+    if length != size as u64 {
+        return Err(field(
+            "payloadFile",
+            format!(
+                "'{}' is {length} bytes and messageSize is {size}; OMB requires them to be equal (set messageSize: {length}, or choose the payload file of {size} bytes)",
+                path.display()
+            ),
+        ));
+    }
+    notes.push(format!(
+        "payloadFile '{name}' read from {} (its first {} bytes carry brokerbench's envelope header)",
+        path.display(),
+        crate::ENVELOPE_HEADER_LEN
+    ));
+    let mut payload = Mapping::new();
+    payload.insert("kind".into(), Value::from("binary"));
+    payload.insert(
+        "path".into(),
+        Value::from(path.to_string_lossy().into_owned()),
+    );
+    Ok(Value::Object(payload))
+}
+
+/// Where a payload file is: as OMB finds it (relative to the working directory), else
+/// beside the workload file, else in the folder above it. Err: the paths tried.
+fn resolve_payload(name: &str, base: Option<&Path>) -> Result<PathBuf, Vec<PathBuf>> {
+    let given = Path::new(name);
+    let mut tried = vec![std::env::current_dir()
+        .map(|d| d.join(given))
+        .unwrap_or_else(|_| given.to_path_buf())];
+    if given.is_relative() {
+        if let Some(base) = base {
+            tried.push(base.join(given));
+            if let Some(parent) = base.parent() {
+                tried.push(parent.join(given));
+            }
+        }
+    }
+    tried.iter().find(|p| p.is_file()).cloned().ok_or(tried)
+}
+
+/// OMB's minutes as a brokerbench duration.
+fn minutes(m: f64) -> String {
+    if m.fract() == 0.0 {
+        format!("{}m", m as u64)
+    } else {
+        format!("{}s", (m * 60.0).round() as u64)
+    }
+}
+
+fn base_name(file: &str) -> String {
+    Path::new(file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "omb".into())
+}
+
+/// `1 topic / 1 partition / 1Kb` → `1-topic-1-partition-1kb`.
+fn safe_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out = out.trim_matches('-').to_string();
+    if out.is_empty() {
+        "omb".into()
+    } else {
+        out
+    }
+}
