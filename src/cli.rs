@@ -71,6 +71,10 @@ pub struct RunArgs {
     /// Print the summary as JSON on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Also write the OpenMessaging Benchmark result JSON (omb-result.json, always in the
+    /// results folder) to FILE, e.g. for OMB's bin/create_charts.py.
+    #[arg(long, value_name = "FILE")]
+    pub omb_result: Option<PathBuf>,
     /// No live progress line.
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -408,8 +408,11 @@ fn an_openmessaging_benchmark_workload_file_runs_unchanged() {
         "name: 1 topic / 2 partitions / 512b\ntopics: 1\npartitionsPerTopic: 2\nkeyDistributor: \"KEY_ROUND_ROBIN\"\nmessageSize: 512\npayloadFile: \"payload/payload-512b.data\"\nsubscriptionsPerTopic: 1\nconsumerPerSubscription: 2\nproducersPerTopic: 2\nproducerRate: 3000\nconsumerBacklogSizeGB: 0\ntestDurationMinutes: 15\n",
     );
     let workload = workload.to_str().unwrap();
+    let copy = checkout.path().join("result.json");
     let omb = run(&[
         workload,
+        "--omb-result",
+        copy.to_str().unwrap(),
         "--set",
         "duration=3s",
         "--set",
@@ -434,4 +437,88 @@ fn an_openmessaging_benchmark_workload_file_runs_unchanged() {
     assert_eq!(w["rate"], 3000.0);
     assert_eq!(s["total"]["acknowledged"].as_u64(), Some(9000), "{s:#}");
     assert_eq!(s["consumers"].as_array().map(Vec::len), Some(2));
+
+    // OMB's TestResult: every field in its order, OMB's units, one (3-second) period.
+    let text = omb.file("omb-result.json");
+    assert_eq!(
+        std::fs::read_to_string(&copy).unwrap(),
+        text,
+        "--omb-result copies it"
+    );
+    let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+    let points = [
+        "Avg", "50pct", "75pct", "95pct", "99pct", "999pct", "9999pct", "Max",
+    ];
+    let mut expected: Vec<String> = [
+        "workload",
+        "driver",
+        "messageSize",
+        "topics",
+        "partitions",
+        "producersPerTopic",
+        "consumersPerTopic",
+        "publishRate",
+        "publishErrorRate",
+        "consumeRate",
+        "backlog",
+    ]
+    .map(String::from)
+    .to_vec();
+    for group in [
+        "publishLatency",
+        "publishDelayLatency",
+        "aggregatedPublishLatency",
+        "aggregatedPublishDelayLatency",
+    ] {
+        expected.extend(points.map(|p| format!("{group}{p}")));
+    }
+    expected.push("aggregatedPublishLatencyQuantiles".into());
+    expected.push("aggregatedPublishDelayLatencyQuantiles".into());
+    expected.extend(points.map(|p| format!("endToEndLatency{p}")));
+    expected.push("aggregatedEndToEndLatencyQuantiles".into());
+    expected.extend(points.map(|p| format!("aggregatedEndToEndLatency{p}")));
+    assert_eq!(keys, expected);
+    assert_eq!(r["messageSize"], 512);
+    assert_eq!(
+        (r["partitions"].as_u64(), r["consumersPerTopic"].as_u64()),
+        (Some(2), Some(2))
+    );
+    let rate = r["publishRate"].as_array().unwrap();
+    assert_eq!(rate.len(), 1, "{r:#}");
+    assert!((rate[0].as_f64().unwrap() - 3000.0).abs() < 60.0, "{r:#}");
+    // Milliseconds from the same histograms as the summary's nanoseconds.
+    let close = |ms: &serde_json::Value, ns: &serde_json::Value| {
+        let (ms, ns) = (ms.as_f64().unwrap(), ns.as_f64().unwrap());
+        assert!(
+            (ms - ns / 1e6).abs() <= ns / 1e6 * 0.01 + 1e-6,
+            "{ms} ms vs {ns} ns"
+        );
+    };
+    let latency = &s["latency"];
+    close(
+        &r["aggregatedPublishLatency99pct"],
+        &latency["publish"]["p99_ns"],
+    );
+    close(
+        &r["aggregatedEndToEndLatency50pct"],
+        &latency["end_to_end"]["p50_ns"],
+    );
+    close(
+        &r["aggregatedPublishLatencyMax"],
+        &latency["publish"]["max_ns"],
+    );
+    // Publish delay is schedule lag, in whole microseconds.
+    let lag_us = latency["schedule_lag"]["p50_ns"].as_u64().unwrap() / 1000;
+    assert!(
+        r["aggregatedPublishDelayLatency50pct"]
+            .as_u64()
+            .unwrap()
+            .abs_diff(lag_us)
+            <= lag_us / 100 + 1
+    );
+    // The quantile map ends at 100% with the maximum, keyed as Java writes doubles.
+    let quantiles = r["aggregatedPublishLatencyQuantiles"].as_object().unwrap();
+    assert!(quantiles.len() > 20, "{quantiles:?}");
+    close(&quantiles["100.0"], &latency["publish"]["max_ns"]);
 }

@@ -11,9 +11,10 @@ use brokerbench_driver::Driver;
 use brokerbench_engine::{Clock, RunControl};
 use brokerbench_metrics::{Endpoint, EndpointSettings, MetricSet, Scraper};
 use brokerbench_model::redact::redact_assignment;
-use brokerbench_model::{load_specs, DriverConfig, Payload, RunStatus};
+use brokerbench_model::{load_specs, DriverConfig, Payload, RunStatus, WindowHistograms};
 use brokerbench_report::{
-    folder_name, terminal_summary, BrokerInfo, LiveLine, Manifest, ResultsFolder, Tee,
+    folder_name, terminal_summary, BrokerInfo, LiveLine, Manifest, OmbHeader, OmbResult,
+    ResultsFolder, Tee, OMB_RESULT_FILE,
 };
 
 use crate::allocations::AllocationWindow;
@@ -32,6 +33,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         &args.overrides,
     )?;
     let workload = specs.workload.clone();
+    if let Some(path) = &args.omb_result {
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        if !parent.is_dir() {
+            return Err(BadInput(format!(
+                "--omb-result {}: the folder '{}' does not exist; create it or choose another file",
+                path.display(),
+                parent.display()
+            ))
+            .into());
+        }
+    }
     if !args.quiet && !args.json {
         for note in &specs.notes {
             eprintln!("note: {note}");
@@ -146,12 +161,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut live = LiveLine::new(!args.quiet);
     let mut allocation_window = AllocationWindow::default();
     let mut phases = PhaseTimes::default();
+    let mut omb = OmbResult::new(OmbHeader {
+        workload: workload.name.clone(),
+        driver: driver.name().to_string(),
+        message_size: workload.message_size,
+        topics: workload.topics,
+        partitions: workload.partitions_per_topic,
+        producers_per_topic: workload.producers_per_topic,
+        consumers_per_topic: workload.consumers_per_topic,
+    });
     if args.count_allocations {
         crate::allocations::enable();
     }
     let result = {
-        let mut observers: Vec<&mut dyn RunObserver> =
-            vec![&mut folder, &mut live, &mut allocation_window, &mut phases];
+        let mut observers: Vec<&mut dyn RunObserver> = vec![
+            &mut folder,
+            &mut live,
+            &mut allocation_window,
+            &mut phases,
+            &mut omb,
+        ];
         if let Some(e) = exposition.as_mut() {
             observers.push(e);
         }
@@ -202,6 +231,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("warning: {e}");
         }
     }
+    write_omb_result(
+        &folder,
+        &omb,
+        &outcome.histograms,
+        args.omb_result.as_deref(),
+    );
     folder
         .finish(summary, outcome.ended_ns)
         .with_context(|| format!("writing results to '{}'", out.display()))?;
@@ -220,6 +255,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         _ if summary.is_clean() => exit::CLEAN,
         _ => exit::WITH_ERRORS,
     }))
+}
+
+/// Writes omb-result.json into the results folder, and to `copy` when given; a file that
+/// cannot be written is a warning, never a failed run.
+fn write_omb_result(
+    folder: &ResultsFolder,
+    omb: &OmbResult,
+    histograms: &WindowHistograms,
+    copy: Option<&std::path::Path>,
+) {
+    let mut bytes = serde_json::to_vec_pretty(&omb.to_json(histograms)).unwrap_or_default();
+    bytes.push(b'\n');
+    if let Err(e) = folder.write_file(OMB_RESULT_FILE, &bytes) {
+        eprintln!("warning: {e}");
+    }
+    if let Some(path) = copy {
+        if let Err(e) = std::fs::write(path, &bytes) {
+            eprintln!("warning: --omb-result {}: {e}", path.display());
+        }
+    }
 }
 
 /// Writes report.html into the results folder; a report that cannot be built is a warning,

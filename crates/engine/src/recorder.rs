@@ -139,6 +139,8 @@ pub(crate) struct Interval {
     pub bytes_received: u64,
     pub publish: Latencies,
     pub end_to_end: Latencies,
+    /// Schedule lag of the messages sent in this second.
+    pub schedule_lag: Latencies,
     pub schedule_lag_max_ns: u64,
 }
 
@@ -154,6 +156,7 @@ impl Interval {
             bytes_received: 0,
             publish: Latencies::default(),
             end_to_end: Latencies::default(),
+            schedule_lag: Latencies::default(),
             schedule_lag_max_ns: 0,
         }
     }
@@ -167,6 +170,7 @@ impl Interval {
         self.bytes_received += other.bytes_received;
         self.publish.add(&other.publish);
         self.end_to_end.add(&other.end_to_end);
+        self.schedule_lag.add(&other.schedule_lag);
         self.schedule_lag_max_ns = self.schedule_lag_max_ns.max(other.schedule_lag_max_ns);
     }
 }
@@ -318,6 +322,7 @@ impl ProducerRecorder {
         let lag = sent_ns.saturating_sub(intended_ns);
         let interval = self.interval.roll(sent_ns);
         interval.sent += 1;
+        interval.schedule_lag.record(lag);
         interval.schedule_lag_max_ns = interval.schedule_lag_max_ns.max(lag);
         let r = &mut self.result;
         r.total.sent += 1;

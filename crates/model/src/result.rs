@@ -77,7 +77,9 @@ pub struct IntervalRow {
     pub publish: Histogram<u64>,
     /// End-to-end latency (receive time − intended send time) of the messages received in it.
     pub end_to_end: Histogram<u64>,
-    /// Largest schedule lag (actual − intended send time) in this second, ns.
+    /// Schedule lag (actual − intended send time) of the messages sent in this second.
+    pub schedule_lag: Histogram<u64>,
+    /// Largest schedule lag in this second, ns (exact; the histogram's is within its precision).
     pub schedule_lag_max_ns: u64,
 }
 

@@ -118,6 +118,13 @@ impl ResultsFolder {
         Ok(path)
     }
 
+    /// Writes one more file of the results folder atomically; returns its path.
+    pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, ReportError> {
+        let path = self.dir.join(name);
+        write_atomically(&path, bytes)?;
+        Ok(path)
+    }
+
     /// Writes window.hlog: the measurement window's publish, end-to-end, service-time and
     /// schedule-lag histograms, whole, as tagged intervals (`Tag=publish`, …) of one log, so
     /// percentile spectra are drawn from exactly what the summary's percentiles come from.

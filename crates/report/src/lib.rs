@@ -12,6 +12,7 @@ mod hlog;
 pub mod html;
 mod live;
 mod manifest;
+mod omb;
 mod tee;
 mod terminal;
 mod time;
@@ -26,6 +27,7 @@ pub use folder::{
 pub use hlog::HistogramLogWriter;
 pub use live::LiveLine;
 pub use manifest::{folder_name, BrokerInfo, Host, Manifest, Tool, CLOCK_NOTE, TOOL_NAME};
+pub use omb::{OmbHeader, OmbResult, OMB_RESULT_FILE};
 pub use tee::Tee;
 pub use terminal::terminal_summary;
 pub use time::rfc3339_utc;

@@ -20,6 +20,7 @@ pub(crate) fn row(second: u64, start_ns: u64) -> IntervalRow {
         acknowledged_rate_1m: 12.5,
         publish: new_histogram(),
         end_to_end: new_histogram(),
+        schedule_lag: new_histogram(),
         schedule_lag_max_ns: 2_500,
     }
 }

@@ -54,6 +54,7 @@ fn row(second: u64, phase: Phase, latencies_us: &[u64]) -> IntervalRow {
         acknowledged_rate_1m: 0.0,
         publish,
         end_to_end,
+        schedule_lag: new_histogram(),
         schedule_lag_max_ns: 1_000,
     }
 }

@@ -212,6 +212,7 @@ pub(super) fn collect(
                 acknowledged_rate_1m: meter.rate(),
                 publish: interval.publish.into_histogram(),
                 end_to_end: interval.end_to_end.into_histogram(),
+                schedule_lag: interval.schedule_lag.into_histogram(),
                 schedule_lag_max_ns: interval.schedule_lag_max_ns,
             };
             observer.interval(&row);
