@@ -60,13 +60,16 @@ pub fn exit_code_for(error: &anyhow::Error) -> u8 {
                 DriverError::Unreachable { .. } | DriverError::Authentication { .. } => {
                     exit::UNREACHABLE
                 }
+                DriverError::Unsatisfiable(_) => exit::BAD_INPUT,
                 _ => exit::WITH_ERRORS,
             };
         }
         if let Some(e) = cause.downcast_ref::<EngineError>() {
             return match e {
                 EngineError::Interrupted => exit::INTERRUPTED,
-                EngineError::Payload(_) => exit::BAD_INPUT,
+                EngineError::Payload(_) | EngineError::Driver(DriverError::Unsatisfiable(_)) => {
+                    exit::BAD_INPUT
+                }
                 EngineError::Driver(
                     DriverError::Unreachable { .. } | DriverError::Authentication { .. },
                 ) => exit::UNREACHABLE,

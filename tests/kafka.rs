@@ -522,3 +522,51 @@ fn an_openmessaging_benchmark_workload_file_runs_unchanged() {
     assert!(quantiles.len() > 20, "{quantiles:?}");
     close(&quantiles["100.0"], &latency["publish"]["max_ns"]);
 }
+
+#[test]
+fn an_openmessaging_benchmark_driver_file_runs_unchanged_once_the_cluster_can_give_it() {
+    let _turn = serial();
+    kafka();
+    let dir = tempfile::tempdir().unwrap();
+    // OMB's Kafka latency settings, in OMB's driver-file format: three replicas and two in
+    // sync, which a one-broker cluster cannot give; Java client properties that librdkafka
+    // has no use for. No bootstrap.servers: the managed local Kafka.
+    let driver = write(
+        dir.path(),
+        "kafka-latency.yaml",
+        "name: Kafka\ndriverClass: io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver\nreplicationFactor: 3\ntopicConfig: |\n  min.insync.replicas=2\ncommonConfig: |\n  client.id=omb-test\nproducerConfig: |\n  acks=all\n  linger.ms=1\n  batch.size=131072\n  key.serializer=org.apache.kafka.common.serialization.StringSerializer\nconsumerConfig: |\n  auto.offset.reset=earliest\n  enable.auto.commit=false\n  max.partition.fetch.bytes=10485760\n",
+    );
+    let driver = driver.to_str().unwrap();
+    let refused = run(&with_sets(&short("1000", 2), &["--driver", driver]));
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    for said in [
+        "replication_factor 3 needs 3 brokers",
+        "has 1",
+        "NOT_ENOUGH_REPLICAS",
+        "--set replication_factor=1 --set topic_config.min.insync.replicas=1",
+    ] {
+        assert!(refused.stderr.contains(said), "{said}: {}", refused.stderr);
+    }
+    assert!(
+        !refused.folder.exists(),
+        "nothing is created before the check"
+    );
+    // OMB's own name for the replication factor, brokerbench's for the topic property.
+    let mut sets = short("1000", 2);
+    sets.push("replicationFactor=1".into());
+    sets.push("topic_config.min.insync.replicas=1".into());
+    let ran = run(&with_sets(&sets, &["--driver", driver]));
+    assert_lossless(&ran);
+    let d = &ran.manifest()["driver"];
+    assert_eq!(d["replication_factor"], 1, "{d:#}");
+    assert_eq!(d["producer_config"]["acks"], "all");
+    assert_eq!(d["producer_config"]["client.id"], "omb-test");
+    assert_eq!(
+        d["consumer_config"]["max.partition.fetch.bytes"],
+        "10485760"
+    );
+    assert!(
+        d["producer_config"].get("key.serializer").is_none(),
+        "{d:#}"
+    );
+}

@@ -7,7 +7,7 @@ use crate::managed::RabbitMq;
 use brokerbench_brokers::ManagedBroker;
 use brokerbench_driver::{Driver, DriverError, Family};
 use brokerbench_metrics::{MetricSet, RABBITMQ_METRICS};
-use brokerbench_model::family::{field_error, parse_driver, resolved};
+use brokerbench_model::family::{field_error, parse_driver, resolved, OmbDriver};
 use brokerbench_model::workload::FieldError;
 use brokerbench_model::yaml::Value;
 use brokerbench_model::{DriverConfig, DriverSchema, SpecError, Workload};
@@ -35,6 +35,15 @@ impl DriverSchema for RabbitMqFamily {
         let config: RabbitMqDriverConfig = parse_driver(file, map)?;
         config.validate().map_err(|e| field_error(file, e))?;
         Ok(resolved("rabbitmq", &config))
+    }
+    fn omb_driver_classes(&self) -> &'static [&'static str] {
+        &[crate::omb::OMB_DRIVER_CLASS]
+    }
+    fn omb_driver_fields(&self) -> &'static [&'static str] {
+        crate::omb::OMB_DRIVER_FIELDS
+    }
+    fn translate_omb_driver(&self, file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
+        crate::omb::translate_omb_driver(file, map)
     }
     fn check_workload(&self, workload: &Workload) -> Result<(), FieldError> {
         if workload.partitions_per_topic != 1 {

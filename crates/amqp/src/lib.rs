@@ -87,6 +87,7 @@ mod consumer;
 mod family;
 pub mod managed;
 pub mod naming;
+pub mod omb;
 pub mod probe;
 mod producer;
 pub mod session;

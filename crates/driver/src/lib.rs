@@ -34,6 +34,10 @@ pub enum DriverError {
     /// A topic or queue exists with settings other than the run asks for.
     #[error("{0}")]
     Conflict(String),
+    /// The files ask for what this broker cannot give (more replicas than it has brokers);
+    /// found before anything is created, and said with the setting that fixes it. Exit 2.
+    #[error("{0}")]
+    Unsatisfiable(String),
     /// Anything else, with context.
     #[error("{0}")]
     Other(String),
@@ -113,6 +117,12 @@ pub trait Producer: Send {
     /// publish latency is not measured, and the delivery ledger expects every sent message.
     fn confirms(&self) -> bool {
         true
+    }
+    /// Whether every acknowledgement comes with the time it arrived (`acknowledged_ns`),
+    /// stamped by the client library's own threads: the task then need not wake for
+    /// acknowledgements while it waits for its next send, and sleeps instead.
+    fn stamps_acknowledgements(&self) -> bool {
+        false
     }
     /// A note for the summary on what an acknowledgement means with this configuration
     /// (e.g. Kafka's acks=0), or None.

@@ -6,7 +6,7 @@ use crate::managed::Kafka;
 use brokerbench_brokers::ManagedBroker;
 use brokerbench_driver::{Driver, DriverError, Family};
 use brokerbench_metrics::{MetricSet, KAFKA_METRICS};
-use brokerbench_model::family::{parse_driver, resolved};
+use brokerbench_model::family::{parse_driver, resolved, OmbDriver};
 use brokerbench_model::yaml::Value;
 use brokerbench_model::{DriverConfig, DriverSchema, SpecError};
 
@@ -38,7 +38,24 @@ impl DriverSchema for KafkaFamily {
                 message: "must be at least 1".into(),
             });
         }
+        for (block, properties) in [
+            ("producer_config", &config.producer_config),
+            ("consumer_config", &config.consumer_config),
+        ] {
+            for (key, value) in properties {
+                crate::omb::check_property(file, block, key, value)?;
+            }
+        }
         Ok(resolved("kafka", &config.with_defaults()))
+    }
+    fn omb_driver_classes(&self) -> &'static [&'static str] {
+        &[crate::omb::OMB_DRIVER_CLASS]
+    }
+    fn omb_driver_fields(&self) -> &'static [&'static str] {
+        crate::omb::OMB_DRIVER_FIELDS
+    }
+    fn translate_omb_driver(&self, file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
+        crate::omb::translate_omb_driver(file, map)
     }
 }
 

@@ -17,13 +17,15 @@ use rdkafka::message::Message;
 
 use brokerbench_driver::{
     one_consumer_per_slot, Ack, Consumer, ConsumerGroup, ConsumerSlot, Delivery, Driver,
-    DriverError, OutgoingMessage, Producer, SendError, Topology,
+    DriverError, Envelope, OutgoingMessage, Producer, SendError, Topology,
 };
 
 pub mod config;
 mod family;
+mod in_flight;
 mod mailbox;
 pub mod managed;
+pub mod omb;
 mod producer_client;
 mod shared_consumer;
 mod topic_handle;
@@ -32,16 +34,18 @@ pub use config::{ConsumerClients, KafkaDriverConfig, ProducerClients};
 pub use family::{KafkaFamily, FAMILY};
 pub use topic_handle::TopicHandle;
 
-use producer_client::{AckSlot, ProducerClient};
+use in_flight::InFlight;
+use producer_client::{AckSlot, ProducerClient, RawAck};
 use shared_consumer::SharedConsumer;
 
 /// How long the broker has to answer a metadata request before the run fails as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long topic creation and metadata propagation may take.
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
-/// How often a producer task serves its client's queue of errors and logs (acknowledgements
-/// do not wait there: an interceptor stamps and routes them as they arrive).
-const SERVE_EVERY: Duration = Duration::from_millis(100);
+/// A producer task serves its client's queue at most this often after acknowledgements...
+const SERVE_AT_MOST: Duration = Duration::from_millis(1);
+/// ... and at least this often (errors, logs).
+const SERVE_AT_LEAST: Duration = Duration::from_millis(100);
 
 /// The Kafka driver.
 pub struct KafkaDriver {
@@ -207,6 +211,50 @@ impl KafkaDriver {
         Ok(())
     }
 
+    /// What the driver file asks of the cluster that `brokers` brokers cannot give, before
+    /// anything is created: more replicas than brokers, or `min.insync.replicas` above the
+    /// replication factor with `acks=all` (every message would be refused).
+    fn check_cluster(&self, brokers: usize) -> Result<(), DriverError> {
+        let replicas = self.config.replication_factor as usize;
+        let mut problems = Vec::new();
+        let mut fixes = Vec::new();
+        if replicas > brokers {
+            problems.push(format!(
+                "replication_factor {replicas} needs {replicas} brokers, and the cluster at {} has {brokers}",
+                self.bootstrap
+            ));
+            fixes.push(format!("--set replication_factor={brokers}"));
+        }
+        let acks_all = self
+            .config
+            .producer_config
+            .get("acks")
+            .or_else(|| self.config.producer_config.get("request.required.acks"))
+            .is_none_or(|a| a == "all" || a == "-1");
+        let min_insync = self
+            .config
+            .topic_config
+            .get("min.insync.replicas")
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        if let Some(min) = min_insync {
+            let possible = replicas.min(brokers);
+            if acks_all && min > possible {
+                problems.push(format!(
+                    "topic_config min.insync.replicas={min} with acks=all needs {min} in-sync replicas, and the topics can have {possible}: the broker would refuse every message (NOT_ENOUGH_REPLICAS)"
+                ));
+                fixes.push(format!("--set topic_config.min.insync.replicas={possible}"));
+            }
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(DriverError::Unsatisfiable(format!(
+            "the driver file asks for what this cluster cannot give: {}; nothing was created. To run here: {} (these names work on OpenMessaging Benchmark driver files too)",
+            problems.join("; "),
+            fixes.join(" ")
+        )))
+    }
+
     fn wait_for_leaders(
         &self,
         admin: &AdminClient<DefaultClientContext>,
@@ -311,7 +359,7 @@ impl Driver for KafkaDriver {
         if metadata.brokers().is_empty() {
             return Err(self.unreachable("the metadata lists no brokers".into()));
         }
-        Ok(())
+        self.check_cluster(metadata.brokers().len())
     }
 
     fn prepare(&mut self, topology: &Topology) -> Result<(), DriverError> {
@@ -382,7 +430,10 @@ impl Driver for KafkaDriver {
             client,
             shared,
             slot,
+            id: producer,
+            times: InFlight::default(),
             served: Instant::now(),
+            acknowledged_since_served: false,
             in_flight: 0,
             batch: Vec::with_capacity(1024),
             acks: self.config.producer_config.get("acks").cloned(),
@@ -483,23 +534,33 @@ struct KafkaProducer {
     /// Whether other tasks send through `client` too.
     shared: bool,
     slot: Arc<AckSlot>,
-    /// When this task last served the client's queue (errors, logs).
+    /// Run-wide producer id.
+    id: u32,
+    /// Send times of the messages in flight.
+    times: InFlight,
+    /// When this task last served the client's queue.
     served: Instant,
+    acknowledged_since_served: bool,
     in_flight: usize,
     /// Reused buffer the collected acknowledgements are swapped into.
-    batch: Vec<Ack>,
+    batch: Vec<RawAck>,
     acks: Option<String>,
 }
 
 impl Producer for KafkaProducer {
     #[inline]
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
+        let envelope =
+            Envelope::read(message.payload).map_err(|_| SendError::Failed("no_envelope".into()))?;
+        let opaque = in_flight::opaque(self.id, envelope.sequence);
         match self
             .topic
-            .produce(message.payload, message.key, message.sent_ns as usize)
+            .produce(message.payload, message.key, opaque as usize)
         {
             Ok(()) => {
                 self.in_flight += 1;
+                self.times
+                    .sent(envelope.sequence, envelope.intended_ns, message.sent_ns);
                 Ok(())
             }
             Err(RDKafkaErrorCode::QueueFull) => Err(SendError::Backpressure),
@@ -508,17 +569,40 @@ impl Producer for KafkaProducer {
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
-        if self.served.elapsed() >= SERVE_EVERY {
+        // The client's queue holds the acknowledged messages to free (and errors and logs):
+        // served after acknowledgements came, at most once a millisecond (tasks sharing a
+        // client share the queue), and at least every SERVE_AT_LEAST.
+        let since = self.served.elapsed();
+        if since >= SERVE_AT_LEAST || (since >= SERVE_AT_MOST && self.acknowledged_since_served) {
             self.client.serve();
             self.served = Instant::now();
+            self.acknowledged_since_served = false;
         }
-        self.slot.take(timeout, &mut self.batch);
+        // A task that waits wants room for more messages, or the last ones of its drain:
+        // woken by a share of what is in flight, not by every response (the wake-up costs
+        // librdkafka's broker thread a system call).
+        let want = (self.in_flight / 64).clamp(1, 1024);
+        self.slot.take(timeout, want, &mut self.batch);
         if self.batch.is_empty() {
             return;
         }
         self.in_flight -= self.batch.len().min(self.in_flight);
-        for ack in self.batch.drain(..) {
-            acks(ack);
+        self.acknowledged_since_served = true;
+        for raw in self.batch.drain(..) {
+            let Some((sequence, intended_ns, sent_ns)) = self.times.acknowledged(raw.opaque) else {
+                continue;
+            };
+            acks(Ack {
+                envelope: Envelope {
+                    producer: self.id,
+                    sequence,
+                    intended_ns,
+                },
+                sent_ns,
+                bytes: raw.bytes,
+                acknowledged_ns: Some(raw.arrived_ns),
+                result: raw.error.map_or(Ok(()), |code| Err(kind_of(code))),
+            });
         }
     }
 
@@ -533,6 +617,10 @@ impl Producer for KafkaProducer {
             return;
         }
         self.client.purge();
+    }
+
+    fn stamps_acknowledgements(&self) -> bool {
+        true
     }
 
     fn ack_note(&self) -> Option<String> {
@@ -619,6 +707,40 @@ mod tests {
             d.subscription_ready(0, &[1, 0]),
             "more consumers than partitions"
         );
+    }
+
+    #[test]
+    fn what_the_cluster_cannot_give_is_refused_with_the_fix() {
+        let mut config = KafkaDriverConfig {
+            replication_factor: 3,
+            ..KafkaDriverConfig::default()
+        };
+        config
+            .topic_config
+            .insert("min.insync.replicas".into(), "2".into());
+        config.producer_config.insert("acks".into(), "all".into());
+        let d = KafkaDriver::new(config.clone(), "127.0.0.1:9092".into());
+        let e = d.check_cluster(1).unwrap_err().to_string();
+        assert!(
+            e.contains("has 1")
+                && e.contains("--set replication_factor=1")
+                && e.contains("--set topic_config.min.insync.replicas=1"),
+            "{e}"
+        );
+        assert!(d.check_cluster(3).is_ok());
+        // acks=1 does not wait for in-sync replicas.
+        config.replication_factor = 1;
+        config.producer_config.insert("acks".into(), "1".into());
+        assert!(KafkaDriver::new(config.clone(), String::new())
+            .check_cluster(1)
+            .is_ok());
+        // librdkafka's default is acks=all.
+        config.producer_config.clear();
+        let e = KafkaDriver::new(config, String::new())
+            .check_cluster(1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("NOT_ENOUGH_REPLICAS"), "{e}");
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! A librdkafka producer client whose acknowledgements are stamped and routed on the thread
 //! that receives them: an `on_acknowledgement` interceptor, which librdkafka calls on its
 //! broker thread as it reads the produce response (or on its main thread when a message
-//! times out or is purged). No delivery reports are queued, so no thread of ours polls for
-//! them: rust-rdkafka's `ThreadedProducer` woke a polling thread for every batch of reports,
-//! and the broker thread paid a futex wake-up to rouse it.
+//! times out or is purged). The delivery reports that follow only carry the messages back to
+//! be freed, by a producer task serving the queue when it polls anyway: no thread of ours
+//! waits for them (rust-rdkafka's `ThreadedProducer` woke a polling thread for every batch of
+//! reports, and the broker thread paid a futex wake-up to rouse it).
 //!
-//! Each acknowledgement goes to the producer task that sent the message (the envelope's
-//! producer id), so a client shared by many tasks keeps every task's latencies and ledger its
-//! own.
+//! Each acknowledgement goes to the producer task that sent the message (the producer id in
+//! the message's opaque), so a client shared by many tasks keeps every task's latencies and
+//! ledger its own. The interceptor reads nothing of the message but its opaque, length and
+//! error: the task knows the rest ([`crate::in_flight`]).
 
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -20,13 +22,24 @@ use rdkafka::error::KafkaError;
 use rdkafka::types::{RDKafkaErrorCode, RDKafkaType};
 use rdkafka::ClientContext;
 
-use brokerbench_driver::{Ack, Clock, Envelope};
+use brokerbench_driver::Clock;
 
-use crate::kind_of;
+use crate::in_flight::producer_of;
 use crate::mailbox::Mailbox;
 
+/// One message's outcome as librdkafka's thread saw it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawAck {
+    /// The opaque the message was produced with.
+    pub opaque: u64,
+    /// When the outcome arrived, ns since the UNIX epoch.
+    pub arrived_ns: u64,
+    pub bytes: u32,
+    pub error: Option<RDKafkaErrorCode>,
+}
+
 /// Where one producer task's acknowledgements wait for it.
-pub(crate) type AckSlot = Mailbox<Ack>;
+pub(crate) type AckSlot = Mailbox<RawAck>;
 
 /// The producer tasks' slots, indexed by producer id: registration happens before the run,
 /// lookups on every acknowledgement.
@@ -47,24 +60,20 @@ impl AckRouter {
         slot
     }
 
-    /// One message's outcome, `sent_ns` being the opaque it was produced with.
-    fn acknowledge(&self, payload: &[u8], sent_ns: u64, error: Option<RDKafkaErrorCode>) {
-        let arrived = Clock::process().now_ns();
-        let Ok(envelope) = Envelope::read(payload) else {
-            return;
-        };
+    /// One message's outcome.
+    #[inline]
+    fn acknowledge(&self, opaque: u64, bytes: usize, error: Option<RDKafkaErrorCode>) {
+        let arrived_ns = Clock::process().now_ns();
         let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
-        let Some(Some(slot)) = slots.get(envelope.producer as usize) else {
+        let Some(Some(slot)) = slots.get(producer_of(opaque) as usize) else {
             return;
         };
-        let ack = Ack {
-            envelope,
-            sent_ns,
-            bytes: payload.len() as u32,
-            acknowledged_ns: Some(arrived),
-            result: error.map_or(Ok(()), |code| Err(kind_of(code))),
-        };
-        slot.put(ack);
+        slot.put(RawAck {
+            opaque,
+            arrived_ns,
+            bytes: bytes as u32,
+            error,
+        });
     }
 }
 
@@ -101,6 +110,12 @@ impl ProducerClient {
                 RDKafkaErrorCode::from(code)
             )));
         }
+        // Delivery reports that say nothing: they bring each message back to the thread that
+        // serves the queue (a producer task, which allocated it) to be freed there. Freed on
+        // the broker thread instead, every message crossed malloc arenas, on the client's
+        // busiest thread.
+        // SAFETY: sets a callback on a configuration we own.
+        unsafe { rd::rd_kafka_conf_set_dr_msg_cb(native.ptr(), Some(discard_report)) };
         let client = Client::new(
             config,
             native,
@@ -118,9 +133,10 @@ impl ProducerClient {
         &self.client
     }
 
-    /// Serves what the client queued for the application (errors, logs), without waiting.
+    /// Serves what the client queued for the application (delivery reports, which frees
+    /// their messages; errors; logs), without waiting.
     pub(crate) fn serve(&self) {
-        // SAFETY: the handle is live; with no delivery-report callback, nothing of ours runs.
+        // SAFETY: the handle is live; the delivery-report callback does nothing.
         unsafe { rd::rd_kafka_poll(self.client.native_ptr(), 0) };
     }
 
@@ -144,6 +160,14 @@ impl Drop for ProducerClient {
 }
 
 const INTERCEPTOR: &CStr = c"brokerbench-acks";
+
+/// The delivery-report callback: the interceptor has already acknowledged the message.
+unsafe extern "C" fn discard_report(
+    _rk: *mut rd::rd_kafka_t,
+    _message: *const rd::rd_kafka_message_t,
+    _opaque: *mut c_void,
+) {
+}
 
 /// Called by `rd_kafka_new` before the client's threads start: adds the acknowledgement
 /// interceptor to the new client.
@@ -171,20 +195,14 @@ unsafe extern "C" fn on_acknowledgement(
     message: *mut rd::rd_kafka_message_t,
     router: *mut c_void,
 ) -> rd::rd_kafka_resp_err_t {
-    // SAFETY: the opaque is the router the client's context keeps alive; the message and its
-    // payload are valid for the duration of the call.
+    // SAFETY: the opaque is the router the client's context keeps alive; the message is valid
+    // for the duration of the call.
     let (router, message) = unsafe { (&*(router as *const AckRouter), &*message) };
-    let payload: &[u8] = if message.payload.is_null() {
-        &[]
-    } else {
-        // SAFETY: librdkafka's payload pointer and length describe one allocation.
-        unsafe { std::slice::from_raw_parts(message.payload as *const u8, message.len) }
-    };
     let error = (message.err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR)
         .then(|| RDKafkaErrorCode::from(message.err));
     // Nothing may unwind into librdkafka.
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        router.acknowledge(payload, message._private as usize as u64, error)
+        router.acknowledge(message._private as usize as u64, message.len, error)
     }));
     rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
 }

@@ -29,6 +29,42 @@ pub trait DriverSchema: Sync {
         let _ = workload;
         Ok(())
     }
+    /// The OpenMessaging Benchmark driver classes (`driverClass:`) whose driver files this
+    /// family reads unchanged.
+    fn omb_driver_classes(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Every top-level field of such an OMB driver file: `--set` edits the file with these
+    /// names before it is translated.
+    fn omb_driver_fields(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Translates an OMB driver file's mapping into this family's driver mapping (with
+    /// `driver: NAME`), and says what it chose. Errors name `file` and OMB's field.
+    fn translate_omb_driver(&self, file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
+        let _ = map;
+        Err(SpecError::Field {
+            file: file.to_string(),
+            field: "driverClass".into(),
+            message: format!("the {} family reads no OMB driver files", self.name()),
+        })
+    }
+}
+
+/// An OMB driver file translated by its family.
+pub struct OmbDriver {
+    /// The family's own driver mapping, `driver: NAME` included.
+    pub map: Value,
+    pub notes: Vec<String>,
+}
+
+/// Shows the notes only: the mapping may hold credentials.
+impl std::fmt::Debug for OmbDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OmbDriver")
+            .field("notes", &self.notes)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Finds the family `name` among `families`.

@@ -430,3 +430,85 @@ fn safe_name(name: &str) -> String {
         out
     }
 }
+
+/// The `key=value` pairs of a Java properties text (OMB's Kafka driver files hold their
+/// client settings so): `=`, `:` or white space between key and value, `#` and `!` comment
+/// lines, a trailing `\` joining the next line; later keys win.
+pub fn java_properties(text: &str) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut logical = String::new();
+    for line in text.lines() {
+        let line = line.trim_start();
+        if logical.is_empty() && (line.is_empty() || line.starts_with('#') || line.starts_with('!'))
+        {
+            continue;
+        }
+        if let Some(joined) = line.strip_suffix('\\') {
+            logical.push_str(joined);
+            continue;
+        }
+        logical.push_str(line);
+        let entry = std::mem::take(&mut logical);
+        let entry = entry.trim();
+        let split = entry
+            .find(|c: char| c == '=' || c == ':' || c.is_whitespace())
+            .unwrap_or(entry.len());
+        let key = entry[..split].trim().to_string();
+        let rest = entry[split..].trim_start();
+        let value = rest
+            .strip_prefix(['=', ':'])
+            .unwrap_or(rest)
+            .trim()
+            .to_string();
+        pairs.retain(|(k, _)| *k != key);
+        pairs.push((key, value));
+    }
+    pairs
+}
+
+/// Checks the top-level keys of an OMB driver file against its class's `fields`, naming the
+/// first unknown one with the nearest known name.
+pub fn check_driver_keys(file: &str, value: &Value, fields: &[&str]) -> Result<(), SpecError> {
+    let map = value.as_object().cloned().unwrap_or_default();
+    match map.keys().find(|k| !fields.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(key) => Err(SpecError::Field {
+            file: file.to_string(),
+            field: key.clone(),
+            message: format!(
+                "unknown field of this OpenMessaging Benchmark driver file{} (OMB would ignore it; brokerbench stops)",
+                did_you_mean(key, fields)
+            ),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_properties_are_read_as_java_reads_them() {
+        let text = "# comment\n  acks=all\nlinger.ms: 1\nbatch.size 131072\n! other comment\n\nsasl.jaas.config=a \\\n  b\nacks = 1\n";
+        let pairs = java_properties(text);
+        assert_eq!(
+            pairs,
+            [
+                ("linger.ms".to_string(), "1".to_string()),
+                ("batch.size".into(), "131072".into()),
+                ("sasl.jaas.config".into(), "a b".into()),
+                ("acks".into(), "1".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn names_become_safe_for_topics_and_folders() {
+        assert_eq!(
+            safe_name("1 topic / 1 partition / 1Kb"),
+            "1-topic-1-partition-1kb"
+        );
+        assert_eq!(safe_name("max-rate-10-topics"), "max-rate-10-topics");
+        assert_eq!(safe_name("///"), "omb");
+    }
+}

@@ -197,6 +197,24 @@ pub fn load_specs_from(
             default.builtin_driver(),
         )?,
     };
+    // An OMB driver file: OMB's names in --set edit it, then its family translates it.
+    let mut notes = Vec::new();
+    if driver_source.value.get("driverClass").is_some() {
+        let family = omb_driver_family(families, &driver_source)?;
+        let fields = family.omb_driver_fields();
+        let (omb_sets, rest): (Vec<_>, Vec<_>) =
+            assignments.into_iter().partition(|(_, key, _)| {
+                let top = key.split('.').next().unwrap_or_default();
+                top != "name" && fields.contains(&top) && !WORKLOAD_FIELDS.contains(&top)
+            });
+        assignments = rest;
+        for (assignment, key, value) in omb_sets {
+            apply(&mut driver_source, assignment, key, value)?;
+        }
+        let translated = family.translate_omb_driver(&driver_source.name, &driver_source.value)?;
+        driver_source.value = translated.map;
+        notes.extend(translated.notes);
+    }
     // `driver` first: it decides where the other driver fields go.
     for (assignment, key, value) in assignments.iter().filter(|(_, k, _)| *k == "driver") {
         apply(&mut driver_source, assignment, key, value)?;
@@ -243,7 +261,6 @@ pub fn load_specs_from(
         };
         apply(target, assignment, key, value)?;
     }
-    let mut notes = Vec::new();
     if omb {
         let set: Vec<&str> = native_sets
             .iter()
@@ -256,7 +273,7 @@ pub fn load_specs_from(
             &set,
         )?;
         workload_source.value = translated.workload;
-        notes = translated.notes;
+        notes.extend(translated.notes);
         for (assignment, key, value) in native_sets {
             apply(&mut workload_source, assignment, key, value)?;
         }
@@ -313,13 +330,55 @@ fn unknown_override(
     format!("unknown field `{top}`{}", did_you_mean(top, &all))
 }
 
+/// The family that reads the OMB driver file `source` (by its `driverClass`).
+fn omb_driver_family<'a>(
+    families: &[&'a dyn DriverSchema],
+    source: &Source,
+) -> Result<&'a dyn DriverSchema, SpecError> {
+    let class = source
+        .value
+        .get("driverClass")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    families
+        .iter()
+        .copied()
+        .find(|f| f.omb_driver_classes().contains(&class))
+        .ok_or_else(|| {
+            let known: Vec<&str> = families
+                .iter()
+                .flat_map(|f| f.omb_driver_classes().iter().copied())
+                .collect();
+            SpecError::Field {
+                file: source.name.clone(),
+                field: "driverClass".into(),
+                message: format!(
+                    "`{class}` is not an OpenMessaging Benchmark driver brokerbench reads; it reads {}{}",
+                    known.join(", "),
+                    did_you_mean(class, &known)
+                ),
+            }
+        })
+}
+
 /// Validates one file on its own: a driver file if it has a `driver` field, else a workload.
 pub fn validate_file(
     families: &[&dyn DriverSchema],
     path: &Path,
 ) -> Result<&'static str, SpecError> {
     let source = read_source(Some(path), "", "")?;
-    if source.value.get("driver").is_some() {
+    if source.value.get("driverClass").is_some() {
+        let family = omb_driver_family(families, &source)?;
+        let translated = family.translate_omb_driver(&source.name, &source.value)?;
+        driver_from(
+            families,
+            &Source {
+                value: translated.map,
+                ..source
+            },
+        )?;
+        Ok("OpenMessaging Benchmark driver")
+    } else if source.value.get("driver").is_some() {
         driver_from(families, &source)?;
         Ok("driver")
     } else if crate::omb::is_omb_workload(&source.value) {
