@@ -178,3 +178,51 @@ fn wrong_credentials_exit_3_without_revealing_the_password() {
         run.stderr
     );
 }
+
+#[test]
+fn an_openmessaging_benchmark_rabbitmq_driver_file_runs_unchanged() {
+    let _turn = serial();
+    let port = rabbitmq();
+    let dir = tempfile::tempdir().unwrap();
+    // OMB's RabbitMQ driver file format, and an OMB workload with two subscribers' worth of
+    // consumers on one queue per topic.
+    let driver = write(
+        dir.path(),
+        "rabbitmq.yaml",
+        &format!(
+            "name: RabbitMQ\ndriverClass: io.openmessaging.benchmark.driver.rabbitmq.RabbitMqBenchmarkDriver\nproducerCreationDelay: 100\nproducerCreationBatchSize: 5\nconsumerCreationDelay: 100\nconsumerCreationBatchSize: 5\namqpUris:\n  - amqp://guest:guest@127.0.0.1:{port}\nmessagePersistence: false\nqueueType: QUORUM\n"
+        ),
+    );
+    let workload = write(
+        dir.path(),
+        "workload.yaml",
+        "name: 2 topics / 1 partition / 100b\ntopics: 2\npartitionsPerTopic: 1\nmessageSize: 100\nuseRandomizedPayloads: true\nrandomBytesRatio: 0.5\nrandomizedPayloadPoolSize: 100\nsubscriptionsPerTopic: 1\nconsumerPerSubscription: 2\nproducersPerTopic: 1\nproducerRate: 2000\nconsumerBacklogSizeGB: 0\ntestDurationMinutes: 15\n",
+    );
+    let args = [
+        workload.to_str().unwrap(),
+        "--driver",
+        driver.to_str().unwrap(),
+        "--set",
+        "duration=2s",
+        "--set",
+        "warmupDurationMinutes=0",
+    ];
+    let ran = run(&args);
+    let s = assert_lossless(&ran);
+    assert_eq!(s["driver"], "rabbitmq");
+    let d = &ran.manifest()["driver"];
+    assert_eq!(d["queue"]["type"], "quorum", "{d:#}");
+    assert_eq!(d["exchange"]["type"], "fanout");
+    assert_eq!(d["persistent"], false);
+    assert_eq!(d["prefetch"], 0);
+    assert!(
+        !ran.file("manifest.json").contains("guest:guest"),
+        "the URI's credentials are redacted"
+    );
+    // OMB's name for the queue type works with --set on such a file.
+    let mut classic = args.to_vec();
+    classic.extend(["--set", "queueType=CLASSIC"]);
+    let ran = run(&classic);
+    assert_lossless(&ran);
+    assert_eq!(ran.manifest()["driver"]["queue"]["type"], "classic");
+}
