@@ -1,6 +1,6 @@
 //! The Kafka driver: topics through the admin API, producers whose acknowledgements are
-//! stamped as librdkafka receives them, consumers in a group per subscription (spanning the run's topics when
-//! clients are shared, else one per topic). Works with any Kafka-API broker.
+//! stamped as librdkafka receives them, consumers in a group per subscription (spanning the
+//! run's topics when clients are shared, else one per topic). Works with any Kafka-API broker.
 
 use std::collections::BTreeMap;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -13,11 +13,10 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::Message;
 
 use brokerbench_driver::{
-    one_consumer_per_slot, Ack, Consumer, ConsumerGroup, ConsumerSlot, Delivery, Driver,
-    DriverError, Envelope, OutgoingMessage, Producer, SendError, Topology,
+    one_consumer_per_slot, Ack, Consumer, ConsumerGroup, ConsumerSlot, Driver, DriverError,
+    Envelope, OutgoingMessage, Producer, SendError, Topology,
 };
 
 pub mod config;
@@ -446,11 +445,8 @@ impl Driver for KafkaDriver {
             "{}-{}-{}-{}",
             self.config.topic_prefix, self.run_id, slot.topic, slot.subscription
         );
-        Ok(Box::new(KafkaConsumer {
-            consumer: self.new_consumer_client(&group, &[topic], false)?,
-            assigned: 0,
-            assignment_checked: None,
-        }))
+        let consumer = self.new_consumer_client(&group, &[topic], false)?;
+        Ok(Box::new(SharedConsumer::new(consumer, &[topic])))
     }
 
     fn consumers(&self, slots: &[ConsumerSlot]) -> Result<Vec<ConsumerGroup>, DriverError> {
@@ -630,51 +626,6 @@ impl Producer for KafkaProducer {
             ),
             _ => None,
         }
-    }
-}
-
-struct KafkaConsumer {
-    consumer: BaseConsumer,
-    assigned: usize,
-    assignment_checked: Option<Instant>,
-}
-
-impl Consumer for KafkaConsumer {
-    fn poll(
-        &mut self,
-        timeout: Duration,
-        deliveries: &mut dyn FnMut(Delivery<'_>),
-    ) -> Result<(), String> {
-        let mut first_error = None;
-        let mut wait = timeout;
-        for _ in 0..10_000 {
-            match self.consumer.poll(wait) {
-                None => break,
-                Some(Ok(message)) => deliveries(Delivery {
-                    stream: message.partition() as u32,
-                    payload: message.payload().unwrap_or_default(),
-                    received_ns: None,
-                    slot: 0,
-                }),
-                Some(Err(e)) => {
-                    first_error.get_or_insert_with(|| error_kind(&e));
-                    break;
-                }
-            }
-            wait = Duration::ZERO;
-        }
-        if self
-            .assignment_checked
-            .is_none_or(|t| t.elapsed() > Duration::from_millis(100))
-        {
-            self.assigned = self.consumer.assignment().map(|a| a.count()).unwrap_or(0);
-            self.assignment_checked = Some(Instant::now());
-        }
-        first_error.map_or(Ok(()), Err)
-    }
-
-    fn assigned(&self, _slot: usize) -> usize {
-        self.assigned
     }
 }
 

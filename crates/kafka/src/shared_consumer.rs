@@ -1,6 +1,6 @@
-//! One librdkafka consumer that reads every topic of the run for one member of one
-//! subscription (`consumer_clients: shared`), serving the consumer slots of all those topics
-//! from one task. A run with 100 topics then has one consumer client and one consumer thread
+//! One librdkafka consumer serving the consumer slots of one or more topics from one task:
+//! a topic's own consumer (one slot), or one that reads every topic of the run for one member
+//! of one subscription (`consumer_clients: shared`). A run with 100 topics then has one consumer client and one consumer thread
 //! per member instead of 100 of each: threads, connections, fetch requests and wake-ups do not
 //! grow with the topics.
 //!
@@ -72,8 +72,13 @@ impl Consumer for SharedConsumer {
             match self.consumer.poll(wait) {
                 None => break,
                 Some(Ok(message)) => {
-                    let Some(&slot) = self.slots.get(message.topic()) else {
-                        continue;
+                    let slot = if self.slots.len() == 1 {
+                        0
+                    } else {
+                        match self.slots.get(message.topic()) {
+                            Some(&slot) => slot,
+                            None => continue,
+                        }
                     };
                     deliveries(Delivery {
                         stream: message.partition() as u32,
