@@ -136,6 +136,17 @@ def topic_command(*args):
                     "--bootstrap-server", KAFKA, *args], check=True, capture_output=True)
 
 
+def remove_leftover_topics():
+    """Topics of an interrupted earlier run of this script (ProducerPerformance's, the floor's)
+    would hold their data on the broker's disk for good: at max rate, gigabytes a run."""
+    listed = subprocess.run(["java", "-cp", kafka_classpath(), "org.apache.kafka.tools.TopicCommand",
+                             "--bootstrap-server", KAFKA, "--list"], capture_output=True, text=True)
+    leftovers = [t for t in listed.stdout.split() if t.startswith(("cost-pp-", "floor-"))]
+    for topic in leftovers:
+        print(f"deleting topic {topic}, left by an interrupted run", file=sys.stderr)
+        topic_command("--delete", "--topic", topic)
+
+
 def producer_performance(shape, seconds, rate_hint):
     """ProducerPerformance sends a number of records, not for a time: at max rate, as many as
     brokerbench acknowledged in its run of the same case (rate_hint msg/s)."""
@@ -228,6 +239,8 @@ def main():
     families = {CASES[n][0] for n in names}
     for family in sorted(families):
         subprocess.run([BIN, "broker", "up", family], check=True, stdout=subprocess.DEVNULL)
+    if "kafka" in families:
+        remove_leftover_topics()
     table = {}
     for name in names:
         family, text, shape = CASES[name]
