@@ -353,9 +353,8 @@ fn omb_driver_family<'a>(
                 file: source.name.clone(),
                 field: "driverClass".into(),
                 message: format!(
-                    "`{class}` is not an OpenMessaging Benchmark driver brokerbench reads; it reads {}{}",
-                    known.join(", "),
-                    did_you_mean(class, &known)
+                    "`{class}` is not an OpenMessaging Benchmark driver brokerbench reads; it reads {}",
+                    known.join(", ")
                 ),
             }
         })

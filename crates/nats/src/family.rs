@@ -6,7 +6,7 @@ use std::path::Path;
 use brokerbench_brokers::ManagedBroker;
 use brokerbench_driver::{Driver, DriverError, Family};
 use brokerbench_metrics::{counter, gauge, Format, MetricSet, MetricSpec, MESSAGES_IN};
-use brokerbench_model::family::{field_error, parse_driver, resolved};
+use brokerbench_model::family::{field_error, parse_driver, resolved, OmbDriver};
 use brokerbench_model::yaml::Value;
 use brokerbench_model::{DriverConfig, DriverSchema, SpecError};
 
@@ -72,6 +72,15 @@ impl DriverSchema for NatsFamily {
         let config: NatsDriverConfig = parse_driver(file, map)?;
         config.validate().map_err(|e| field_error(file, e))?;
         Ok(resolved("nats", &config))
+    }
+    fn omb_driver_classes(&self) -> &'static [&'static str] {
+        &[crate::omb::OMB_DRIVER_CLASS]
+    }
+    fn omb_driver_fields(&self) -> &'static [&'static str] {
+        crate::omb::OMB_DRIVER_FIELDS
+    }
+    fn translate_omb_driver(&self, file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
+        crate::omb::translate_omb_driver(file, map)
     }
 }
 

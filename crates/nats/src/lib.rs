@@ -11,6 +11,7 @@ pub mod conn;
 mod consumer;
 mod family;
 pub mod managed;
+pub mod omb;
 mod producer;
 
 use std::time::Duration;
