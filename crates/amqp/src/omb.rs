@@ -30,11 +30,7 @@ pub const OMB_DRIVER_FIELDS: &[&str] = &[
 /// Translates an OMB RabbitMQ driver file into brokerbench's RabbitMQ driver mapping.
 pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, SpecError> {
     check_driver_keys(file, value, OMB_DRIVER_FIELDS)?;
-    let field = |field: &str, message: String| SpecError::Field {
-        file: file.to_string(),
-        field: field.to_string(),
-        message,
-    };
+    let field = |field: &str, message: String| SpecError::field(file, field, message);
     let uris: Vec<String> = match value.get("amqpUris") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items

@@ -46,11 +46,7 @@ const JAVA_ONLY: &[&str] = &[
 /// Translates an OMB Kafka driver file into brokerbench's Kafka driver mapping.
 pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, SpecError> {
     check_driver_keys(file, value, OMB_DRIVER_FIELDS)?;
-    let field = |field: &str, message: String| SpecError::Field {
-        file: file.to_string(),
-        field: field.to_string(),
-        message,
-    };
+    let field = |field: &str, message: String| SpecError::field(file, field, message);
     let properties = |name: &str| -> Result<Vec<(String, String)>, SpecError> {
         match value.get(name) {
             None | Some(Value::Null) => Ok(Vec::new()),
@@ -181,13 +177,13 @@ pub fn check_property(file: &str, block: &str, key: &str, value: &str) -> Result
                 other => other.to_string(),
             };
             let reason = reason.replace(&format!("\"{value}\""), "\"…\"");
-            Err(SpecError::Field {
-                file: file.to_string(),
-                field: format!("{block}.{key}"),
-                message: format!(
+            Err(SpecError::field(
+                file,
+                &format!("{block}.{key}"),
+                format!(
                     "librdkafka does not take it: {reason} (see librdkafka's CONFIGURATION.md for its property names)"
                 ),
-            })
+            ))
         }
     }
 }

@@ -114,11 +114,7 @@ pub fn translate(
     value: &Value,
     native_sets: &[&str],
 ) -> Result<Translated, SpecError> {
-    let field = |field: &str, message: String| SpecError::Field {
-        file: file.to_string(),
-        field: field.to_string(),
-        message,
-    };
+    let field = |field: &str, message: String| SpecError::field(file, field, message);
     let map = value.as_object().cloned().unwrap_or_default();
     for key in map.keys() {
         if OMB_FIELDS.contains(&key.as_str()) {
@@ -307,11 +303,7 @@ fn payload(
     base: Option<&Path>,
     notes: &mut Vec<String>,
 ) -> Result<Value, SpecError> {
-    let field = |field: &str, message: String| SpecError::Field {
-        file: file.to_string(),
-        field: field.to_string(),
-        message,
-    };
+    let field = |field: &str, message: String| SpecError::field(file, field, message);
     if omb.use_randomized_payloads {
         let ratio = omb.random_bytes_ratio.unwrap_or(0.0);
         if !(0.0..=1.0).contains(&ratio) {
@@ -472,14 +464,14 @@ pub fn check_driver_keys(file: &str, value: &Value, fields: &[&str]) -> Result<(
     let map = value.as_object().cloned().unwrap_or_default();
     match map.keys().find(|k| !fields.contains(&k.as_str())) {
         None => Ok(()),
-        Some(key) => Err(SpecError::Field {
-            file: file.to_string(),
-            field: key.clone(),
-            message: format!(
+        Some(key) => Err(SpecError::field(
+            file,
+            key,
+            format!(
                 "unknown field of this OpenMessaging Benchmark driver file{} (OMB would ignore it; brokerbench stops)",
                 did_you_mean(key, fields)
             ),
-        }),
+        )),
     }
 }
 

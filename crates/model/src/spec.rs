@@ -36,6 +36,17 @@ pub enum SpecError {
     Override { assignment: String, message: String },
 }
 
+impl SpecError {
+    /// What is wrong with field `field` of file `file`.
+    pub fn field(file: &str, field: &str, message: impl Into<String>) -> SpecError {
+        SpecError::Field {
+            file: file.to_string(),
+            field: field.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
 /// A validated pair of workload and driver configuration, with where each came from.
 #[derive(Debug, Clone)]
 pub struct Specs {

@@ -24,11 +24,7 @@ pub const OMB_DRIVER_FIELDS: &[&str] = &[
 /// Translates an OMB NATS driver file into brokerbench's NATS driver mapping.
 pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, SpecError> {
     check_driver_keys(file, value, OMB_DRIVER_FIELDS)?;
-    let field = |field: &str, message: String| SpecError::Field {
-        file: file.to_string(),
-        field: field.to_string(),
-        message,
-    };
+    let field = |field: &str, message: String| SpecError::field(file, field, message);
     let mut out = Mapping::new();
     out.insert("driver".into(), Value::from("nats"));
     let mut notes = Vec::new();
