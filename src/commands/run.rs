@@ -94,10 +94,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
     let clock = Clock::process();
     let started_ns = clock.now_ns();
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("results").join(folder_name(started_ns, &workload.name)));
+    let out = args.out.clone().unwrap_or_else(|| {
+        free_folder(
+            &PathBuf::from("results"),
+            &folder_name(started_ns, &workload.name),
+        )
+    });
     let run_id = run_id(started_ns);
     let mut manifest = Manifest::new(env!("CARGO_PKG_VERSION"), run_id.clone(), started_ns);
     manifest.command = std::env::args().map(|a| redact_assignment(&a)).collect();
@@ -420,6 +422,19 @@ impl RunObserver for PhaseTimes {
     fn interval(&mut self, _row: &brokerbench_model::IntervalRow) {}
 }
 
+/// `parent/name`, or `parent/name-2`, `-3`, … when runs started in the same second.
+fn free_folder(parent: &std::path::Path, name: &str) -> PathBuf {
+    let taken = |p: &PathBuf| std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_some());
+    let first = parent.join(name);
+    if !taken(&first) {
+        return first;
+    }
+    (2..)
+        .map(|n| parent.join(format!("{name}-{n}")))
+        .find(|p| !taken(p))
+        .expect("some suffix is free")
+}
+
 /// A short id that differs between runs (time and process id mixed).
 fn run_id(now_ns: u64) -> String {
     let mut x = now_ns ^ ((std::process::id() as u64) << 32);
@@ -428,4 +443,31 @@ fn run_id(now_ns: u64) -> String {
     x = (x ^ (x >> 27)).wrapping_mul(0x94d049bb133111eb);
     x ^= x >> 31;
     format!("{:08x}", x as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_taken_default_folder_gets_the_next_free_suffix() {
+        let parent = tempfile::tempdir().unwrap();
+        let first = free_folder(parent.path(), "20261124-003122-quickstart");
+        assert_eq!(first, parent.path().join("20261124-003122-quickstart"));
+        // An empty folder of that name is still free; one with a file in it is taken.
+        std::fs::create_dir_all(&first).unwrap();
+        assert_eq!(
+            free_folder(parent.path(), "20261124-003122-quickstart"),
+            first
+        );
+        std::fs::write(first.join("manifest.json"), "{}").unwrap();
+        let second = free_folder(parent.path(), "20261124-003122-quickstart");
+        assert_eq!(second, parent.path().join("20261124-003122-quickstart-2"));
+        std::fs::create_dir_all(&second).unwrap();
+        std::fs::write(second.join("manifest.json"), "{}").unwrap();
+        assert_eq!(
+            free_folder(parent.path(), "20261124-003122-quickstart"),
+            parent.path().join("20261124-003122-quickstart-3")
+        );
+    }
 }
