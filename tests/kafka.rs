@@ -64,6 +64,60 @@ fn acks_0_1_and_all_are_lossless() {
 }
 
 #[test]
+fn backlog_mode_pauses_both_consumers_of_a_group_builds_and_drains_losslessly() {
+    let _turn = serial();
+    kafka();
+    // 5,000 msg/s of 100 B; 1 MB is 10,000 messages: about 2 s of building.
+    let mut sets = short("5000", 2);
+    sets.extend(
+        [
+            "partitions_per_topic=2",
+            "consumers_per_topic=2",
+            "backlog.size=1MB",
+            "backlog.drain_ratio=1",
+        ]
+        .map(String::from),
+    );
+    let run = run(&with_sets(&sets, &[]));
+    assert_backlog(&run, 10_000, 2.0);
+}
+
+#[test]
+fn two_subscriptions_are_two_groups_each_receiving_every_message() {
+    let _turn = serial();
+    kafka();
+    let mut sets = short("2000", 2);
+    sets.extend(
+        [
+            "partitions_per_topic=2",
+            "consumers_per_topic=2",
+            "subscriptions_per_topic=2",
+        ]
+        .map(String::from),
+    );
+    let run = run(&with_sets(&sets, &[]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let s = run.summary();
+    let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
+    assert!(acknowledged >= 5000, "{s:#}");
+    assert_eq!(
+        s["total"]["received"].as_u64().unwrap(),
+        2 * acknowledged,
+        "{s:#}"
+    );
+    assert!(
+        s["integrity"]["lost"] == 0 && s["integrity"]["duplicated"] == 0,
+        "{s:#}"
+    );
+    let mut per_subscription = [0u64; 2];
+    for c in s["consumers"].as_array().unwrap() {
+        per_subscription[c["subscription"].as_u64().unwrap() as usize] +=
+            c["received"].as_u64().unwrap();
+    }
+    assert_eq!(per_subscription, [acknowledged; 2], "{s:#}");
+}
+
+#[test]
 fn three_partitions_are_shared_by_three_consumers() {
     let _turn = serial();
     kafka();

@@ -47,6 +47,38 @@ fn a_jetstream_run_is_lossless_and_the_server_counts_the_same() {
 }
 
 #[test]
+fn two_subscriptions_are_two_durable_consumers_each_receiving_every_message() {
+    let _turn = serial();
+    let run = nats_run(&sets("2000", 2, &["subscriptions_per_topic=2"]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let s = run.summary();
+    let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
+    assert!(acknowledged >= 5000, "{s:#}");
+    let shares: Vec<u64> = s["consumers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["received"].as_u64().unwrap())
+        .collect();
+    assert_eq!(shares, vec![acknowledged; 2], "{s:#}");
+    assert!(
+        s["integrity"]["lost"] == 0 && s["integrity"]["duplicated"] == 0,
+        "{s:#}"
+    );
+}
+
+#[test]
+fn backlog_mode_stops_pulling_builds_and_drains_losslessly() {
+    let _turn = serial();
+    let run = nats_run(&sets(
+        "5000",
+        2,
+        &["backlog.size=1MB", "backlog.drain_ratio=1"],
+    ));
+    assert_backlog(&run, 10_000, 2.0);
+}
+
+#[test]
 fn partitions_memory_storage_msg_ids_and_two_members_stay_lossless() {
     let _turn = serial();
     let run = nats_run(&sets(
@@ -161,4 +193,31 @@ fn bad_driver_fields_exit_2_naming_the_field() {
             run.stderr
         );
     }
+}
+
+#[test]
+fn an_openmessaging_benchmark_nats_driver_file_runs_once_its_replicas_fit_the_server() {
+    let _turn = serial();
+    let address = nats();
+    let dir = tempfile::tempdir().unwrap();
+    // The shape of OMB's driver-nats file: three replicas, which one server cannot hold.
+    let driver = write(
+        dir.path(),
+        "nats-omb.yaml",
+        &format!(
+            "name: NATS\ndriverClass: io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver\nnatsHostUrl: nats://{address}\nreplicationFactor: 3\n"
+        ),
+    );
+    let driver = driver.to_str().unwrap();
+    let refused = run(&["--driver", driver, "--set", "duration=1s"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("not in a cluster") && refused.stderr.contains("--set replicas=1"),
+        "{}",
+        refused.stderr
+    );
+    let mut args = vec!["--driver", driver, "--set", "replicas=1"];
+    let sets = short("1000", 1);
+    args.extend(with_sets(&sets, &[]));
+    assert_lossless(&run(&args));
 }

@@ -38,6 +38,19 @@ fn direct_exchange_with_confirms_and_manual_acks_is_lossless() {
 }
 
 #[test]
+fn backlog_mode_stops_taking_deliveries_builds_and_drains_losslessly() {
+    let _turn = serial();
+    // 1 MB of 100-byte messages is 10,000: 2 s at 5,000 msg/s; the queue holds them
+    // (prefetch bounds what the paused consumer's connection takes).
+    let run = rabbit_run(&sets(
+        "5000",
+        2,
+        &["backlog.size=1MB", "backlog.drain_ratio=1"],
+    ));
+    assert_backlog(&run, 10_000, 2.0);
+}
+
+#[test]
 fn fanout_queues_each_receive_every_message() {
     let _turn = serial();
     let run = rabbit_run(&sets(
@@ -78,6 +91,25 @@ fn assert_lossless_copies(run: &Run, copies: u64) -> serde_json::Value {
     assert_eq!(s["integrity"]["lost"], 0);
     assert_eq!(s["integrity"]["duplicated"], 0);
     s
+}
+
+#[test]
+fn workload_subscriptions_are_queues_and_a_conflicting_queue_count_exits_2() {
+    let _turn = serial();
+    let run = rabbit_run(&sets("1000", 2, &["subscriptions_per_topic=2"]));
+    assert_lossless_copies(&run, 2);
+    let run = rabbit_run(&sets(
+        "1000",
+        1,
+        &["subscriptions_per_topic=2", "queues_per_topic=3"],
+    ));
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("subscriptions_per_topic: 2")
+            && run.stderr.contains("queues_per_topic: 3"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

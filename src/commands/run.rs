@@ -151,12 +151,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let control = RunControl { run_id, stop };
     if !args.quiet && !args.json {
+        let measurement = match &workload.backlog {
+            None => format!("{:?}", workload.duration),
+            Some(b) => format!(
+                "from when consumers pause until {} wait for them, through the drain of {}% of it, and {:?} more",
+                brokerbench_model::units::format_bytes_given(b.size_bytes),
+                b.drain_ratio * 100.0,
+                workload.duration
+            ),
+        };
         eprintln!(
-            "running '{}' on {}: warm-up {:?}, measurement {:?}; results in {}",
+            "running '{}' on {}: warm-up {:?}, measurement {measurement}; results in {}",
             workload.name,
             driver.name(),
             workload.warmup,
-            workload.duration,
             out.display()
         );
     }

@@ -210,3 +210,42 @@ pub fn nats() -> String {
 
 /// The bundled NATS driver file.
 pub const NATS_DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/drivers/nats.yaml");
+
+/// Backlog mode over `args` (a run whose workload has a `backlog` of `messages` messages):
+/// lossless; consumers received nothing in some second while producers went on; the backlog
+/// built reached the size asked for and was drained; the window covers build, drain and
+/// `duration_s` more.
+pub fn assert_backlog(run: &Run, messages: u64, duration_s: f64) -> serde_json::Value {
+    let s = assert_lossless(run);
+    let b = &s["backlog"];
+    let built = b["built_messages"].as_u64().unwrap_or(0);
+    assert!(built >= messages, "built {built} of {messages}: {b:#}");
+    let (paused, resumed, drained) = (
+        b["paused_s"].as_f64().unwrap(),
+        b["resumed_s"].as_f64().expect("resumed"),
+        b["drained_s"].as_f64().expect("drained"),
+    );
+    assert!(paused < resumed && resumed <= drained, "{b:#}");
+    let window = s["measurement_s"].as_f64().unwrap();
+    assert!(
+        window >= drained - paused + duration_s - 0.5,
+        "window {window} s: {b:#}"
+    );
+    let column = |name: &str| TIMESERIES_COLUMNS.iter().position(|&c| c == name).unwrap();
+    let (phase, acknowledged, received) =
+        (column("phase"), column("acknowledged"), column("received"));
+    let csv = run.file(TIMESERIES_FILE);
+    let paused_seconds = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| {
+            f[phase] == Phase::Measurement.as_str() && f[acknowledged] != "0" && f[received] == "0"
+        })
+        .count();
+    assert!(
+        paused_seconds as f64 >= (resumed - paused).floor() - 1.0 && paused_seconds >= 1,
+        "{paused_seconds} seconds with sends and no deliveries while paused {paused}–{resumed} s:\n{csv}"
+    );
+    s
+}

@@ -324,6 +324,16 @@ impl Driver for AmqpDriver {
                 topology.partitions_per_topic
             )));
         }
+        match (self.config.queues_per_topic, topology.subscriptions_per_topic) {
+            (_, 1) => {}
+            (1, n) => self.config.queues_per_topic = n,
+            (q, n) if q == n => {}
+            (q, n) => {
+                return Err(DriverError::Unsatisfiable(format!(
+                    "the workload asks for subscriptions_per_topic: {n} and the driver file for queues_per_topic: {q}; each subscription is a queue, so give one of them (--set queues_per_topic=1, or --set subscriptions_per_topic=1)"
+                )))
+            }
+        }
         self.run_id = topology.run_id.clone();
         self.topics = (0..topology.topics)
             .map(|i| TopicNames::new(&self.config, &topology.workload, &topology.run_id, i))
@@ -530,6 +540,7 @@ mod tests {
                 topics: 1,
                 partitions_per_topic: 4,
                 consumers_per_topic: 1,
+                subscriptions_per_topic: 1,
             })
             .unwrap_err()
             .to_string();

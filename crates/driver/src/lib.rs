@@ -56,6 +56,9 @@ pub struct Topology {
     pub partitions_per_topic: u32,
     /// Consumers per subscription.
     pub consumers_per_topic: u32,
+    /// Subscriptions per topic the workload asks for (a driver may have its own setting, e.g.
+    /// RabbitMQ's `queues_per_topic`); [`Driver::subscriptions_per_topic`] says what it made.
+    pub subscriptions_per_topic: u32,
 }
 
 /// Identifies a consumer: which topic, which subscription of it, and its number inside it.
@@ -159,6 +162,13 @@ pub trait Consumer: Send {
     /// Number of partitions or queues currently assigned to slot `slot` of this consumer
     /// (an index as in [`Delivery::slot`]).
     fn assigned(&self, slot: usize) -> usize;
+    /// Stops (`true`) or resumes (`false`) fetching, for backlog mode. Returns true when the
+    /// consumer does it itself and is polled as usual meanwhile (a paused consumer delivers
+    /// little or nothing, and a group keeps its members); false (the default) has the engine
+    /// stop polling until resumed, which bounds what arrives by the client's own prefetch.
+    fn pause(&mut self, _paused: bool) -> bool {
+        false
+    }
 }
 
 /// [`Driver::consumers`] as most drivers do it: [`Driver::consumer`] for each slot.

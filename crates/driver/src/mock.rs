@@ -69,6 +69,8 @@ impl Driver for MockDriver {
         Ok(())
     }
     fn prepare(&mut self, topology: &Topology) -> Result<(), DriverError> {
+        // The workload's subscriptions, unless the mock was made with more.
+        self.subscriptions = self.subscriptions.max(topology.subscriptions_per_topic);
         let n = (topology.topics * self.subscriptions) as usize;
         *self.queues.lock().expect("queues") = vec![VecDeque::new(); n];
         Ok(())

@@ -33,6 +33,11 @@ impl Times {
         t >= self.warmup_end_ns && t < self.measure_end_ns
     }
 
+    /// Moves the end of the window (backlog mode learns it as the run goes).
+    pub fn end_at(&mut self, measure_end_ns: u64) {
+        self.measure_end_ns = measure_end_ns;
+    }
+
     #[inline]
     pub fn interval_of(&self, t: u64) -> u64 {
         t.saturating_sub(self.start_ns) / SECOND_NS
@@ -281,6 +286,14 @@ pub(crate) struct ProducerRecorder {
 }
 
 impl ProducerRecorder {
+    /// The window's end as the run knows it now: backlog mode learns it as it goes.
+    #[inline]
+    pub fn follow_end(&mut self, measure_end_ns: u64) {
+        if self.times.measure_end_ns != measure_end_ns {
+            self.times.end_at(measure_end_ns);
+        }
+    }
+
     pub fn new(
         task: usize,
         topic: u32,
@@ -435,6 +448,13 @@ impl ConsumerRecorder {
     #[inline]
     pub fn roll(&mut self, now_ns: u64) {
         self.interval.roll(now_ns);
+    }
+
+    /// See [`ProducerRecorder::follow_end`].
+    pub fn follow_end(&mut self, measure_end_ns: u64) {
+        if self.times.measure_end_ns != measure_end_ns && self.times.start_ns != u64::MAX {
+            self.times.end_at(measure_end_ns);
+        }
     }
 
     /// Distinct messages of this run received so far.

@@ -285,3 +285,79 @@ fn a_drain_cut_off_while_consumers_still_receive_says_so() {
         out.summary.notes
     );
 }
+
+#[test]
+fn backlog_mode_pauses_consumers_then_drains_and_runs_duration_more() {
+    // 2,000 msg/s of 100 B; the backlog asked for is 3,000 messages: built in about 2 s.
+    let w = workload(
+        "rate: 2000\nwarmup: 1s\nduration: 1s\ndrain_timeout: 2s\nbacklog: {size: 300KB, drain_ratio: 1.0}",
+    );
+    let mut driver = MockDriver::new(MockFaults::default(), 1);
+    let mut rows = Rows::default();
+    let out = run(&w, &mut driver, &mut rows, &control()).unwrap();
+    let s = &out.summary;
+    assert!(
+        s.integrity.is_clean() && s.integrity.checked,
+        "{:?}",
+        s.integrity
+    );
+    assert_eq!(s.total.received, s.total.acknowledged);
+    let b = s.backlog.as_ref().expect("backlog report");
+    assert!(b.built_messages >= 3000, "{b:?}");
+    assert_eq!(b.built_bytes, b.built_messages * 100);
+    let (build, drain) = (b.build_s().unwrap(), b.drain_s().unwrap());
+    assert!(build >= 1.0, "3,000 messages at 2,000 msg/s: {b:?}");
+    assert!(
+        b.paused_s >= 1.0 && b.paused_s < 1.5,
+        "paused when the window opened: {b:?}"
+    );
+    // The window is the build, the drain and the duration after it.
+    assert!(
+        s.measurement_s >= build + drain + 1.0 - 0.2,
+        "window {} s, {b:?}",
+        s.measurement_s
+    );
+    // Rows while paused received nothing, and the backlog they show grew past the size.
+    let measurement: Vec<_> = rows
+        .0
+        .iter()
+        .filter(|r| r.1 == Phase::Measurement)
+        .collect();
+    assert!(
+        measurement.iter().any(|r| r.2 > 0 && r.3 == 0),
+        "{measurement:?}"
+    );
+    assert!(
+        measurement.iter().any(|r| r.4.unwrap() >= 3000),
+        "{measurement:?}"
+    );
+    assert_eq!(rows.0.last().unwrap().4, Some(0), "drained at the end");
+    // Received faster than produced while draining.
+    assert!(b.drain_received_per_s.unwrap() > 2000.0, "{b:?}");
+}
+
+#[test]
+fn backlog_mode_interrupted_while_building_still_drains_what_it_can() {
+    let w =
+        workload("rate: 1000\nwarmup: 0s\nduration: 1s\ndrain_timeout: 5s\nbacklog: {size: 1GB}");
+    let mut driver = MockDriver::new(MockFaults::default(), 1);
+    let control = control();
+    let stop = control.stop.clone();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let out = run(&w, &mut driver, &mut Rows::default(), &control).unwrap();
+    stopper.join().unwrap();
+    let s = &out.summary;
+    assert_eq!(s.status, RunStatus::Interrupted);
+    let b = s.backlog.as_ref().unwrap();
+    assert!(b.resumed_s.is_none(), "{b:?}");
+    assert!(
+        s.notes.iter().any(|n| n.contains("never reached")),
+        "{:?}",
+        s.notes
+    );
+    // Consumers were let go for the drain: what was acknowledged was received.
+    assert_eq!(s.total.received, s.total.acknowledged, "{:?}", s.integrity);
+}

@@ -54,6 +54,8 @@ pub struct KafkaDriver {
     /// Topics this run created (and so may delete, and may read from the beginning).
     created: Vec<String>,
     partitions: u32,
+    /// Consumer groups per topic (the workload's `subscriptions_per_topic`).
+    subscriptions: u32,
     run_id: String,
     /// The one producer client every producer task uses (`producer_clients: shared`), made
     /// with the first producer.
@@ -69,6 +71,7 @@ impl KafkaDriver {
             topics: Vec::new(),
             created: Vec::new(),
             partitions: 1,
+            subscriptions: 1,
             run_id: String::new(),
             shared_client: Mutex::new(None),
         }
@@ -363,6 +366,7 @@ impl Driver for KafkaDriver {
 
     fn prepare(&mut self, topology: &Topology) -> Result<(), DriverError> {
         self.partitions = topology.partitions_per_topic;
+        self.subscriptions = topology.subscriptions_per_topic.max(1);
         self.run_id = topology.run_id.clone();
         self.topics = (0..topology.topics)
             .map(|i| {
@@ -485,6 +489,10 @@ impl Driver for KafkaDriver {
                 })
             })
             .collect()
+    }
+
+    fn subscriptions_per_topic(&self) -> u32 {
+        self.subscriptions
     }
 
     fn subscription_ready(&self, _topic: u32, assigned: &[usize]) -> bool {

@@ -29,6 +29,9 @@ pub(crate) struct SharedConsumer {
     /// Partitions of each slot's topic assigned to this member.
     assigned: Vec<usize>,
     assignment_read: Option<Instant>,
+    /// Backlog mode: fetching is paused for every partition assigned, also those assigned
+    /// after the pause (a rebalance).
+    paused: bool,
 }
 
 impl SharedConsumer {
@@ -43,6 +46,7 @@ impl SharedConsumer {
                 .collect(),
             assigned: vec![0; topics.len()],
             assignment_read: None,
+            paused: false,
         }
     }
 
@@ -53,6 +57,10 @@ impl SharedConsumer {
                 if let Some(&slot) = self.slots.get(element.topic()) {
                     self.assigned[slot] += 1;
                 }
+            }
+            if self.paused && list.count() > 0 {
+                // Pausing a paused partition changes nothing; a newly assigned one stops.
+                let _ = self.consumer.pause(&list);
             }
         }
         self.assignment_read = Some(Instant::now());
@@ -105,5 +113,20 @@ impl Consumer for SharedConsumer {
 
     fn assigned(&self, slot: usize) -> usize {
         self.assigned.get(slot).copied().unwrap_or(0)
+    }
+
+    /// librdkafka's pause: fetching stops, what was prefetched is dropped from the client's
+    /// queue and fetched again from the next position when resumed. The consumer is still
+    /// polled, so it stays in its group however long the backlog takes to build.
+    fn pause(&mut self, paused: bool) -> bool {
+        self.paused = paused;
+        if let Ok(list) = self.consumer.assignment() {
+            let _ = if paused {
+                self.consumer.pause(&list)
+            } else {
+                self.consumer.resume(&list)
+            };
+        }
+        true
     }
 }

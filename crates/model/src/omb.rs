@@ -6,7 +6,7 @@
 //! | --- | --- |
 //! | `name` | `name`, made safe for topic and folder names |
 //! | `topics`, `partitionsPerTopic`, `producersPerTopic` | the same in snake case |
-//! | `subscriptionsPerTopic` × `consumerPerSubscription` | `consumers_per_topic` (one subscription) |
+//! | `subscriptionsPerTopic` × `consumerPerSubscription` | `subscriptions_per_topic` × `consumers_per_topic` |
 //! | `keyDistributor` `NO_KEY` / `KEY_ROUND_ROBIN` / `RANDOM_NANO` | `keys` none / round-robin / random |
 //! | `messageSize` | `message_size` (bytes) |
 //! | `useRandomizedPayloads`, `randomBytesRatio`, `randomizedPayloadPoolSize` | `payload: {kind: random, pool, random_ratio}` |
@@ -187,10 +187,7 @@ pub fn translate(
         ));
     }
     if subscriptions > 1 && per_subscription > 0 {
-        return Err(field(
-            "subscriptionsPerTopic",
-            format!("{subscriptions} subscriptions per topic are not supported for OMB files yet; use 1 (--set subscriptionsPerTopic=1), or for RabbitMQ a driver file with queues_per_topic: {subscriptions}"),
-        ));
+        out.insert("subscriptions_per_topic".into(), subscriptions.into());
     }
     let consumers = if subscriptions == 0 {
         0
@@ -248,12 +245,6 @@ pub fn translate(
         }
     }
 
-    if omb.consumer_backlog_size_gb.unwrap_or(0) > 0 {
-        return Err(field(
-            "consumerBacklogSizeGB",
-            "backlog mode (consumers paused until the backlog is built, then drained) is not supported yet; set 0 to run without a backlog (--set consumerBacklogSizeGB=0)".into(),
-        ));
-    }
     if let Some(ratio) = omb.backlog_drain_ratio {
         if !(0.0..=1.0).contains(&ratio) {
             return Err(field(
@@ -261,6 +252,33 @@ pub fn translate(
                 format!("{ratio} must be between 0.0 and 1.0"),
             ));
         }
+    }
+    match omb.consumer_backlog_size_gb.unwrap_or(0) {
+        gb if gb < 0 => {
+            return Err(field(
+                "consumerBacklogSizeGB",
+                format!("{gb} must not be negative; 0 runs without a backlog"),
+            ))
+        }
+        0 => {}
+        _ if consumers == 0 => {
+            return Err(field(
+                "consumerBacklogSizeGB",
+                "a backlog needs consumers to drain it, but this workload has none; set subscriptionsPerTopic and consumerPerSubscription to 1 or more, or consumerBacklogSizeGB: 0".into(),
+            ))
+        }
+        gb if !sets("backlog") => {
+            let ratio = omb.backlog_drain_ratio.unwrap_or(1.0);
+            let mut backlog = Mapping::new();
+            backlog.insert("size".into(), Value::from(format!("{gb}GiB")));
+            backlog.insert("drain_ratio".into(), Value::from(ratio));
+            out.insert("backlog".into(), Value::Object(backlog));
+            notes.push(format!(
+                "backlog mode: consumers pause after the warm-up until {gb} GiB wait, then resume while producers go on at the same rate (as OMB); the window lasts until {}% of it is drained, and testDurationMinutes more",
+                ratio * 100.0
+            ));
+        }
+        _ => {}
     }
 
     match omb.test_duration_minutes {

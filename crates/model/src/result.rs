@@ -332,6 +332,40 @@ pub struct Summary {
     pub client_bound: bool,
     /// Things the reader must know to interpret the numbers.
     pub notes: Vec<String>,
+    /// How the backlog of backlog mode was built and drained; None without backlog mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backlog: Option<BacklogReport>,
+}
+
+/// Backlog mode as it went: consumers paused at `paused_s`, resumed at `resumed_s` with
+/// `built_messages` waiting, the backlog drained at `drained_s` (times in seconds since the
+/// start of warm-up).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BacklogReport {
+    /// The size asked for, bytes.
+    pub size_bytes: u64,
+    pub paused_s: f64,
+    /// None when the run ended before the backlog was built.
+    pub resumed_s: Option<f64>,
+    /// Messages waiting (acknowledged × subscriptions − received) when consumers resumed.
+    pub built_messages: u64,
+    pub built_bytes: u64,
+    /// Messages that may still wait for the backlog to count as drained.
+    pub drained_at_messages: u64,
+    /// None when the run ended before the backlog was drained.
+    pub drained_s: Option<f64>,
+    /// Messages received per second between resuming and the drained mark, all consumers.
+    pub drain_received_per_s: Option<f64>,
+}
+
+impl BacklogReport {
+    pub fn build_s(&self) -> Option<f64> {
+        self.resumed_s.map(|r| r - self.paused_s)
+    }
+
+    pub fn drain_s(&self) -> Option<f64> {
+        Some(self.drained_s? - self.resumed_s?)
+    }
 }
 
 impl Summary {

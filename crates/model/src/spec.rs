@@ -845,12 +845,31 @@ mod tests {
             .unwrap()
             .workload;
         assert_eq!(w.rate, Rate::PerSecond(300.0));
+        // Several subscriptions per topic, each with its consumers.
+        let f = file(&OMB.replace("subscriptionsPerTopic: 1", "subscriptionsPerTopic: 3"));
+        let w = load_specs(Some(&f.0), None, &[]).unwrap().workload;
+        assert_eq!((w.subscriptions_per_topic, w.consumers_per_topic), (3, 3));
+        // Backlog mode: OMB's GB are GiB; the drain ratio comes along.
+        let f = file(&OMB.replace(
+            "consumerBacklogSizeGB: 0",
+            "consumerBacklogSizeGB: 8\nbacklogDrainRatio: 0.5",
+        ));
+        let specs = load_specs(Some(&f.0), None, &[]).unwrap();
+        let backlog = specs.workload.backlog.unwrap();
+        assert_eq!(backlog.size_bytes, 8 << 30);
+        assert_eq!(backlog.drain_ratio, 0.5);
+        assert!(specs.notes.iter().any(|n| n.contains("backlog mode")));
+        let w = load_specs(Some(&f.0), None, &["consumerBacklogSizeGB=0".into()])
+            .unwrap()
+            .workload;
+        assert!(w.backlog.is_none());
         let e = error(
-            &OMB.replace("consumerBacklogSizeGB: 0", "consumerBacklogSizeGB: 8"),
+            &OMB.replace("consumerBacklogSizeGB: 0", "consumerBacklogSizeGB: 8")
+                .replace("subscriptionsPerTopic: 1", "subscriptionsPerTopic: 0"),
             &[],
         );
         assert!(
-            e.contains("`consumerBacklogSizeGB`") && e.contains("not supported yet"),
+            e.contains("`consumerBacklogSizeGB`") && e.contains("needs consumers"),
             "{e}"
         );
         let e = error(

@@ -115,6 +115,40 @@ pub fn format_nanos(nanos: u64) -> String {
     }
 }
 
+/// Formats a size for people in binary units: `512 B`, `1.5 KiB`, `64.0 MiB`, `8.00 GiB`.
+pub fn format_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    if bytes < 1024 {
+        format!("{bytes} B")
+    } else if bytes < 1 << 20 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else if bytes < 1 << 30 {
+        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    } else {
+        format!("{:.2} GiB", b / (1u64 << 30) as f64)
+    }
+}
+
+/// Formats a size the way it was most likely written: a whole number of the largest binary
+/// or decimal unit that divides it (`8 GiB`, `3 MB`), else as [`format_bytes`].
+pub fn format_bytes_given(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 6] = [
+        (1 << 30, "GiB"),
+        (1_000_000_000, "GB"),
+        (1 << 20, "MiB"),
+        (1_000_000, "MB"),
+        (1 << 10, "KiB"),
+        (1_000, "KB"),
+    ];
+    match UNITS
+        .iter()
+        .find(|(unit, _)| bytes > 0 && bytes.is_multiple_of(*unit))
+    {
+        Some((unit, name)) => format!("{} {name}", bytes / unit),
+        None => format_bytes(bytes),
+    }
+}
+
 /// Formats a count per second for people: `950`, `12.3K`, `2.05M`.
 pub fn format_rate(per_second: f64) -> String {
     if per_second < 1e4 {
@@ -129,6 +163,17 @@ pub fn format_rate(per_second: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_for_people() {
+        assert_eq!(format_bytes(512), "512 B");
+        assert_eq!(format_bytes(1536), "1.5 KiB");
+        assert_eq!(format_bytes(64 << 20), "64.0 MiB");
+        assert_eq!(format_bytes(8 << 30), "8.00 GiB");
+        assert_eq!(format_bytes_given(8 << 30), "8 GiB");
+        assert_eq!(format_bytes_given(3_000_000), "3 MB");
+        assert_eq!(format_bytes_given(1500), "1.5 KiB");
+    }
 
     #[test]
     fn sizes() {

@@ -93,6 +93,9 @@ fn default_ratio() -> f64 {
 fn is_one(ratio: &f64) -> bool {
     *ratio == 1.0
 }
+fn is_one_u32(n: &u32) -> bool {
+    *n == 1
+}
 
 /// Target send rate over all producers.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -126,6 +129,41 @@ impl Scalar {
     }
 }
 
+/// Backlog mode as written: consumers paused once the warm-up is over until `size` of messages
+/// wait for them, then resumed (producers go on at the same rate); the window then lasts until
+/// `drain_ratio` of the backlog is drained, and `duration` more.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBacklog {
+    pub size: Scalar,
+    pub drain_ratio: Option<f64>,
+}
+
+/// Backlog mode (OMB's `consumerBacklogSizeGB` and `backlogDrainRatio`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Backlog {
+    /// Bytes of messages waiting for consumers (acknowledged × subscriptions − received,
+    /// times `message_size`, over all topics) at which consumers resume.
+    pub size_bytes: u64,
+    /// Share of the built backlog that must be drained before the last `duration` of the
+    /// window starts: drained when at most max(1000 messages, (1 − drain_ratio) × the backlog
+    /// asked for) wait (OMB's rule). 0 skips the wait.
+    pub drain_ratio: f64,
+}
+
+impl Backlog {
+    /// Messages the backlog holds when built, for messages of `message_size` bytes.
+    pub fn messages(&self, message_size: u64) -> u64 {
+        self.size_bytes / message_size.max(1)
+    }
+
+    /// The most messages that may still wait for the backlog to count as drained.
+    pub fn drained_at(&self, message_size: u64) -> u64 {
+        let left = ((1.0 - self.drain_ratio) * self.messages(message_size) as f64) as u64;
+        left.max(1000)
+    }
+}
+
 /// The workload as written in the file; every field optional, unknown fields rejected.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -135,6 +173,7 @@ pub struct RawWorkload {
     pub partitions_per_topic: Option<u32>,
     pub producers_per_topic: Option<u32>,
     pub consumers_per_topic: Option<u32>,
+    pub subscriptions_per_topic: Option<u32>,
     pub message_size: Option<Scalar>,
     pub keys: Option<KeyDistribution>,
     pub payload: Option<Payload>,
@@ -146,6 +185,7 @@ pub struct RawWorkload {
     pub schedule_resolution: Option<Scalar>,
     pub max_in_flight: Option<u32>,
     pub seed: Option<u64>,
+    pub backlog: Option<RawBacklog>,
 }
 
 /// Top-level workload field names, used to route `--set` overrides to the workload file.
@@ -155,6 +195,7 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "partitions_per_topic",
     "producers_per_topic",
     "consumers_per_topic",
+    "subscriptions_per_topic",
     "message_size",
     "keys",
     "payload",
@@ -166,6 +207,7 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "schedule_resolution",
     "max_in_flight",
     "seed",
+    "backlog",
 ];
 
 /// A validated workload with every default filled in.
@@ -179,6 +221,11 @@ pub struct Workload {
     pub producers_per_topic: u32,
     /// Consumers in one group per topic; 0 means produce only.
     pub consumers_per_topic: u32,
+    /// Independent subscriptions of each topic, each receiving every message once, with
+    /// `consumers_per_topic` consumers each: Kafka consumer groups, RabbitMQ queues, NATS
+    /// durable consumers.
+    #[serde(skip_serializing_if = "is_one_u32")]
+    pub subscriptions_per_topic: u32,
     /// Size of each message in bytes, envelope header included (random payloads).
     pub message_size: u64,
     pub keys: KeyDistribution,
@@ -203,6 +250,9 @@ pub struct Workload {
     pub max_in_flight: u32,
     /// Seed for random payloads, keys and Poisson gaps (reproducible runs).
     pub seed: u64,
+    /// Backlog mode; None runs consumers throughout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backlog: Option<Backlog>,
 }
 
 /// Serializes durations as text such as "5s" so that a manifest reads like the workload file.
@@ -278,6 +328,12 @@ impl RawWorkload {
             positive("partitions_per_topic", self.partitions_per_topic, 1, 1)?;
         let producers_per_topic = positive("producers_per_topic", self.producers_per_topic, 1, 1)?;
         let consumers_per_topic = positive("consumers_per_topic", self.consumers_per_topic, 1, 0)?;
+        let subscriptions_per_topic = positive(
+            "subscriptions_per_topic",
+            self.subscriptions_per_topic,
+            1,
+            1,
+        )?;
         let payload = self.payload.unwrap_or(Payload::Random {
             pool: 1000,
             random_ratio: 1.0,
@@ -357,12 +413,17 @@ impl RawWorkload {
             ));
         }
         let max_in_flight = positive("max_in_flight", self.max_in_flight, 100_000, 1)?;
+        let backlog = match &self.backlog {
+            None => None,
+            Some(raw) => Some(backlog(raw, consumers_per_topic, message_size)?),
+        };
         Ok(Workload {
             name,
             topics,
             partitions_per_topic,
             producers_per_topic,
             consumers_per_topic,
+            subscriptions_per_topic,
             message_size,
             keys: self.keys.unwrap_or(KeyDistribution::None),
             payload,
@@ -374,8 +435,45 @@ impl RawWorkload {
             schedule_resolution,
             max_in_flight,
             seed: self.seed.unwrap_or(0x6272_6f6b_6572),
+            backlog,
         })
     }
+}
+
+fn backlog(
+    raw: &RawBacklog,
+    consumers_per_topic: u32,
+    message_size: u64,
+) -> Result<Backlog, FieldError> {
+    let size_bytes =
+        parse_bytes(&raw.size.text()).map_err(|m| FieldError::new("backlog.size", m))?;
+    if size_bytes < message_size {
+        return Err(FieldError::new(
+            "backlog.size",
+            format!(
+                "{size_bytes} B holds no message of {message_size} B; give a size such as 1GiB"
+            ),
+        ));
+    }
+    let drain_ratio = raw.drain_ratio.unwrap_or(1.0);
+    if !(0.0..=1.0).contains(&drain_ratio) {
+        return Err(FieldError::new(
+            "backlog.drain_ratio",
+            format!(
+                "{drain_ratio} must be between 0 (do not wait for the drain) and 1 (drain it all)"
+            ),
+        ));
+    }
+    if consumers_per_topic == 0 {
+        return Err(FieldError::new(
+            "backlog",
+            "a backlog is built for consumers and drained by them, but consumers_per_topic is 0; set consumers_per_topic: 1 or remove backlog",
+        ));
+    }
+    Ok(Backlog {
+        size_bytes,
+        drain_ratio,
+    })
 }
 
 impl<'de> Deserialize<'de> for Workload {
@@ -460,6 +558,42 @@ mod tests {
         assert_eq!(json["schedule_resolution"], "250us");
         assert_eq!(json["warmup"], "1500ms");
         assert_eq!(json["duration"], "30s");
+    }
+
+    #[test]
+    fn backlog_sizes_and_drain_level() {
+        let w = parse("message_size: 1KiB\nbacklog: {size: 1MiB, drain_ratio: 0.5}").unwrap();
+        let b = w.backlog.unwrap();
+        assert_eq!(b.size_bytes, 1 << 20);
+        assert_eq!(b.messages(w.message_size), 1024);
+        // Half of 1,024 messages may remain, but never fewer than OMB's 1,000.
+        assert_eq!(b.drained_at(w.message_size), 1000);
+        let b = parse("message_size: 100B\nbacklog: {size: 1MB, drain_ratio: 0.9}")
+            .unwrap()
+            .backlog
+            .unwrap();
+        assert_eq!(b.drained_at(100), 1000);
+        let b = parse("backlog: {size: 10MB, drain_ratio: 0.5}")
+            .unwrap()
+            .backlog
+            .unwrap();
+        assert_eq!(b.drained_at(100), 50_000);
+        assert_eq!(
+            parse("backlog: {size: 1MB}")
+                .unwrap()
+                .backlog
+                .unwrap()
+                .drain_ratio,
+            1.0
+        );
+        assert!(parse("{}").unwrap().backlog.is_none());
+        let e = parse("backlog: {size: 1MB, drain_ratio: 2}").unwrap_err();
+        assert_eq!(e.field, "backlog.drain_ratio");
+        let e = parse("backlog: {size: 10B}").unwrap_err();
+        assert_eq!(e.field, "backlog.size");
+        let e = parse("consumers_per_topic: 0\nbacklog: {size: 1MB}").unwrap_err();
+        assert_eq!(e.field, "backlog");
+        assert!(e.message.contains("consumers_per_topic"), "{}", e.message);
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub struct NatsDriver {
     requests: u64,
     streams: Vec<String>,
     partitions: u32,
+    /// Durable consumers per stream (the workload's `subscriptions_per_topic`).
+    subscriptions: u32,
     version: Option<String>,
 }
 
@@ -48,6 +50,7 @@ impl NatsDriver {
             requests: 0,
             streams: Vec::new(),
             partitions: 1,
+            subscriptions: 1,
             version: None,
         }
     }
@@ -145,6 +148,33 @@ impl NatsDriver {
     }
 }
 
+/// Streams of `replicas` replicas need a JetStream cluster of as many servers: said at connect,
+/// before anything is created. A server's INFO names its cluster, if it is in one, and lists
+/// the client addresses of the servers it knows (`connect_urls`).
+fn check_replicas(replicas: u32, info: &serde_json::Value) -> Result<(), DriverError> {
+    if replicas <= 1 {
+        return Ok(());
+    }
+    let servers = match info.get("cluster").and_then(|c| c.as_str()) {
+        None => 1,
+        Some(_) => info
+            .get("connect_urls")
+            .and_then(|u| u.as_array())
+            .map_or(1, |u| u.len().max(1)),
+    };
+    if replicas as usize <= servers {
+        return Ok(());
+    }
+    let what = if servers == 1 {
+        "this server is not in a cluster".to_string()
+    } else {
+        format!("this server's cluster lists {servers} servers")
+    };
+    Err(DriverError::Unsatisfiable(format!(
+        "field `replicas` (OMB's replicationFactor): {replicas} replicas need a JetStream cluster of at least {replicas} servers, and {what}; to run here: --set replicas={servers}"
+    )))
+}
+
 /// A subscription's durable consumer name.
 fn durable(stream: &str, subscription: u32) -> String {
     format!("{stream}-s{subscription}")
@@ -172,6 +202,7 @@ impl Driver for NatsDriver {
                 self.url
             )));
         }
+        check_replicas(self.config.replicas, &admin.info)?;
         self.version = admin
             .info
             .get("version")
@@ -191,6 +222,7 @@ impl Driver for NatsDriver {
             self.connect()?;
         }
         self.partitions = topology.partitions_per_topic.max(1);
+        self.subscriptions = topology.subscriptions_per_topic.max(1);
         for topic in 0..topology.topics {
             let name = self.stream_name(topology, topic);
             let mut stream = serde_json::json!({
@@ -208,11 +240,12 @@ impl Driver for NatsDriver {
             }
             self.request(&format!("$JS.API.STREAM.CREATE.{name}"), &stream)?;
             self.streams.push(name.clone());
-            if topology.consumers_per_topic > 0 {
+            for subscription in (0..self.subscriptions).filter(|_| topology.consumers_per_topic > 0)
+            {
                 let consumer = serde_json::json!({
                     "stream_name": name,
                     "config": {
-                        "durable_name": durable(&name, 0),
+                        "durable_name": durable(&name, subscription),
                         "deliver_policy": "all",
                         "ack_policy": match self.config.ack_policy { AckPolicy::Explicit => "explicit", AckPolicy::None => "none" },
                         "ack_wait": 30_000_000_000u64,
@@ -223,7 +256,7 @@ impl Driver for NatsDriver {
                 self.request(
                     &format!(
                         "$JS.API.CONSUMER.DURABLE.CREATE.{name}.{}",
-                        durable(&name, 0)
+                        durable(&name, subscription)
                     ),
                     &consumer,
                 )?;
@@ -259,6 +292,10 @@ impl Driver for NatsDriver {
         )))
     }
 
+    fn subscriptions_per_topic(&self) -> u32 {
+        self.subscriptions
+    }
+
     fn broker_drop_policy(&self) -> Option<String> {
         self.config.drop_policy()
     }
@@ -282,5 +319,28 @@ impl Driver for NatsDriver {
         } else {
             Err(DriverError::Other(failed.join("; ")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replicas_beyond_the_cluster_are_refused_at_connect() {
+        let alone = serde_json::json!({"jetstream": true});
+        assert!(check_replicas(1, &alone).is_ok());
+        let e = check_replicas(3, &alone).unwrap_err().to_string();
+        assert!(
+            e.contains("not in a cluster") && e.contains("--set replicas=1"),
+            "{e}"
+        );
+        let three = serde_json::json!({"cluster": "c", "connect_urls": ["a:1", "b:1", "c:1"]});
+        assert!(check_replicas(3, &three).is_ok());
+        let e = check_replicas(5, &three).unwrap_err().to_string();
+        assert!(
+            e.contains("lists 3 servers") && e.contains("--set replicas=3"),
+            "{e}"
+        );
     }
 }

@@ -3,8 +3,10 @@
 
 use std::fmt::Write as _;
 
-use brokerbench_model::units::format_nanos;
-use brokerbench_model::{ConsumerShare, Integrity, LatencySummary, RunStatus, Summary};
+use brokerbench_model::units::{format_bytes, format_bytes_given, format_nanos};
+use brokerbench_model::{
+    BacklogReport, ConsumerShare, Integrity, LatencySummary, RunStatus, Summary,
+};
 
 /// Width of the label column of every line.
 const LABEL: usize = 13;
@@ -134,6 +136,51 @@ fn consumers_line(out: &mut String, consumers: &[ConsumerShare]) {
     }
 }
 
+/// Backlog mode: how much was built, when, and how fast it drained.
+pub(crate) fn backlog_text(b: &BacklogReport) -> String {
+    let mut out = String::new();
+    match (b.resumed_s, b.build_s()) {
+        (Some(resumed), Some(build)) => {
+            let _ = write!(
+                out,
+                "built {} messages ({}) in {build:.1} s, consumers paused {:.1}–{resumed:.1} s",
+                group_thousands(b.built_messages),
+                format_bytes(b.built_bytes),
+                b.paused_s
+            );
+        }
+        _ => {
+            let _ = write!(
+                out,
+                "not built: {} never waited (consumers paused from {:.1} s)",
+                format_bytes_given(b.size_bytes),
+                b.paused_s
+            );
+        }
+    }
+    match (b.drain_s(), b.drained_s) {
+        (Some(drain), Some(at)) => {
+            let _ = write!(out, "; drained in {drain:.1} s (at {at:.1} s)");
+            if let Some(rate) = b.drain_received_per_s {
+                let _ = write!(
+                    out,
+                    ", consumers received {} msg/s",
+                    format_count_rate(rate)
+                );
+            }
+        }
+        _ if b.resumed_s.is_some() => {
+            let _ = write!(
+                out,
+                "; not drained to {} messages",
+                group_thousands(b.drained_at_messages)
+            );
+        }
+        _ => {}
+    }
+    out
+}
+
 /// Renders the end-of-run summary for a terminal.
 pub fn terminal_summary(summary: &Summary) -> String {
     let mut out = String::new();
@@ -172,6 +219,9 @@ pub fn terminal_summary(summary: &Summary) -> String {
         );
     }
     out.push('\n');
+    if let Some(backlog) = &summary.backlog {
+        let _ = writeln!(out, "{:<LABEL$}{}", "backlog", backlog_text(backlog));
+    }
 
     let latency = &summary.latency;
     let rows = [

@@ -96,5 +96,6 @@ pub(crate) fn summary() -> Summary {
         broker_metrics: None,
         client_bound: false,
         notes: Vec::new(),
+        backlog: None,
     }
 }

@@ -79,6 +79,7 @@ fn summary(status: RunStatus) -> Summary {
         broker_metrics: None,
         client_bound: false,
         notes: vec![],
+        backlog: None,
     }
 }
 

@@ -16,6 +16,7 @@ pub(super) struct Collected {
     /// acknowledged message: how many they received in the drain's last one to two seconds
     /// (more than 0: still receiving, so some of what is missing may only be late).
     pub(super) drain_cut_off: Option<u64>,
+    pub(super) backlog: Option<BacklogReport>,
 }
 
 /// Messages received (unique, all consumers) at one-second marks during the drain, to tell
@@ -90,6 +91,7 @@ pub(super) fn collect(
     let mut measurement_end_ns = times.measure_end_ns;
     let mut drain_progress = DrainProgress::default();
     let mut drain_cut_off = None;
+    let mut backlog = BacklogControl::new(workload, times.start_ns);
     observer.phase_started(Phase::Warmup, times.start_ns);
     loop {
         let all_done = progress.iter().all(|&p| p == u64::MAX);
@@ -127,14 +129,21 @@ pub(super) fn collect(
         if phase == Phase::Warmup && now >= times.warmup_end_ns {
             phase = Phase::Measurement;
             cpu_start = Some(rusage());
+            if let Some(backlog) = &mut backlog {
+                backlog.window_opened(shared, now);
+            }
             observer.phase_started(phase, times.warmup_end_ns);
         }
         let producers_done = producers.iter().all(Option::is_some);
-        if phase != Phase::Drain && (now >= times.measure_end_ns || producers_done) {
+        let measure_end_ns = shared.measure_end();
+        if phase != Phase::Drain && (now >= measure_end_ns || producers_done) {
             if phase == Phase::Measurement {
                 cpu = cpu_start.map(|start| (start, rusage()));
             }
-            measurement_end_ns = now.min(times.measure_end_ns).max(times.warmup_end_ns);
+            if let Some(backlog) = &mut backlog {
+                backlog.window_closed(shared);
+            }
+            measurement_end_ns = now.min(measure_end_ns).max(times.warmup_end_ns);
             phase = Phase::Drain;
             drain_started_ns = Some(now);
             observer.phase_started(phase, now);
@@ -181,11 +190,7 @@ pub(super) fn collect(
             let row_start = times.start_ns + next_row * SECOND_NS;
             let row_phase = if row_start < times.warmup_end_ns {
                 Phase::Warmup
-            } else if row_start
-                < drain_started_ns
-                    .unwrap_or(u64::MAX)
-                    .min(times.measure_end_ns)
-            {
+            } else if row_start < drain_started_ns.unwrap_or(u64::MAX).min(measure_end_ns) {
                 Phase::Measurement
             } else {
                 Phase::Drain
@@ -215,6 +220,11 @@ pub(super) fn collect(
                 schedule_lag: interval.schedule_lag.into_histogram(),
                 schedule_lag_max_ns: interval.schedule_lag_max_ns,
             };
+            if let (Some(backlog), Phase::Measurement, Some(waiting)) =
+                (&mut backlog, row_phase, row.backlog)
+            {
+                backlog.row(shared, waiting, received_so_far, row_end, now);
+            }
             observer.interval(&row);
             next_row += 1;
         }
@@ -232,6 +242,7 @@ pub(super) fn collect(
         cpu,
         measurement_end_ns,
         drain_cut_off,
+        backlog: backlog.map(BacklogControl::report),
     }
 }
 

@@ -38,6 +38,9 @@ pub(super) fn consumer_loop(
     let mut started = false;
     let clock = shared.clock;
     let floor = shared.run_floor_ns;
+    // Backlog mode: whether this consumer is paused, and whether it is polled meanwhile.
+    let mut paused = false;
+    let mut polled_while_paused = false;
     while !shared.consumers_stop.load(Ordering::Relaxed) {
         if !started {
             if let Some(times) = shared.times.get() {
@@ -46,6 +49,27 @@ pub(super) fn consumer_loop(
                 }
                 started = true;
             }
+        }
+        if started {
+            let end = shared.measure_end();
+            for recorder in &mut recorders {
+                recorder.follow_end(end);
+            }
+        }
+        let pause = shared.consumers_paused.load(Ordering::Relaxed);
+        if pause != paused {
+            polled_while_paused = task.consumer.pause(pause);
+            paused = pause;
+        }
+        if paused && !polled_while_paused {
+            // Not polled: what the client has prefetched waits in it; seconds still roll so
+            // that rows are not held up.
+            std::thread::sleep(Duration::from_millis(20));
+            let now = clock.now_ns();
+            for recorder in &mut recorders {
+                recorder.roll(now);
+            }
+            continue;
         }
         let result = task
             .consumer

@@ -2,11 +2,13 @@
 //! collect one-second intervals while the phases pass, drain, reconcile the ledger and
 //! summarize. Each task has its file: [`producer`], [`consumer`], [`collect`], [`summary`].
 
+mod backlog;
 mod collect;
 mod consumer;
 mod producer;
 mod summary;
 
+use backlog::*;
 use collect::*;
 use consumer::*;
 use producer::*;
@@ -25,8 +27,8 @@ use brokerbench_driver::{
     ConsumerSlot, Driver, DriverError, Envelope, OutgoingMessage, Producer, SendError, Topology,
 };
 use brokerbench_model::{
-    ClientCost, ConsumerShare, Counts, IntervalRow, Latencies, LatencySummary, Phase, Rate,
-    RunObserver, RunStatus, Summary, Throughput, WindowHistograms, Workload,
+    BacklogReport, ClientCost, ConsumerShare, Counts, IntervalRow, Latencies, LatencySummary,
+    Phase, Rate, RunObserver, RunStatus, Summary, Throughput, WindowHistograms, Workload,
 };
 
 use crate::ledger::{reconcile, SubscriptionLedger};
@@ -39,6 +41,9 @@ use crate::schedule::Schedule;
 use brokerbench_driver::Clock;
 
 const SECOND_NS: u64 = 1_000_000_000;
+/// The end of a window not known yet (backlog mode): far enough to never come, small enough
+/// that adding a grace period cannot overflow.
+const OPEN_END_NS: u64 = u64::MAX / 4;
 /// How long consumers may take to get their partitions or queues before the run gives up.
 const CONSUMER_READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// A row is written once every task has reported it, or this long after it ended.
@@ -96,6 +101,11 @@ struct Shared {
     stop: Arc<AtomicBool>,
     /// Tells consumers the drain is over.
     consumers_stop: AtomicBool,
+    /// Backlog mode: consumers hold off while set.
+    consumers_paused: AtomicBool,
+    /// End of the measurement window, ns since the UNIX epoch: `Times::measure_end_ns`, or
+    /// [`OPEN_END_NS`] in backlog mode until the backlog is drained.
+    measure_end_ns: AtomicU64,
     /// Partitions or queues assigned, per consumer task.
     assigned: Vec<AtomicUsize>,
     /// Distinct messages received, per consumer task.
@@ -106,6 +116,11 @@ struct Shared {
 }
 
 impl Shared {
+    #[inline]
+    fn measure_end(&self) -> u64 {
+        self.measure_end_ns.load(Ordering::Relaxed)
+    }
+
     fn drain_deadline(&self, from_ns: u64) -> u64 {
         let drain = if self.stop.load(Ordering::Relaxed) {
             self.drain_timeout.min(INTERRUPTED_DRAIN)
@@ -131,6 +146,7 @@ pub fn run(
         topics: workload.topics,
         partitions_per_topic: workload.partitions_per_topic,
         consumers_per_topic: workload.consumers_per_topic,
+        subscriptions_per_topic: workload.subscriptions_per_topic,
     };
     let payload = SharedPayload::prepare(&workload.payload, workload.message_size, workload.seed)?;
     driver.prepare(&topology)?;
@@ -202,6 +218,8 @@ fn run_prepared(
         times: OnceLock::new(),
         stop: control.stop.clone(),
         consumers_stop: AtomicBool::new(false),
+        consumers_paused: AtomicBool::new(false),
+        measure_end_ns: AtomicU64::new(OPEN_END_NS),
         assigned: (0..consumer_count).map(|_| AtomicUsize::new(0)).collect(),
         unique: (0..consumer_count).map(|_| AtomicU64::new(0)).collect(),
         run_floor_ns,
@@ -249,8 +267,15 @@ fn run_prepared(
     let times = Times {
         start_ns,
         warmup_end_ns: start_ns + workload.warmup.as_nanos() as u64,
-        measure_end_ns: start_ns + (workload.warmup + workload.duration).as_nanos() as u64,
+        measure_end_ns: if workload.backlog.is_some() {
+            OPEN_END_NS
+        } else {
+            start_ns + (workload.warmup + workload.duration).as_nanos() as u64
+        },
     };
+    shared
+        .measure_end_ns
+        .store(times.measure_end_ns, Ordering::Relaxed);
     shared.times.set(times).expect("times are set once");
     let rate_per_producer = workload.rate_per_producer();
     for (id, topic, producer, body) in producers {

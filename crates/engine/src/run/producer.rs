@@ -36,19 +36,21 @@ impl ProducerTask {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
+            let measure_end_ns = self.shared.measure_end();
+            recorder.follow_end(measure_end_ns);
             let (intended, now) = match self.schedule.as_mut() {
                 Some(schedule) => {
                     let intended = schedule.next_ns();
-                    if intended >= times.measure_end_ns {
+                    if intended >= measure_end_ns {
                         break;
                     }
                     let now =
                         wait_until(producer, recorder, clock, intended, stop, self.resolution);
-                    if now >= times.measure_end_ns + BEHIND_SCHEDULE_GRACE_NS {
+                    if now >= measure_end_ns + BEHIND_SCHEDULE_GRACE_NS {
                         // Far behind schedule at the end of the window: what was due and not
                         // sent is counted, not sent late into the drain.
                         let mut not_sent = 1;
-                        while schedule.next_ns() < times.measure_end_ns {
+                        while schedule.next_ns() < measure_end_ns {
                             not_sent += 1;
                         }
                         recorder.not_sent(not_sent);
@@ -73,7 +75,7 @@ impl ProducerTask {
                         poll_acks(producer, recorder, clock, Duration::from_millis(1));
                     }
                     let now = clock.now_ns();
-                    if now >= times.measure_end_ns {
+                    if now >= measure_end_ns {
                         break;
                     }
                     // Closed loop: the intended send time is the actual one.

@@ -27,6 +27,21 @@ pub(super) fn summarize(
     let mut total = Counts::default();
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
     let mut notes = Vec::new();
+    let backlog_report = collected.backlog.clone();
+    if let Some(b) = &backlog_report {
+        if b.resumed_s.is_none() {
+            notes.push(format!(
+                "the backlog never reached {} before the run ended; consumers were paused from {:.1} s on",
+                brokerbench_model::units::format_bytes_given(b.size_bytes),
+                b.paused_s
+            ));
+        } else if b.drained_s.is_none() {
+            notes.push(format!(
+                "the backlog was not drained to {} messages before the run ended",
+                b.drained_at_messages
+            ));
+        }
+    }
     let mut add_errors = |from: &HashMap<String, u64>| {
         for (kind, n) in from {
             *errors.entry(kind.clone()).or_default() += n;
@@ -223,6 +238,7 @@ pub(super) fn summarize(
         broker_metrics: None,
         client_bound: is_client_bound,
         notes,
+        backlog: backlog_report,
     };
     let histograms = WindowHistograms {
         publish,

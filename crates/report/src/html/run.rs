@@ -350,6 +350,15 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
             );
         }
         body.push_str("</div>");
+        if let Ok(backlog) =
+            serde_json::from_value::<brokerbench_model::BacklogReport>(s["backlog"].clone())
+        {
+            let _ = write!(
+                body,
+                "<p class=\"backlog\"><b>Backlog mode</b>: {}.</p>",
+                esc(&crate::terminal::backlog_text(&backlog))
+            );
+        }
         // Notes and errors, where they cannot be missed.
         let notes: Vec<String> = s["notes"]
             .as_array()
