@@ -30,6 +30,9 @@ pub struct MockFaults {
     /// The broker's capacity: at most this many messages per second are acknowledged over
     /// all producers; the rest wait (a saturated broker, for the throughput search).
     pub capacity: Option<f64>,
+    /// Stamp each acknowledgement with its send time, as a client that stamps them on
+    /// arrival would ([`Producer::stamps_acknowledgements`]).
+    pub stamps_acknowledgements: bool,
 }
 
 /// Acknowledgements granted so far against the capacity, since the first send.
@@ -186,7 +189,7 @@ impl Producer for MockProducer {
                     envelope: Envelope::read(&payload).expect("the engine writes envelopes"),
                     sent_ns,
                     bytes: payload.len() as u32,
-                    acknowledged_ns: None,
+                    acknowledged_ns: self.faults.stamps_acknowledgements.then_some(sent_ns),
                     result: Ok(()),
                 });
             }
@@ -203,6 +206,10 @@ impl Producer for MockProducer {
 
     fn confirms(&self) -> bool {
         !self.faults.unconfirmed
+    }
+
+    fn stamps_acknowledgements(&self) -> bool {
+        self.faults.stamps_acknowledgements
     }
 }
 

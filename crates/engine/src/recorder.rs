@@ -44,11 +44,13 @@ impl Times {
     }
 }
 
-/// A task's latencies of one second: the values themselves while they are few, a histogram
-/// once they are many. A task of a many-topic run records a hundred values a second; a
-/// histogram of brokerbench's range and precision is a quarter of a megabyte, and sending and
-/// merging two of them per task per second cost more than the messages did at 100 topics and
-/// ran a 1,000-topic run out of memory. The values go into the same histograms in the end.
+/// A task's latencies of one second, or of its measurement window: the values themselves
+/// while they are few, a histogram once they are many. A task of a many-topic run records a
+/// hundred values a second; a histogram of brokerbench's range and precision is a quarter of a
+/// megabyte, and sending and merging two of them per task per second cost more than the
+/// messages did at 100 topics and ran a 1,000-topic run out of memory; four of them per task
+/// for the window made the client's memory grow with the topics (128 MiB at 100). The values
+/// go into the same histograms in the end.
 #[derive(Debug, Clone)]
 pub(crate) enum Latencies {
     /// Clamped values, at most [`FEW_LATENCIES`].
@@ -104,6 +106,18 @@ impl Latencies {
                 .histogram()
                 .add(&**more)
                 .expect("same histogram bounds"),
+        }
+    }
+
+    /// Adds every value to `histogram`.
+    pub fn add_to(&self, histogram: &mut Histogram<u64>) {
+        match self {
+            Latencies::Few(values) => {
+                for &v in values {
+                    record_clamped(histogram, v);
+                }
+            }
+            Latencies::Many(more) => histogram.add(&**more).expect("same histogram bounds"),
         }
     }
 
@@ -183,9 +197,9 @@ impl Interval {
 /// A producer's final measurements.
 #[derive(Debug)]
 pub(crate) struct ProducerResult {
-    pub publish: Histogram<u64>,
-    pub service_time: Histogram<u64>,
-    pub schedule_lag: Histogram<u64>,
+    pub publish: Latencies,
+    pub service_time: Latencies,
+    pub schedule_lag: Latencies,
     pub window: Counts,
     pub total: Counts,
     pub errors: HashMap<String, u64>,
@@ -199,7 +213,7 @@ pub(crate) struct ConsumerResult {
     pub topic: u32,
     pub subscription: u32,
     pub member: u32,
-    pub end_to_end: Histogram<u64>,
+    pub end_to_end: Latencies,
     pub window: Counts,
     pub total: Counts,
     pub errors: HashMap<String, u64>,
@@ -306,9 +320,9 @@ impl ProducerRecorder {
             times,
             confirms,
             result: ProducerResult {
-                publish: new_histogram(),
-                service_time: new_histogram(),
-                schedule_lag: new_histogram(),
+                publish: Latencies::default(),
+                service_time: Latencies::default(),
+                schedule_lag: Latencies::default(),
                 window: Counts::default(),
                 total: Counts::default(),
                 errors: HashMap::new(),
@@ -345,7 +359,7 @@ impl ProducerRecorder {
             r.window.bytes_sent += bytes as u64;
         }
         if self.times.in_window(intended_ns) {
-            record_clamped(&mut r.schedule_lag, lag);
+            r.schedule_lag.record(lag);
         }
     }
 
@@ -385,8 +399,8 @@ impl ProducerRecorder {
             r.window.bytes_acknowledged += ack.bytes as u64;
         }
         if self.times.in_window(intended) {
-            record_clamped(&mut r.publish, publish);
-            record_clamped(&mut r.service_time, now_ns.saturating_sub(ack.sent_ns));
+            r.publish.record(publish);
+            r.service_time.record(now_ns.saturating_sub(ack.sent_ns));
         }
         r.ledger.acknowledged.insert(ack.envelope.sequence);
     }
@@ -428,7 +442,7 @@ impl ConsumerRecorder {
                 topic: slot.topic,
                 subscription: slot.subscription,
                 member: slot.member,
-                end_to_end: new_histogram(),
+                end_to_end: Latencies::default(),
                 window: Counts::default(),
                 total: Counts::default(),
                 errors: HashMap::new(),
@@ -487,7 +501,7 @@ impl ConsumerRecorder {
             r.window.bytes_received += bytes;
         }
         if self.times.in_window(envelope.intended_ns) {
-            record_clamped(&mut r.end_to_end, e2e);
+            r.end_to_end.record(e2e);
         }
         r.ledger.record(delivery.stream, &envelope);
     }

@@ -361,3 +361,66 @@ fn backlog_mode_interrupted_while_building_still_drains_what_it_can() {
     // Consumers were let go for the drain: what was acknowledged was received.
     assert_eq!(s.total.received, s.total.acknowledged, "{:?}", s.integrity);
 }
+
+/// Threads of this process whose name starts with `prefix`.
+fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with(prefix))
+        .count()
+}
+
+/// Counts, while the run goes, the threads that serve groups of producer tasks and those of
+/// single tasks (other tests of this binary may add to the second, never to the first).
+#[derive(Default)]
+struct ProducerThreads(usize, usize);
+
+impl RunObserver for ProducerThreads {
+    fn interval(&mut self, _row: &IntervalRow) {
+        self.0 = self.0.max(threads_named("producers-"));
+        self.1 = self.1.max(threads_named("producer-"));
+    }
+}
+
+#[test]
+fn many_producer_tasks_share_a_few_threads_and_keep_their_own_counts() {
+    // 20 topics with a producer each, on 3 threads.
+    let w = workload(
+        "topics: 20\nrate: 4000\nwarmup: 1s\nduration: 2s\ndrain_timeout: 2s\nproducer_threads: 3",
+    );
+    let faults = MockFaults {
+        stamps_acknowledgements: true,
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let mut threads = ProducerThreads::default();
+    let out = run(&w, &mut driver, &mut threads, &control()).unwrap();
+    let s = &out.summary;
+    assert_eq!(threads.0, 3, "20 producer tasks on 3 threads");
+    assert!(
+        s.integrity.is_clean() && s.integrity.checked,
+        "{:?}",
+        s.integrity
+    );
+    assert_eq!(s.total.sent, 12_000, "3 s at 4,000 msg/s");
+    assert_eq!(s.total.received, s.total.sent);
+    assert!(
+        (s.throughput.acknowledged_per_s - 4000.0).abs() < 100.0,
+        "{:?}",
+        s.throughput
+    );
+    // Sends keep their schedule: the thread sends each task's messages when due.
+    assert!(
+        s.latency.schedule_lag.p99_ns < 20_000_000,
+        "{:?}",
+        s.latency.schedule_lag
+    );
+    // A client that does not stamp acknowledgements keeps a thread per task.
+    let mut driver = MockDriver::new(MockFaults::default(), 1);
+    let mut threads = ProducerThreads::default();
+    let w = workload("topics: 6\nrate: 600\nwarmup: 0s\nduration: 2s\nproducer_threads: 2");
+    run(&w, &mut driver, &mut threads, &control()).unwrap();
+    assert_eq!(threads.0, 0, "no grouped threads");
+    assert!(threads.1 >= 6, "a thread per task: {}", threads.1);
+}

@@ -96,6 +96,11 @@ fn is_one(ratio: &f64) -> bool {
 fn is_one_u32(n: &u32) -> bool {
     *n == 1
 }
+/// Default of `producer_threads`.
+pub const DEFAULT_PRODUCER_THREADS: u32 = 4;
+fn is_default_producer_threads(n: &u32) -> bool {
+    *n == DEFAULT_PRODUCER_THREADS
+}
 
 /// Target send rate over all producers.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -184,6 +189,7 @@ pub struct RawWorkload {
     pub drain_timeout: Option<Scalar>,
     pub schedule_resolution: Option<Scalar>,
     pub max_in_flight: Option<u32>,
+    pub producer_threads: Option<u32>,
     pub seed: Option<u64>,
     pub backlog: Option<RawBacklog>,
 }
@@ -206,6 +212,7 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "drain_timeout",
     "schedule_resolution",
     "max_in_flight",
+    "producer_threads",
     "seed",
     "backlog",
 ];
@@ -248,6 +255,11 @@ pub struct Workload {
     pub schedule_resolution: Duration,
     /// Messages in flight per producer at most, in max-rate mode.
     pub max_in_flight: u32,
+    /// Threads the producer tasks of an open-loop run share at most, when their client stamps
+    /// acknowledgements as they arrive (Kafka); each thread sends its tasks' messages in
+    /// intended-time order. Fewer tasks than this: a thread each.
+    #[serde(skip_serializing_if = "is_default_producer_threads")]
+    pub producer_threads: u32,
     /// Seed for random payloads, keys and Poisson gaps (reproducible runs).
     pub seed: u64,
     /// Backlog mode; None runs consumers throughout.
@@ -413,6 +425,12 @@ impl RawWorkload {
             ));
         }
         let max_in_flight = positive("max_in_flight", self.max_in_flight, 100_000, 1)?;
+        let producer_threads = positive(
+            "producer_threads",
+            self.producer_threads,
+            DEFAULT_PRODUCER_THREADS,
+            1,
+        )?;
         let backlog = match &self.backlog {
             None => None,
             Some(raw) => Some(backlog(raw, consumers_per_topic, message_size)?),
@@ -434,6 +452,7 @@ impl RawWorkload {
             drain_timeout,
             schedule_resolution,
             max_in_flight,
+            producer_threads,
             seed: self.seed.unwrap_or(0x6272_6f6b_6572),
             backlog,
         })

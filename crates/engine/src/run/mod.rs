@@ -6,12 +6,14 @@ mod backlog;
 mod collect;
 mod consumer;
 mod producer;
+mod producer_group;
 mod summary;
 
 use backlog::*;
 use collect::*;
 use consumer::*;
 use producer::*;
+use producer_group::*;
 use summary::*;
 
 pub use summary::{complete, Measured};
@@ -278,6 +280,13 @@ fn run_prepared(
         .store(times.measure_end_ns, Ordering::Relaxed);
     shared.times.set(times).expect("times are set once");
     let rate_per_producer = workload.rate_per_producer();
+    // Open-loop tasks whose client stamps acknowledgements share at most `producer_threads`
+    // threads; otherwise each task has its own.
+    let threads = workload.producer_threads.max(1) as usize;
+    let grouped = rate_per_producer.is_some()
+        && producers.len() > threads
+        && producers.iter().all(|p| p.2.stamps_acknowledgements());
+    let mut groups: Vec<Vec<ProducerTask>> = (0..threads).map(|_| Vec::new()).collect();
     for (id, topic, producer, body) in producers {
         let schedule = rate_per_producer.map(|rate| {
             // Stagger producers evenly inside one gap so that they do not send in bursts together.
@@ -308,11 +317,27 @@ fn run_prepared(
             recorder,
             shared: shared.clone(),
         };
+        if grouped {
+            groups[id as usize % threads].push(task);
+            continue;
+        }
         handles.push((
             "producer",
             std::thread::Builder::new()
                 .name(format!("producer-{id}"))
                 .spawn(move || task.run())
+                .expect("spawn producer thread"),
+        ));
+    }
+    for (n, tasks) in groups.into_iter().enumerate() {
+        if tasks.is_empty() {
+            continue;
+        }
+        handles.push((
+            "producer",
+            std::thread::Builder::new()
+                .name(format!("producers-{n}"))
+                .spawn(move || ProducerGroup { tasks }.run())
                 .expect("spawn producer thread"),
         ));
     }

@@ -82,46 +82,20 @@ impl ProducerTask {
                     (now, now)
                 }
             };
-            if self.body.fill(&mut message).is_err() {
-                // A data file that cannot be read any more ends this producer, counted as an error.
-                recorder.send_failed("payload_read", clock.now_ns());
-                break;
-            }
-            Envelope {
-                producer: self.id,
-                sequence,
-                intended_ns: intended,
-            }
-            .write(&mut message);
-            sequence += 1;
-            let key = self.keys.next_key();
-            // The first attempt goes out at the time the wait ended (nothing blocks in
-            // between); a retry after backpressure reads the clock again.
-            let mut sent_ns = now;
-            loop {
-                let outgoing = OutgoingMessage {
-                    key,
-                    payload: &message,
-                    sent_ns,
-                };
-                match producer.send(outgoing) {
-                    Ok(()) => {
-                        recorder.sent(sequence - 1, intended, sent_ns, message.len());
-                        break;
-                    }
-                    Err(SendError::Backpressure) => {
-                        // The client's buffer is full: the schedule slips, and the lag shows it.
-                        poll_acks(producer, recorder, clock, Duration::from_millis(1));
-                        if stop.load(Ordering::Relaxed) {
-                            break 'send;
-                        }
-                        sent_ns = clock.now_ns();
-                    }
-                    Err(SendError::Failed(kind)) => {
-                        recorder.send_failed(&kind, clock.now_ns());
-                        break;
-                    }
-                }
+            match send_message(
+                self.id,
+                producer,
+                recorder,
+                &mut self.body,
+                &mut self.keys,
+                &mut message,
+                &mut sequence,
+                (intended, now),
+                clock,
+                stop,
+            ) {
+                SendOutcome::Handed | SendOutcome::Failed => {}
+                SendOutcome::Stopped | SendOutcome::PayloadFailed => break 'send,
             }
             since_poll += 1;
             if since_poll >= 64 {
@@ -141,6 +115,76 @@ impl ProducerTask {
         recorder.roll(clock.now_ns());
         drop(self.producer);
         self.recorder.finish(unacknowledged, note);
+    }
+}
+
+/// What became of one message.
+pub(super) enum SendOutcome {
+    /// The client took it.
+    Handed,
+    /// The client refused it (counted as a failure).
+    Failed,
+    /// Ctrl-C while the client's buffer was full.
+    Stopped,
+    /// The data file could not be read any more (counted as an error): the producer ends.
+    PayloadFailed,
+}
+
+/// Builds the next message of producer `id` (body, envelope, key) and hands it to the client,
+/// retrying while the client's buffer is full. `times` is (intended, when the wait ended).
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn send_message(
+    id: u32,
+    producer: &mut dyn Producer,
+    recorder: &mut ProducerRecorder,
+    body: &mut BodySource,
+    keys: &mut Keys,
+    message: &mut Vec<u8>,
+    sequence: &mut u64,
+    (intended, now): (u64, u64),
+    clock: Clock,
+    stop: &AtomicBool,
+) -> SendOutcome {
+    if body.fill(message).is_err() {
+        recorder.send_failed("payload_read", clock.now_ns());
+        return SendOutcome::PayloadFailed;
+    }
+    Envelope {
+        producer: id,
+        sequence: *sequence,
+        intended_ns: intended,
+    }
+    .write(message);
+    *sequence += 1;
+    let key = keys.next_key();
+    // The first attempt goes out at the time the wait ended (nothing blocks in between); a
+    // retry after backpressure reads the clock again.
+    let mut sent_ns = now;
+    loop {
+        let outgoing = OutgoingMessage {
+            key,
+            payload: message,
+            sent_ns,
+        };
+        match producer.send(outgoing) {
+            Ok(()) => {
+                recorder.sent(*sequence - 1, intended, sent_ns, message.len());
+                return SendOutcome::Handed;
+            }
+            Err(SendError::Backpressure) => {
+                // The client's buffer is full: the schedule slips, and the lag shows it.
+                poll_acks(producer, recorder, clock, Duration::from_millis(1));
+                if stop.load(Ordering::Relaxed) {
+                    return SendOutcome::Stopped;
+                }
+                sent_ns = clock.now_ns();
+            }
+            Err(SendError::Failed(kind)) => {
+                recorder.send_failed(&kind, clock.now_ns());
+                return SendOutcome::Failed;
+            }
+        }
     }
 }
 

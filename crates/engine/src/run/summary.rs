@@ -48,9 +48,9 @@ pub(super) fn summarize(
         }
     };
     for p in &collected.producers {
-        publish.add(&p.publish).expect("same bounds");
-        service_time.add(&p.service_time).expect("same bounds");
-        schedule_lag.add(&p.schedule_lag).expect("same bounds");
+        p.publish.add_to(&mut publish);
+        p.service_time.add_to(&mut service_time);
+        p.schedule_lag.add_to(&mut schedule_lag);
         window.add(&p.window);
         total.add(&p.total);
         add_errors(&p.errors);
@@ -72,7 +72,7 @@ pub(super) fn summarize(
         .collect();
     consumers.sort_by_key(|c| (c.topic, c.subscription, c.member));
     for c in collected.consumers {
-        end_to_end.add(&c.end_to_end).expect("same bounds");
+        c.end_to_end.add_to(&mut end_to_end);
         window.add(&c.window);
         total.add(&c.total);
         add_errors(&c.errors);

@@ -34,6 +34,7 @@ const CHARTED: &[(&str, &str, &str, &str)] = &[
         "plain",
         "count",
     ),
+    ("client.peak_rss_bytes", "Client peak RSS", "bytes", "bytes"),
     (
         "resources.broker.cpu_user_pct_mean",
         "Broker CPU usr %",
