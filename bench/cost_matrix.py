@@ -4,7 +4,8 @@
 For every case, one after the other on the same local broker:
   - brokerbench (warmup 0, so every message it sends is in its counts),
   - the floor: a bare client with the same settings and the same pacing and no measuring
-    (Kafka: crates/kafka/examples/floor.rs on librdkafka, the library brokerbench uses),
+    (Kafka: crates/kafka/examples/floor.rs on librdkafka, the library brokerbench uses;
+    RabbitMQ: crates/amqp/examples/amqp_floor.rs on brokerbench's own AMQP client),
   - the peer tool where one runs here (Kafka's ProducerPerformance for produce-only Kafka
     cases; RabbitMQ PerfTest 2.22.1 for RabbitMQ cases).
 Each is one process; its CPU (user and system, from the kernel's rusage of that child via
@@ -16,8 +17,7 @@ figures. Rounds alternate the order of the tools; medians over the rounds.
 Usage: bench/cost_matrix.py [--seconds 10] [--rounds 1] [--cases omb-latency,max-1p,...]
        [--markdown] [--json FILE] [--list]
 Needs: scripts/setup done (Java and Maven for the peers); the managed Kafka and RabbitMQ are
-started if they are not running. RabbitMQ cases have no floor yet (brokerbench's AMQP client
-is its own; a bare loop over it is still to be written).
+started if they are not running.
 """
 
 import argparse
@@ -34,6 +34,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import BIN, ROOT, kafka_classpath, perftest_classpath, timed  # noqa: E402
 
 FLOOR = os.path.join(ROOT, "target", "release", "examples", "floor")
+AMQP_FLOOR = os.path.join(ROOT, "target", "release", "examples", "amqp_floor")
+# The RabbitMQ settings of every tool: transient messages on a non-durable classic queue,
+# confirms with 1,000 outstanding, a manual ack per delivery, prefetch 1,000 (PerfTest's -c/-q).
+RABBITMQ_SETTINGS = ["queue.type=classic", "queue.durable=false", "persistent=false", "confirms.enabled=true",
+                     "confirms.max_outstanding=1000", "ack.mode=manual", "ack.multiple_every=1", "prefetch=1000"]
 KAFKA = "127.0.0.1:9092"
 OMB_LATENCY = {"acks": "all", "linger.ms": "1", "batch.size": "131072"}
 MAX_RATE = {"acks": "1", "linger.ms": "5", "batch.size": "1000000"}
@@ -96,8 +101,7 @@ def brokerbench(family, shape, seconds):
                  f"bootstrap_servers={KAFKA}", *[f"producer_config.{k}={v}" for k, v in shape["props"].items()]]
     else:
         args += ["--driver", os.path.join(ROOT, "workloads", "drivers", "rabbitmq.yaml")]
-        sets += ["queue.type=classic", "queue.durable=false", "persistent=false", "confirms.enabled=true",
-                 "confirms.max_outstanding=1000", "ack.mode=manual", "ack.multiple_every=1", "prefetch=1000"]
+        sets += RABBITMQ_SETTINGS
     with tempfile.TemporaryDirectory(prefix="cost-bb-") as tmp:
         for s in sets:
             args += ["--set", s]
@@ -124,6 +128,23 @@ def floor(shape, seconds):
         args += ["-P", f"{k}={v}"]
     usage = timed(args)
     fields = dict(re.findall(r"(\w+)=([\d.]+)", usage.text))
+    result = per_million(usage, int(fields["delivered"]))
+    result["msg_per_s"] = float(fields["msg_per_s"])
+    result["note"] = "" if shape["consumers"] == 0 or fields["consumed"] == fields["delivered"] else \
+        f"consumed {fields['consumed']} of {fields['delivered']}"
+    return result
+
+
+def amqp_floor(shape, seconds):
+    args = [AMQP_FLOOR, "amqp://guest:guest@127.0.0.1:5672/%2f", "--topics", str(shape["topics"]),
+            "--rate", str(shape["rate"] or "max"), "--seconds", str(seconds), "--size", str(shape["size"]),
+            "--consumers", str(shape["consumers"]), "--max-outstanding", "1000"]
+    for setting in RABBITMQ_SETTINGS:
+        args += ["-D", setting]
+    usage = timed(args)
+    fields = dict(re.findall(r"(\w+)=([\d.]+)", usage.text))
+    if "delivered" not in fields:
+        sys.exit(f"amqp_floor printed no counts:\n{usage.text[-2000:]}")
     result = per_million(usage, int(fields["delivered"]))
     result["msg_per_s"] = float(fields["msg_per_s"])
     result["note"] = "" if shape["consumers"] == 0 or fields["consumed"] == fields["delivered"] else \
@@ -206,6 +227,7 @@ def tools_for(family, shape):
         if shape["consumers"] == 0 and shape["producers"] == 1 and shape["topics"] == 1:
             tools["peer"] = lambda s: producer_performance(shape, s, hint["msg_per_s"])
     else:
+        tools["floor"] = lambda s: amqp_floor(shape, s)
         tools["peer"] = lambda s: perftest(shape, s)
     return tools
 
@@ -235,7 +257,8 @@ def main():
     if unknown:
         sys.exit(f"unknown case(s) {', '.join(unknown)}: see --list")
     subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "brokerbench", "--example", "floor",
-                    "-p", "brokerbench-kafka", "-p", "brokerbench"], cwd=ROOT, check=True)
+                    "--example", "amqp_floor", "-p", "brokerbench-kafka", "-p", "brokerbench-amqp",
+                    "-p", "brokerbench"], cwd=ROOT, check=True)
     families = {CASES[n][0] for n in names}
     for family in sorted(families):
         subprocess.run([BIN, "broker", "up", family], check=True, stdout=subprocess.DEVNULL)

@@ -1,0 +1,249 @@
+//! The floor for client cost on RabbitMQ: brokerbench's own AMQP 0-9-1 client (this crate's
+//! producers and consumers, the same connections, channels, confirms and acks) driven by a
+//! bare loop with no measuring at all, paced the way brokerbench paces, so
+//! `bench/cost_matrix.py` can say how much CPU brokerbench's engine adds on top of the client.
+//!
+//! Usage: amqp_floor URI [--topics N] [--rate MSG_PER_S | max] [--seconds S] [--size BYTES]
+//!        [--consumers N] [--min-sleep-us US] [--max-outstanding N] [-D field=value]...
+//!
+//! One producer thread per topic at rate/N, sleeping at least `--min-sleep-us` (brokerbench's
+//! schedule resolution) and then sending what has come due; with `max`, as fast as
+//! `--max-outstanding` unconfirmed messages allow. `--consumers` consumer threads per topic.
+//! `-D` sets a field of the RabbitMQ driver file (e.g. `-D queue.durable=false`). Prints one
+//! line: `sent=… delivered=… failed=… consumed=… seconds=… msg_per_s=…`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use brokerbench_amqp::config::{AmqpUri, RabbitMqDriverConfig};
+use brokerbench_amqp::AmqpDriver;
+use brokerbench_driver::{
+    set_precise_sleep, ConsumerSlot, Driver, Envelope, OutgoingMessage, SendError, Topology,
+};
+
+#[derive(Default)]
+struct Counters {
+    sent: AtomicU64,
+    delivered: AtomicU64,
+    failed: AtomicU64,
+    consumed: AtomicU64,
+}
+
+struct Options {
+    uri: String,
+    topics: u32,
+    rate: Option<f64>,
+    seconds: f64,
+    size: usize,
+    consumers: u32,
+    min_sleep: Duration,
+    max_outstanding: usize,
+    fields: Vec<(String, String)>,
+}
+
+fn options() -> Options {
+    let mut args = std::env::args().skip(1);
+    let mut o = Options {
+        uri: args.next().unwrap_or_else(|| usage("missing URI")),
+        topics: 1,
+        rate: Some(10_000.0),
+        seconds: 10.0,
+        size: 100,
+        consumers: 1,
+        min_sleep: Duration::from_micros(100),
+        max_outstanding: 1000,
+        fields: Vec::new(),
+    };
+    while let Some(flag) = args.next() {
+        let value = args
+            .next()
+            .unwrap_or_else(|| usage(&format!("{flag} needs a value")));
+        let number = |v: &str| -> f64 {
+            v.parse()
+                .unwrap_or_else(|_| usage(&format!("{flag}: '{v}' is not a number")))
+        };
+        match flag.as_str() {
+            "--topics" => o.topics = number(&value) as u32,
+            "--rate" if value == "max" => o.rate = None,
+            "--rate" => o.rate = Some(number(&value)),
+            "--seconds" => o.seconds = number(&value),
+            "--size" => o.size = number(&value) as usize,
+            "--consumers" => o.consumers = number(&value) as u32,
+            "--min-sleep-us" => o.min_sleep = Duration::from_micros(number(&value) as u64),
+            "--max-outstanding" => o.max_outstanding = number(&value) as usize,
+            "-D" => match value.split_once('=') {
+                Some((k, v)) => o.fields.push((k.to_string(), v.to_string())),
+                None => usage("-D needs field=value"),
+            },
+            _ => usage(&format!("unknown option {flag}")),
+        }
+    }
+    o
+}
+
+fn usage(problem: &str) -> ! {
+    eprintln!("amqp_floor: {problem}\nusage: amqp_floor URI [--topics N] [--rate MSG_PER_S|max] [--seconds S] [--size BYTES] [--consumers N] [--min-sleep-us US] [--max-outstanding N] [-D field=value]...");
+    std::process::exit(2)
+}
+
+/// The driver file as YAML: `-D` fields as nested mappings.
+fn config(fields: &[(String, String)]) -> RabbitMqDriverConfig {
+    let mut root = serde_json::Map::new();
+    for (path, value) in fields {
+        let parsed: serde_json::Value = serde_json::from_str(value)
+            .unwrap_or_else(|_| serde_json::Value::String(value.clone()));
+        let mut map = &mut root;
+        let parts: Vec<&str> = path.split('.').collect();
+        for part in &parts[..parts.len() - 1] {
+            map = map
+                .entry(part.to_string())
+                .or_insert_with(|| serde_json::Value::Object(Default::default()))
+                .as_object_mut()
+                .unwrap_or_else(|| usage(&format!("-D {path}: not a mapping")));
+        }
+        map.insert(parts[parts.len() - 1].to_string(), parsed);
+    }
+    let text = serde_json::Value::Object(root).to_string();
+    brokerbench_model::yaml::from_str(&text).unwrap_or_else(|e| usage(&format!("-D: {e}")))
+}
+
+fn main() {
+    let o = options();
+    let uri = AmqpUri::parse(&o.uri).unwrap_or_else(|e| usage(&e));
+    let mut driver = AmqpDriver::new(config(&o.fields), uri);
+    driver.connect().unwrap_or_else(|e| usage(&e.to_string()));
+    let run_id = format!("{:x}", std::process::id());
+    driver
+        .prepare(&Topology {
+            run_id,
+            workload: "floor".into(),
+            topics: o.topics,
+            partitions_per_topic: 1,
+            consumers_per_topic: o.consumers,
+            subscriptions_per_topic: 1,
+        })
+        .unwrap_or_else(|e| usage(&e.to_string()));
+    let counters = Arc::new(Counters::default());
+    let stop_consumers = Arc::new(AtomicBool::new(false));
+    let mut consumers = Vec::new();
+    for topic in 0..o.topics {
+        for member in 0..o.consumers {
+            let mut consumer = driver
+                .consumer(ConsumerSlot {
+                    topic,
+                    subscription: 0,
+                    member,
+                })
+                .unwrap_or_else(|e| usage(&e.to_string()));
+            let (counters, stop) = (counters.clone(), stop_consumers.clone());
+            consumers.push(std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = consumer.poll(Duration::from_millis(100), &mut |_| {
+                        counters.consumed.fetch_add(1, Ordering::Relaxed);
+                    });
+                }
+            }));
+        }
+    }
+    let start = Instant::now() + Duration::from_millis(50);
+    let end = start + Duration::from_secs_f64(o.seconds);
+    let mut producers = Vec::new();
+    for topic in 0..o.topics {
+        let mut producer = driver
+            .producer(topic, topic)
+            .unwrap_or_else(|e| usage(&e.to_string()));
+        let counters = counters.clone();
+        let (size, min_sleep, max_outstanding, topics) =
+            (o.size, o.min_sleep, o.max_outstanding, o.topics);
+        let gap = o.rate.map(|r| Duration::from_secs_f64(o.topics as f64 / r));
+        producers.push(std::thread::spawn(move || {
+            set_precise_sleep();
+            let mut message = vec![0u8; size];
+            let mut acks = |ack: brokerbench_driver::Ack| {
+                let counter = if ack.result.is_ok() {
+                    &counters.delivered
+                } else {
+                    &counters.failed
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+            };
+            let stagger = gap.map_or(Duration::ZERO, |g| g.mul_f64(topic as f64 / topics as f64));
+            let mut due = start + stagger;
+            let mut sequence = 0u64;
+            loop {
+                let now = Instant::now();
+                if now >= end {
+                    break;
+                }
+                match gap {
+                    Some(gap) => {
+                        if now < due {
+                            producer.poll(Duration::ZERO, &mut acks);
+                            std::thread::sleep((due - now).max(min_sleep));
+                            continue;
+                        }
+                        due += gap;
+                    }
+                    None => {
+                        while producer.in_flight() >= max_outstanding {
+                            producer.poll(Duration::from_millis(1), &mut acks);
+                        }
+                    }
+                }
+                Envelope {
+                    producer: topic,
+                    sequence,
+                    intended_ns: 0,
+                }
+                .write(&mut message);
+                sequence += 1;
+                loop {
+                    let sent = producer.send(OutgoingMessage {
+                        key: None,
+                        payload: &message,
+                        sent_ns: 0,
+                    });
+                    match sent {
+                        Err(SendError::Backpressure) => {
+                            producer.poll(Duration::from_millis(1), &mut acks)
+                        }
+                        _ => break,
+                    }
+                }
+                counters.sent.fetch_add(1, Ordering::Relaxed);
+                if sequence.is_multiple_of(64) {
+                    producer.poll(Duration::ZERO, &mut acks);
+                }
+            }
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while producer.in_flight() > 0 && Instant::now() < deadline {
+                producer.poll(Duration::from_millis(10), &mut acks);
+            }
+        }));
+    }
+    for p in producers {
+        let _ = p.join();
+    }
+    let seconds = o.seconds;
+    let sent = counters.sent.load(Ordering::Relaxed);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while o.consumers > 0
+        && counters.consumed.load(Ordering::Relaxed) < sent
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop_consumers.store(true, Ordering::Relaxed);
+    for c in consumers {
+        let _ = c.join();
+    }
+    let _ = driver.cleanup();
+    let delivered = counters.delivered.load(Ordering::Relaxed);
+    println!(
+        "sent={sent} delivered={delivered} failed={} consumed={} seconds={seconds} msg_per_s={:.1}",
+        counters.failed.load(Ordering::Relaxed),
+        counters.consumed.load(Ordering::Relaxed),
+        delivered as f64 / seconds
+    );
+}
