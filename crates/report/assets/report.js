@@ -165,7 +165,9 @@
             values: (u, vs) => vs.map((v) => (v == null ? "" : percentileLabel(v))) }
         : spec.xLabels
           ? { label: spec.xLabel, splits: () => xs, values: (u, vs) => vs.map((v) => { const i = xs.indexOf(v); return i < 0 ? "" : spec.xLabels[i]; }) }
-          : { label: spec.xLabel, incrs: spec.x === "time" ? TIME_STEPS : undefined,
+          : spec.logX
+            ? { label: spec.xLabel, splits: () => xs, values: (u, vs) => vs.map((v) => fmtNum(v)) }
+            : { label: spec.xLabel, incrs: spec.x === "time" ? TIME_STEPS : undefined,
               values: (u, vs) => vs.map((v) => (spec.xUnit ? fmt(spec.xUnit)(v) : fmtNum(v))) },
       { label: spec.yLabel, values: (u, vs) => vs.map((v) => fmt(unitY)(v)), size: 70,
         ticks: { show: !spec.logY },
@@ -173,7 +175,8 @@
     ];
     const scales = {
       x: spec.x === "spectrum" ? { time: false, distr: 3, log: 10, range: [1, spec.xMax || 1e5] }
-        : spec.xLabels ? { time: false, range: [-0.5, xs.length - 0.5] } : { time: false },
+        : spec.xLabels ? { time: false, range: [-0.5, xs.length - 0.5] }
+        : spec.logX ? { time: false, distr: 3, log: 10 } : { time: false },
       y: spec.logY ? { distr: 3, log: 10 } : { range: (u, min, max) => [Math.min(0, min), max > 0 ? max * 1.05 : 1] },
     };
     if (spec.series.some((s) => s.axis === 1)) {

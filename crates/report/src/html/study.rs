@@ -242,6 +242,14 @@ fn grid_charts(axes: &[String], cells: &[Json], body: &mut String, charts: &mut 
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
     }
+    // Values over two or more decades (1, 10, 100, 1000 topics) are read on a log scale.
+    let log_x = numeric && {
+        let values: Vec<f64> = xvals.iter().filter_map(Json::as_f64).collect();
+        let (min, max) = values
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        min > 0.0 && max / min >= 100.0
+    };
     let xs: Vec<f64> = if numeric {
         xvals.iter().filter_map(Json::as_f64).collect()
     } else {
@@ -319,6 +327,8 @@ fn grid_charts(axes: &[String], cells: &[Json], body: &mut String, charts: &mut 
             });
             if !numeric {
                 spec["xLabels"] = Json::Array(xvals.iter().map(|v| Json::from(text(v))).collect());
+            } else if log_x {
+                spec["logX"] = Json::Bool(true);
             }
             charts.push(spec);
             let heading = if panel.is_empty() {
