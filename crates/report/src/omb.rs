@@ -72,11 +72,56 @@ impl Period {
     }
 }
 
+/// A latency histogram of one period reduced to what OMB writes of it: the mean and the
+/// [`POINTS`], in nanoseconds.
+#[derive(Debug, Clone, Copy)]
+struct Digest {
+    mean: f64,
+    points: [f64; POINTS.len()],
+}
+
+impl Digest {
+    fn of(h: &Histogram<u64>) -> Digest {
+        Digest {
+            mean: mean(h),
+            points: POINTS.map(|(_, quantile)| point(h, quantile)),
+        }
+    }
+}
+
+/// A period once it is over: its counts and digests, not its histograms (three histograms of
+/// a quarter megabyte each per 10 s made a long run's memory grow by 80 KB a second).
+struct ClosedPeriod {
+    seconds: u32,
+    acknowledged: u64,
+    failed: u64,
+    received: u64,
+    backlog: i64,
+    publish: Digest,
+    end_to_end: Digest,
+    schedule_lag: Digest,
+}
+
+impl Period {
+    fn close(&self) -> ClosedPeriod {
+        ClosedPeriod {
+            seconds: self.seconds,
+            acknowledged: self.acknowledged,
+            failed: self.failed,
+            received: self.received,
+            backlog: self.backlog,
+            publish: Digest::of(&self.publish),
+            end_to_end: Digest::of(&self.end_to_end),
+            schedule_lag: Digest::of(&self.schedule_lag),
+        }
+    }
+}
+
 /// Gathers the measurement window's rows into OMB's periods as the run goes (a
 /// [`RunObserver`]); [`OmbResult::to_json`] writes the result at the end.
 pub struct OmbResult {
     header: OmbHeader,
-    periods: Vec<Period>,
+    periods: Vec<ClosedPeriod>,
     current: Option<Period>,
 }
 
@@ -91,7 +136,8 @@ impl OmbResult {
 
     /// The TestResult, with aggregated values from the window's whole histograms.
     pub fn to_json(&self, window: &WindowHistograms) -> Value {
-        let periods: Vec<&Period> = self.periods.iter().chain(&self.current).collect();
+        let last = self.current.as_ref().map(Period::close);
+        let periods: Vec<&ClosedPeriod> = self.periods.iter().chain(&last).collect();
         let h = &self.header;
         let mut out = Map::new();
         out.insert("workload".into(), json!(h.workload));
@@ -101,7 +147,7 @@ impl OmbResult {
         out.insert("partitions".into(), json!(h.partitions));
         out.insert("producersPerTopic".into(), json!(h.producers_per_topic));
         out.insert("consumersPerTopic".into(), json!(h.consumers_per_topic));
-        let rate = |count: fn(&Period) -> u64| -> Value {
+        let rate = |count: fn(&ClosedPeriod) -> u64| -> Value {
             periods
                 .iter()
                 .map(|p| json!(count(p) as f64 / p.seconds.max(1) as f64))
@@ -171,7 +217,8 @@ impl RunObserver for OmbResult {
         let period = self.current.get_or_insert_with(Period::new);
         period.add(row);
         if period.seconds == PERIOD_SECONDS {
-            self.periods.extend(self.current.take());
+            self.periods
+                .extend(self.current.take().as_ref().map(Period::close));
         }
     }
 }
@@ -220,24 +267,21 @@ fn point(h: &Histogram<u64>, quantile: Option<f64>) -> f64 {
 fn series(
     out: &mut Map<String, Value>,
     name: &str,
-    periods: &[&Period],
-    histogram: fn(&Period) -> &Histogram<u64>,
+    periods: &[&ClosedPeriod],
+    digest: fn(&ClosedPeriod) -> &Digest,
     unit: fn(f64) -> Value,
 ) {
     out.insert(
         format!("{name}Avg"),
         periods
             .iter()
-            .map(|p| average(name, mean(histogram(p))))
+            .map(|p| average(name, digest(p).mean))
             .collect(),
     );
-    for (suffix, quantile) in POINTS {
+    for (i, (suffix, _)) in POINTS.iter().enumerate() {
         out.insert(
             format!("{name}{suffix}"),
-            periods
-                .iter()
-                .map(|p| unit(point(histogram(p), quantile)))
-                .collect(),
+            periods.iter().map(|p| unit(digest(p).points[i])).collect(),
         );
     }
 }
