@@ -95,6 +95,17 @@ fn kumar_omb() {
 }
 
 #[test]
+fn client_scale_topics_partitions_and_tasks() {
+    let _s = serial();
+    kafka();
+    // Up to 1,000 topics and 1,000 partitions: every run completes (the rate reached is
+    // the machine's business; the runs must not fail or hang).
+    quick("client-scale-topics", 4);
+    quick("client-scale-partitions", 4);
+    quick("client-scale-tasks", 4);
+}
+
+#[test]
 fn max_sustainable_kafka() {
     let _s = serial();
     kafka();
