@@ -50,21 +50,10 @@ fn a_jetstream_run_is_lossless_and_the_server_counts_the_same() {
 fn two_subscriptions_are_two_durable_consumers_each_receiving_every_message() {
     let _turn = serial();
     let run = nats_run(&sets("2000", 2, &["subscriptions_per_topic=2"]));
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let s = run.summary();
+    let s = assert_lossless_copies(&run, 2);
     let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
     assert!(acknowledged >= 5000, "{s:#}");
-    let shares: Vec<u64> = s["consumers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["received"].as_u64().unwrap())
-        .collect();
-    assert_eq!(shares, vec![acknowledged; 2], "{s:#}");
-    assert!(
-        s["integrity"]["lost"] == 0 && s["integrity"]["duplicated"] == 0,
-        "{s:#}"
-    );
+    assert_eq!(received_per_consumer(&s), vec![acknowledged; 2], "{s:#}");
 }
 
 #[test]
@@ -95,12 +84,7 @@ fn partitions_memory_storage_msg_ids_and_two_members_stay_lossless() {
         ],
     ));
     let s = assert_lossless(&run);
-    let shares: Vec<u64> = s["consumers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["received"].as_u64().unwrap())
-        .collect();
+    let shares = received_per_consumer(&s);
     assert_eq!(shares.len(), 2, "{s:#}");
     assert!(
         shares.iter().all(|&n| n > 0),

@@ -59,38 +59,13 @@ fn fanout_queues_each_receive_every_message() {
         &["exchange.type=fanout", "queues_per_topic=3"],
     ));
     let s = assert_lossless_copies(&run, 3);
-    let shares: Vec<u64> = s["consumers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["received"].as_u64().unwrap())
-        .collect();
+    let shares = received_per_consumer(&s);
     let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
     assert_eq!(
         shares,
         vec![acknowledged; 3],
         "each of 3 queues got every message"
     );
-}
-
-/// Like `assert_lossless`, for `copies` subscriptions each receiving every message.
-fn assert_lossless_copies(run: &Run, copies: u64) -> serde_json::Value {
-    assert_eq!(
-        run.code, 0,
-        "stdout: {}\nstderr: {}",
-        run.stdout, run.stderr
-    );
-    let s = run.summary();
-    let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
-    assert!(acknowledged > 0);
-    assert_eq!(
-        s["total"]["received"].as_u64().unwrap(),
-        copies * acknowledged,
-        "{s:#}"
-    );
-    assert_eq!(s["integrity"]["lost"], 0);
-    assert_eq!(s["integrity"]["duplicated"], 0);
-    s
 }
 
 #[test]

@@ -249,3 +249,33 @@ pub fn assert_backlog(run: &Run, messages: u64, duration_s: f64) -> serde_json::
     );
     s
 }
+
+/// Like `assert_lossless`, for `copies` subscriptions each receiving every message once.
+pub fn assert_lossless_copies(run: &Run, copies: u64) -> serde_json::Value {
+    assert_eq!(
+        run.code, 0,
+        "stdout: {}\nstderr: {}",
+        run.stdout, run.stderr
+    );
+    let s = run.summary();
+    let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
+    assert!(acknowledged > 0);
+    assert_eq!(
+        s["total"]["received"].as_u64().unwrap(),
+        copies * acknowledged,
+        "{s:#}"
+    );
+    assert_eq!(s["integrity"]["lost"], 0);
+    assert_eq!(s["integrity"]["duplicated"], 0);
+    s
+}
+
+/// What each consumer of a summary received, in the summary's order.
+pub fn received_per_consumer(summary: &serde_json::Value) -> Vec<u64> {
+    summary["consumers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["received"].as_u64().unwrap())
+        .collect()
+}
