@@ -33,6 +33,9 @@ pub struct MockFaults {
     /// Stamp each acknowledgement with its send time, as a client that stamps them on
     /// arrival would ([`Producer::stamps_acknowledgements`]).
     pub stamps_acknowledgements: bool,
+    /// Unacknowledged messages a producer holds before it refuses sends with backpressure
+    /// (default 100,000).
+    pub buffer: Option<usize>,
 }
 
 /// Acknowledgements granted so far against the capacity, since the first send.
@@ -136,7 +139,7 @@ impl MockProducer {
 
 impl Producer for MockProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
-        if self.pending.len() >= 100_000 {
+        if self.pending.len() >= self.faults.buffer.unwrap_or(100_000) {
             return Err(SendError::Backpressure);
         }
         if let Some(delay) = self.faults.send_delay {

@@ -205,6 +205,9 @@ pub(crate) struct ProducerResult {
     pub errors: HashMap<String, u64>,
     pub ledger: ProducerLedger,
     pub ack_note: Option<String>,
+    /// Time in the window spent waiting for room in the client's buffer of unacknowledged
+    /// messages (sends refused with backpressure), ns.
+    pub buffer_full_ns: u64,
 }
 
 /// A consumer's final measurements.
@@ -331,6 +334,7 @@ impl ProducerRecorder {
                     ..ProducerLedger::default()
                 },
                 ack_note: None,
+                buffer_full_ns: 0,
             },
         }
     }
@@ -371,6 +375,13 @@ impl ProducerRecorder {
             self.result.window.failed += 1;
         }
         count_error(&mut self.result.errors, kind);
+    }
+
+    /// A send waited for room in the client's buffer from `from_ns` to `to_ns`.
+    pub fn buffer_full(&mut self, from_ns: u64, to_ns: u64) {
+        let from = from_ns.max(self.times.warmup_end_ns);
+        let to = to_ns.min(self.times.measure_end_ns);
+        self.result.buffer_full_ns += to.saturating_sub(from);
     }
 
     /// Messages the schedule had due in the window that the producer never got to send.

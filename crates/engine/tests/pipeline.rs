@@ -144,6 +144,26 @@ fn stop_flag_ends_the_run_as_interrupted() {
 }
 
 #[test]
+fn slow_acknowledgements_that_fill_the_client_buffer_are_broker_bound_not_client_bound() {
+    // The broker acknowledges 1,000 msg/s of the 5,000 offered; the client holds 500
+    // unacknowledged messages, so sends soon wait for room and the schedule slips.
+    let w =
+        workload("rate: 5000\nwarmup: 0s\nduration: 3s\ndrain_timeout: 2s\nconsumers_per_topic: 0");
+    let faults = MockFaults {
+        capacity: Some(1000.0),
+        buffer: Some(500),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    let s = &out.summary;
+    assert!(s.broker_bound && !s.client_bound, "{:?}", s.notes);
+    let said: Vec<&String> = s.notes.iter().filter(|n| n.contains("-BOUND")).collect();
+    assert_eq!(said.len(), 1, "one cause, said once: {:?}", s.notes);
+    assert!(said[0].starts_with("BROKER-BOUND"), "{said:?}");
+}
+
+#[test]
 fn a_client_slower_than_the_schedule_is_reported_client_bound() {
     // Each send takes >= 1 ms, so at most ~1000 msg/s get out against a target of 5000.
     let w =
@@ -155,7 +175,11 @@ fn a_client_slower_than_the_schedule_is_reported_client_bound() {
     let mut driver = MockDriver::new(faults, 1);
     let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
     let s = &out.summary;
-    assert!(s.client_bound, "{:?}", s.latency.schedule_lag);
+    assert!(
+        s.client_bound && !s.broker_bound,
+        "{:?}",
+        s.latency.schedule_lag
+    );
     assert!(
         s.notes
             .iter()

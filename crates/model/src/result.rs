@@ -330,6 +330,10 @@ pub struct Summary {
     /// True when schedule lag kept growing: the load generator or the client buffer, not the
     /// broker, limited the rate, so the offered load was not the target.
     pub client_bound: bool,
+    /// True when schedule lag kept growing because sends waited for room in the client's
+    /// buffer of unacknowledged messages: acknowledgements, not the generator, set the pace.
+    #[serde(default)]
+    pub broker_bound: bool,
     /// Things the reader must know to interpret the numbers.
     pub notes: Vec<String>,
     /// How the backlog of backlog mode was built and drained; None without backlog mode.

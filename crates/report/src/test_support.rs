@@ -95,6 +95,7 @@ pub(crate) fn summary() -> Summary {
         resources: None,
         broker_metrics: None,
         client_bound: false,
+        broker_bound: false,
         notes: Vec::new(),
         backlog: None,
     }

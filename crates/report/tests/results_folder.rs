@@ -78,6 +78,7 @@ fn summary(status: RunStatus) -> Summary {
         resources: None,
         broker_metrics: None,
         client_bound: false,
+        broker_bound: false,
         notes: vec![],
         backlog: None,
     }

@@ -56,6 +56,9 @@ const ROW_GRACE_NS: u64 = 1_500_000_000;
 const BEHIND_SCHEDULE_GRACE_NS: u64 = 100_000_000;
 /// How long a consumer's close may hold up the end of a run.
 const CONSUMER_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Share of the window a producer must have waited for room in its client's buffer, on
+/// average, for growing schedule lag to be put down to slow acknowledgements.
+const BROKER_BOUND_SHARE: f64 = 0.2;
 /// After Ctrl-C the drain lasts at most this long.
 const INTERRUPTED_DRAIN: Duration = Duration::from_secs(2);
 

@@ -169,6 +169,9 @@ pub(super) fn send_message(
         };
         match producer.send(outgoing) {
             Ok(()) => {
+                if sent_ns != now {
+                    recorder.buffer_full(now, sent_ns);
+                }
                 recorder.sent(*sequence - 1, intended, sent_ns, message.len());
                 return SendOutcome::Handed;
             }
@@ -176,6 +179,7 @@ pub(super) fn send_message(
                 // The client's buffer is full: the schedule slips, and the lag shows it.
                 poll_acks(producer, recorder, clock, Duration::from_millis(1));
                 if stop.load(Ordering::Relaxed) {
+                    recorder.buffer_full(now, clock.now_ns());
                     return SendOutcome::Stopped;
                 }
                 sent_ns = clock.now_ns();

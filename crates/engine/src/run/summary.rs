@@ -169,7 +169,18 @@ pub(super) fn summarize(
             ..ClientCost::default()
         },
     };
-    let is_client_bound = workload.rate != Rate::Max && client_bound(&collected.lag_per_second);
+    let lag_grew = workload.rate != Rate::Max && client_bound(&collected.lag_per_second);
+    // Lag that grew while sends waited for room in the client's buffer of unacknowledged
+    // messages is the acknowledgements' doing, not the generator's.
+    let window_ns = (measurement_s * 1e9).max(1.0);
+    let buffer_full_share = collected
+        .producers
+        .iter()
+        .map(|p| p.buffer_full_ns as f64 / window_ns)
+        .sum::<f64>()
+        / collected.producers.len().max(1) as f64;
+    let broker_bound = lag_grew && buffer_full_share >= BROKER_BOUND_SHARE;
+    let is_client_bound = lag_grew && !broker_bound;
     let (mode, target_rate) = match workload.rate {
         Rate::Max => {
             notes.push(format!(
@@ -180,6 +191,12 @@ pub(super) fn summarize(
         }
         Rate::PerSecond(rate) => ("open-loop", Some(rate)),
     };
+    if broker_bound {
+        notes.push(format!(
+            "BROKER-BOUND: schedule lag kept growing because sends waited for room in the client's buffer of unacknowledged messages {:.0}% of the window: acknowledgements came more slowly than the target rate, so the broker (or the client library's connection to it), not the load generator, limited the send rate",
+            buffer_full_share * 100.0
+        ));
+    }
     if is_client_bound {
         notes.push(
             "CLIENT-BOUND: schedule lag kept growing, so the load generator or the client's buffer, not the broker, limited the send rate; the offered load was below the target".into(),
@@ -237,6 +254,7 @@ pub(super) fn summarize(
         resources: None,
         broker_metrics: None,
         client_bound: is_client_bound,
+        broker_bound,
         notes,
         backlog: backlog_report,
     };
