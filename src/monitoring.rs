@@ -414,6 +414,12 @@ impl RunObserver for LiveExposition {
             "",
             row.schedule_lag_max_ns as f64 / 1e9,
         );
+        e.gauge(
+            "disconnected_producers",
+            "Producers whose client had lost the broker at some time in the last second.",
+            "",
+            row.disconnected_producers as f64,
+        );
         for (name, what, histogram, total) in [
             (
                 "publish_latency_seconds",

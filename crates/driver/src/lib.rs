@@ -103,6 +103,10 @@ pub enum SendError {
     Backpressure,
     /// The send failed for good; the kind names why.
     Failed(String),
+    /// The client has lost its connection to the broker and is reconnecting: wait (serving
+    /// acknowledgements) and try again, like backpressure, but the time is an outage, not a
+    /// full buffer. The kind names why (e.g. `connection_refused`).
+    Unavailable(String),
 }
 
 /// Sends messages and reports acknowledgements. Owned by one producer task.
@@ -130,6 +134,13 @@ pub trait Producer: Send {
     /// A note for the summary on what an acknowledgement means with this configuration
     /// (e.g. Kafka's acks=0), or None.
     fn ack_note(&self) -> Option<String> {
+        None
+    }
+    /// While the client knows it has lost the broker (a closed connection, every broker
+    /// down), when it found out, ns since the UNIX epoch ([`Clock::process`]); None while
+    /// connected or when the client cannot tell. The engine reads it after every `poll`: an
+    /// outage lasts from this time to the first successful acknowledgement after it.
+    fn disconnected_since(&self) -> Option<u64> {
         None
     }
 }

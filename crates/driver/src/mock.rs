@@ -36,6 +36,10 @@ pub struct MockFaults {
     /// Unacknowledged messages a producer holds before it refuses sends with backpressure
     /// (default 100,000).
     pub buffer: Option<usize>,
+    /// The broker goes away (start, length), counted from `prepare`: messages in flight then
+    /// fail with `connection_lost`, sends meanwhile answer [`SendError::Unavailable`], and
+    /// the client reconnects when it is back.
+    pub outage: Option<(Duration, Duration)>,
 }
 
 /// Acknowledgements granted so far against the capacity, since the first send.
@@ -54,6 +58,7 @@ pub struct MockDriver {
     subscriptions: u32,
     queues: Queues,
     capacity: Arc<Mutex<Capacity>>,
+    prepared: Option<std::time::Instant>,
 }
 
 impl MockDriver {
@@ -63,6 +68,7 @@ impl MockDriver {
             subscriptions: subscriptions_per_topic.max(1),
             queues: Queues::default(),
             capacity: Arc::default(),
+            prepared: None,
         }
     }
 }
@@ -79,6 +85,7 @@ impl Driver for MockDriver {
         self.subscriptions = self.subscriptions.max(topology.subscriptions_per_topic);
         let n = (topology.topics * self.subscriptions) as usize;
         *self.queues.lock().expect("queues") = vec![VecDeque::new(); n];
+        self.prepared = Some(std::time::Instant::now());
         Ok(())
     }
     fn subscriptions_per_topic(&self) -> u32 {
@@ -93,6 +100,11 @@ impl Driver for MockDriver {
             capacity: self.capacity.clone(),
             pending: VecDeque::new(),
             count: 0,
+            outage: self.faults.outage.map(|(start, length)| {
+                let prepared = self.prepared.unwrap_or_else(std::time::Instant::now);
+                (prepared + start, prepared + start + length)
+            }),
+            lost_at: None,
         }))
     }
     fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError> {
@@ -120,9 +132,43 @@ struct MockProducer {
     capacity: Arc<Mutex<Capacity>>,
     pending: VecDeque<(Vec<u8>, u64)>,
     count: u64,
+    /// When the broker is gone, from and to.
+    outage: Option<(std::time::Instant, std::time::Instant)>,
+    /// When this client found the broker gone (ns since the UNIX epoch), until it reconnects.
+    lost_at: Option<u64>,
 }
 
 impl MockProducer {
+    /// Whether the broker is gone now; finding it gone fails what is in flight.
+    fn check_outage(&mut self, acks: Option<&mut dyn FnMut(Ack)>) -> bool {
+        let Some((from, to)) = self.outage else {
+            return false;
+        };
+        let now = std::time::Instant::now();
+        if now < from {
+            return false;
+        }
+        if now >= to {
+            self.lost_at = None;
+            self.outage = None;
+            return false;
+        }
+        if self.lost_at.is_none() {
+            self.lost_at = Some(crate::Clock::process().now_ns());
+        }
+        if let Some(acks) = acks {
+            for (payload, sent_ns) in self.pending.drain(..) {
+                acks(Ack {
+                    envelope: Envelope::read(&payload).expect("the engine writes envelopes"),
+                    sent_ns,
+                    bytes: payload.len() as u32,
+                    acknowledged_ns: None,
+                    result: Err("connection_lost".into()),
+                });
+            }
+        }
+        true
+    }
     /// How many pending messages the capacity lets through now.
     fn allowance(&self) -> usize {
         let Some(per_second) = self.faults.capacity else {
@@ -139,6 +185,9 @@ impl MockProducer {
 
 impl Producer for MockProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
+        if self.lost_at.is_some() || (self.pending.is_empty() && self.check_outage(None)) {
+            return Err(SendError::Unavailable("connection_refused".into()));
+        }
         if self.pending.len() >= self.faults.buffer.unwrap_or(100_000) {
             return Err(SendError::Backpressure);
         }
@@ -151,7 +200,7 @@ impl Producer for MockProducer {
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
-        if self.pending.is_empty() {
+        if self.check_outage(Some(acks)) || self.pending.is_empty() {
             std::thread::sleep(timeout.min(Duration::from_millis(1)));
             return;
         }
@@ -213,6 +262,10 @@ impl Producer for MockProducer {
 
     fn stamps_acknowledgements(&self) -> bool {
         self.faults.stamps_acknowledgements
+    }
+
+    fn disconnected_since(&self) -> Option<u64> {
+        self.lost_at
     }
 }
 

@@ -161,6 +161,8 @@ pub(crate) struct Interval {
     /// Schedule lag of the messages sent in this second.
     pub schedule_lag: Latencies,
     pub schedule_lag_max_ns: u64,
+    /// Producers that were disconnected from the broker at some time in this second.
+    pub disconnected: u64,
 }
 
 impl Interval {
@@ -177,6 +179,7 @@ impl Interval {
             end_to_end: Latencies::default(),
             schedule_lag: Latencies::default(),
             schedule_lag_max_ns: 0,
+            disconnected: 0,
         }
     }
 
@@ -191,7 +194,18 @@ impl Interval {
         self.end_to_end.add(&other.end_to_end);
         self.schedule_lag.add(&other.schedule_lag);
         self.schedule_lag_max_ns = self.schedule_lag_max_ns.max(other.schedule_lag_max_ns);
+        self.disconnected += other.disconnected;
     }
+}
+
+/// One producer's outage: from when its client found the broker gone to its first successful
+/// acknowledgement after that (None when none came before the producer finished).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OutageSpan {
+    pub start_ns: u64,
+    pub first_ack_ns: Option<u64>,
+    /// Messages that failed from the start to the first acknowledgement.
+    pub failed: u64,
 }
 
 /// A producer's final measurements.
@@ -208,6 +222,10 @@ pub(crate) struct ProducerResult {
     /// Time in the window spent waiting for room in the client's buffer of unacknowledged
     /// messages (sends refused with backpressure), ns.
     pub buffer_full_ns: u64,
+    /// Time in the window sends waited for the client to reconnect, ns.
+    pub unavailable_ns: u64,
+    /// The client's outages, in order.
+    pub outages: Vec<OutageSpan>,
 }
 
 /// A consumer's final measurements.
@@ -335,7 +353,37 @@ impl ProducerRecorder {
                 },
                 ack_note: None,
                 buffer_full_ns: 0,
+                unavailable_ns: 0,
+                outages: Vec::new(),
             },
+        }
+    }
+
+    /// The open outage, if the client is disconnected now.
+    #[inline]
+    fn open_outage(&mut self) -> Option<&mut OutageSpan> {
+        self.result
+            .outages
+            .last_mut()
+            .filter(|o| o.first_ack_ns.is_none())
+    }
+
+    /// The client has known since `since_ns` that the broker is gone (said again while it
+    /// lasts): opens an outage unless one is open. `failed_at_loss` messages failed in the
+    /// poll that found it (those in flight when the connection went).
+    pub fn disconnected(&mut self, since_ns: u64, now_ns: u64, failed_at_loss: u64) {
+        self.interval.roll(now_ns).disconnected = 1;
+        if self.open_outage().is_none() {
+            let start_ns = since_ns.min(now_ns);
+            // A client that reports the same loss again after an acknowledgement (Kafka's
+            // error arrives late) does not open a second outage for it.
+            if self.result.outages.last().map(|o| o.start_ns) != Some(start_ns) {
+                self.result.outages.push(OutageSpan {
+                    start_ns,
+                    first_ack_ns: None,
+                    failed: failed_at_loss,
+                });
+            }
         }
     }
 
@@ -375,13 +423,26 @@ impl ProducerRecorder {
             self.result.window.failed += 1;
         }
         count_error(&mut self.result.errors, kind);
+        if let Some(outage) = self.open_outage() {
+            outage.failed += 1;
+        }
+    }
+
+    /// The part of `from_ns..to_ns` in the measurement window, ns.
+    fn in_window_ns(&self, from_ns: u64, to_ns: u64) -> u64 {
+        let from = from_ns.max(self.times.warmup_end_ns);
+        let to = to_ns.min(self.times.measure_end_ns);
+        to.saturating_sub(from)
     }
 
     /// A send waited for room in the client's buffer from `from_ns` to `to_ns`.
     pub fn buffer_full(&mut self, from_ns: u64, to_ns: u64) {
-        let from = from_ns.max(self.times.warmup_end_ns);
-        let to = to_ns.min(self.times.measure_end_ns);
-        self.result.buffer_full_ns += to.saturating_sub(from);
+        self.result.buffer_full_ns += self.in_window_ns(from_ns, to_ns);
+    }
+
+    /// A send waited for the client to reconnect from `from_ns` to `to_ns`.
+    pub fn unavailable(&mut self, from_ns: u64, to_ns: u64) {
+        self.result.unavailable_ns += self.in_window_ns(from_ns, to_ns);
     }
 
     /// Messages the schedule had due in the window that the producer never got to send.
@@ -395,6 +456,9 @@ impl ProducerRecorder {
         if let Err(kind) = &ack.result {
             self.send_failed(kind, now_ns);
             return;
+        }
+        if let Some(outage) = self.open_outage() {
+            outage.first_ack_ns = Some(now_ns.max(outage.start_ns));
         }
         let intended = ack.envelope.intended_ns;
         let publish = now_ns.saturating_sub(intended);

@@ -448,3 +448,92 @@ fn many_producer_tasks_share_a_few_threads_and_keep_their_own_counts() {
     assert_eq!(threads.0, 0, "no grouped threads");
     assert!(threads.1 >= 6, "a thread per task: {}", threads.1);
 }
+
+/// Counts the seconds in which some producer was disconnected.
+#[derive(Default)]
+struct Disconnected(Vec<u64>);
+
+impl RunObserver for Disconnected {
+    fn interval(&mut self, row: &IntervalRow) {
+        self.0.push(row.disconnected_producers);
+    }
+}
+
+#[test]
+fn an_outage_is_waited_out_reported_once_and_its_messages_sent_late() {
+    // Two producers at 1000 msg/s in all; the broker is gone from 1.2 s to 2.0 s after
+    // prepare. Messages in flight at the loss fail; those due meanwhile wait and go out late.
+    let w = workload("rate: 1000\nwarmup: 0s\nduration: 3s\ndrain_timeout: 1s\nproducers_per_topic: 2");
+    let faults = MockFaults {
+        outage: Some((
+            std::time::Duration::from_millis(1200),
+            std::time::Duration::from_millis(800),
+        )),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let mut rows = Disconnected::default();
+    let out = run(&w, &mut driver, &mut rows, &control()).unwrap();
+    let s = &out.summary;
+    assert_eq!(s.outages.len(), 1, "one outage seen by both: {:?}", s.outages);
+    let o = &s.outages[0];
+    assert_eq!(o.producers, 2, "{o:?}");
+    assert!(o.start_s > 0.5 && o.start_s < 1.5, "{o:?}");
+    let d = o.duration_s().expect("acknowledged again");
+    assert!(d > 0.5 && d < 1.3, "{o:?}");
+    let failed = s.errors.get("connection_lost").copied().unwrap_or(0);
+    assert_eq!(o.failed, failed, "{:?}", s.errors);
+    assert_eq!(s.total.failed, failed);
+    assert_eq!(
+        s.total.sent,
+        3000,
+        "every message due in the outage was sent after it"
+    );
+    assert_eq!(s.total.acknowledged + failed, 3000);
+    assert_eq!(s.integrity.lost, 0, "{:?}", s.integrity);
+    assert!(
+        s.latency.publish.max_ns > 500_000_000,
+        "late messages carry the wait: {:?}",
+        s.latency.publish
+    );
+    assert!(!s.client_bound && !s.broker_bound, "{:?}", s.notes);
+    let unavailable: Vec<&String> = s
+        .notes
+        .iter()
+        .filter(|n| n.contains("BROKER UNAVAILABLE"))
+        .collect();
+    assert_eq!(unavailable.len(), 1, "{:?}", s.notes);
+    assert!(unavailable[0].contains("2 producers"), "{unavailable:?}");
+    let marked = rows.0.iter().filter(|&&n| n > 0).count();
+    assert!(
+        (1..=2).contains(&marked) && rows.0.iter().all(|&n| n <= 2),
+        "the outage's seconds are marked: {:?}",
+        rows.0
+    );
+}
+
+#[test]
+fn a_client_that_never_gets_the_broker_back_reports_an_open_outage() {
+    let w = workload("rate: 500\nwarmup: 0s\nduration: 2s\ndrain_timeout: 500ms");
+    let faults = MockFaults {
+        outage: Some((
+            std::time::Duration::from_millis(700),
+            std::time::Duration::from_secs(60),
+        )),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    let s = &out.summary;
+    assert_eq!(s.outages.len(), 1, "{:?}", s.outages);
+    assert_eq!(s.outages[0].first_ack_s, None);
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("BROKER UNAVAILABLE") && n.contains("no acknowledgement")),
+        "{:?}",
+        s.notes
+    );
+    assert!(!s.client_bound, "{:?}", s.notes);
+    assert!(s.total.sent < 500, "nothing was sent while it was gone");
+}

@@ -81,6 +81,8 @@ pub struct IntervalRow {
     pub schedule_lag: Histogram<u64>,
     /// Largest schedule lag in this second, ns (exact; the histogram's is within its precision).
     pub schedule_lag_max_ns: u64,
+    /// Producers whose client was disconnected from the broker at some time in this second.
+    pub disconnected_producers: u64,
 }
 
 /// Latency distribution summary; all values in nanoseconds.
@@ -339,6 +341,31 @@ pub struct Summary {
     /// How the backlog of backlog mode was built and drained; None without backlog mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backlog: Option<BacklogReport>,
+    /// Times the producers' clients lost the broker, in order; empty when they never did.
+    #[serde(default)]
+    pub outages: Vec<Outage>,
+}
+
+/// The broker lost by producers' clients (a closed connection, every broker down): from the
+/// first producer finding it gone to the last of them getting an acknowledgement again.
+/// Times in seconds since the start of warm-up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Outage {
+    pub start_s: f64,
+    /// First successful acknowledgement after it (of the last producer to get one); None when
+    /// none came before the run ended.
+    pub first_ack_s: Option<f64>,
+    /// Producers that lost the broker.
+    pub producers: u32,
+    /// Messages that failed in it (in flight at the loss, or refused while it lasted).
+    pub failed: u64,
+}
+
+impl Outage {
+    /// From the loss to the first acknowledgement after it, seconds.
+    pub fn duration_s(&self) -> Option<f64> {
+        self.first_ack_s.map(|end| end - self.start_s)
+    }
 }
 
 /// Backlog mode as it went: consumers paused at `paused_s`, resumed at `resumed_s` with

@@ -22,6 +22,7 @@ pub(crate) fn row(second: u64, start_ns: u64) -> IntervalRow {
         end_to_end: new_histogram(),
         schedule_lag: new_histogram(),
         schedule_lag_max_ns: 2_500,
+        disconnected_producers: 0,
     }
 }
 
@@ -98,5 +99,6 @@ pub(crate) fn summary() -> Summary {
         broker_bound: false,
         notes: Vec::new(),
         backlog: None,
+        outages: Vec::new(),
     }
 }

@@ -17,6 +17,7 @@
 //! | `publish_p50_us`, `publish_p99_us`, `publish_max_us` | publish latency (ack time − intended send time) of the acknowledgements in the second, µs with 1 decimal; empty when none |
 //! | `e2e_p50_us`, `e2e_p99_us`, `e2e_max_us` | end-to-end latency (receive time − intended send time) of the messages received in the second, µs with 1 decimal; empty when none |
 //! | `schedule_lag_max_us` | largest schedule lag (actual − intended send time) in the second, µs with 1 decimal |
+//! | `disconnected_producers` | producers whose client had lost the broker at some time in the second (an outage) |
 
 use std::io::{self, Write};
 
@@ -45,6 +46,7 @@ pub const TIMESERIES_COLUMNS: &[&str] = &[
     "e2e_p99_us",
     "e2e_max_us",
     "schedule_lag_max_us",
+    "disconnected_producers",
 ];
 
 /// Writes timeseries.csv rows to any writer with the `csv` crate; the header is written on
@@ -110,6 +112,7 @@ fn cells(row: &IntervalRow, cells: &mut Vec<String>) {
     latency_cells(&row.publish, cells);
     latency_cells(&row.end_to_end, cells);
     cells.push(micros(row.schedule_lag_max_ns));
+    cells.push(row.disconnected_producers.to_string());
 }
 
 #[cfg(test)]
@@ -138,7 +141,7 @@ mod tests {
         assert_eq!(lines[0], TIMESERIES_COLUMNS.join(","));
         assert_eq!(
             lines[1],
-            "0,measurement,1795317554.250,100,90,1,80,9000,8000,,12.50,,,,,,,2.5"
+            "0,measurement,1795317554.250,100,90,1,80,9000,8000,,12.50,,,,,,,2.5,0"
         );
         let cells: Vec<&str> = lines[2].split(',').collect();
         assert_eq!(cells.len(), TIMESERIES_COLUMNS.len());

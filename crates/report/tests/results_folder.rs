@@ -56,6 +56,7 @@ fn row(second: u64, phase: Phase, latencies_us: &[u64]) -> IntervalRow {
         end_to_end,
         schedule_lag: new_histogram(),
         schedule_lag_max_ns: 1_000,
+        disconnected_producers: 0,
     }
 }
 
@@ -81,6 +82,7 @@ fn summary(status: RunStatus) -> Summary {
         broker_bound: false,
         notes: vec![],
         backlog: None,
+        outages: Vec::new(),
     }
 }
 

@@ -219,6 +219,7 @@ pub(super) fn collect(
                 end_to_end: interval.end_to_end.into_histogram(),
                 schedule_lag: interval.schedule_lag.into_histogram(),
                 schedule_lag_max_ns: interval.schedule_lag_max_ns,
+                disconnected_producers: interval.disconnected,
             };
             if let (Some(backlog), Phase::Measurement, Some(waiting)) =
                 (&mut backlog, row_phase, row.backlog)

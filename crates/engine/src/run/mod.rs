@@ -30,14 +30,15 @@ use brokerbench_driver::{
 };
 use brokerbench_model::{
     BacklogReport, ClientCost, ConsumerShare, Counts, IntervalRow, Latencies, LatencySummary,
-    Phase, Rate, RunObserver, RunStatus, Summary, Throughput, WindowHistograms, Workload,
+    Outage, Phase, Rate, RunObserver, RunStatus, Summary, Throughput, WindowHistograms, Workload,
 };
 
 use crate::ledger::{reconcile, SubscriptionLedger};
 use crate::meter::OneMinuteRate;
 use crate::payload::{BodySource, Keys, PayloadError, SharedPayload};
 use crate::recorder::{
-    ConsumerRecorder, ConsumerResult, Interval, ProducerRecorder, ProducerResult, Report, Times,
+    ConsumerRecorder, ConsumerResult, Interval, OutageSpan, ProducerRecorder, ProducerResult,
+    Report, Times,
 };
 use crate::schedule::Schedule;
 use brokerbench_driver::Clock;

@@ -92,9 +92,10 @@ impl ProducerTask {
                 &mut sequence,
                 (intended, now),
                 clock,
-                stop,
+                &self.shared,
             ) {
-                SendOutcome::Handed | SendOutcome::Failed => {}
+                // The next turn counts what else was due and ends.
+                SendOutcome::Handed | SendOutcome::Failed | SendOutcome::WindowOver => {}
                 SendOutcome::Stopped | SendOutcome::PayloadFailed => break 'send,
             }
             since_poll += 1;
@@ -126,6 +127,9 @@ pub(super) enum SendOutcome {
     Failed,
     /// Ctrl-C while the client's buffer was full.
     Stopped,
+    /// The window ended (with its grace) while the client's buffer was full or it was
+    /// reconnecting: the message is counted as not sent.
+    WindowOver,
     /// The data file could not be read any more (counted as an error): the producer ends.
     PayloadFailed,
 }
@@ -144,8 +148,9 @@ pub(super) fn send_message(
     sequence: &mut u64,
     (intended, now): (u64, u64),
     clock: Clock,
-    stop: &AtomicBool,
+    shared: &Shared,
 ) -> SendOutcome {
+    let stop = &shared.stop;
     if body.fill(message).is_err() {
         recorder.send_failed("payload_read", clock.now_ns());
         return SendOutcome::PayloadFailed;
@@ -161,6 +166,15 @@ pub(super) fn send_message(
     // The first attempt goes out at the time the wait ended (nothing blocks in between); a
     // retry after backpressure reads the clock again.
     let mut sent_ns = now;
+    // Where the wait for the client is accounted: a full buffer or a lost connection.
+    let mut waited_for_connection = false;
+    let account = |recorder: &mut ProducerRecorder, to: u64, connection: bool| {
+        if connection {
+            recorder.unavailable(now, to);
+        } else {
+            recorder.buffer_full(now, to);
+        }
+    };
     loop {
         let outgoing = OutgoingMessage {
             key,
@@ -170,19 +184,31 @@ pub(super) fn send_message(
         match producer.send(outgoing) {
             Ok(()) => {
                 if sent_ns != now {
-                    recorder.buffer_full(now, sent_ns);
+                    account(recorder, sent_ns, waited_for_connection);
                 }
                 recorder.sent(*sequence - 1, intended, sent_ns, message.len());
                 return SendOutcome::Handed;
             }
-            Err(SendError::Backpressure) => {
-                // The client's buffer is full: the schedule slips, and the lag shows it.
+            Err(error @ (SendError::Backpressure | SendError::Unavailable(_))) => {
+                // The client's buffer is full, or it is reconnecting: the schedule slips, and
+                // the lag shows it; the message goes out (late) when the client takes it.
+                if matches!(error, SendError::Unavailable(_)) {
+                    waited_for_connection = true;
+                    let now_ns = clock.now_ns();
+                    let since = producer.disconnected_since().unwrap_or(now_ns);
+                    recorder.disconnected(since, now_ns, 0);
+                }
                 poll_acks(producer, recorder, clock, Duration::from_millis(1));
                 if stop.load(Ordering::Relaxed) {
-                    recorder.buffer_full(now, clock.now_ns());
+                    account(recorder, clock.now_ns(), waited_for_connection);
                     return SendOutcome::Stopped;
                 }
                 sent_ns = clock.now_ns();
+                if sent_ns >= shared.measure_end().saturating_add(BEHIND_SCHEDULE_GRACE_NS) {
+                    account(recorder, sent_ns, waited_for_connection);
+                    recorder.not_sent(1);
+                    return SendOutcome::WindowOver;
+                }
             }
             Err(SendError::Failed(kind)) => {
                 recorder.send_failed(&kind, clock.now_ns());
@@ -203,7 +229,9 @@ pub(super) fn poll_acks(
     timeout: Duration,
 ) {
     let mut now = 0;
+    let mut failed = 0;
     producer.poll(timeout, &mut |ack| {
+        failed += u64::from(ack.result.is_err());
         let arrived = ack.acknowledged_ns.unwrap_or_else(|| {
             if now == 0 {
                 now = clock.now_ns();
@@ -212,6 +240,9 @@ pub(super) fn poll_acks(
         });
         recorder.acknowledged(&ack, arrived)
     });
+    if let Some(since) = producer.disconnected_since() {
+        recorder.disconnected(since, clock.now_ns(), failed);
+    }
 }
 
 /// Longest sleep of a producer whose acknowledgements are stamped by the client: they are

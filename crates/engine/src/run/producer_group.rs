@@ -112,10 +112,11 @@ impl ProducerGroup {
                 &mut m.sequence,
                 (intended, now),
                 clock,
-                stop,
+                &shared,
             );
             match sent {
-                SendOutcome::Handed | SendOutcome::Failed => {}
+                // After WindowOver the task's next turn counts what else was due.
+                SendOutcome::Handed | SendOutcome::Failed | SendOutcome::WindowOver => {}
                 SendOutcome::Stopped => break,
                 // This task ends; the others go on.
                 SendOutcome::PayloadFailed => continue,

@@ -179,8 +179,12 @@ pub(super) fn summarize(
         .map(|p| p.buffer_full_ns as f64 / window_ns)
         .sum::<f64>()
         / collected.producers.len().max(1) as f64;
+    let outages = merge_outages(&collected.producers, times.start_ns);
+    // Lag that grew while the broker was gone is the outage's doing; its note says so.
+    let lag_grew = lag_grew && outages.is_empty();
     let broker_bound = lag_grew && buffer_full_share >= BROKER_BOUND_SHARE;
     let is_client_bound = lag_grew && !broker_bound;
+    notes.extend(outage_notes(&outages));
     let (mode, target_rate) = match workload.rate {
         Rate::Max => {
             notes.push(format!(
@@ -257,6 +261,7 @@ pub(super) fn summarize(
         broker_bound,
         notes,
         backlog: backlog_report,
+        outages,
     };
     let histograms = WindowHistograms {
         publish,
@@ -303,4 +308,86 @@ pub fn complete(summary: &mut Summary, measured: Measured) {
     if measured.broker_metrics.is_some() {
         summary.broker_metrics = measured.broker_metrics;
     }
+}
+
+/// The producers' outages as the run's: spans that overlap are one outage (a broker restart
+/// seen by every producer), which lasts until the last of them was acknowledged again.
+fn merge_outages(producers: &[ProducerResult], start_ns: u64) -> Vec<Outage> {
+    let mut spans: Vec<(usize, OutageSpan)> = producers
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| p.outages.iter().map(move |o| (i, *o)))
+        .collect();
+    spans.sort_by_key(|(_, o)| o.start_ns);
+    let seconds = |ns: u64| ns.saturating_sub(start_ns) as f64 / 1e9;
+    let mut merged: Vec<(Outage, u64, Vec<usize>)> = Vec::new();
+    for (producer, span) in spans {
+        let end = span.first_ack_ns.unwrap_or(u64::MAX);
+        match merged.last_mut() {
+            Some((outage, last_end, who)) if span.start_ns <= *last_end => {
+                *last_end = (*last_end).max(end);
+                outage.first_ack_s = (*last_end != u64::MAX).then(|| seconds(*last_end));
+                outage.failed += span.failed;
+                if !who.contains(&producer) {
+                    who.push(producer);
+                }
+            }
+            _ => merged.push((
+                Outage {
+                    start_s: seconds(span.start_ns),
+                    first_ack_s: span.first_ack_ns.map(seconds),
+                    producers: 0,
+                    failed: span.failed,
+                },
+                end,
+                vec![producer],
+            )),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(mut outage, _, who)| {
+            outage.producers = who.len() as u32;
+            outage
+        })
+        .collect()
+}
+
+/// Outages listed in the notes beyond which they are only counted.
+const OUTAGE_NOTES: usize = 5;
+
+/// One note per outage (the first few), with times in seconds into the run.
+fn outage_notes(outages: &[Outage]) -> Vec<String> {
+    let mut notes: Vec<String> = outages
+        .iter()
+        .take(OUTAGE_NOTES)
+        .map(|o| {
+            let who = match o.producers {
+                1 => "1 producer".to_string(),
+                n => format!("{n} producers"),
+            };
+            let failed = match o.failed {
+                0 => "no message failed".to_string(),
+                1 => "1 message failed".to_string(),
+                n => format!("{n} messages failed"),
+            };
+            match o.duration_s() {
+                Some(d) => format!(
+                    "BROKER UNAVAILABLE at {:.1} s: {who} lost the broker and got the first acknowledgement again {d:.1} s later ({failed}); messages due meanwhile were sent late, and their latency includes the wait",
+                    o.start_s
+                ),
+                None => format!(
+                    "BROKER UNAVAILABLE at {:.1} s: {who} lost the broker and got no acknowledgement after it before the run ended ({failed})",
+                    o.start_s
+                ),
+            }
+        })
+        .collect();
+    if outages.len() > OUTAGE_NOTES {
+        notes.push(format!(
+            "{} more outages (summary.json lists every one)",
+            outages.len() - OUTAGE_NOTES
+        ));
+    }
+    notes
 }

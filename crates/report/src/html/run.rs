@@ -359,6 +359,29 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
                 esc(&crate::terminal::backlog_text(&backlog))
             );
         }
+        if let Ok(outages) =
+            serde_json::from_value::<Vec<brokerbench_model::Outage>>(s["outages"].clone())
+        {
+            if !outages.is_empty() {
+                body.push_str("<h2>Outages</h2><table class=\"outages\"><thead><tr><th>lost at</th><th>first acknowledgement after</th><th>producers</th><th>messages failed</th></tr></thead><tbody>");
+                for o in &outages {
+                    let after = o
+                        .duration_s()
+                        .map_or("none before the run ended".to_string(), |d| {
+                            format!("{d:.1} s later")
+                        });
+                    let _ = write!(
+                        body,
+                        "<tr><td>{:.1} s</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                        o.start_s,
+                        esc(&after),
+                        o.producers,
+                        o.failed
+                    );
+                }
+                body.push_str("</tbody></table><p class=\"legend-note\">Seconds into the run (from the start of warm-up), as the producers' clients saw it: from the first finding the broker gone to the last getting an acknowledgement again.</p>");
+            }
+        }
         // Notes and errors, where they cannot be missed.
         let notes: Vec<String> = s["notes"]
             .as_array()
