@@ -24,6 +24,7 @@ pub const RABBITMQ_DRIVER_FIELDS: &[&str] = &[
     "prefetch",
     "channels_per_connection",
     "delete_queues",
+    "reconnect",
 ];
 
 // ------------------------------------------------------------------------------ RabbitMQ
@@ -75,6 +76,10 @@ pub struct RabbitMqDriverConfig {
     /// Delete the run's exchanges and queues after the run.
     #[serde(default = "default_true")]
     pub delete_queues: bool,
+    /// After a lost connection, producers and consumers reconnect with backoff, declare
+    /// their exchange and queues again and go on; `reconnect: false` leaves them failed.
+    #[serde(default)]
+    pub reconnect: brokerbench_model::reconnect::Reconnect,
 }
 
 impl Default for RabbitMqDriverConfig {

@@ -10,8 +10,10 @@ use std::time::Duration;
 use crate::config::{AckMode, RabbitMqDriverConfig};
 use brokerbench_driver::{Consumer, Delivery, DriverError};
 
-use crate::naming::consume_arguments;
-use crate::session::{Channel, Deliveries, Session, ADMIN_TIMEOUT};
+use crate::naming::{consume_arguments, TopicNames};
+use crate::producer::Redial;
+use crate::session::{Channel, Deliveries, Session, ADMIN_TIMEOUT, CONNECTION_CLOSED};
+use crate::Dialer;
 use crate::wire::{self, id};
 
 pub(crate) struct AmqpConsumer {
@@ -28,54 +30,76 @@ pub(crate) struct AmqpConsumer {
     unacknowledged: u32,
     /// Delivery tag of the last delivery handed over.
     last_tag: u64,
-    /// The failure already reported once; later polls only wait.
+    /// The failure already reported once; later polls only wait (or reconnect).
     reported: Option<&'static str>,
+    dialer: Arc<Dialer>,
+    topic: TopicNames,
+    queue: String,
+    consumer_tag: String,
+    redial: Redial,
+}
+
+/// A channel consuming `queue` on `session`, with the configured prefetch and ack mode.
+fn consuming_channel(
+    session: Arc<Session>,
+    queue: &str,
+    consumer_tag: &str,
+    config: &RabbitMqDriverConfig,
+) -> Result<Channel, DriverError> {
+    let mut channel = session.channel()?;
+    let manual = config.ack.mode == AckMode::Manual;
+    let failed = |e: String| DriverError::Other(format!("consuming queue '{queue}': {e}"));
+    if manual && config.prefetch > 0 {
+        let mut qos = Vec::new();
+        wire::method(&mut qos, channel.number(), id::BASIC_QOS, |out| {
+            out.extend_from_slice(&0u32.to_be_bytes());
+            out.extend_from_slice(&config.prefetch.to_be_bytes());
+            out.push(0);
+        });
+        channel
+            .call(qos, id::BASIC_QOS_OK, ADMIN_TIMEOUT)
+            .map_err(failed)?;
+    }
+    let mut consume = Vec::new();
+    wire::method(&mut consume, channel.number(), id::BASIC_CONSUME, |out| {
+        out.extend_from_slice(&0u16.to_be_bytes());
+        wire::put_short_string(out, queue);
+        wire::put_short_string(out, consumer_tag);
+        // no-local, no-ack, exclusive, no-wait
+        out.push(if manual { 0 } else { 0b10 });
+        wire::put_arguments(out, &consume_arguments(&config.queue));
+    });
+    channel
+        .call(consume, id::BASIC_CONSUME_OK, ADMIN_TIMEOUT)
+        .map_err(failed)?;
+    Ok(channel)
 }
 
 impl AmqpConsumer {
     pub(crate) fn new(
-        session: Arc<Session>,
+        dialer: Arc<Dialer>,
+        topic: &TopicNames,
         queue: &str,
         queue_index: u32,
-        consumer_tag: &str,
-        config: &RabbitMqDriverConfig,
+        consumer_tag: String,
     ) -> Result<Self, DriverError> {
-        let mut channel = session.channel()?;
-        let manual = config.ack.mode == AckMode::Manual;
-        let failed = |e: String| DriverError::Other(format!("consuming queue '{queue}': {e}"));
-        if manual && config.prefetch > 0 {
-            let mut qos = Vec::new();
-            wire::method(&mut qos, channel.number(), id::BASIC_QOS, |out| {
-                out.extend_from_slice(&0u32.to_be_bytes());
-                out.extend_from_slice(&config.prefetch.to_be_bytes());
-                out.push(0);
-            });
-            channel
-                .call(qos, id::BASIC_QOS_OK, ADMIN_TIMEOUT)
-                .map_err(failed)?;
-        }
-        let mut consume = Vec::new();
-        wire::method(&mut consume, channel.number(), id::BASIC_CONSUME, |out| {
-            out.extend_from_slice(&0u16.to_be_bytes());
-            wire::put_short_string(out, queue);
-            wire::put_short_string(out, consumer_tag);
-            // no-local, no-ack, exclusive, no-wait
-            out.push(if manual { 0 } else { 0b10 });
-            wire::put_arguments(out, &consume_arguments(&config.queue));
-        });
-        channel
-            .call(consume, id::BASIC_CONSUME_OK, ADMIN_TIMEOUT)
-            .map_err(failed)?;
+        let config = &dialer.config;
+        let channel = consuming_channel(dialer.consumer_session()?, queue, &consumer_tag, config)?;
         Ok(AmqpConsumer {
             channel,
             batch: Deliveries::default(),
             out: Vec::with_capacity(16 * 1024),
             queue_index,
-            manual,
+            manual: config.ack.mode == AckMode::Manual,
             multiple_every: config.ack.multiple_every.max(1),
             unacknowledged: 0,
             last_tag: 0,
             reported: None,
+            topic: topic.clone(),
+            queue: queue.to_string(),
+            consumer_tag,
+            dialer,
+            redial: Redial::default(),
         })
     }
 
@@ -89,6 +113,31 @@ impl AmqpConsumer {
             None
         }
     }
+
+    /// One attempt, when due, to consume again on a new connection after the old one was
+    /// lost. Deliveries handed over and not acknowledged on the old one are the broker's to
+    /// deliver again (the ledger counts them as duplicates when they come back).
+    fn redial(&mut self, timeout: Duration) {
+        if !self.redial.due() {
+            std::thread::sleep(timeout.min(self.redial.wait()));
+            return;
+        }
+        let attempt = self.dialer.consumer_session().and_then(|session| {
+            self.dialer.redeclare(&session, &self.topic)?;
+            consuming_channel(session, &self.queue, &self.consumer_tag, &self.dialer.config)
+        });
+        match attempt {
+            Ok(channel) => {
+                self.channel = channel;
+                self.out.clear();
+                self.unacknowledged = 0;
+                self.last_tag = 0;
+                self.reported = None;
+                self.redial.succeeded();
+            }
+            Err(_) => self.redial.failed(&self.dialer.config.reconnect),
+        }
+    }
 }
 
 impl Consumer for AmqpConsumer {
@@ -97,8 +146,12 @@ impl Consumer for AmqpConsumer {
         timeout: Duration,
         deliveries: &mut dyn FnMut(Delivery<'_>),
     ) -> Result<(), String> {
-        if self.reported.is_some() {
-            std::thread::sleep(timeout);
+        if let Some(kind) = self.reported {
+            if kind == CONNECTION_CLOSED && self.dialer.config.reconnect.enabled {
+                self.redial(timeout);
+            } else {
+                std::thread::sleep(timeout);
+            }
             return Ok(());
         }
         let session = self.channel.session();

@@ -122,8 +122,8 @@ pub struct AmqpDriver {
     /// Exchanges and queues this run declared (and so deletes).
     created_exchanges: Vec<String>,
     created_queues: Vec<String>,
-    producers: Pool,
-    consumers: Pool,
+    /// Connections for producers and consumers, from `prepare` on.
+    dialer: Option<Arc<Dialer>>,
 }
 
 impl std::fmt::Debug for AmqpDriver {
@@ -138,7 +138,6 @@ impl std::fmt::Debug for AmqpDriver {
 impl AmqpDriver {
     /// A driver for the broker at `uri` (the driver file's, or the managed broker's).
     pub fn new(config: RabbitMqDriverConfig, uri: AmqpUri) -> Self {
-        let per_connection = config.channels_per_connection.max(1);
         AmqpDriver {
             config,
             uri,
@@ -147,9 +146,14 @@ impl AmqpDriver {
             topics: Vec::new(),
             created_exchanges: Vec::new(),
             created_queues: Vec::new(),
-            producers: Pool::new("producer", per_connection, Reading::Thread),
-            consumers: Pool::new("consumer", per_connection, Reading::Caller),
+            dialer: None,
         }
+    }
+
+    fn dialer(&self) -> Result<&Arc<Dialer>, DriverError> {
+        self.dialer
+            .as_ref()
+            .ok_or_else(|| DriverError::Other("producers and consumers come after prepare".into()))
     }
 
     /// Names of the run's exchanges and queues, in topic-index order (after `prepare`).
@@ -179,63 +183,15 @@ impl AmqpDriver {
     /// Declares every exchange and queue and binds them, recording what was created.
     fn declare_all(&mut self, session: &Arc<Session>) -> Result<(), DriverError> {
         let mut channel = session.channel()?;
-        let queue = &self.config.queue;
-        // durable (bit 1); not passive, auto-delete, internal or exclusive; wait for the answer.
-        let flags = if queue.durable { 0b10 } else { 0 };
-        let mut queue_arguments = Vec::new();
-        wire::put_arguments(&mut queue_arguments, &queue_arguments_of(queue));
-        let kind = self.config.exchange.kind.as_str();
+        let (exchanges, queues) = (&mut self.created_exchanges, &mut self.created_queues);
         for topic in &self.topics {
-            let n = channel.number();
-            let mut frame = Vec::new();
-            wire::method(&mut frame, n, id::EXCHANGE_DECLARE, |out| {
-                out.extend_from_slice(&0u16.to_be_bytes());
-                wire::put_short_string(out, &topic.exchange);
-                wire::put_short_string(out, kind);
-                out.push(flags);
-                wire::put_table(out, &[]);
-            });
-            admin(
-                &mut channel,
-                frame,
-                id::EXCHANGE_DECLARE_OK,
-                "declaring exchange",
-                &topic.exchange,
-            )?;
-            self.created_exchanges.push(topic.exchange.clone());
-            for name in &topic.queues {
-                let mut frame = Vec::new();
-                wire::method(&mut frame, n, id::QUEUE_DECLARE, |out| {
-                    out.extend_from_slice(&0u16.to_be_bytes());
-                    wire::put_short_string(out, name);
-                    out.push(flags);
-                    out.extend_from_slice(&queue_arguments);
-                });
-                admin(
-                    &mut channel,
-                    frame,
-                    id::QUEUE_DECLARE_OK,
-                    "declaring queue",
-                    name,
-                )?;
-                self.created_queues.push(name.clone());
-                let mut frame = Vec::new();
-                wire::method(&mut frame, n, id::QUEUE_BIND, |out| {
-                    out.extend_from_slice(&0u16.to_be_bytes());
-                    wire::put_short_string(out, name);
-                    wire::put_short_string(out, &topic.exchange);
-                    wire::put_short_string(out, topic.routing.binding_key());
-                    out.push(0);
-                    wire::put_arguments(out, &topic.routing.binding_arguments());
-                });
-                admin(
-                    &mut channel,
-                    frame,
-                    id::QUEUE_BIND_OK,
-                    "binding queue",
-                    name,
-                )?;
-            }
+            declare_topic(&mut channel, topic, &self.config, &mut |is_queue, name| {
+                if is_queue {
+                    queues.push(name.to_string())
+                } else {
+                    exchanges.push(name.to_string())
+                }
+            })?;
         }
         Ok(())
     }
@@ -281,6 +237,68 @@ impl AmqpDriver {
         }
         failures
     }
+}
+
+/// Declares `topic`'s exchange and queues and binds them (again, after a reconnect: the same
+/// declarations are a no-op for what survived a broker restart), telling `created` each
+/// object (true for a queue) as it exists.
+pub(crate) fn declare_topic(
+    channel: &mut Channel,
+    topic: &TopicNames,
+    config: &RabbitMqDriverConfig,
+    created: &mut dyn FnMut(bool, &str),
+) -> Result<(), DriverError> {
+    let queue = &config.queue;
+    // durable (bit 1); not passive, auto-delete, internal or exclusive; wait for the answer.
+    let flags = if queue.durable { 0b10 } else { 0 };
+    let mut queue_arguments = Vec::new();
+    wire::put_arguments(&mut queue_arguments, &queue_arguments_of(queue));
+    let kind = config.exchange.kind.as_str();
+    let n = channel.number();
+    let mut frame = Vec::new();
+    wire::method(&mut frame, n, id::EXCHANGE_DECLARE, |out| {
+        out.extend_from_slice(&0u16.to_be_bytes());
+        wire::put_short_string(out, &topic.exchange);
+        wire::put_short_string(out, kind);
+        out.push(flags);
+        wire::put_table(out, &[]);
+    });
+    admin(
+        channel,
+        frame,
+        id::EXCHANGE_DECLARE_OK,
+        "declaring exchange",
+        &topic.exchange,
+    )?;
+    created(false, &topic.exchange);
+    for name in &topic.queues {
+        let mut frame = Vec::new();
+        wire::method(&mut frame, n, id::QUEUE_DECLARE, |out| {
+            out.extend_from_slice(&0u16.to_be_bytes());
+            wire::put_short_string(out, name);
+            out.push(flags);
+            out.extend_from_slice(&queue_arguments);
+        });
+        admin(
+            channel,
+            frame,
+            id::QUEUE_DECLARE_OK,
+            "declaring queue",
+            name,
+        )?;
+        created(true, name);
+        let mut frame = Vec::new();
+        wire::method(&mut frame, n, id::QUEUE_BIND, |out| {
+            out.extend_from_slice(&0u16.to_be_bytes());
+            wire::put_short_string(out, name);
+            wire::put_short_string(out, &topic.exchange);
+            wire::put_short_string(out, topic.routing.binding_key());
+            out.push(0);
+            wire::put_arguments(out, &topic.routing.binding_arguments());
+        });
+        admin(channel, frame, id::QUEUE_BIND_OK, "binding queue", name)?;
+    }
+    Ok(())
 }
 
 /// Runs one admin method within [`ADMIN_TIMEOUT`], naming the object and the broker's reason
@@ -344,6 +362,14 @@ impl Driver for AmqpDriver {
                 long.exchange
             )));
         }
+        let per_connection = self.config.channels_per_connection.max(1);
+        self.dialer = Some(Arc::new(Dialer {
+            uri: self.uri.clone(),
+            run_id: self.run_id.clone(),
+            config: self.config.clone(),
+            producers: Pool::new("producer", per_connection, Reading::Thread),
+            consumers: Pool::new("consumer", per_connection, Reading::Caller),
+        }));
         let session = self.admin_session("admin")?;
         let declared = self.declare_all(&session);
         if declared.is_err() && self.config.delete_queues {
@@ -359,11 +385,9 @@ impl Driver for AmqpDriver {
 
     fn producer(&self, topic: u32, _producer: u32) -> Result<Box<dyn Producer>, DriverError> {
         let names = self.topic(topic)?;
-        let session = self.producers.session(&self.uri, &self.run_id)?;
         Ok(Box::new(producer::AmqpProducer::new(
-            session,
+            self.dialer()?.clone(),
             names,
-            &self.config,
         )?))
     }
 
@@ -378,17 +402,16 @@ impl Driver for AmqpDriver {
                     slot.subscription, slot.topic, self.config.queues_per_topic
                 ))
             })?;
-        let session = self.consumers.session(&self.uri, &self.run_id)?;
         let tag = format!(
             "brokerbench-{}-{}-{}-{}",
             self.run_id, slot.topic, slot.subscription, slot.member
         );
         Ok(Box::new(consumer::AmqpConsumer::new(
-            session,
+            self.dialer()?.clone(),
+            names,
             queue,
             slot.subscription,
-            &tag,
-            &self.config,
+            tag,
         )?))
     }
 
@@ -397,8 +420,10 @@ impl Driver for AmqpDriver {
     }
 
     fn cleanup(&mut self) -> Result<(), DriverError> {
-        self.producers.release();
-        self.consumers.release();
+        if let Some(dialer) = &self.dialer {
+            dialer.producers.release();
+            dialer.consumers.release();
+        }
         if !self.config.delete_queues
             || (self.created_queues.is_empty() && self.created_exchanges.is_empty())
         {
@@ -432,6 +457,37 @@ pub(crate) fn probe_error(uri: &AmqpUri, error: probe::ProbeError) -> DriverErro
             "rabbitmq at {} refused the connection: {reason}",
             uri.address()
         )),
+    }
+}
+
+/// Opens producers' and consumers' connections, and again after one is lost.
+pub(crate) struct Dialer {
+    uri: AmqpUri,
+    run_id: String,
+    pub(crate) config: RabbitMqDriverConfig,
+    producers: Pool,
+    consumers: Pool,
+}
+
+impl Dialer {
+    /// A connection for a producer: the pool's current one while it has room and is open.
+    pub(crate) fn producer_session(&self) -> Result<Arc<Session>, DriverError> {
+        self.producers.session(&self.uri, &self.run_id)
+    }
+
+    pub(crate) fn consumer_session(&self) -> Result<Arc<Session>, DriverError> {
+        self.consumers.session(&self.uri, &self.run_id)
+    }
+
+    /// Declares `topic`'s exchange, queues and bindings again on `session` (after a
+    /// reconnect: a restarted broker has lost whatever was not durable).
+    pub(crate) fn redeclare(
+        &self,
+        session: &Arc<Session>,
+        topic: &TopicNames,
+    ) -> Result<(), DriverError> {
+        let mut channel = session.channel()?;
+        declare_topic(&mut channel, topic, &self.config, &mut |_, _| {})
     }
 }
 

@@ -13,11 +13,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{Overflow, RabbitMqDriverConfig};
-use brokerbench_driver::{Ack, DriverError, Envelope, OutgoingMessage, Producer, SendError};
+use brokerbench_driver::{
+    Ack, Clock, DriverError, Envelope, OutgoingMessage, Producer, SendError,
+};
+use brokerbench_model::reconnect::Reconnect;
 
 use crate::confirms::ConfirmBook;
 use crate::naming::TopicNames;
-use crate::session::{Channel, ChannelEvent, Session, ADMIN_TIMEOUT, CLOSE_TIMEOUT, FLUSH_AT};
+use crate::session::{
+    Channel, ChannelEvent, Session, ADMIN_TIMEOUT, CLOSE_TIMEOUT, CONNECTION_CLOSED, FLUSH_AT,
+};
+use crate::Dialer;
 use crate::wire::{self, id, Publisher};
 
 /// Bytes a producer may have written and not yet taken by the socket (a slow or blocked
@@ -35,42 +41,89 @@ pub(crate) struct AmqpProducer {
     persistent: bool,
     /// None when confirms are off.
     book: Option<ConfirmBook>,
+    nack_kind: &'static str,
     max_outstanding: usize,
     /// Reused buffer the channel's events are swapped into.
     batch: Vec<ChannelEvent>,
-    /// Set once the connection or channel is gone; every later send fails with it.
+    /// Set once the connection or channel is gone; every later send fails with it (or
+    /// waits for the reconnect, when the connection was lost and `reconnect` is on).
     lost: Option<&'static str>,
+    dialer: Arc<Dialer>,
+    topic: TopicNames,
+    redial: Redial,
+}
+
+/// Where a producer or consumer is in getting its connection back.
+#[derive(Debug, Default)]
+pub(crate) struct Redial {
+    /// When the loss was found, ns since the UNIX epoch.
+    pub(crate) since_ns: Option<u64>,
+    /// Attempts that failed in a row.
+    failures: u32,
+    next_attempt: Option<Instant>,
+}
+
+impl Redial {
+    /// Notes the loss (once) at `now_ns`.
+    pub(crate) fn lost(&mut self, now_ns: u64) {
+        self.since_ns.get_or_insert(now_ns);
+    }
+
+    /// Whether an attempt is due now.
+    pub(crate) fn due(&self) -> bool {
+        self.next_attempt.is_none_or(|at| Instant::now() >= at)
+    }
+
+    /// How long until the next attempt.
+    pub(crate) fn wait(&self) -> Duration {
+        self.next_attempt
+            .map_or(Duration::ZERO, |at| at.saturating_duration_since(Instant::now()))
+    }
+
+    pub(crate) fn failed(&mut self, policy: &Reconnect) {
+        self.failures = self.failures.saturating_add(1);
+        self.next_attempt = Some(Instant::now() + policy.backoff(self.failures));
+    }
+
+    pub(crate) fn succeeded(&mut self) {
+        *self = Redial::default();
+    }
+}
+
+/// A channel for publishing to `topic` on `session`, in confirm mode when confirms are on.
+fn publishing_channel(
+    session: Arc<Session>,
+    topic: &TopicNames,
+    config: &RabbitMqDriverConfig,
+) -> Result<(Channel, Publisher), DriverError> {
+    let mut channel = session.channel()?;
+    if config.confirms.enabled {
+        let mut select = Vec::new();
+        wire::method(&mut select, channel.number(), id::CONFIRM_SELECT, |out| {
+            out.push(0)
+        });
+        channel
+            .call(select, id::CONFIRM_SELECT_OK, ADMIN_TIMEOUT)
+            .map_err(|e| DriverError::Other(format!("switching a channel to confirm mode: {e}")))?;
+    }
+    // mandatory: a message no queue takes comes back as basic.return, reported as
+    // `unroutable` rather than silently counted as acknowledged and then lost.
+    let publisher = Publisher::new(
+        channel.number(),
+        &topic.exchange,
+        topic.routing.publish_key(),
+        true,
+        config.persistent,
+        &topic.routing.publish_headers(),
+        session.frame_max(),
+    );
+    Ok((channel, publisher))
 }
 
 impl AmqpProducer {
-    pub(crate) fn new(
-        session: Arc<Session>,
-        topic: &TopicNames,
-        config: &RabbitMqDriverConfig,
-    ) -> Result<Self, DriverError> {
-        let mut channel = session.channel()?;
-        if config.confirms.enabled {
-            let mut select = Vec::new();
-            wire::method(&mut select, channel.number(), id::CONFIRM_SELECT, |out| {
-                out.push(0)
-            });
-            channel
-                .call(select, id::CONFIRM_SELECT_OK, ADMIN_TIMEOUT)
-                .map_err(|e| {
-                    DriverError::Other(format!("switching a channel to confirm mode: {e}"))
-                })?;
-        }
-        // mandatory: a message no queue takes comes back as basic.return, reported as
-        // `unroutable` rather than silently counted as acknowledged and then lost.
-        let publisher = Publisher::new(
-            channel.number(),
-            &topic.exchange,
-            topic.routing.publish_key(),
-            true,
-            config.persistent,
-            &topic.routing.publish_headers(),
-            session.frame_max(),
-        );
+    pub(crate) fn new(dialer: Arc<Dialer>, topic: &TopicNames) -> Result<Self, DriverError> {
+        let config = &dialer.config;
+        let (channel, publisher) = publishing_channel(dialer.producer_session()?, topic, config)?;
         let nack_kind = match config.queue.overflow {
             Overflow::RejectPublish => "rejected",
             Overflow::DropHead => "nacked",
@@ -81,9 +134,13 @@ impl AmqpProducer {
             out: Vec::with_capacity(FLUSH_AT * 2),
             persistent: config.persistent,
             book: config.confirms.enabled.then(|| ConfirmBook::new(nack_kind)),
+            nack_kind,
             max_outstanding: config.confirms.max_outstanding as usize,
             batch: Vec::with_capacity(256),
             lost: None,
+            topic: topic.clone(),
+            dialer,
+            redial: Redial::default(),
         })
     }
 
@@ -92,9 +149,42 @@ impl AmqpProducer {
         if self.lost.is_none() {
             if let Some((kind, _)) = self.channel.ended() {
                 self.lost = Some(kind);
+                if self.reconnects(kind) {
+                    self.redial.lost(Clock::process().now_ns());
+                }
             }
         }
         self.lost
+    }
+
+    /// Whether a loss of this kind is waited out: the connection went, and `reconnect` is on.
+    fn reconnects(&self, kind: &str) -> bool {
+        kind == CONNECTION_CLOSED && self.dialer.config.reconnect.enabled
+    }
+
+    /// One attempt to get a connection and channel back (after the messages in flight on the
+    /// lost one were failed): declares the topic again, opens a channel, starts a new book.
+    fn redial(&mut self) {
+        if !self.redial.due() {
+            return;
+        }
+        let attempt = self.dialer.producer_session().and_then(|session| {
+            self.dialer.redeclare(&session, &self.topic)?;
+            publishing_channel(session, &self.topic, &self.dialer.config)
+        });
+        match attempt {
+            Ok((channel, publisher)) => {
+                self.channel = channel;
+                self.publisher = publisher;
+                self.out.clear();
+                if self.book.is_some() {
+                    self.book = Some(ConfirmBook::new(self.nack_kind));
+                }
+                self.lost = None;
+                self.redial.succeeded();
+            }
+            Err(_) => self.redial.failed(&self.dialer.config.reconnect),
+        }
     }
 
     /// Writes what `send` encoded; a failed write means the connection is gone.
@@ -113,7 +203,12 @@ impl AmqpProducer {
 impl Producer for AmqpProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
         if let Some(kind) = self.check_lost() {
-            return Err(SendError::Failed(kind.into()));
+            // Waiting out a lost connection: `poll` fails what was in flight and reconnects.
+            return Err(if self.reconnects(kind) {
+                SendError::Unavailable(kind.into())
+            } else {
+                SendError::Failed(kind.into())
+            });
         }
         if self
             .book
@@ -165,8 +260,12 @@ impl Producer for AmqpProducer {
                 });
             }
         } else if !timeout.is_zero() {
-            // Nothing can arrive any more; do not spin.
-            std::thread::sleep(timeout.min(Duration::from_millis(10)));
+            // Nothing can arrive on this connection any more; do not spin.
+            let mut wait = timeout.min(Duration::from_millis(10));
+            if self.redial.since_ns.is_some() {
+                wait = wait.min(self.redial.wait());
+            }
+            std::thread::sleep(wait);
         }
         {
             let mut inbox = self.channel.state().inbox();
@@ -193,6 +292,9 @@ impl Producer for AmqpProducer {
             if let Some(book) = self.book.as_mut() {
                 book.fail_all(kind, acks);
             }
+            if self.reconnects(kind) {
+                self.redial();
+            }
         }
     }
 
@@ -208,6 +310,10 @@ impl Producer for AmqpProducer {
 
     fn confirms(&self) -> bool {
         self.book.is_some()
+    }
+
+    fn disconnected_since(&self) -> Option<u64> {
+        self.redial.since_ns
     }
 
     fn ack_note(&self) -> Option<String> {

@@ -5,6 +5,7 @@ pub mod calendar;
 pub mod family;
 pub mod metrics_endpoint;
 pub mod omb;
+pub mod reconnect;
 pub mod redact;
 pub mod resources;
 pub mod result;
