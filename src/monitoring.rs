@@ -64,19 +64,18 @@ fn messages_in_total(reading: &Reading, metrics: &BrokerMetrics) -> Option<f64> 
 }
 
 impl Monitoring {
-    /// Starts sampling. `broker_pid`: the broker's process (its children included);
+    /// Starts sampling. `broker`: the broker's process (its children included, followed to a
+    /// new pid when it restarts, if it can be found again);
     /// `metrics`: its metrics endpoint and what the family says it serves.
     pub fn start(
         folder: &Path,
         interval: Duration,
-        broker_pid: Option<u32>,
+        broker: Option<Target>,
         metrics: Option<(Scraper, &'static MetricSet)>,
     ) -> anyhow::Result<Monitoring> {
         let clock = Clock::process();
         let mut targets = vec![Target::client()];
-        if let Some(pid) = broker_pid {
-            targets.push(Target::broker(pid));
-        }
+        targets.extend(broker);
         let broker_metrics = metrics.and_then(|(scraper, set)| {
             let url = scraper.endpoint().url().to_string();
             let m = BrokerMetrics::new(scraper, set);
@@ -180,10 +179,11 @@ impl Monitoring {
     pub fn finish(
         mut self,
         window: Range<u64>,
+        started_ns: u64,
         counted: u64,
     ) -> (Option<ResourceSummary>, Option<BrokerMetricsSummary>) {
         let recording = self.monitor.take().map(Monitor::stop);
-        let resources = recording.map(|r| r.summarize(window.clone()));
+        let resources = recording.map(|r| r.summarize_since(window.clone(), started_ns));
         let broker = self.broker_metrics.as_ref().map(|metrics| {
             let mut metrics = metrics.lock().unwrap_or_else(|e| e.into_inner());
             let after = self
@@ -232,12 +232,22 @@ fn summarize_broker(
             );
         }
     }
-    let messages_in = match (before, after.and_then(|a| messages_in_total(a, metrics))) {
-        (Some(b), Some(a)) => Some((a - b).max(0.0).round() as u64),
-        _ => None,
+    let after_total = after.and_then(|a| messages_in_total(a, metrics));
+    let (messages_in, counter_resets) = match (before, after_total) {
+        (Some(b), Some(a)) => {
+            // Every reading in between, so that a restart's reset is seen and stitched.
+            let during = shared
+                .readings
+                .iter()
+                .filter_map(|r| messages_in_total(r, metrics));
+            let all = std::iter::once(b).chain(during).chain(std::iter::once(a));
+            let (increase, resets) = brokerbench_model::counter_increase(all);
+            (Some(increase.round() as u64), resets)
+        }
+        _ => (None, 0),
     };
     let disagreement_pct = messages_in
-        .filter(|_| counted > 0)
+        .filter(|_| counted > 0 && counter_resets == 0)
         .map(|m| (m as f64 - counted as f64).abs() / counted as f64 * 100.0);
     BrokerMetricsSummary {
         url: metrics.url().to_string(),
@@ -248,6 +258,7 @@ fn summarize_broker(
         messages_counted_by_brokerbench: counted,
         disagreement_pct,
         scrape_errors: shared.scrape_errors,
+        counter_resets,
     }
 }
 

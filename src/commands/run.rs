@@ -86,6 +86,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         mut driver,
         broker,
         broker_pid,
+        refind,
         metrics_url,
         metrics,
     } = broker_target(&specs.driver, &args)?;
@@ -114,10 +115,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut monitoring = if args.no_monitor {
         None
     } else {
+        let broker = broker_pid.map(|pid| {
+            let target = brokerbench_monitor::Target::broker(pid);
+            match refind {
+                Some(refind) => target.following(refind),
+                None => target,
+            }
+        });
         Some(Monitoring::start(
             &out,
             args.sample_interval,
-            broker_pid,
+            broker,
             metrics,
         )?)
     };
@@ -227,7 +235,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let window = phases
             .window()
             .unwrap_or(outcome.started_ns..outcome.ended_ns);
-        (measured.resources, measured.broker_metrics) = monitoring.finish(window, counted);
+        (measured.resources, measured.broker_metrics) =
+            monitoring.finish(window, outcome.started_ns, counted);
     }
     brokerbench_engine::complete(&mut outcome.summary, measured);
     drop(exposition);
@@ -301,6 +310,9 @@ struct BrokerTarget {
     broker: BrokerInfo,
     /// Process to sample, if known.
     broker_pid: Option<u32>,
+    /// How to find the broker's process again after it restarts (a managed broker's status,
+    /// or `--broker-process`'s name).
+    refind: Option<Box<dyn Fn() -> Option<u32> + Send + Sync>>,
     /// Metrics endpoint to read, if known.
     metrics_url: Option<String>,
     /// What that endpoint serves, from the family.
@@ -322,6 +334,7 @@ fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Result<Broker
                 managed: false,
             },
             broker_pid: None,
+            refind: None,
             metrics_url: None,
             metrics: family.metrics(),
         },
@@ -335,6 +348,10 @@ fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Result<Broker
                     managed: true,
                 },
                 broker_pid: Some(status.pid),
+                refind: Some(Box::new(move || {
+                    let managed = family.managed(&brokerbench_brokers::home());
+                    managed.status().ok().flatten().map(|s| s.pid)
+                })),
                 metrics_url,
                 metrics: family.metrics(),
             }
@@ -345,9 +362,17 @@ fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Result<Broker
             return Err(BadInput(format!("--broker-pid {pid}: no such process")).into());
         }
         target.broker_pid = Some(pid);
+        target.refind = None;
     }
     if let Some(name) = &args.broker_process {
         let pids = brokerbench_monitor::find_pids_by_name(name);
+        let again = name.clone();
+        target.refind = Some(Box::new(move || {
+            match brokerbench_monitor::find_pids_by_name(&again).as_slice() {
+                [pid] => Some(*pid),
+                _ => None,
+            }
+        }));
         target.broker_pid = Some(match pids.as_slice() {
             [pid] => *pid,
             [] => return Err(BadInput(format!("--broker-process {name}: no running process matches; give --broker-pid PID instead")).into()),

@@ -37,6 +37,9 @@ use in_flight::InFlight;
 use producer_client::{AckSlot, ProducerClient, RawAck};
 use shared_consumer::SharedConsumer;
 
+/// brokerbench's default for librdkafka's `reconnect.backoff.max.ms` (librdkafka's: 10000).
+const RECONNECT_BACKOFF_MAX_MS: &str = "1000";
+
 /// How long the broker has to answer a metadata request before the run fails as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long topic creation and metadata propagation may take.
@@ -131,6 +134,10 @@ impl KafkaDriver {
         let mut c = ClientConfig::new();
         c.set("bootstrap.servers", &self.bootstrap)
             .set("client.id", "brokerbench")
+            // librdkafka's backoff between reconnects grows to 10 s by default, so the first
+            // acknowledgement after a broker restart could come up to 10 s after the broker
+            // was back: 1 s keeps that time the broker's (a driver file's setting wins).
+            .set("reconnect.backoff.max.ms", RECONNECT_BACKOFF_MAX_MS)
             .set_log_level(RDKafkaLogLevel::Emerg);
         c
     }
@@ -567,7 +574,13 @@ impl Producer for KafkaProducer {
                     .sent(envelope.sequence, envelope.intended_ns, message.sent_ns);
                 Ok(())
             }
-            Err(RDKafkaErrorCode::QueueFull) => Err(SendError::Backpressure),
+            // A full queue while a broker is unreachable is the outage's doing.
+            Err(RDKafkaErrorCode::QueueFull) => Err(
+                match self.client.router().lost_since() {
+                    Some(_) => SendError::Unavailable("broker_unreachable".into()),
+                    None => SendError::Backpressure,
+                },
+            ),
             Err(code) => Err(SendError::Failed(kind_of(code))),
         }
     }
@@ -625,6 +638,10 @@ impl Producer for KafkaProducer {
 
     fn stamps_acknowledgements(&self) -> bool {
         true
+    }
+
+    fn disconnected_since(&self) -> Option<u64> {
+        self.client.router().lost_since()
     }
 
     fn ack_note(&self) -> Option<String> {

@@ -13,6 +13,7 @@
 
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use rdkafka::bindings as rd;
@@ -46,6 +47,9 @@ pub(crate) type AckSlot = Mailbox<RawAck>;
 #[derive(Default)]
 pub(crate) struct AckRouter {
     slots: RwLock<Vec<Option<Arc<AckSlot>>>>,
+    /// When librdkafka last found a broker it needs unreachable, ns since the UNIX epoch; 0
+    /// while it has not, or since a message was acknowledged again.
+    lost_ns: AtomicU64,
 }
 
 impl AckRouter {
@@ -60,10 +64,23 @@ impl AckRouter {
         slot
     }
 
+    /// Since when a broker has been unreachable, as librdkafka said; None once a message was
+    /// acknowledged after that.
+    pub(crate) fn lost_since(&self) -> Option<u64> {
+        match self.lost_ns.load(Ordering::Relaxed) {
+            0 => None,
+            ns => Some(ns),
+        }
+    }
+
     /// One message's outcome.
     #[inline]
     fn acknowledge(&self, opaque: u64, bytes: usize, error: Option<RDKafkaErrorCode>) {
         let arrived_ns = Clock::process().now_ns();
+        // A load first: the store (a shared cache line) only once per outage.
+        if error.is_none() && self.lost_ns.load(Ordering::Relaxed) != 0 {
+            self.lost_ns.store(0, Ordering::Relaxed);
+        }
         let slots = self.slots.read().unwrap_or_else(|e| e.into_inner());
         let Some(Some(slot)) = slots.get(producer_of(opaque) as usize) else {
             return;
@@ -82,6 +99,37 @@ impl AckRouter {
 pub(crate) struct Routes(#[allow(dead_code)] Arc<AckRouter>);
 
 impl ClientContext for Routes {}
+
+/// librdkafka's error callback, served by `rd_kafka_poll`: a failed attempt to connect to a
+/// broker (`__TRANSPORT` "in state CONNECT": the broker is not there, not an idle connection
+/// closed) or "all brokers down" starts an outage, which ends with the next acknowledgement;
+/// other errors are left to the client's retries. The opaque is the client's context, which
+/// rust-rdkafka sets on the configuration.
+unsafe extern "C" fn on_error(
+    _rk: *mut rd::rd_kafka_t,
+    error: i32,
+    reason: *const c_char,
+    routes: *mut c_void,
+) {
+    let all_down = error == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN as i32;
+    let transport = error == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR__TRANSPORT as i32;
+    // SAFETY: librdkafka passes a valid C string for the duration of the call.
+    let connecting = transport
+        && !reason.is_null()
+        && unsafe { CStr::from_ptr(reason) }
+            .to_bytes()
+            .windows(b"in state CONNECT".len())
+            .any(|w| w == b"in state CONNECT");
+    if all_down || connecting {
+        // SAFETY: the opaque is the `Routes` the client's context keeps alive.
+        let routes = unsafe { &*(routes as *const Routes) };
+        let now = Clock::process().now_ns();
+        let _ = routes
+            .0
+            .lost_ns
+            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+    }
+}
 
 /// A producer client with its acknowledgement router.
 pub(crate) struct ProducerClient {
@@ -116,6 +164,8 @@ impl ProducerClient {
         // busiest thread.
         // SAFETY: sets a callback on a configuration we own.
         unsafe { rd::rd_kafka_conf_set_dr_msg_cb(native.ptr(), Some(discard_report)) };
+        // SAFETY: sets a callback on a configuration we own; its opaque is set by Client::new.
+        unsafe { rd::rd_kafka_conf_set_error_cb(native.ptr(), Some(on_error)) };
         let client = Client::new(
             config,
             native,

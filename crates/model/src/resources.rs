@@ -54,8 +54,9 @@ pub struct ProcessResources {
     pub disk_read_mb: Option<f64>,
     /// Largest thread count seen (sum over the processes of the tree).
     pub threads_max: Option<u64>,
-    /// When the root process was first found gone (or a zombie), ns since the UNIX epoch;
-    /// `None` when it stayed alive through the last sample.
+    /// When the root process was last found gone (or a zombie), ns since the UNIX epoch;
+    /// `None` when it never was. A managed broker that restarted is followed to its new pid
+    /// (the notes say when).
     pub lost_at_ns: Option<u64>,
 }
 

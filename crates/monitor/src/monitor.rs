@@ -126,6 +126,12 @@ impl Recording {
     pub fn summarize(&self, window: Range<u64>) -> ResourceSummary {
         summarize(&self.samples, self.interval, window)
     }
+
+    /// [`Recording::summarize`], with the times in its notes in seconds since `origin_ns`
+    /// (the start of the run) rather than since the first sample.
+    pub fn summarize_since(&self, window: Range<u64>, origin_ns: u64) -> ResourceSummary {
+        summarize_with(&self.samples, self.interval, window, Some(origin_ns))
+    }
 }
 
 /// Aggregates samples over a measurement window `from_ns..to_ns` (ns since the UNIX epoch;
@@ -136,6 +142,16 @@ impl Recording {
 /// threads, memory, load) come from the counted samples. Whether a process was lost is
 /// taken from all samples, in or out of the window, and reported in `notes`.
 pub fn summarize(samples: &[Sample], interval: Duration, window: Range<u64>) -> ResourceSummary {
+    summarize_with(samples, interval, window, None)
+}
+
+fn summarize_with(
+    samples: &[Sample],
+    interval: Duration,
+    window: Range<u64>,
+    origin_ns: Option<u64>,
+) -> ResourceSummary {
+    let origin_ns = origin_ns.or_else(|| samples.first().map(|s| s.time_ns)).unwrap_or(0);
     let counted: Vec<(&Sample, f64)> = samples
         .iter()
         .filter_map(|sample| {
@@ -149,8 +165,8 @@ pub fn summarize(samples: &[Sample], interval: Duration, window: Range<u64>) -> 
     if counted.is_empty() {
         notes.push("no resource sample interval falls in the measurement window".to_string());
     }
-    let broker = summarize_process(Role::Broker, samples, &counted, &mut notes);
-    let client = summarize_process(Role::Client, samples, &counted, &mut notes);
+    let broker = summarize_process(Role::Broker, samples, &counted, origin_ns, &mut notes);
+    let client = summarize_process(Role::Client, samples, &counted, origin_ns, &mut notes);
     let host = summarize_host(samples, &counted, &mut notes);
     ResourceSummary {
         samples: counted.len() as u64,
@@ -204,21 +220,50 @@ fn summarize_process(
     role: Role,
     all: &[Sample],
     counted: &[(&Sample, f64)],
+    origin_ns: u64,
     notes: &mut Vec<String>,
 ) -> Option<ProcessResources> {
     let first = all.iter().find_map(|s| s.process(role))?;
     let name = role.as_str();
     let pid = first.root_pid;
+    let at = |ns: u64| format!("{:.1} s", ns.saturating_sub(origin_ns) as f64 / 1e9);
     let lost_at_ns = all.iter().rev().find_map(|s| s.process(role)?.lost_at_ns);
     if !all.iter().any(|s| s.process(role).is_some_and(|p| p.alive)) {
         notes.push(format!(
             "{name} process {pid} was not running when monitoring started; no {name} values"
         ));
-    } else if let Some(lost) = lost_at_ns {
-        notes.push(format!(
-            "{name} process {pid} stopped running: first found gone at {lost} ns since the \
-             UNIX epoch; no {name} values after that"
-        ));
+    } else {
+        // Each loss, and the restart that followed it if the process was found again.
+        let mut lost: Option<(u32, u64)> = None;
+        let mut alive_pid = pid;
+        for sample in all {
+            let Some(p) = sample.process(role) else {
+                continue;
+            };
+            match (p.alive, lost) {
+                (false, None) => {
+                    lost = Some((alive_pid, p.lost_at_ns.unwrap_or(sample.time_ns)));
+                }
+                (true, Some((old, gone_ns))) => {
+                    notes.push(format!(
+                        "{name} process {old} stopped running: first found gone {} into the run; followed as pid {} from {} ({name} values missing in between)",
+                        at(gone_ns),
+                        p.root_pid,
+                        at(sample.time_ns)
+                    ));
+                    lost = None;
+                    alive_pid = p.root_pid;
+                }
+                (true, None) => alive_pid = p.root_pid,
+                (false, Some(_)) => {}
+            }
+        }
+        if let Some((old, gone_ns)) = lost {
+            notes.push(format!(
+                "{name} process {old} stopped running: first found gone {} into the run; no {name} values after that",
+                at(gone_ns)
+            ));
+        }
     }
     let in_window: Vec<_> = counted
         .iter()

@@ -38,6 +38,25 @@ impl Role {
     }
 }
 
+/// Finds the process again after it was lost (a managed broker restarted under a new pid):
+/// the pid it runs as now, if it runs.
+#[derive(Clone)]
+pub struct Refind(pub std::sync::Arc<dyn Fn() -> Option<u32> + Send + Sync>);
+
+impl std::fmt::Debug for Refind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Refind")
+    }
+}
+
+impl PartialEq for Refind {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Refind {}
+
 /// A process (tree) to monitor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
@@ -48,6 +67,8 @@ pub struct Target {
     /// Whether to count every descendant of the root too (re-scanned each sample, so children
     /// started later count). Threads always count: they are part of their process.
     pub include_descendants: bool,
+    /// How to find the process again once it is gone; None: a lost process stays lost.
+    pub refind: Option<Refind>,
 }
 
 impl Target {
@@ -57,7 +78,14 @@ impl Target {
             role: Role::Broker,
             root_pid: pid,
             include_descendants: true,
+            refind: None,
         }
+    }
+
+    /// Follows the process to its new pid when it is gone and `refind` finds it again.
+    pub fn following(mut self, refind: impl Fn() -> Option<u32> + Send + Sync + 'static) -> Target {
+        self.refind = Some(Refind(std::sync::Arc::new(refind)));
+        self
     }
 
     /// The client: this process only. Descendants are left out because a managed local
@@ -67,6 +95,7 @@ impl Target {
             role: Role::Client,
             root_pid: std::process::id(),
             include_descendants: false,
+            refind: None,
         }
     }
 }
@@ -191,6 +220,22 @@ impl TargetState {
     /// Whether the root process has been found gone.
     pub fn is_lost(&self) -> bool {
         self.lost_at_ns.is_some()
+    }
+
+    /// A lost process found again (restarted under a new pid) is sampled from then on, from
+    /// scratch: the sample that finds it sets the baseline.
+    pub fn follow(&mut self) {
+        if self.lost_at_ns.is_none() {
+            return;
+        }
+        let found = self.target.refind.as_ref().and_then(|r| (r.0)());
+        if let Some(pid) = found.filter(|&pid| pid != self.target.root_pid) {
+            self.target.root_pid = pid;
+            self.root_starttime = None;
+            self.lost_at_ns = None;
+            self.previous.clear();
+            self.has_previous = false;
+        }
     }
 
     /// Takes one sample. `table` holds the host's processes (fresh for tree members); it

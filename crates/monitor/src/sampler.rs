@@ -86,6 +86,9 @@ impl<S: ProcSource> Sampler<S> {
             .map(|previous| instant.duration_since(previous).as_secs_f64());
         self.previous_instant = Some(instant);
 
+        for target in &mut self.targets {
+            target.follow();
+        }
         let tree_roots: Vec<u32> = self
             .targets
             .iter()

@@ -185,6 +185,12 @@ pub(super) fn summarize(
     let broker_bound = lag_grew && buffer_full_share >= BROKER_BOUND_SHARE;
     let is_client_bound = lag_grew && !broker_bound;
     notes.extend(outage_notes(&outages));
+    if !outages.is_empty() && (integrity.duplicated > 0 || integrity.out_of_order > 0) {
+        notes.push(format!(
+            "{} duplicated and {} out of order in a run with an outage: deliveries a consumer had not yet acknowledged when its connection went are delivered again (at least once), after newer ones",
+            integrity.duplicated, integrity.out_of_order
+        ));
+    }
     let (mode, target_rate) = match workload.rate {
         Rate::Max => {
             notes.push(format!(
@@ -288,6 +294,15 @@ pub struct Measured {
 pub fn complete(summary: &mut Summary, measured: Measured) {
     if measured.allocations_per_message.is_some() {
         summary.client.allocations_per_message = measured.allocations_per_message;
+    }
+    if let Some(m) = measured.broker_metrics.as_ref().filter(|m| m.counter_resets > 0) {
+        summary.notes.push(format!(
+            "the broker's message counter started again from 0 ({} time{}: a broker restart); it counted {} messages over the run with the restarts stitched, not compared with brokerbench's {}: what was written between its last reading and each restart is not in it",
+            m.counter_resets,
+            if m.counter_resets == 1 { "" } else { "s" },
+            m.messages_in.unwrap_or(0),
+            m.messages_counted_by_brokerbench
+        ));
     }
     if let Some(m) = &measured.broker_metrics {
         if let (Some(apart), Some(broker_count)) = (m.disagreement_pct, m.messages_in) {
