@@ -8,10 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{AckMode, RabbitMqDriverConfig};
-use brokerbench_driver::{Consumer, Delivery, DriverError};
+use brokerbench_driver::{Consumer, Delivery, DriverError, Redial};
 
 use crate::naming::{consume_arguments, TopicNames};
-use crate::producer::Redial;
 use crate::session::{Channel, Deliveries, Session, ADMIN_TIMEOUT, CONNECTION_CLOSED};
 use crate::Dialer;
 use crate::wire::{self, id};

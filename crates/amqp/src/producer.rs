@@ -14,9 +14,8 @@ use std::time::{Duration, Instant};
 
 use crate::config::{Overflow, RabbitMqDriverConfig};
 use brokerbench_driver::{
-    Ack, Clock, DriverError, Envelope, OutgoingMessage, Producer, SendError,
+    Ack, DriverError, Envelope, OutgoingMessage, Producer, Redial, SendError,
 };
-use brokerbench_model::reconnect::Reconnect;
 
 use crate::confirms::ConfirmBook;
 use crate::naming::TopicNames;
@@ -51,43 +50,6 @@ pub(crate) struct AmqpProducer {
     dialer: Arc<Dialer>,
     topic: TopicNames,
     redial: Redial,
-}
-
-/// Where a producer or consumer is in getting its connection back.
-#[derive(Debug, Default)]
-pub(crate) struct Redial {
-    /// When the loss was found, ns since the UNIX epoch.
-    pub(crate) since_ns: Option<u64>,
-    /// Attempts that failed in a row.
-    failures: u32,
-    next_attempt: Option<Instant>,
-}
-
-impl Redial {
-    /// Notes the loss (once) at `now_ns`.
-    pub(crate) fn lost(&mut self, now_ns: u64) {
-        self.since_ns.get_or_insert(now_ns);
-    }
-
-    /// Whether an attempt is due now.
-    pub(crate) fn due(&self) -> bool {
-        self.next_attempt.is_none_or(|at| Instant::now() >= at)
-    }
-
-    /// How long until the next attempt.
-    pub(crate) fn wait(&self) -> Duration {
-        self.next_attempt
-            .map_or(Duration::ZERO, |at| at.saturating_duration_since(Instant::now()))
-    }
-
-    pub(crate) fn failed(&mut self, policy: &Reconnect) {
-        self.failures = self.failures.saturating_add(1);
-        self.next_attempt = Some(Instant::now() + policy.backoff(self.failures));
-    }
-
-    pub(crate) fn succeeded(&mut self) {
-        *self = Redial::default();
-    }
 }
 
 /// A channel for publishing to `topic` on `session`, in confirm mode when confirms are on.
@@ -150,7 +112,7 @@ impl AmqpProducer {
             if let Some((kind, _)) = self.channel.ended() {
                 self.lost = Some(kind);
                 if self.reconnects(kind) {
-                    self.redial.lost(Clock::process().now_ns());
+                    self.redial.lost();
                 }
             }
         }
@@ -262,7 +224,7 @@ impl Producer for AmqpProducer {
         } else if !timeout.is_zero() {
             // Nothing can arrive on this connection any more; do not spin.
             let mut wait = timeout.min(Duration::from_millis(10));
-            if self.redial.since_ns.is_some() {
+            if self.redial.since_ns().is_some() {
                 wait = wait.min(self.redial.wait());
             }
             std::thread::sleep(wait);
@@ -313,7 +275,7 @@ impl Producer for AmqpProducer {
     }
 
     fn disconnected_since(&self) -> Option<u64> {
-        self.redial.since_ns
+        self.redial.since_ns()
     }
 
     fn ack_note(&self) -> Option<String> {

@@ -6,12 +6,14 @@ mod clock;
 mod envelope;
 pub mod family;
 pub mod mock;
+mod redial;
 
 use std::time::Duration;
 
 pub use clock::{set_precise_sleep, Clock};
 pub use envelope::{Envelope, EnvelopeError, ENVELOPE_HEADER_LEN, ENVELOPE_VERSION};
 pub use family::{Family, Registry};
+pub use redial::Redial;
 
 /// Errors a driver reports while setting up or tearing down.
 #[derive(Debug, thiserror::Error)]

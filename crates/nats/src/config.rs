@@ -19,6 +19,7 @@ pub const NATS_DRIVER_FIELDS: &[&str] = &[
     "max_ack_pending",
     "stream_prefix",
     "delete_streams",
+    "reconnect",
 ];
 
 fn default_one() -> u32 {
@@ -77,6 +78,11 @@ pub struct NatsDriverConfig {
     pub stream_prefix: String,
     #[serde(default = "default_true")]
     pub delete_streams: bool,
+    /// After a lost connection, producers and consumers connect again with backoff and go
+    /// on (streams and durable consumers with file storage survive a server restart; memory
+    /// ones do not, and are not made again); `reconnect: false` leaves them failed.
+    #[serde(default)]
+    pub reconnect: brokerbench_model::reconnect::Reconnect,
 }
 
 impl Default for NatsDriverConfig {

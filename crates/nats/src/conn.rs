@@ -157,21 +157,22 @@ impl Conn {
         timeout: Duration,
         on_msg: &mut dyn FnMut(Msg<'_>, &mut Vec<u8>),
     ) -> Result<usize, String> {
-        self.flush().map_err(|e| format!("write: {e}"))?;
+        // Any failed read or write means the connection is gone.
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
         let mut handled = self.drain(on_msg)?;
         if handled == 0 {
             match self.fill(timeout) {
-                Ok(0) => return Err("connection_closed".into()),
+                Ok(0) => return Err(CONNECTION_CLOSED.into()),
                 Ok(_) => handled = self.drain(on_msg)?,
                 Err(e)
                     if matches!(
                         e.kind(),
                         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                     ) => {}
-                Err(e) => return Err(format!("read: {e}")),
+                Err(_) => return Err(CONNECTION_CLOSED.into()),
             }
         }
-        self.flush().map_err(|e| format!("write: {e}"))?;
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
         Ok(handled)
     }
 
@@ -298,6 +299,9 @@ pub fn push_number(out: &mut Vec<u8>, mut n: usize) {
     }
     out.extend_from_slice(&digits[i..]);
 }
+
+/// The error kind of a lost connection.
+pub const CONNECTION_CLOSED: &str = "connection_closed";
 
 /// A server error text as a `snake_case` kind, e.g. `maximum_messages_exceeded`.
 pub fn kind_of(text: &str) -> String {

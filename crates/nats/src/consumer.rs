@@ -5,10 +5,12 @@
 
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, Delivery};
+use brokerbench_driver::{Consumer, Delivery, Redial};
+use brokerbench_model::reconnect::Reconnect;
 
-use crate::config::{AckPolicy, NatsDriverConfig};
+use crate::config::{AckPolicy, NatsDriverConfig, NatsUrl};
 use crate::conn::{write_publish, Conn};
+use crate::producer::REDIAL_TIMEOUT;
 
 /// How long a pull request waits on the server for messages.
 const PULL_EXPIRES_NS: u64 = 1_000_000_000;
@@ -21,10 +23,21 @@ pub struct NatsConsumer {
     batch: u64,
     outstanding: u64,
     ack: bool,
+    /// Set once the connection is gone (reported once; later polls wait or reconnect).
+    broken: bool,
+    url: NatsUrl,
+    reconnect: Reconnect,
+    redial: Redial,
 }
 
 impl NatsConsumer {
-    pub fn new(mut conn: Conn, stream: &str, durable: &str, config: &NatsDriverConfig) -> Self {
+    pub fn new(
+        mut conn: Conn,
+        url: &NatsUrl,
+        stream: &str,
+        durable: &str,
+        config: &NatsDriverConfig,
+    ) -> Self {
         let inbox = crate::unique_inbox();
         conn.subscribe(&inbox, 1);
         let batch = config.pull_batch as u64;
@@ -36,7 +49,54 @@ impl NatsConsumer {
             batch,
             outstanding: 0,
             ack: config.ack_policy == AckPolicy::Explicit,
+            broken: false,
+            url: url.clone(),
+            reconnect: config.reconnect,
+            redial: Redial::default(),
         }
+    }
+
+    /// One attempt, when due, to connect again; the durable consumer on the server kept its
+    /// place, and what was delivered and not acknowledged comes again after its ack wait.
+    fn redial(&mut self, timeout: Duration) {
+        if !self.redial.due() {
+            std::thread::sleep(timeout.min(self.redial.wait()));
+            return;
+        }
+        match Conn::connect(&self.url, REDIAL_TIMEOUT) {
+            Ok(mut conn) => {
+                conn.subscribe(std::str::from_utf8(&self.inbox).unwrap_or_default(), 1);
+                self.conn = conn;
+                self.outstanding = 0;
+                self.broken = false;
+                self.redial.succeeded();
+            }
+            Err(_) => self.redial.failed(&self.reconnect),
+        }
+    }
+
+    /// Receives, or waits out a lost connection: its error is returned once.
+    fn receive(
+        &mut self,
+        timeout: Duration,
+        deliveries: &mut dyn FnMut(Delivery<'_>),
+    ) -> Result<(), String> {
+        if self.broken {
+            if self.reconnect.enabled {
+                self.redial(timeout);
+            } else {
+                std::thread::sleep(timeout);
+            }
+            return Ok(());
+        }
+        let result = self.pull_and_receive(timeout, deliveries);
+        if result
+            .as_ref()
+            .is_err_and(|kind| kind == crate::conn::CONNECTION_CLOSED)
+        {
+            self.broken = true;
+        }
+        result
     }
 }
 
@@ -58,8 +118,8 @@ fn header(block: &[u8], name: &[u8]) -> Option<u64> {
     })
 }
 
-impl Consumer for NatsConsumer {
-    fn poll(
+impl NatsConsumer {
+    fn pull_and_receive(
         &mut self,
         timeout: Duration,
         deliveries: &mut dyn FnMut(Delivery<'_>),
@@ -117,6 +177,17 @@ impl Consumer for NatsConsumer {
             Some(kind) => Err(kind),
             None => Ok(()),
         }
+    }
+
+}
+
+impl Consumer for NatsConsumer {
+    fn poll(
+        &mut self,
+        timeout: Duration,
+        deliveries: &mut dyn FnMut(Delivery<'_>),
+    ) -> Result<(), String> {
+        self.receive(timeout, deliveries)
     }
 
     fn assigned(&self, _slot: usize) -> usize {

@@ -75,7 +75,27 @@ impl NatsDriver {
     }
 
     /// A JetStream API request; the reply's JSON, or its `error.description`.
+    /// A JetStream API request; after a lost admin connection (a server restart), once more
+    /// on a new one.
     fn request(
+        &mut self,
+        subject: &str,
+        body: &serde_json::Value,
+    ) -> Result<serde_json::Value, DriverError> {
+        match self.request_once(subject, body) {
+            Err(DriverError::Other(text))
+                if text.ends_with(conn::CONNECTION_CLOSED) && self.config.reconnect.enabled =>
+            {
+                let mut admin = self.open()?;
+                admin.subscribe(&format!("{}.*", self.inbox), 1);
+                self.admin = Some(admin);
+                self.request_once(subject, body)
+            }
+            answer => answer,
+        }
+    }
+
+    fn request_once(
         &mut self,
         subject: &str,
         body: &serde_json::Value,
@@ -93,7 +113,7 @@ impl NatsDriver {
                 None,
                 body.to_string().as_bytes(),
             )
-            .map_err(|e| DriverError::Other(format!("nats: {e}")))?;
+            .map_err(|_| DriverError::Other(format!("nats: {}", conn::CONNECTION_CLOSED)))?;
         let deadline = std::time::Instant::now() + ADMIN_TIMEOUT;
         let mut answer: Option<Result<serde_json::Value, String>> = None;
         while answer.is_none() {
@@ -272,6 +292,7 @@ impl Driver for NatsDriver {
             .ok_or_else(|| DriverError::Other(format!("no stream for topic {topic}")))?;
         Ok(Box::new(producer::NatsProducer::new(
             self.open()?,
+            &self.url,
             stream,
             self.partitions,
             producer,
@@ -286,6 +307,7 @@ impl Driver for NatsDriver {
             .ok_or_else(|| DriverError::Other(format!("no stream for topic {}", slot.topic)))?;
         Ok(Box::new(consumer::NatsConsumer::new(
             self.open()?,
+            &self.url,
             stream,
             &durable(stream, slot.subscription),
             &self.config,

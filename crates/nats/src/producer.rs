@@ -4,10 +4,14 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendError};
+use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, Redial, SendError};
+use brokerbench_model::reconnect::Reconnect;
 
-use crate::config::NatsDriverConfig;
+use crate::config::{NatsDriverConfig, NatsUrl};
 use crate::conn::{push_number, Conn};
+
+/// How long one attempt to connect again may take.
+pub(crate) const REDIAL_TIMEOUT: Duration = Duration::from_secs(2);
 
 struct Pending {
     n: u64,
@@ -29,11 +33,15 @@ pub struct NatsProducer {
     headers: Vec<u8>,
     clock: Clock,
     broken: Option<String>,
+    url: NatsUrl,
+    reconnect: Reconnect,
+    redial: Redial,
 }
 
 impl NatsProducer {
     pub fn new(
         mut conn: Conn,
+        url: &NatsUrl,
         stream: &str,
         partitions: u32,
         id: u32,
@@ -56,6 +64,27 @@ impl NatsProducer {
             headers: Vec::new(),
             clock: Clock::process(),
             broken: None,
+            url: url.clone(),
+            reconnect: config.reconnect,
+            redial: Redial::default(),
+        }
+    }
+
+    /// One attempt, when due, to connect again and listen on the reply inbox.
+    fn redial(&mut self, timeout: Duration) {
+        if !self.redial.due() {
+            std::thread::sleep(timeout.min(self.redial.wait()));
+            return;
+        }
+        match Conn::connect(&self.url, REDIAL_TIMEOUT) {
+            Ok(mut conn) => {
+                let inbox = std::str::from_utf8(&self.inbox).unwrap_or_default().to_string();
+                conn.subscribe(&format!("{inbox}*"), 1);
+                self.conn = conn;
+                self.broken = None;
+                self.redial.succeeded();
+            }
+            Err(_) => self.redial.failed(&self.reconnect),
         }
     }
 }
@@ -72,7 +101,11 @@ fn key_hash(key: &[u8]) -> usize {
 impl Producer for NatsProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
         if let Some(kind) = &self.broken {
-            return Err(SendError::Failed(kind.clone()));
+            return Err(if self.reconnect.enabled {
+                SendError::Unavailable(kind.clone())
+            } else {
+                SendError::Failed(kind.clone())
+            });
         }
         if self.pending.len() >= self.max_outstanding {
             return Err(SendError::Backpressure);
@@ -108,7 +141,17 @@ impl Producer for NatsProducer {
                 headers,
                 message.payload,
             )
-            .map_err(|_| SendError::Failed("connection_closed".into()))?;
+            .map_err(|_| {
+                // Failed in `poll` with what is in flight; this one waits or fails now.
+                let kind = "connection_closed".to_string();
+                self.broken = Some(kind.clone());
+                if self.reconnect.enabled {
+                    self.redial.lost();
+                    SendError::Unavailable(kind)
+                } else {
+                    SendError::Failed(kind)
+                }
+            })?;
         self.pending.push_back(Pending {
             n: self.next,
             envelope,
@@ -119,6 +162,23 @@ impl Producer for NatsProducer {
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
+        if let Some(kind) = &self.broken {
+            for entry in self.pending.drain(..) {
+                acks(Ack {
+                    envelope: entry.envelope,
+                    sent_ns: entry.sent_ns,
+                    bytes: entry.bytes,
+                    acknowledged_ns: None,
+                    result: Err(kind.clone()),
+                });
+            }
+            if self.reconnect.enabled {
+                self.redial(timeout);
+            } else {
+                std::thread::sleep(timeout.min(Duration::from_millis(10)));
+            }
+            return;
+        }
         let pending = &mut self.pending;
         let inbox = &self.inbox;
         let clock = self.clock;
@@ -172,6 +232,9 @@ impl Producer for NatsProducer {
                 });
             }
             self.broken = Some(kind);
+            if self.reconnect.enabled {
+                self.redial.lost();
+            }
         }
     }
 
@@ -181,5 +244,9 @@ impl Producer for NatsProducer {
 
     fn abandon(&mut self) {
         self.pending.clear();
+    }
+
+    fn disconnected_since(&self) -> Option<u64> {
+        self.redial.since_ns()
     }
 }
