@@ -367,12 +367,12 @@ fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Result<Broker
     if let Some(name) = &args.broker_process {
         let pids = brokerbench_monitor::find_pids_by_name(name);
         let again = name.clone();
-        target.refind = Some(Box::new(move || {
-            match brokerbench_monitor::find_pids_by_name(&again).as_slice() {
+        target.refind = Some(Box::new(
+            move || match brokerbench_monitor::find_pids_by_name(&again).as_slice() {
                 [pid] => Some(*pid),
                 _ => None,
-            }
-        }));
+            },
+        ));
         target.broker_pid = Some(match pids.as_slice() {
             [pid] => *pid,
             [] => return Err(BadInput(format!("--broker-process {name}: no running process matches; give --broker-pid PID instead")).into()),

@@ -12,8 +12,8 @@ use brokerbench_driver::{Consumer, Delivery, DriverError, Redial};
 
 use crate::naming::{consume_arguments, TopicNames};
 use crate::session::{Channel, Deliveries, Session, ADMIN_TIMEOUT, CONNECTION_CLOSED};
-use crate::Dialer;
 use crate::wire::{self, id};
+use crate::Dialer;
 
 pub(crate) struct AmqpConsumer {
     channel: Channel,
@@ -123,7 +123,12 @@ impl AmqpConsumer {
         }
         let attempt = self.dialer.consumer_session().and_then(|session| {
             self.dialer.redeclare(&session, &self.topic)?;
-            consuming_channel(session, &self.queue, &self.consumer_tag, &self.dialer.config)
+            consuming_channel(
+                session,
+                &self.queue,
+                &self.consumer_tag,
+                &self.dialer.config,
+            )
         });
         match attempt {
             Ok(channel) => {

@@ -22,8 +22,8 @@ use crate::naming::TopicNames;
 use crate::session::{
     Channel, ChannelEvent, Session, ADMIN_TIMEOUT, CLOSE_TIMEOUT, CONNECTION_CLOSED, FLUSH_AT,
 };
-use crate::Dialer;
 use crate::wire::{self, id, Publisher};
+use crate::Dialer;
 
 /// Bytes a producer may have written and not yet taken by the socket (a slow or blocked
 /// broker) before `send` answers backpressure.

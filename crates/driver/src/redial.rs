@@ -20,7 +20,8 @@ pub struct Redial {
 impl Redial {
     /// Notes the loss (once), now.
     pub fn lost(&mut self) {
-        self.since_ns.get_or_insert_with(|| Clock::process().now_ns());
+        self.since_ns
+            .get_or_insert_with(|| Clock::process().now_ns());
     }
 
     /// When the loss was found, while it lasts ([`crate::Producer::disconnected_since`]).
@@ -35,8 +36,9 @@ impl Redial {
 
     /// How long until the next attempt.
     pub fn wait(&self) -> Duration {
-        self.next_attempt
-            .map_or(Duration::ZERO, |at| at.saturating_duration_since(Instant::now()))
+        self.next_attempt.map_or(Duration::ZERO, |at| {
+            at.saturating_duration_since(Instant::now())
+        })
     }
 
     /// An attempt failed: the next one waits the policy's backoff.
@@ -74,7 +76,10 @@ mod tests {
         assert!(r.due());
         r.failed(&policy);
         r.failed(&policy);
-        assert!(r.wait() > Duration::from_millis(40), "capped at 80 ms, above 40");
+        assert!(
+            r.wait() > Duration::from_millis(40),
+            "capped at 80 ms, above 40"
+        );
         r.succeeded();
         assert!(r.due() && r.since_ns().is_none());
     }

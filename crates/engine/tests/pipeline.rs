@@ -463,7 +463,8 @@ impl RunObserver for Disconnected {
 fn an_outage_is_waited_out_reported_once_and_its_messages_sent_late() {
     // Two producers at 1000 msg/s in all; the broker is gone from 1.2 s to 2.0 s after
     // prepare. Messages in flight at the loss fail; those due meanwhile wait and go out late.
-    let w = workload("rate: 1000\nwarmup: 0s\nduration: 3s\ndrain_timeout: 1s\nproducers_per_topic: 2");
+    let w =
+        workload("rate: 1000\nwarmup: 0s\nduration: 3s\ndrain_timeout: 1s\nproducers_per_topic: 2");
     let faults = MockFaults {
         outage: Some((
             std::time::Duration::from_millis(1200),
@@ -475,7 +476,12 @@ fn an_outage_is_waited_out_reported_once_and_its_messages_sent_late() {
     let mut rows = Disconnected::default();
     let out = run(&w, &mut driver, &mut rows, &control()).unwrap();
     let s = &out.summary;
-    assert_eq!(s.outages.len(), 1, "one outage seen by both: {:?}", s.outages);
+    assert_eq!(
+        s.outages.len(),
+        1,
+        "one outage seen by both: {:?}",
+        s.outages
+    );
     let o = &s.outages[0];
     assert_eq!(o.producers, 2, "{o:?}");
     assert!(o.start_s > 0.5 && o.start_s < 1.5, "{o:?}");
@@ -485,8 +491,7 @@ fn an_outage_is_waited_out_reported_once_and_its_messages_sent_late() {
     assert_eq!(o.failed, failed, "{:?}", s.errors);
     assert_eq!(s.total.failed, failed);
     assert_eq!(
-        s.total.sent,
-        3000,
+        s.total.sent, 3000,
         "every message due in the outage was sent after it"
     );
     assert_eq!(s.total.acknowledged + failed, 3000);

@@ -575,12 +575,10 @@ impl Producer for KafkaProducer {
                 Ok(())
             }
             // A full queue while a broker is unreachable is the outage's doing.
-            Err(RDKafkaErrorCode::QueueFull) => Err(
-                match self.client.router().lost_since() {
-                    Some(_) => SendError::Unavailable("broker_unreachable".into()),
-                    None => SendError::Backpressure,
-                },
-            ),
+            Err(RDKafkaErrorCode::QueueFull) => Err(match self.client.router().lost_since() {
+                Some(_) => SendError::Unavailable("broker_unreachable".into()),
+                None => SendError::Backpressure,
+            }),
             Err(code) => Err(SendError::Failed(kind_of(code))),
         }
     }

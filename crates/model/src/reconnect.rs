@@ -130,8 +130,7 @@ mod tests {
         assert!(read("{initial_backof: 50ms}").is_err());
         let e = read("{initial_backoff: 5s, max_backoff: 1s}").unwrap_err();
         assert!(e.contains("at most max_backoff"), "{e}");
-        let back: Reconnect =
-            serde_json::from_value(serde_json::to_value(r).unwrap()).unwrap();
+        let back: Reconnect = serde_json::from_value(serde_json::to_value(r).unwrap()).unwrap();
         assert_eq!(back, r);
     }
 

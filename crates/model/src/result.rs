@@ -422,7 +422,10 @@ mod counter_tests {
     fn a_counter_that_restarts_is_stitched() {
         assert_eq!(super::counter_increase([]), (0.0, 0));
         assert_eq!(super::counter_increase([5.0, 9.0, 12.0]), (7.0, 0));
-        assert_eq!(super::counter_increase([100.0, 150.0, 20.0, 70.0]), (120.0, 1));
+        assert_eq!(
+            super::counter_increase([100.0, 150.0, 20.0, 70.0]),
+            (120.0, 1)
+        );
         assert_eq!(super::counter_increase([10.0, 0.0, 0.0, 4.0]), (4.0, 1));
     }
 }

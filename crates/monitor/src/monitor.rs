@@ -151,7 +151,9 @@ fn summarize_with(
     window: Range<u64>,
     origin_ns: Option<u64>,
 ) -> ResourceSummary {
-    let origin_ns = origin_ns.or_else(|| samples.first().map(|s| s.time_ns)).unwrap_or(0);
+    let origin_ns = origin_ns
+        .or_else(|| samples.first().map(|s| s.time_ns))
+        .unwrap_or(0);
     let counted: Vec<(&Sample, f64)> = samples
         .iter()
         .filter_map(|sample| {

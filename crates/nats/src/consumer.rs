@@ -178,7 +178,6 @@ impl NatsConsumer {
             None => Ok(()),
         }
     }
-
 }
 
 impl Consumer for NatsConsumer {

@@ -78,7 +78,9 @@ impl NatsProducer {
         }
         match Conn::connect(&self.url, REDIAL_TIMEOUT) {
             Ok(mut conn) => {
-                let inbox = std::str::from_utf8(&self.inbox).unwrap_or_default().to_string();
+                let inbox = std::str::from_utf8(&self.inbox)
+                    .unwrap_or_default()
+                    .to_string();
                 conn.subscribe(&format!("{inbox}*"), 1);
                 self.conn = conn;
                 self.broken = None;

@@ -204,7 +204,11 @@ pub(super) fn send_message(
                     return SendOutcome::Stopped;
                 }
                 sent_ns = clock.now_ns();
-                if sent_ns >= shared.measure_end().saturating_add(BEHIND_SCHEDULE_GRACE_NS) {
+                if sent_ns
+                    >= shared
+                        .measure_end()
+                        .saturating_add(BEHIND_SCHEDULE_GRACE_NS)
+                {
                     account(recorder, sent_ns, waited_for_connection);
                     recorder.not_sent(1);
                     return SendOutcome::WindowOver;

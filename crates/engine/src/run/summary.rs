@@ -295,7 +295,11 @@ pub fn complete(summary: &mut Summary, measured: Measured) {
     if measured.allocations_per_message.is_some() {
         summary.client.allocations_per_message = measured.allocations_per_message;
     }
-    if let Some(m) = measured.broker_metrics.as_ref().filter(|m| m.counter_resets > 0) {
+    if let Some(m) = measured
+        .broker_metrics
+        .as_ref()
+        .filter(|m| m.counter_resets > 0)
+    {
         summary.notes.push(format!(
             "the broker's message counter started again from 0 ({} time{}: a broker restart); it counted {} messages over the run with the restarts stitched, not compared with brokerbench's {}: what was written between its last reading and each restart is not in it",
             m.counter_resets,

@@ -1,0 +1,170 @@
+//! The fault suite: each family's managed broker is SIGKILLed mid-run and started again, with
+//! the strongest durability settings. Nothing acknowledged is lost, the run completes, and the
+//! outage is reported: when, and how long until the first acknowledgement after it. Its own
+//! test binary, because it kills the shared managed brokers (and leaves them running again).
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+/// The managed broker's pid, from `brokerbench broker status FAMILY`.
+fn broker_pid(family: &str) -> u32 {
+    let output = brokerbench()
+        .args(["broker", "status", family])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.split("(pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in `broker status {family}`: {text}"))
+}
+
+/// Starts the family's managed broker again, even if an assertion failed meanwhile.
+struct StartAgain(&'static str);
+
+impl Drop for StartAgain {
+    fn drop(&mut self) {
+        let output = brokerbench()
+            .args(["broker", "up", self.0])
+            .timeout(Duration::from_secs(180))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "starting {} again: {output:?}",
+            self.0
+        );
+    }
+}
+
+/// Runs `args` against `family`'s managed broker, SIGKILLs the broker once the run has
+/// measured 2 s and starts it again; returns the run and the killed pid.
+fn run_through_a_restart(family: &'static str, sets: &[String], extra: &[&str]) -> (Run, u32) {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = results_folder(dir.path());
+    let killer = std::thread::spawn(move || {
+        let measuring = wait_for_measured_seconds(&folder, 2);
+        let pid = broker_pid(family);
+        let again = StartAgain(family);
+        // SAFETY: kill(2) with a pid that `broker status` reported as the broker's.
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+        std::thread::sleep(Duration::from_millis(500));
+        drop(again);
+        (measuring, pid)
+    });
+    let run = run_in(dir, &with_sets(sets, extra));
+    let (measuring, pid) = killer.join().unwrap();
+    assert!(
+        measuring,
+        "the run never measured 2 s\nstderr: {}",
+        run.stderr
+    );
+    (run, pid)
+}
+
+/// The checks every family must pass after a restart: complete, nothing acknowledged lost,
+/// one outage that ended, said once in the notes, not client-bound, the monitor followed the
+/// broker to its new pid.
+fn assert_survived(run: &Run, killed: u32) -> serde_json::Value {
+    let s = run.summary();
+    assert_eq!(s["status"], "complete", "{s:#}\nstderr: {}", run.stderr);
+    assert_eq!(
+        s["integrity"]["lost"], 0,
+        "nothing acknowledged lost: {s:#}"
+    );
+    let outages = s["outages"].as_array().expect("outages");
+    assert_eq!(outages.len(), 1, "one outage: {s:#}");
+    let start = outages[0]["start_s"].as_f64().unwrap();
+    let back = outages[0]["first_ack_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("acknowledged again before the end: {s:#}"));
+    assert!(back > start, "{s:#}");
+    let notes: Vec<&str> = s["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert_eq!(
+        notes
+            .iter()
+            .filter(|n| n.contains("BROKER UNAVAILABLE"))
+            .count(),
+        1,
+        "{notes:#?}"
+    );
+    assert!(
+        !notes.iter().any(|n| n.contains("CLIENT-BOUND")) && s["client_bound"] == false,
+        "{notes:#?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains(&format!("process {killed} stopped"))
+                && n.contains("followed as pid")),
+        "the monitor follows the restarted broker: {notes:#?}"
+    );
+    let rows = run.file("timeseries.csv");
+    let column = rows
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|c| c == "disconnected_producers")
+        .expect("a disconnected_producers column");
+    assert!(
+        rows.lines()
+            .skip(1)
+            .any(|l| l.split(',').nth(column) == Some("1")),
+        "the outage's seconds are marked"
+    );
+    eprintln!(
+        "outage at {start:.1} s, acknowledged again {:.1} s later; notes: {notes:#?}",
+        back - start
+    );
+    s
+}
+
+#[test]
+fn kafka_with_acks_all_and_idempotence_survives_a_broker_sigkill() {
+    let _turn = serial();
+    kafka();
+    let mut sets = short("2000", 30);
+    sets.extend([
+        "drain_timeout=20s".to_string(),
+        "producer_config.acks=all".into(),
+        "producer_config.enable.idempotence=true".into(),
+    ]);
+    let (run, killed) = run_through_a_restart("kafka", &sets, &[]);
+    let s = assert_survived(&run, killed);
+    let total = &s["total"];
+    assert_eq!(
+        total["acknowledged"], total["sent"],
+        "idempotent retries: every message acknowledged once: {s:#}"
+    );
+}
+
+#[test]
+fn rabbitmq_with_confirms_persistence_and_a_quorum_queue_survives_a_broker_sigkill() {
+    let _turn = serial();
+    rabbitmq();
+    let mut sets = short("2000", 20);
+    sets.extend(["queue.type=quorum".to_string(), "persistent=true".into()]);
+    let (run, killed) = run_through_a_restart("rabbitmq", &sets, &["--driver", RABBITMQ_DRIVER]);
+    let s = assert_survived(&run, killed);
+    assert_eq!(s["integrity"]["lost"], 0);
+}
+
+#[test]
+fn nats_with_file_storage_survives_a_server_sigkill() {
+    let _turn = serial();
+    nats();
+    let mut sets = short("2000", 12);
+    sets.push("storage=file".to_string());
+    let (run, killed) = run_through_a_restart("nats", &sets, &["--driver", NATS_DRIVER]);
+    assert_survived(&run, killed);
+}
