@@ -442,4 +442,28 @@ mod tests {
         assert!(summary.notes[0].contains("stopped running"));
         assert!(summary.notes[1].contains("disk I/O unknown in 1 of 2"));
     }
+
+    #[test]
+    fn a_restarted_process_is_followed_and_the_gap_noted_in_seconds_into_the_run() {
+        let s = 1_000_000_000;
+        let mut again = broker(true, Some(50.0), Some(0));
+        again.root_pid = 8;
+        let mut gone = broker(false, None, None);
+        gone.lost_at_ns = Some(3 * s);
+        let samples = vec![
+            sample(0, None, broker(true, None, None)),
+            sample(2 * s, Some(1.0), broker(true, Some(10.0), Some(0))),
+            sample(3 * s, Some(1.0), gone),
+            sample(6 * s, Some(1.0), again),
+        ];
+        let r = Recording {
+            interval: Duration::from_secs(1),
+            samples,
+        };
+        let summary = r.summarize_since(0..u64::MAX, s);
+        assert_eq!(
+            summary.notes,
+            ["broker process 7 stopped running: first found gone 2.0 s into the run; followed as pid 8 from 5.0 s (broker values missing in between)"]
+        );
+    }
 }
