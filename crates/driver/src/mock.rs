@@ -40,6 +40,9 @@ pub struct MockFaults {
     /// fail with `connection_lost`, sends meanwhile answer [`SendError::Unavailable`], and
     /// the client reconnects when it is back.
     pub outage: Option<(Duration, Duration)>,
+    /// The broker refuses every message: each acknowledgement is a failure of kind
+    /// `rejected` (as a wrong setting would make it).
+    pub reject_all: bool,
 }
 
 /// Acknowledgements granted so far against the capacity, since the first send.
@@ -242,7 +245,11 @@ impl Producer for MockProducer {
                     sent_ns,
                     bytes: payload.len() as u32,
                     acknowledged_ns: self.faults.stamps_acknowledgements.then_some(sent_ns),
-                    result: Ok(()),
+                    result: if self.faults.reject_all {
+                        Err("rejected".into())
+                    } else {
+                        Ok(())
+                    },
                 });
             }
         }

@@ -542,3 +542,55 @@ fn a_client_that_never_gets_the_broker_back_reports_an_open_outage() {
     assert!(!s.client_bound, "{:?}", s.notes);
     assert!(s.total.sent < 500, "nothing was sent while it was gone");
 }
+
+#[test]
+fn a_run_whose_every_message_fails_stops_early_and_names_the_setting() {
+    let w = workload("rate: 1000\nwarmup: 1s\nduration: 20s\ndrain_timeout: 1s");
+    let faults = MockFaults {
+        reject_all: true,
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let started = std::time::Instant::now();
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(6),
+        "stopped after its first seconds, not at the planned 21 s"
+    );
+    let s = &out.summary;
+    assert_eq!(s.status, RunStatus::Failed);
+    assert!(!s.is_clean());
+    assert_eq!(s.total.acknowledged, 0);
+    assert!(s.notes[0].starts_with("STOPPED after 2 s"), "{:?}", s.notes);
+    assert!(
+        s.notes[0].contains("rejected") && s.notes[0].contains("queue.max_length"),
+        "the error and the setting: {:?}",
+        s.notes
+    );
+    assert!(
+        !s.notes.iter().any(|n| n.contains("interrupted")),
+        "{:?}",
+        s.notes
+    );
+}
+
+#[test]
+fn a_run_with_some_failures_is_not_stopped() {
+    // Failures without acknowledgements stop a run; acknowledgements beside them do not.
+    let w = workload("rate: 1000\nwarmup: 0s\nduration: 3s\ndrain_timeout: 1s");
+    let faults = MockFaults {
+        outage: Some((
+            std::time::Duration::from_millis(500),
+            std::time::Duration::from_millis(300),
+        )),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    assert_eq!(
+        out.summary.status,
+        RunStatus::Complete,
+        "{:?}",
+        out.summary.notes
+    );
+}

@@ -17,7 +17,16 @@ pub(super) struct Collected {
     /// (more than 0: still receiving, so some of what is missing may only be late).
     pub(super) drain_cut_off: Option<u64>,
     pub(super) backlog: Option<BacklogReport>,
+    /// Set when the run was stopped early because every message of its first seconds failed:
+    /// (seconds run, messages sent).
+    pub(super) failed_fast: Option<(f64, u64)>,
 }
+
+/// A run whose first this-many seconds acknowledged nothing and failed at least half of the
+/// messages sent (the rest may still be in flight), and at least FAIL_FAST_MESSAGES, stops: a
+/// setting is wrong, and more of the same measures nothing.
+const FAIL_FAST_SECONDS: u64 = 2;
+const FAIL_FAST_MESSAGES: u64 = 100;
 
 /// Messages received (unique, all consumers) at one-second marks during the drain, to tell
 /// at its timeout whether consumers were still receiving.
@@ -87,6 +96,8 @@ pub(super) fn collect(
     let mut meter = OneMinuteRate::default();
     let mut acknowledged_so_far = 0u64;
     let mut received_so_far = 0u64;
+    let (mut sent_so_far, mut failed_so_far) = (0u64, 0u64);
+    let mut failed_fast = None;
     let mut lag_per_second = Vec::new();
     let mut measurement_end_ns = times.measure_end_ns;
     let mut drain_progress = DrainProgress::default();
@@ -200,6 +211,18 @@ pub(super) fn collect(
             }
             acknowledged_so_far += interval.acknowledged;
             received_so_far += interval.received;
+            sent_so_far += interval.sent;
+            failed_so_far += interval.failed;
+            if failed_fast.is_none()
+                && next_row + 1 >= FAIL_FAST_SECONDS
+                && acknowledged_so_far == 0
+                && failed_so_far >= FAIL_FAST_MESSAGES
+                && failed_so_far * 2 >= sent_so_far
+                && !shared.stop.load(Ordering::Relaxed)
+            {
+                failed_fast = Some(((next_row + 1) as f64, sent_so_far));
+                shared.stop.store(true, Ordering::Relaxed);
+            }
             meter.add_second(interval.acknowledged);
             let row = IntervalRow {
                 second: next_row,
@@ -244,6 +267,7 @@ pub(super) fn collect(
         measurement_end_ns,
         drain_cut_off,
         backlog: backlog.map(BacklogControl::report),
+        failed_fast,
     }
 }
 

@@ -233,12 +233,18 @@ pub(super) fn summarize(
             integrity.foreign
         ));
     }
-    let interrupted = control.stop.load(Ordering::Relaxed);
+    let failed_fast = collected.failed_fast;
+    let interrupted = control.stop.load(Ordering::Relaxed) && failed_fast.is_none();
     if interrupted {
         notes.push("interrupted: the run was stopped before its planned end".into());
     }
+    if let Some((seconds, _)) = failed_fast {
+        notes.insert(0, fail_fast_note(seconds, total.sent, &errors));
+    }
     let summary = Summary {
-        status: if interrupted {
+        status: if failed_fast.is_some() {
+            RunStatus::Failed
+        } else if interrupted {
             RunStatus::Interrupted
         } else {
             RunStatus::Complete
@@ -409,4 +415,43 @@ fn outage_notes(outages: &[Outage]) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// Why a run stopped early: every message of its first seconds failed. Names the error and
+/// the setting to look at.
+fn fail_fast_note(seconds: f64, sent: u64, errors: &BTreeMap<String, u64>) -> String {
+    let mut kinds: Vec<(&String, &u64)> = errors.iter().collect();
+    kinds.sort_by(|a, b| b.1.cmp(a.1));
+    let named: Vec<String> = kinds
+        .iter()
+        .take(3)
+        .map(|(kind, n)| format!("{kind} ({n})"))
+        .collect();
+    let fix = kinds
+        .first()
+        .map_or("the driver file's settings", |(kind, _)| setting_for(kind));
+    format!(
+        "STOPPED after {seconds:.0} s: none of the {sent} messages sent was acknowledged and they failed with {}; a setting is wrong: check {fix}",
+        named.join(", ")
+    )
+}
+
+/// The setting most likely behind a failure kind that fails every message.
+fn setting_for(kind: &str) -> &'static str {
+    match kind {
+        "invalid_required_acks" => "producer_config.acks (Kafka takes all, -1, 0 or 1)",
+        "message_size_too_large" | "msg_size_too_large" | "record_list_too_large" => {
+            "message_size against the broker's limit (Kafka: producer_config.message.max.bytes and the topic's max.message.bytes)"
+        }
+        "topic_authorization_failed" | "cluster_authorization_failed" => {
+            "the credentials in producer_config (sasl.username, sasl.password)"
+        }
+        "unknown_topic_or_partition" | "unknown_topic_or_part" => {
+            "the topic settings (topics, partitions_per_topic) and whether the broker creates topics"
+        }
+        "unroutable" => "the exchange and its bindings (exchange.type, queues_per_topic)",
+        "no_responders" => "that the NATS server runs JetStream and the stream exists",
+        "rejected" | "nacked" => "the queue's length limits (queue.max_length, queue.overflow)",
+        _ => "the driver file's settings that this error names",
+    }
 }
