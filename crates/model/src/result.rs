@@ -416,20 +416,6 @@ pub struct BacklogReport {
     pub drain_received_per_s: Option<f64>,
 }
 
-#[cfg(test)]
-mod counter_tests {
-    #[test]
-    fn a_counter_that_restarts_is_stitched() {
-        assert_eq!(super::counter_increase([]), (0.0, 0));
-        assert_eq!(super::counter_increase([5.0, 9.0, 12.0]), (7.0, 0));
-        assert_eq!(
-            super::counter_increase([100.0, 150.0, 20.0, 70.0]),
-            (120.0, 1)
-        );
-        assert_eq!(super::counter_increase([10.0, 0.0, 0.0, 4.0]), (4.0, 1));
-    }
-}
-
 impl BacklogReport {
     pub fn build_s(&self) -> Option<f64> {
         self.resumed_s.map(|r| r - self.paused_s)
@@ -455,4 +441,18 @@ pub trait RunObserver {
     /// Every message is in (or the drain gave up); the driver has not yet removed what it
     /// created. Broker-side counts read now still include the run's topics or streams.
     fn drained(&mut self, _at_ns: u64) {}
+}
+
+#[cfg(test)]
+mod counter_tests {
+    #[test]
+    fn a_counter_that_restarts_is_stitched() {
+        assert_eq!(super::counter_increase([]), (0.0, 0));
+        assert_eq!(super::counter_increase([5.0, 9.0, 12.0]), (7.0, 0));
+        assert_eq!(
+            super::counter_increase([100.0, 150.0, 20.0, 70.0]),
+            (120.0, 1)
+        );
+        assert_eq!(super::counter_increase([10.0, 0.0, 0.0, 4.0]), (4.0, 1));
+    }
 }
