@@ -232,13 +232,15 @@ fn summarize_broker(
             );
         }
     }
-    let after_total = after.and_then(|a| messages_in_total(a, metrics));
+    let after_total = after.and_then(|a| Some((a.time_ns, messages_in_total(a, metrics)?)));
     let (messages_in, counter_resets) = match (before, after_total) {
-        (Some(b), Some(a)) => {
-            // Every reading in between, so that a restart's reset is seen and stitched.
+        (Some(b), Some((after_ns, a))) => {
+            // Every reading in between, so that a restart's reset is seen and stitched (not
+            // the ones after: the driver's cleanup may delete what the counter sums).
             let during = shared
                 .readings
                 .iter()
+                .filter(|r| r.time_ns < after_ns)
                 .filter_map(|r| messages_in_total(r, metrics));
             let all = std::iter::once(b).chain(during).chain(std::iter::once(a));
             let (increase, resets) = brokerbench_model::counter_increase(all);

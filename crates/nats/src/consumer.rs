@@ -5,12 +5,10 @@
 
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, Delivery, Redial};
-use brokerbench_model::reconnect::Reconnect;
+use brokerbench_driver::{Consumer, Delivery};
 
 use crate::config::{AckPolicy, NatsDriverConfig, NatsUrl};
-use crate::conn::{write_publish, Conn};
-use crate::producer::REDIAL_TIMEOUT;
+use crate::conn::{write_publish, Conn, Reconnector};
 
 /// How long a pull request waits on the server for messages.
 const PULL_EXPIRES_NS: u64 = 1_000_000_000;
@@ -25,9 +23,7 @@ pub struct NatsConsumer {
     ack: bool,
     /// Set once the connection is gone (reported once; later polls wait or reconnect).
     broken: bool,
-    url: NatsUrl,
-    reconnect: Reconnect,
-    redial: Redial,
+    reconnector: Reconnector,
 }
 
 impl NatsConsumer {
@@ -50,28 +46,7 @@ impl NatsConsumer {
             outstanding: 0,
             ack: config.ack_policy == AckPolicy::Explicit,
             broken: false,
-            url: url.clone(),
-            reconnect: config.reconnect,
-            redial: Redial::default(),
-        }
-    }
-
-    /// One attempt, when due, to connect again; the durable consumer on the server kept its
-    /// place, and what was delivered and not acknowledged comes again after its ack wait.
-    fn redial(&mut self, timeout: Duration) {
-        if !self.redial.due() {
-            std::thread::sleep(timeout.min(self.redial.wait()));
-            return;
-        }
-        match Conn::connect(&self.url, REDIAL_TIMEOUT) {
-            Ok(mut conn) => {
-                conn.subscribe(std::str::from_utf8(&self.inbox).unwrap_or_default(), 1);
-                self.conn = conn;
-                self.outstanding = 0;
-                self.broken = false;
-                self.redial.succeeded();
-            }
-            Err(_) => self.redial.failed(&self.reconnect),
+            reconnector: Reconnector::new(url, config.reconnect),
         }
     }
 
@@ -82,10 +57,18 @@ impl NatsConsumer {
         deliveries: &mut dyn FnMut(Delivery<'_>),
     ) -> Result<(), String> {
         if self.broken {
-            if self.reconnect.enabled {
-                self.redial(timeout);
-            } else {
+            // Connects again when reconnecting; the durable consumer on the server kept its
+            // place, and what was delivered and not acknowledged comes again after its ack
+            // wait.
+            if !self.reconnector.policy.enabled {
                 std::thread::sleep(timeout);
+            } else if let Some(conn) = self
+                .reconnector
+                .attempt(timeout, &String::from_utf8_lossy(&self.inbox))
+            {
+                self.conn = conn;
+                self.outstanding = 0;
+                self.broken = false;
             }
             return Ok(());
         }

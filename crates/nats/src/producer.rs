@@ -4,14 +4,10 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, Redial, SendError};
-use brokerbench_model::reconnect::Reconnect;
+use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendError};
 
 use crate::config::{NatsDriverConfig, NatsUrl};
-use crate::conn::{push_number, Conn};
-
-/// How long one attempt to connect again may take.
-pub(crate) const REDIAL_TIMEOUT: Duration = Duration::from_secs(2);
+use crate::conn::{push_number, Conn, Reconnector};
 
 struct Pending {
     n: u64,
@@ -33,9 +29,7 @@ pub struct NatsProducer {
     headers: Vec<u8>,
     clock: Clock,
     broken: Option<String>,
-    url: NatsUrl,
-    reconnect: Reconnect,
-    redial: Redial,
+    reconnector: Reconnector,
 }
 
 impl NatsProducer {
@@ -64,29 +58,20 @@ impl NatsProducer {
             headers: Vec::new(),
             clock: Clock::process(),
             broken: None,
-            url: url.clone(),
-            reconnect: config.reconnect,
-            redial: Redial::default(),
+            reconnector: Reconnector::new(url, config.reconnect),
         }
     }
 
-    /// One attempt, when due, to connect again and listen on the reply inbox.
-    fn redial(&mut self, timeout: Duration) {
-        if !self.redial.due() {
-            std::thread::sleep(timeout.min(self.redial.wait()));
-            return;
-        }
-        match Conn::connect(&self.url, REDIAL_TIMEOUT) {
-            Ok(mut conn) => {
-                let inbox = std::str::from_utf8(&self.inbox)
-                    .unwrap_or_default()
-                    .to_string();
-                conn.subscribe(&format!("{inbox}*"), 1);
-                self.conn = conn;
-                self.broken = None;
-                self.redial.succeeded();
-            }
-            Err(_) => self.redial.failed(&self.reconnect),
+    /// Fails everything in flight with `kind`.
+    fn fail_pending(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
+        for entry in self.pending.drain(..) {
+            acks(Ack {
+                envelope: entry.envelope,
+                sent_ns: entry.sent_ns,
+                bytes: entry.bytes,
+                acknowledged_ns: None,
+                result: Err(kind.to_string()),
+            });
         }
     }
 }
@@ -103,7 +88,7 @@ fn key_hash(key: &[u8]) -> usize {
 impl Producer for NatsProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
         if let Some(kind) = &self.broken {
-            return Err(if self.reconnect.enabled {
+            return Err(if self.reconnector.policy.enabled {
                 SendError::Unavailable(kind.clone())
             } else {
                 SendError::Failed(kind.clone())
@@ -147,8 +132,8 @@ impl Producer for NatsProducer {
                 // Failed in `poll` with what is in flight; this one waits or fails now.
                 let kind = "connection_closed".to_string();
                 self.broken = Some(kind.clone());
-                if self.reconnect.enabled {
-                    self.redial.lost();
+                if self.reconnector.policy.enabled {
+                    self.reconnector.redial.lost();
                     SendError::Unavailable(kind)
                 } else {
                     SendError::Failed(kind)
@@ -164,20 +149,16 @@ impl Producer for NatsProducer {
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
-        if let Some(kind) = &self.broken {
-            for entry in self.pending.drain(..) {
-                acks(Ack {
-                    envelope: entry.envelope,
-                    sent_ns: entry.sent_ns,
-                    bytes: entry.bytes,
-                    acknowledged_ns: None,
-                    result: Err(kind.clone()),
-                });
-            }
-            if self.reconnect.enabled {
-                self.redial(timeout);
-            } else {
+        if let Some(kind) = self.broken.clone() {
+            self.fail_pending(&kind, acks);
+            if !self.reconnector.policy.enabled {
                 std::thread::sleep(timeout.min(Duration::from_millis(10)));
+            } else {
+                let inbox = String::from_utf8_lossy(&self.inbox).into_owned();
+                if let Some(conn) = self.reconnector.attempt(timeout, &format!("{inbox}*")) {
+                    self.conn = conn;
+                    self.broken = None;
+                }
             }
             return;
         }
@@ -223,19 +204,12 @@ impl Producer for NatsProducer {
             });
         });
         if let Err(kind) = result {
-            // The connection is gone: everything in flight fails, later sends fail at once.
-            for entry in self.pending.drain(..) {
-                acks(Ack {
-                    envelope: entry.envelope,
-                    sent_ns: entry.sent_ns,
-                    bytes: entry.bytes,
-                    acknowledged_ns: None,
-                    result: Err(kind.clone()),
-                });
-            }
+            // The connection is gone: everything in flight fails; later sends wait for the
+            // reconnect, or fail at once without it.
+            self.fail_pending(&kind, acks);
             self.broken = Some(kind);
-            if self.reconnect.enabled {
-                self.redial.lost();
+            if self.reconnector.policy.enabled {
+                self.reconnector.redial.lost();
             }
         }
     }
@@ -249,6 +223,6 @@ impl Producer for NatsProducer {
     }
 
     fn disconnected_since(&self) -> Option<u64> {
-        self.redial.since_ns()
+        self.reconnector.redial.since_ns()
     }
 }
