@@ -1,7 +1,8 @@
 //! The fault suite: each family's managed broker is SIGKILLed mid-run and started again, with
 //! the strongest durability settings. Nothing acknowledged is lost, the run completes, and the
-//! outage is reported: when, and how long until the first acknowledgement after it. Its own
-//! test binary, because it kills the shared managed brokers (and leaves them running again).
+//! outage is reported: when, and how long until the first acknowledgement after it. A broker
+//! paused with SIGSTOP for 3 s is a stall, not an outage and not client-bound. Its own test
+//! binary, because it kills the shared managed brokers (and leaves them running again).
 
 mod common;
 
@@ -167,4 +168,65 @@ fn nats_with_file_storage_survives_a_server_sigkill() {
     sets.push("storage=file".to_string());
     let (run, killed) = run_through_a_restart("nats", &sets, &["--driver", NATS_DRIVER]);
     assert_survived(&run, killed);
+}
+
+/// Runs `sets` with the family's broker paused (SIGSTOP) for 3 s once the run measured 2 s.
+fn run_through_a_pause(family: &'static str, sets: &[String], extra: &[&str]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = results_folder(dir.path());
+    let pauser = std::thread::spawn(move || {
+        let measuring = wait_for_measured_seconds(&folder, 2);
+        let pid = broker_pid(family) as i32;
+        // SAFETY: kill(2) with a pid that `broker status` reported as the broker's.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+        std::thread::sleep(Duration::from_secs(3));
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+        measuring
+    });
+    let run = run_in(dir, &with_sets(sets, extra));
+    assert!(pauser.join().unwrap(), "the run never measured 2 s");
+    run
+}
+
+fn assert_stalled_once(run: &Run) {
+    let s = run.summary();
+    assert_eq!(s["status"], "complete", "{s:#}");
+    assert_eq!(s["integrity"]["lost"], 0, "{s:#}");
+    assert_eq!(
+        s["outages"],
+        serde_json::json!([]),
+        "connected throughout: {s:#}"
+    );
+    let stalls = s["stalls"].as_array().unwrap();
+    assert_eq!(stalls.len(), 1, "{s:#}");
+    let seconds = stalls[0]["seconds"].as_f64().unwrap();
+    assert!((2.0..=4.0).contains(&seconds), "{s:#}");
+    assert_eq!(s["client_bound"], false, "{s:#}");
+    assert!(
+        !s["notes"].to_string().contains("CLIENT-BOUND"),
+        "{:#}",
+        s["notes"]
+    );
+}
+
+#[test]
+fn a_paused_kafka_is_a_stall_not_an_outage() {
+    let _turn = serial();
+    kafka();
+    let mut sets = short("5000", 10);
+    sets.push("producer_config.acks=all".into());
+    assert_stalled_once(&run_through_a_pause("kafka", &sets, &[]));
+}
+
+#[test]
+fn a_paused_rabbitmq_is_a_stall_not_an_outage() {
+    let _turn = serial();
+    rabbitmq();
+    let sets = short("2000", 10);
+    assert_stalled_once(&run_through_a_pause(
+        "rabbitmq",
+        &sets,
+        &["--driver", RABBITMQ_DRIVER],
+    ));
 }

@@ -43,6 +43,9 @@ pub struct MockFaults {
     /// The broker refuses every message: each acknowledgement is a failure of kind
     /// `rejected` (as a wrong setting would make it).
     pub reject_all: bool,
+    /// The broker stops acknowledging (start, length), counted from `prepare`, with the
+    /// connection up: sends are taken until the buffer is full, acknowledgements come after.
+    pub stall: Option<(Duration, Duration)>,
 }
 
 /// Acknowledgements granted so far against the capacity, since the first send.
@@ -108,6 +111,10 @@ impl Driver for MockDriver {
                 (prepared + start, prepared + start + length)
             }),
             lost_at: None,
+            stall: self.faults.stall.map(|(start, length)| {
+                let prepared = self.prepared.unwrap_or_else(std::time::Instant::now);
+                (prepared + start, prepared + start + length)
+            }),
         }))
     }
     fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError> {
@@ -139,6 +146,8 @@ struct MockProducer {
     outage: Option<(std::time::Instant, std::time::Instant)>,
     /// When this client found the broker gone (ns since the UNIX epoch), until it reconnects.
     lost_at: Option<u64>,
+    /// When the broker acknowledges nothing, from and to.
+    stall: Option<(std::time::Instant, std::time::Instant)>,
 }
 
 impl MockProducer {
@@ -203,7 +212,11 @@ impl Producer for MockProducer {
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
-        if self.check_outage(Some(acks)) || self.pending.is_empty() {
+        let stalled = self.stall.is_some_and(|(from, to)| {
+            let now = std::time::Instant::now();
+            now >= from && now < to
+        });
+        if stalled || self.check_outage(Some(acks)) || self.pending.is_empty() {
             std::thread::sleep(timeout.min(Duration::from_millis(1)));
             return;
         }

@@ -594,3 +594,38 @@ fn a_run_with_some_failures_is_not_stopped() {
         out.summary.notes
     );
 }
+
+#[test]
+fn a_broker_that_stops_acknowledging_while_connected_is_a_stall_not_client_bound() {
+    let w = workload("rate: 1000\nwarmup: 0s\nduration: 6s\ndrain_timeout: 2s");
+    let faults = MockFaults {
+        stall: Some((
+            std::time::Duration::from_millis(1500),
+            std::time::Duration::from_millis(3000),
+        )),
+        buffer: Some(500),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let mut rows = Rows::default();
+    let out = run(&w, &mut driver, &mut rows, &control()).unwrap();
+    let s = &out.summary;
+    assert!(s.outages.is_empty(), "{:?}", s.outages);
+    assert_eq!(s.stalls.len(), 1, "{:?} {:?}", s.stalls, s.notes);
+    let stall = &s.stalls[0];
+    assert!(
+        (2.0..=3.0).contains(&stall.seconds) && (1.0..=3.0).contains(&stall.start_s),
+        "{stall:?}"
+    );
+    assert!(!s.client_bound && !s.broker_bound, "{:?}", s.notes);
+    assert_eq!(
+        s.notes
+            .iter()
+            .filter(|n| n.contains("BROKER STALLED"))
+            .count(),
+        1,
+        "{:?}",
+        s.notes
+    );
+    assert!(s.integrity.is_clean(), "{:?}", s.integrity);
+}

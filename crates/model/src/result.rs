@@ -371,6 +371,21 @@ pub struct Summary {
     /// Times the producers' clients lost the broker, in order; empty when they never did.
     #[serde(default)]
     pub outages: Vec<Outage>,
+    /// Times the broker, still connected, acknowledged nothing for two seconds or more while
+    /// messages were due (a paused process, a long GC or disk stall), in order.
+    #[serde(default)]
+    pub stalls: Vec<Stall>,
+}
+
+/// Whole seconds of warm-up or measurement in which nothing was acknowledged though the
+/// schedule had messages due and no producer had lost its connection. Times in seconds since
+/// the start of warm-up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stall {
+    pub start_s: f64,
+    pub seconds: f64,
+    /// Messages handed to the client in those seconds (0 when its buffer was already full).
+    pub sent: u64,
 }
 
 /// The broker lost by producers' clients (a closed connection, every broker down): from the

@@ -20,6 +20,18 @@ pub(super) struct Collected {
     /// Set when the run was stopped early because every message of its first seconds failed:
     /// (seconds run, messages sent).
     pub(super) failed_fast: Option<(f64, u64)>,
+    /// Per second of warm-up and measurement: (second, sent, acknowledged, producers
+    /// disconnected), to find the seconds the broker acknowledged nothing.
+    pub(super) seconds: Vec<SecondCounts>,
+}
+
+/// What one second's row says about acknowledgements (for the stall notes).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SecondCounts {
+    pub(super) second: u64,
+    pub(super) sent: u64,
+    pub(super) acknowledged: u64,
+    pub(super) disconnected: u64,
 }
 
 /// A run whose first this-many seconds acknowledged nothing and failed at least half of the
@@ -97,6 +109,7 @@ pub(super) fn collect(
     let mut acknowledged_so_far = 0u64;
     let mut received_so_far = 0u64;
     let (mut sent_so_far, mut failed_so_far) = (0u64, 0u64);
+    let mut seconds = Vec::new();
     let mut failed_fast = None;
     let mut lag_per_second = Vec::new();
     let mut measurement_end_ns = times.measure_end_ns;
@@ -209,6 +222,14 @@ pub(super) fn collect(
             if row_phase == Phase::Measurement {
                 lag_per_second.push(interval.schedule_lag_max_ns);
             }
+            if row_phase != Phase::Drain {
+                seconds.push(SecondCounts {
+                    second: next_row,
+                    sent: interval.sent,
+                    acknowledged: interval.acknowledged,
+                    disconnected: interval.disconnected,
+                });
+            }
             acknowledged_so_far += interval.acknowledged;
             received_so_far += interval.received;
             sent_so_far += interval.sent;
@@ -268,6 +289,7 @@ pub(super) fn collect(
         drain_cut_off,
         backlog: backlog.map(BacklogControl::report),
         failed_fast,
+        seconds,
     }
 }
 

@@ -30,7 +30,8 @@ use brokerbench_driver::{
 };
 use brokerbench_model::{
     BacklogReport, ClientCost, ConsumerShare, Counts, IntervalRow, Latencies, LatencySummary,
-    Outage, Phase, Rate, RunObserver, RunStatus, Summary, Throughput, WindowHistograms, Workload,
+    Outage, Phase, Rate, RunObserver, RunStatus, Stall, Summary, Throughput, WindowHistograms,
+    Workload,
 };
 
 use crate::ledger::{reconcile, SubscriptionLedger};

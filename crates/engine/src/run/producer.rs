@@ -204,6 +204,8 @@ pub(super) fn send_message(
                     return SendOutcome::Stopped;
                 }
                 sent_ns = clock.now_ns();
+                // Each second's row gets this task's (empty) interval on time while it waits.
+                recorder.roll(sent_ns);
                 if sent_ns
                     >= shared
                         .measure_end()

@@ -180,11 +180,22 @@ pub(super) fn summarize(
         .sum::<f64>()
         / collected.producers.len().max(1) as f64;
     let outages = merge_outages(&collected.producers, times.start_ns);
-    // Lag that grew while the broker was gone is the outage's doing; its note says so.
-    let lag_grew = lag_grew && outages.is_empty();
+    let stalls = if driver.confirms && workload.rate != Rate::Max {
+        find_stalls(&collected.seconds)
+    } else {
+        Vec::new()
+    };
+    // Lag that grew while the broker was gone or stalled is that's doing; its note says so.
+    let lag_grew = lag_grew && outages.is_empty() && stalls.is_empty();
     let broker_bound = lag_grew && buffer_full_share >= BROKER_BOUND_SHARE;
     let is_client_bound = lag_grew && !broker_bound;
     notes.extend(outage_notes(&outages));
+    notes.extend(stalls.iter().take(OUTAGE_NOTES).map(|stall| {
+        format!(
+            "BROKER STALLED at {:.0} s: nothing acknowledged for {:.0} s while messages were due ({} sent meanwhile), with every connection up (a paused broker, a long GC or disk stall)",
+            stall.start_s, stall.seconds, stall.sent
+        )
+    }));
     if !outages.is_empty() && (integrity.duplicated > 0 || integrity.out_of_order > 0) {
         notes.push(format!(
             "{} duplicated and {} out of order in a run with an outage: deliveries a consumer had not yet acknowledged when its connection went are delivered again (at least once), after newer ones",
@@ -274,6 +285,7 @@ pub(super) fn summarize(
         notes,
         backlog: backlog_report,
         outages,
+        stalls,
     };
     let histograms = WindowHistograms {
         publish,
@@ -454,4 +466,37 @@ fn setting_for(kind: &str) -> &'static str {
         "rejected" | "nacked" => "the queue's length limits (queue.max_length, queue.overflow)",
         _ => "the driver file's settings that this error names",
     }
+}
+
+/// Shortest run of seconds without an acknowledgement that counts as a stall.
+const STALL_SECONDS: usize = 2;
+
+/// Runs of at least STALL_SECONDS whole seconds in which nothing was acknowledged and no
+/// producer was disconnected, after the first acknowledgement of the run (a start that takes
+/// a while to get going is not a stall).
+fn find_stalls(seconds: &[SecondCounts]) -> Vec<Stall> {
+    let Some(first) = seconds.iter().position(|s| s.acknowledged > 0) else {
+        return Vec::new();
+    };
+    let mut stalls = Vec::new();
+    let mut run: Vec<&SecondCounts> = Vec::new();
+    let mut close = |run: &mut Vec<&SecondCounts>| {
+        if run.len() >= STALL_SECONDS {
+            stalls.push(Stall {
+                start_s: run[0].second as f64,
+                seconds: run.len() as f64,
+                sent: run.iter().map(|s| s.sent).sum(),
+            });
+        }
+        run.clear();
+    };
+    for s in &seconds[first..] {
+        if s.acknowledged == 0 && s.disconnected == 0 {
+            run.push(s);
+        } else {
+            close(&mut run);
+        }
+    }
+    close(&mut run);
+    stalls
 }
