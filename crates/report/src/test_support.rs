@@ -100,5 +100,6 @@ pub(crate) fn summary() -> Summary {
         notes: Vec::new(),
         backlog: None,
         outages: Vec::new(),
+        stalls: Vec::new(),
     }
 }

@@ -83,6 +83,7 @@ fn summary(status: RunStatus) -> Summary {
         notes: vec![],
         backlog: None,
         outages: Vec::new(),
+        stalls: Vec::new(),
     }
 }
 
