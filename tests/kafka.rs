@@ -411,6 +411,70 @@ fn credentials_never_reach_results_or_output() {
     assert!(run.manifest().to_string().contains("***"));
 }
 
+/// Every file under `dir`, recursively.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn secrets_given_every_way_reach_no_output() {
+    let _turn = serial();
+    kafka();
+    let metrics = brokerbench_kafka::managed::Kafka::new(&brokerbench_brokers::home())
+        .metrics_url()
+        .expect("the managed Kafka serves metrics");
+    let with_user = metrics.replacen("http://", "http://scraper:Zq7-url-secret@", 1);
+    let dir = tempfile::tempdir().unwrap();
+    // In a driver file: a client setting and the metrics endpoint's password.
+    let driver = write(
+        dir.path(),
+        "driver.yaml",
+        "driver: kafka\nproducer_config: {sasl.password: Zq7-file-secret, acks: '1'}\nconsumer_config: {ssl.key.password: Zq7-file-key-secret}\n",
+    );
+    let mut sets = short("1000", 1);
+    sets.push("consumer_config.sasl.password=Zq7-set-secret".into());
+    let run = brokerbench()
+        .arg("run")
+        .args(with_sets(&sets, &[]))
+        // One argument with '=', and a URL with user info in a flag.
+        .arg("--set=producer_config.ssl.key.password=Zq7-joined-secret")
+        .args(["--driver", driver.to_str().unwrap()])
+        .args(["--broker-metrics", &with_user])
+        .args(["--out", dir.path().join("run").to_str().unwrap()])
+        .env("BROKERBENCH_METRICS_PASSWORD", "Zq7-env-secret")
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.code() == Some(0), "{stdout}\n{stderr}");
+    assert!(
+        !stdout.contains("Zq7") && !stderr.contains("Zq7"),
+        "{stdout}\n{stderr}"
+    );
+    let folder = dir.path().join("run");
+    let files = files_under(&folder);
+    assert!(files.len() >= 8, "{files:?}");
+    for path in files {
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        assert!(!text.contains("Zq7"), "{} leaks a secret", path.display());
+    }
+    let manifest = std::fs::read_to_string(folder.join("manifest.json")).unwrap();
+    assert!(
+        manifest.contains("scraper:***@") && manifest.contains("\"sasl.password\": \"***\""),
+        "redacted, not dropped: {manifest}"
+    );
+}
+
 #[test]
 fn acknowledgements_are_timed_when_they_arrive_not_when_the_producer_wakes() {
     let _turn = serial();

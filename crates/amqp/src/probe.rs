@@ -239,6 +239,8 @@ impl Conversation<'_> {
                             ("publisher_confirms", Field::Bool(true)),
                             ("basic.nack", Field::Bool(true)),
                             ("consumer_cancel_notify", Field::Bool(true)),
+                            // The broker says when a resource alarm blocks publishing.
+                            ("connection.blocked", Field::Bool(true)),
                         ]),
                     ),
                 ],

@@ -278,6 +278,10 @@ impl Producer for AmqpProducer {
         self.redial.since_ns()
     }
 
+    fn blocked_since(&self) -> Option<(u64, String)> {
+        self.channel.session().blocked()
+    }
+
     fn ack_note(&self) -> Option<String> {
         // Without confirms the engine says itself that delivery was not confirmed.
         if self.book.is_some() && !self.persistent {

@@ -33,6 +33,8 @@ pub mod id {
     pub const CONNECTION_OPEN_OK: (u16, u16) = (10, 41);
     pub const CONNECTION_CLOSE: (u16, u16) = (10, 50);
     pub const CONNECTION_CLOSE_OK: (u16, u16) = (10, 51);
+    pub const CONNECTION_BLOCKED: (u16, u16) = (10, 60);
+    pub const CONNECTION_UNBLOCKED: (u16, u16) = (10, 61);
     pub const EXCHANGE_DECLARE: (u16, u16) = (40, 10);
     pub const EXCHANGE_DECLARE_OK: (u16, u16) = (40, 11);
     pub const EXCHANGE_DELETE: (u16, u16) = (40, 20);

@@ -497,3 +497,59 @@ fn publish_latency_is_not_inflated_by_the_gap_between_sends() {
         e2e.p50_ns
     );
 }
+
+/// rabbitmqctl for the test broker's node, as a shell command prefix (scripts/test sets it
+/// for the managed node).
+const CTL_VARIABLE: &str = "BROKERBENCH_TEST_AMQP_CTL";
+
+#[test]
+#[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
+fn a_memory_alarm_is_reported_as_publishing_blocked_with_the_reason() {
+    let uri = broker_uri();
+    let ctl = std::env::var(CTL_VARIABLE).unwrap_or_else(|_| {
+        panic!("set {CTL_VARIABLE} to rabbitmqctl for the test broker's node (scripts/test does)")
+    });
+    let sh = |args: &str| {
+        let status = std::process::Command::new("sh")
+            .args(["-c", &format!("{ctl} {args}")])
+            .status()
+            .unwrap();
+        assert!(status.success(), "{ctl} {args}: {status}");
+    };
+    // The node blocks publishers while its memory is above a watermark set tiny, for 3 s,
+    // and lifts the block when the watermark is back at RabbitMQ's default.
+    let s = run_disturbed(
+        &uri,
+        "{}",
+        &disturbed_workload(),
+        Duration::from_millis(1500),
+        move |_, _, _| {
+            /// Sets the watermark back even if the test fails.
+            struct Restore<F: Fn(&str)>(F);
+            impl<F: Fn(&str)> Drop for Restore<F> {
+                fn drop(&mut self) {
+                    (self.0)("set_vm_memory_high_watermark 0.4");
+                }
+            }
+            let restore = Restore(sh);
+            (restore.0)("set_vm_memory_high_watermark 0.0000001");
+            std::thread::sleep(Duration::from_secs(3));
+            drop(restore);
+        },
+    );
+    assert_eq!(s.blocks.len(), 1, "{:?} {:?}", s.blocks, s.notes);
+    let block = &s.blocks[0];
+    assert!(block.reason.contains("memory"), "{block:?}");
+    let end = block.end_s.expect("the block was lifted");
+    assert!(end - block.start_s > 1.0, "{block:?}");
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.starts_with("PUBLISHING BLOCKED") && n.contains("memory")),
+        "{:?}",
+        s.notes
+    );
+    assert!(s.outages.is_empty() && s.stalls.is_empty(), "{:?}", s.notes);
+    assert!(!s.client_bound, "{:?}", s.notes);
+    assert_eq!(s.integrity.lost, 0, "{:?}", s.integrity);
+}

@@ -145,6 +145,12 @@ pub trait Producer: Send {
     fn disconnected_since(&self) -> Option<u64> {
         None
     }
+    /// While the broker, still connected, refuses to take messages (AMQP connection.blocked:
+    /// a memory or disk alarm): since when (ns since the UNIX epoch) and the broker's reason.
+    /// The engine reads it after every `poll`.
+    fn blocked_since(&self) -> Option<(u64, String)> {
+        None
+    }
 }
 
 /// A received message, borrowed from the client library.

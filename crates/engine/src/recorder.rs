@@ -163,6 +163,8 @@ pub(crate) struct Interval {
     pub schedule_lag_max_ns: u64,
     /// Producers that were disconnected from the broker at some time in this second.
     pub disconnected: u64,
+    /// Producers the broker blocked (connection.blocked) at some time in this second.
+    pub blocked: u64,
 }
 
 impl Interval {
@@ -180,6 +182,7 @@ impl Interval {
             schedule_lag: Latencies::default(),
             schedule_lag_max_ns: 0,
             disconnected: 0,
+            blocked: 0,
         }
     }
 
@@ -195,7 +198,17 @@ impl Interval {
         self.schedule_lag.add(&other.schedule_lag);
         self.schedule_lag_max_ns = self.schedule_lag_max_ns.max(other.schedule_lag_max_ns);
         self.disconnected += other.disconnected;
+        self.blocked += other.blocked;
     }
+}
+
+/// A time the broker blocked one producer's publishing (from the broker's own notice to the
+/// one that lifted it; None when it was still blocked when the producer finished).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BlockSpan {
+    pub start_ns: u64,
+    pub end_ns: Option<u64>,
+    pub reason: String,
 }
 
 /// One producer's outage: from when its client found the broker gone to its first successful
@@ -226,6 +239,8 @@ pub(crate) struct ProducerResult {
     pub unavailable_ns: u64,
     /// The client's outages, in order.
     pub outages: Vec<OutageSpan>,
+    /// Times the broker blocked publishing, in order.
+    pub blocks: Vec<BlockSpan>,
 }
 
 /// A consumer's final measurements.
@@ -355,6 +370,7 @@ impl ProducerRecorder {
                 buffer_full_ns: 0,
                 unavailable_ns: 0,
                 outages: Vec::new(),
+                blocks: Vec::new(),
             },
         }
     }
@@ -366,6 +382,34 @@ impl ProducerRecorder {
             .outages
             .last_mut()
             .filter(|o| o.first_ack_ns.is_none())
+    }
+
+    /// Whether a block is open (the broker has not lifted it yet).
+    #[inline]
+    pub fn is_blocked(&self) -> bool {
+        self.result
+            .blocks
+            .last()
+            .is_some_and(|b| b.end_ns.is_none())
+    }
+
+    /// What the client says of the broker blocking publishing, now: opens a block when it
+    /// starts, closes it when it has been lifted.
+    pub fn blocked(&mut self, blocked: Option<(u64, String)>, now_ns: u64) {
+        let open = self.result.blocks.last_mut().filter(|b| b.end_ns.is_none());
+        match (blocked, open) {
+            (Some(_), Some(_)) => self.interval.roll(now_ns).blocked = 1,
+            (Some((since_ns, reason)), None) => {
+                self.interval.roll(now_ns).blocked = 1;
+                self.result.blocks.push(BlockSpan {
+                    start_ns: since_ns.min(now_ns),
+                    end_ns: None,
+                    reason,
+                });
+            }
+            (None, Some(block)) => block.end_ns = Some(now_ns),
+            (None, None) => {}
+        }
     }
 
     /// The client has known since `since_ns` that the broker is gone (said again while it

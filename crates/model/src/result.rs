@@ -375,6 +375,22 @@ pub struct Summary {
     /// messages were due (a paused process, a long GC or disk stall), in order.
     #[serde(default)]
     pub stalls: Vec<Stall>,
+    /// Times the broker blocked publishing (AMQP connection.blocked: a memory or disk
+    /// alarm), in order.
+    #[serde(default)]
+    pub blocks: Vec<Block>,
+}
+
+/// The broker refusing to take messages while connected, from its notice to the one that
+/// lifted it (seconds since the start of warm-up; `end_s` None: still blocked at the end).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Block {
+    pub start_s: f64,
+    pub end_s: Option<f64>,
+    /// The broker's reason, e.g. "low on memory".
+    pub reason: String,
+    /// Producers it blocked.
+    pub producers: u32,
 }
 
 /// Whole seconds of warm-up or measurement in which nothing was acknowledged though the

@@ -54,7 +54,16 @@
     return (Math.round(p * 1000) / 1000) + "%";
   }
 
-  // Shades warm-up and drain on time charts (before the series are drawn).
+  // Shades of the phases, outages and stalls on time charts.
+  const PHASE_FILL = {
+    warmup: "rgba(255,200,0,0.12)",
+    drain: "rgba(120,120,255,0.12)",
+    outage: "rgba(220,40,40,0.18)",
+    stall: "rgba(255,140,0,0.22)",
+    blocked: "rgba(150,40,200,0.18)",
+  };
+
+  // Shades warm-up, drain, outages and stalls on time charts (before the series are drawn).
   function phasePlugin(phases) {
     return {
       hooks: {
@@ -65,7 +74,7 @@
             const x0 = u.valToPos(ph.start, "x", true);
             const x1 = u.valToPos(ph.end, "x", true);
             ctx.save();
-            ctx.fillStyle = ph.name === "warmup" ? "rgba(255,200,0,0.12)" : "rgba(120,120,255,0.12)";
+            ctx.fillStyle = PHASE_FILL[ph.name] || "rgba(120,120,255,0.12)";
             ctx.fillRect(x0, u.bbox.top, Math.max(1, x1 - x0), u.bbox.height);
             ctx.restore();
           }

@@ -101,5 +101,6 @@ pub(crate) fn summary() -> Summary {
         backlog: None,
         outages: Vec::new(),
         stalls: Vec::new(),
+        blocks: Vec::new(),
     }
 }

@@ -84,6 +84,7 @@ fn summary(status: RunStatus) -> Summary {
         backlog: None,
         outages: Vec::new(),
         stalls: Vec::new(),
+        blocks: Vec::new(),
     }
 }
 

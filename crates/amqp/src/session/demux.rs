@@ -265,6 +265,13 @@ impl Shared {
                         self.lose(format!("the broker closed the connection: {reason}"));
                         return false;
                     }
+                    id::CONNECTION_BLOCKED => {
+                        let reason = r.short_string().unwrap_or_default();
+                        lock(&self.blocked).get_or_insert((at_ns, reason));
+                    }
+                    id::CONNECTION_UNBLOCKED => {
+                        lock(&self.blocked).take();
+                    }
                     id::CONNECTION_CLOSE_OK => {
                         inbox.reply = Some((method, Vec::new()));
                         drop(inbox);

@@ -119,6 +119,9 @@ struct Shared {
     heartbeat: Option<Duration>,
     /// Set once the connection is gone.
     lost: AtomicBool,
+    /// While the broker blocks publishing on this connection (connection.blocked, a memory
+    /// or disk alarm): since when (ns since the UNIX epoch) and the broker's reason.
+    blocked: Mutex<Option<(u64, String)>>,
     /// Consumers waiting while another one reads for them ([`Reading::Caller`]).
     turn_waiters: AtomicUsize,
     reading: Reading,
@@ -182,6 +185,7 @@ impl Session {
             heartbeat: (opened.heartbeat > 0)
                 .then(|| Duration::from_secs(u64::from(opened.heartbeat)) / 2),
             lost: AtomicBool::new(false),
+            blocked: Mutex::new(None),
             turn_waiters: AtomicUsize::new(0),
             reading,
             clock: Clock::process(),
@@ -210,6 +214,12 @@ impl Session {
 
     pub fn is_open(&self) -> bool {
         !self.shared.lost.load(Ordering::Relaxed)
+    }
+
+    /// While the broker blocks publishing on this connection: since when (ns since the UNIX
+    /// epoch) and its reason (e.g. "low on memory").
+    pub fn blocked(&self) -> Option<(u64, String)> {
+        lock(&self.shared.blocked).clone()
     }
 
     /// Hands `bytes` to the connection (emptying it) and writes what the socket takes now.

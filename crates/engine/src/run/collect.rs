@@ -32,6 +32,7 @@ pub(super) struct SecondCounts {
     pub(super) sent: u64,
     pub(super) acknowledged: u64,
     pub(super) disconnected: u64,
+    pub(super) blocked: u64,
 }
 
 /// A run whose first this-many seconds acknowledged nothing and failed at least half of the
@@ -228,6 +229,7 @@ pub(super) fn collect(
                     sent: interval.sent,
                     acknowledged: interval.acknowledged,
                     disconnected: interval.disconnected,
+                    blocked: interval.blocked,
                 });
             }
             acknowledged_so_far += interval.acknowledged;

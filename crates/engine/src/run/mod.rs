@@ -29,17 +29,17 @@ use brokerbench_driver::{
     ConsumerSlot, Driver, DriverError, Envelope, OutgoingMessage, Producer, SendError, Topology,
 };
 use brokerbench_model::{
-    BacklogReport, ClientCost, ConsumerShare, Counts, IntervalRow, Latencies, LatencySummary,
-    Outage, Phase, Rate, RunObserver, RunStatus, Stall, Summary, Throughput, WindowHistograms,
-    Workload,
+    BacklogReport, Block, ClientCost, ConsumerShare, Counts, IntervalRow, Latencies,
+    LatencySummary, Outage, Phase, Rate, RunObserver, RunStatus, Stall, Summary, Throughput,
+    WindowHistograms, Workload,
 };
 
 use crate::ledger::{reconcile, SubscriptionLedger};
 use crate::meter::OneMinuteRate;
 use crate::payload::{BodySource, Keys, PayloadError, SharedPayload};
 use crate::recorder::{
-    ConsumerRecorder, ConsumerResult, Interval, OutageSpan, ProducerRecorder, ProducerResult,
-    Report, Times,
+    BlockSpan, ConsumerRecorder, ConsumerResult, Interval, OutageSpan, ProducerRecorder,
+    ProducerResult, Report, Times,
 };
 use crate::schedule::Schedule;
 use brokerbench_driver::Clock;

@@ -249,6 +249,10 @@ pub(super) fn poll_acks(
     if let Some(since) = producer.disconnected_since() {
         recorder.disconnected(since, clock.now_ns(), failed);
     }
+    let blocked = producer.blocked_since();
+    if blocked.is_some() || recorder.is_blocked() {
+        recorder.blocked(blocked, clock.now_ns());
+    }
 }
 
 /// Longest sleep of a producer whose acknowledgements are stamped by the client: they are

@@ -185,11 +185,23 @@ pub(super) fn summarize(
     } else {
         Vec::new()
     };
-    // Lag that grew while the broker was gone or stalled is that's doing; its note says so.
-    let lag_grew = lag_grew && outages.is_empty() && stalls.is_empty();
+    let blocks = merge_blocks(&collected.producers, times.start_ns);
+    // Lag that grew while the broker was gone, stalled or blocking is that's doing; its note
+    // says so.
+    let lag_grew = lag_grew && outages.is_empty() && stalls.is_empty() && blocks.is_empty();
     let broker_bound = lag_grew && buffer_full_share >= BROKER_BOUND_SHARE;
     let is_client_bound = lag_grew && !broker_bound;
     notes.extend(outage_notes(&outages));
+    notes.extend(blocks.iter().take(OUTAGE_NOTES).map(|b| {
+        let how_long = match b.end_s {
+            Some(end) => format!("for {:.1} s", end - b.start_s),
+            None => "to the end of the run".to_string(),
+        };
+        format!(
+            "PUBLISHING BLOCKED by the broker at {:.1} s {how_long}: \"{}\" (a resource alarm, e.g. memory or disk; connection.blocked); sends waited meanwhile",
+            b.start_s, b.reason
+        )
+    }));
     notes.extend(stalls.iter().take(OUTAGE_NOTES).map(|stall| {
         format!(
             "BROKER STALLED at {:.0} s: nothing acknowledged for {:.0} s while messages were due ({} sent meanwhile), with every connection up (a paused broker, a long GC or disk stall)",
@@ -286,6 +298,7 @@ pub(super) fn summarize(
         backlog: backlog_report,
         outages,
         stalls,
+        blocks,
     };
     let histograms = WindowHistograms {
         publish,
@@ -491,7 +504,7 @@ fn find_stalls(seconds: &[SecondCounts]) -> Vec<Stall> {
         run.clear();
     };
     for s in &seconds[first..] {
-        if s.acknowledged == 0 && s.disconnected == 0 {
+        if s.acknowledged == 0 && s.disconnected == 0 && s.blocked == 0 {
             run.push(s);
         } else {
             close(&mut run);
@@ -499,4 +512,45 @@ fn find_stalls(seconds: &[SecondCounts]) -> Vec<Stall> {
     }
     close(&mut run);
     stalls
+}
+
+/// The producers' blocks as the run's: ones that overlap are one.
+fn merge_blocks(producers: &[ProducerResult], start_ns: u64) -> Vec<Block> {
+    let mut spans: Vec<(usize, &BlockSpan)> = producers
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| p.blocks.iter().map(move |b| (i, b)))
+        .collect();
+    spans.sort_by_key(|(_, b)| b.start_ns);
+    let seconds = |ns: u64| ns.saturating_sub(start_ns) as f64 / 1e9;
+    let mut merged: Vec<(Block, u64, Vec<usize>)> = Vec::new();
+    for (producer, span) in spans {
+        let end = span.end_ns.unwrap_or(u64::MAX);
+        match merged.last_mut() {
+            Some((block, last_end, who)) if span.start_ns <= *last_end => {
+                *last_end = (*last_end).max(end);
+                block.end_s = (*last_end != u64::MAX).then(|| seconds(*last_end));
+                if !who.contains(&producer) {
+                    who.push(producer);
+                }
+            }
+            _ => merged.push((
+                Block {
+                    start_s: seconds(span.start_ns),
+                    end_s: span.end_ns.map(seconds),
+                    reason: span.reason.clone(),
+                    producers: 0,
+                },
+                end,
+                vec![producer],
+            )),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(mut block, _, who)| {
+            block.producers = who.len() as u32;
+            block
+        })
+        .collect()
 }

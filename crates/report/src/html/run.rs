@@ -138,6 +138,37 @@ impl RunFolder {
                 _ => out.push(json!({"name": name, "start": start, "end": start + 1.0})),
             }
         }
+        // Outages (to the first acknowledgement after them, or the end) and stalls, shaded
+        // over the phases.
+        let end = out.last().map_or(0.0, |p| p["end"].as_f64().unwrap_or(0.0));
+        let summary = self.summary.as_ref();
+        for o in summary
+            .and_then(|s| s["outages"].as_array())
+            .into_iter()
+            .flatten()
+        {
+            let start = o["start_s"].as_f64().unwrap_or(0.0);
+            let until = o["first_ack_s"].as_f64().unwrap_or(end);
+            out.push(json!({"name": "outage", "start": start, "end": until}));
+        }
+        for stall in summary
+            .and_then(|s| s["stalls"].as_array())
+            .into_iter()
+            .flatten()
+        {
+            let start = stall["start_s"].as_f64().unwrap_or(0.0);
+            let seconds = stall["seconds"].as_f64().unwrap_or(0.0);
+            out.push(json!({"name": "stall", "start": start, "end": start + seconds}));
+        }
+        for b in summary
+            .and_then(|s| s["blocks"].as_array())
+            .into_iter()
+            .flatten()
+        {
+            let start = b["start_s"].as_f64().unwrap_or(0.0);
+            let until = b["end_s"].as_f64().unwrap_or(end);
+            out.push(json!({"name": "blocked", "start": start, "end": until}));
+        }
         Json::Array(out)
     }
 
@@ -420,7 +451,7 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
     let mut charts = Vec::new();
     let xs = run.seconds();
     if let Some(t) = run.timeseries.as_ref().filter(|t| t.rows > 0) {
-        body.push_str("<h2>Over time</h2><p class=\"legend-note\">Warm-up is shaded yellow, the drain blue; the summary covers the unshaded measurement window.</p>");
+        body.push_str("<h2>Over time</h2><p class=\"legend-note\">Warm-up is shaded yellow, the drain blue; the summary covers the unshaded measurement window. Outages (from the loss to the first acknowledgement after it) are shaded red, stalls orange, publishing blocked by the broker purple.</p>");
         let col = |name: &str| t.get(name).cloned().unwrap_or_default();
         let target = s.and_then(|s| number_at(s, "target_rate"));
         let mut rates = vec![
