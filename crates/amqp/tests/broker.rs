@@ -509,7 +509,7 @@ fn a_memory_alarm_is_reported_as_publishing_blocked_with_the_reason() {
     let ctl = std::env::var(CTL_VARIABLE).unwrap_or_else(|_| {
         panic!("set {CTL_VARIABLE} to rabbitmqctl for the test broker's node (scripts/test does)")
     });
-    let sh = |args: &str| {
+    let sh = move |args: &str| {
         let status = std::process::Command::new("sh")
             .args(["-c", &format!("{ctl} {args}")])
             .status()
