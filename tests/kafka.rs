@@ -438,7 +438,7 @@ fn secrets_given_every_way_reach_no_output() {
     let driver = write(
         dir.path(),
         "driver.yaml",
-        "driver: kafka\nproducer_config: {sasl.password: Zq7-file-secret, acks: '1'}\nconsumer_config: {ssl.key.password: Zq7-file-key-secret}\n",
+        "driver: kafka\nproducer_config: {sasl.password: Zq7-file-secret, acks: '1'}\nconsumer_config: {sasl.password: Zq7-file-consumer-secret}\n",
     );
     let mut sets = short("1000", 1);
     sets.push("consumer_config.sasl.password=Zq7-set-secret".into());
@@ -446,7 +446,7 @@ fn secrets_given_every_way_reach_no_output() {
         .arg("run")
         .args(with_sets(&sets, &[]))
         // One argument with '=', and a URL with user info in a flag.
-        .arg("--set=producer_config.ssl.key.password=Zq7-joined-secret")
+        .arg("--set=producer_config.sasl.password=Zq7-joined-secret")
         .args(["--driver", driver.to_str().unwrap()])
         .args(["--broker-metrics", &with_user])
         .args(["--out", dir.path().join("run").to_str().unwrap()])
