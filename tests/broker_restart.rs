@@ -170,23 +170,39 @@ fn nats_with_file_storage_survives_a_server_sigkill() {
     assert_survived(&run, killed);
 }
 
-/// Runs `sets` with the family's broker paused (SIGSTOP) for 3 s once the run measured 2 s.
-fn run_through_a_pause(family: &'static str, sets: &[String], extra: &[&str]) -> Run {
+/// Runs `sets` with the family's broker paused (SIGSTOP) for `pause` once the run measured
+/// 2 s; returns the run and when the pause began, seconds since the UNIX epoch.
+fn run_through_a_pause_of(
+    family: &'static str,
+    pause: Duration,
+    sets: &[String],
+    extra: &[&str],
+) -> (Run, f64) {
     let dir = tempfile::tempdir().unwrap();
     let folder = results_folder(dir.path());
     let pauser = std::thread::spawn(move || {
         let measuring = wait_for_measured_seconds(&folder, 2);
         let pid = broker_pid(family) as i32;
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
         // SAFETY: kill(2) with a pid that `broker status` reported as the broker's.
         assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
-        std::thread::sleep(Duration::from_secs(3));
+        std::thread::sleep(pause);
         // SAFETY: as above.
         assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
-        measuring
+        (measuring, at)
     });
     let run = run_in(dir, &with_sets(sets, extra));
-    assert!(pauser.join().unwrap(), "the run never measured 2 s");
-    run
+    let (measuring, at) = pauser.join().unwrap();
+    assert!(measuring, "the run never measured 2 s");
+    (run, at)
+}
+
+/// Runs `sets` with the family's broker paused (SIGSTOP) for 3 s once the run measured 2 s.
+fn run_through_a_pause(family: &'static str, sets: &[String], extra: &[&str]) -> Run {
+    run_through_a_pause_of(family, Duration::from_secs(3), sets, extra).0
 }
 
 fn assert_stalled_once(run: &Run) {
@@ -229,4 +245,53 @@ fn a_paused_rabbitmq_is_a_stall_not_an_outage() {
         &sets,
         &["--driver", RABBITMQ_DRIVER],
     ));
+}
+
+#[test]
+fn a_silent_rabbitmq_is_found_gone_within_two_heartbeat_intervals() {
+    let _turn = serial();
+    let port = rabbitmq();
+    let dir = tempfile::tempdir().unwrap();
+    let driver = write(
+        dir.path(),
+        "rabbitmq.yaml",
+        &format!("driver: rabbitmq\nuri: amqp://guest:guest@127.0.0.1:{port}/%2f?heartbeat=1\n"),
+    );
+    let sets = short("2000", 12);
+    let (run, paused_at) = run_through_a_pause_of(
+        "rabbitmq",
+        Duration::from_secs(4),
+        &sets,
+        &["--driver", driver.to_str().unwrap()],
+    );
+    let s = run.summary();
+    assert_eq!(s["status"], "complete", "{s:#}");
+    assert_eq!(s["integrity"]["lost"], 0, "{s:#}");
+    let outages = s["outages"].as_array().unwrap();
+    assert_eq!(
+        outages.len(),
+        1,
+        "the silent connection was given up: {s:#}"
+    );
+    // Second 0 of timeseries.csv is the start of warm-up, which outage times count from.
+    let rows = run.file("timeseries.csv");
+    let first_row: f64 = rows
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let found = first_row + outages[0]["start_s"].as_f64().unwrap() - paused_at;
+    assert!(
+        (1.0..=3.0).contains(&found),
+        "found gone {found:.2} s after the broker went silent (heartbeat 1 s: within 2 intervals): {s:#}"
+    );
+    assert!(
+        outages[0]["first_ack_s"].as_f64().is_some(),
+        "reconnected after the pause: {s:#}"
+    );
+    eprintln!("found gone {found:.2} s after the broker went silent");
 }

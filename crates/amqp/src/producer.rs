@@ -199,6 +199,9 @@ impl Producer for AmqpProducer {
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
+        // A loss found in this poll is reconnected from the next one, so that the engine
+        // sees it (`disconnected_since`) however soon the broker is back.
+        let lost_before = self.lost.is_some();
         self.flush();
         let session = self.channel.session();
         session.heartbeat();
@@ -254,7 +257,7 @@ impl Producer for AmqpProducer {
             if let Some(book) = self.book.as_mut() {
                 book.fail_all(kind, acks);
             }
-            if self.reconnects(kind) {
+            if self.reconnects(kind) && lost_before {
                 self.redial();
             }
         }

@@ -136,7 +136,11 @@ impl Shared {
                 self.lose("the broker closed the connection".into());
                 return false;
             }
-            Ok(n) => side.end += n,
+            Ok(n) => {
+                side.end += n;
+                self.last_read_ns
+                    .store(self.clock.now_ns(), Ordering::Relaxed);
+            }
             Err(e) => {
                 if !self.lost.load(Ordering::Relaxed) {
                     self.lose(format!("reading from the socket: {e}"));

@@ -117,6 +117,9 @@ struct Shared {
     frame_max: u32,
     /// Send a heartbeat when nothing was written for this long (None: heartbeats off).
     heartbeat: Option<Duration>,
+    /// When a frame last arrived, ns ([`Clock::process`]); with heartbeats on, a broker
+    /// silent for two heartbeat intervals is taken as gone.
+    last_read_ns: std::sync::atomic::AtomicU64,
     /// Set once the connection is gone.
     lost: AtomicBool,
     /// While the broker blocks publishing on this connection (connection.blocked, a memory
@@ -186,6 +189,7 @@ impl Session {
                 .then(|| Duration::from_secs(u64::from(opened.heartbeat)) / 2),
             lost: AtomicBool::new(false),
             blocked: Mutex::new(None),
+            last_read_ns: std::sync::atomic::AtomicU64::new(Clock::process().now_ns()),
             turn_waiters: AtomicUsize::new(0),
             reading,
             clock: Clock::process(),
@@ -387,6 +391,8 @@ impl Shared {
         })
     }
 
+    /// Sends a heartbeat when one is due, and finds a broker that has been silent for two
+    /// heartbeat intervals gone (a half-open connection, a paused broker): the spec's rule.
     fn heartbeat(&self) {
         let Some(every) = self.heartbeat else {
             return;
@@ -394,6 +400,19 @@ impl Shared {
         let due = lock(&self.write).last_write.elapsed() >= every;
         if due {
             let _ = self.write(&mut wire::HEARTBEAT.to_vec());
+        }
+        // `every` is half the negotiated interval: silence for four of them is two intervals.
+        let silent_ns = self
+            .clock
+            .now_ns()
+            .saturating_sub(self.last_read_ns.load(Ordering::Relaxed));
+        let limit = every * 4;
+        if silent_ns > limit.as_nanos() as u64 && !self.lost.load(Ordering::Relaxed) {
+            self.lose(format!(
+                "nothing from the broker for {:.1} s (heartbeat {} s): it is silent",
+                silent_ns as f64 / 1e9,
+                (every * 2).as_secs()
+            ));
         }
     }
 
