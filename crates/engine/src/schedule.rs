@@ -16,9 +16,12 @@ pub enum Schedule {
         rate: f64,
         index: u64,
     },
-    /// Exponentially distributed gaps with mean `1e9 / rate` ns.
+    /// Exponentially distributed gaps with mean `1e9 / rate` ns. The sum of the gaps is kept
+    /// apart from the start: at ns since the UNIX epoch (about 1.8e18) an f64 resolves only
+    /// 256 ns, while the sum alone stays exact to well under 1 ns for days.
     Poisson {
-        next_ns: f64,
+        start_ns: u64,
+        elapsed_ns: f64,
         gaps: Exp<f64>,
         rng: Box<StdRng>,
     },
@@ -34,7 +37,8 @@ impl Schedule {
                 index: 0,
             },
             Arrival::Poisson => Schedule::Poisson {
-                next_ns: start_ns as f64,
+                start_ns,
+                elapsed_ns: 0.0,
                 gaps: Exp::new(rate / 1e9).expect("rate is positive"),
                 rng: Box::new(StdRng::seed_from_u64(seed)),
             },
@@ -54,9 +58,14 @@ impl Schedule {
                 *index += 1;
                 t
             }
-            Schedule::Poisson { next_ns, gaps, rng } => {
-                let t = *next_ns as u64;
-                *next_ns += gaps.sample(rng.as_mut());
+            Schedule::Poisson {
+                start_ns,
+                elapsed_ns,
+                gaps,
+                rng,
+            } => {
+                let t = *start_ns + *elapsed_ns as u64;
+                *elapsed_ns += gaps.sample(rng.as_mut());
                 t
             }
         }
@@ -78,10 +87,13 @@ mod tests {
         assert_eq!(times, vec![0, 333_333_333, 666_666_666, 1_000_000_000]);
     }
 
+    /// A start time as the engine gives it: ns since the UNIX epoch, in 2026.
+    const NOW_NS: u64 = 1_795_500_000_123_456_789;
+
     #[test]
     fn poisson_has_the_right_mean_and_spread() {
         let rate = 10_000.0;
-        let mut s = Schedule::new(Arrival::Poisson, rate, 0, 42);
+        let mut s = Schedule::new(Arrival::Poisson, rate, NOW_NS, 42);
         let n = 200_000;
         let times: Vec<u64> = (0..=n).map(|_| s.next_ns()).collect();
         let gaps: Vec<f64> = times.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
@@ -102,11 +114,31 @@ mod tests {
     }
 
     #[test]
-    fn poisson_is_reproducible_from_the_seed() {
-        let mut a = Schedule::new(Arrival::Poisson, 100.0, 0, 7);
-        let mut b = Schedule::new(Arrival::Poisson, 100.0, 0, 7);
-        for _ in 0..100 {
-            assert_eq!(a.next_ns(), b.next_ns());
-        }
+    fn poisson_is_reproducible_from_the_seed_and_differs_between_seeds() {
+        let times = |seed| {
+            let mut s = Schedule::new(Arrival::Poisson, 100.0, NOW_NS, seed);
+            (0..100).map(|_| s.next_ns()).collect::<Vec<u64>>()
+        };
+        assert_eq!(times(7), times(7));
+        let (a, b) = (times(7), times(8));
+        assert_eq!(a[0], b[0], "both start at the start");
+        let same = a.iter().zip(&b).filter(|(x, y)| x == y).count();
+        assert_eq!(same, 1, "another seed, other gaps");
+    }
+
+    #[test]
+    fn poisson_keeps_nanoseconds_at_real_start_times() {
+        // At 1M msg/s the mean gap is 1,000 ns; summed as f64 ns since the epoch, every time
+        // would be a multiple of 256 ns after the start.
+        let mut s = Schedule::new(Arrival::Poisson, 1_000_000.0, NOW_NS, 3);
+        let times: Vec<u64> = (0..100_000).map(|_| s.next_ns()).collect();
+        assert_eq!(times[0], NOW_NS, "the first message at the start, to the ns");
+        let off_grid = times
+            .windows(2)
+            .filter(|w| (w[1] - w[0]) % 256 != 0)
+            .count();
+        assert!(off_grid > 90_000, "{off_grid} of 99,999 gaps off a 256 ns grid");
+        let mean = (times[times.len() - 1] - times[0]) as f64 / (times.len() - 1) as f64;
+        assert!((mean - 1000.0).abs() < 20.0, "mean gap {mean} ns");
     }
 }
