@@ -46,6 +46,9 @@ pub struct MockFaults {
     /// The broker stops acknowledging (start, length), counted from `prepare`, with the
     /// connection up: sends are taken until the buffer is full, acknowledgements come after.
     pub stall: Option<(Duration, Duration)>,
+    /// Deliver every n-th message after the one that follows it (to every subscription): one
+    /// message out of order per n, nothing lost or duplicated.
+    pub swap_every: Option<u64>,
 }
 
 /// Acknowledgements granted so far against the capacity, since the first send.
@@ -65,6 +68,8 @@ pub struct MockDriver {
     queues: Queues,
     capacity: Arc<Mutex<Capacity>>,
     prepared: Option<std::time::Instant>,
+    /// The most messages any producer had in flight at once.
+    most_in_flight: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl MockDriver {
@@ -75,7 +80,14 @@ impl MockDriver {
             queues: Queues::default(),
             capacity: Arc::default(),
             prepared: None,
+            most_in_flight: Arc::default(),
         }
+    }
+
+    /// The most messages any of its producers had in flight at once, so far.
+    pub fn most_in_flight(&self) -> usize {
+        self.most_in_flight
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -104,6 +116,7 @@ impl Driver for MockDriver {
             faults: self.faults,
             queues: self.queues.clone(),
             capacity: self.capacity.clone(),
+            most_in_flight: self.most_in_flight.clone(),
             pending: VecDeque::new(),
             count: 0,
             outage: self.faults.outage.map(|(start, length)| {
@@ -115,6 +128,7 @@ impl Driver for MockDriver {
                 let prepared = self.prepared.unwrap_or_else(std::time::Instant::now);
                 (prepared + start, prepared + start + length)
             }),
+            held: None,
         }))
     }
     fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError> {
@@ -140,6 +154,7 @@ struct MockProducer {
     faults: MockFaults,
     queues: Queues,
     capacity: Arc<Mutex<Capacity>>,
+    most_in_flight: Arc<std::sync::atomic::AtomicUsize>,
     pending: VecDeque<(Vec<u8>, u64)>,
     count: u64,
     /// When the broker is gone, from and to.
@@ -148,6 +163,8 @@ struct MockProducer {
     lost_at: Option<u64>,
     /// When the broker acknowledges nothing, from and to.
     stall: Option<(std::time::Instant, std::time::Instant)>,
+    /// A message held back to be delivered after the next one (`swap_every`).
+    held: Option<Vec<u8>>,
 }
 
 impl MockProducer {
@@ -208,6 +225,8 @@ impl Producer for MockProducer {
         }
         self.pending
             .push_back((message.payload.to_vec(), message.sent_ns));
+        self.most_in_flight
+            .fetch_max(self.pending.len(), std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 
@@ -244,12 +263,24 @@ impl Producer for MockProducer {
             } else {
                 1
             };
-            if !dropped {
+            let swapped = self
+                .faults
+                .swap_every
+                .is_some_and(|n| self.count.is_multiple_of(n));
+            let mut deliver = |payload: &[u8], copies: usize| {
                 for s in 0..self.subscriptions {
                     for _ in 0..copies {
                         queues[(self.topic * self.subscriptions + s) as usize]
-                            .push_back(payload.clone());
+                            .push_back(payload.to_vec());
                     }
+                }
+            };
+            if swapped && self.held.is_none() {
+                self.held = Some(payload.clone());
+            } else if !dropped {
+                deliver(&payload, copies);
+                if let Some(held) = self.held.take() {
+                    deliver(&held, 1);
                 }
             }
             if !self.faults.unconfirmed {

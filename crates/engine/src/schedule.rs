@@ -132,12 +132,18 @@ mod tests {
         // would be a multiple of 256 ns after the start.
         let mut s = Schedule::new(Arrival::Poisson, 1_000_000.0, NOW_NS, 3);
         let times: Vec<u64> = (0..100_000).map(|_| s.next_ns()).collect();
-        assert_eq!(times[0], NOW_NS, "the first message at the start, to the ns");
+        assert_eq!(
+            times[0], NOW_NS,
+            "the first message at the start, to the ns"
+        );
         let off_grid = times
             .windows(2)
             .filter(|w| (w[1] - w[0]) % 256 != 0)
             .count();
-        assert!(off_grid > 90_000, "{off_grid} of 99,999 gaps off a 256 ns grid");
+        assert!(
+            off_grid > 90_000,
+            "{off_grid} of 99,999 gaps off a 256 ns grid"
+        );
         let mean = (times[times.len() - 1] - times[0]) as f64 / (times.len() - 1) as f64;
         assert!((mean - 1000.0).abs() < 20.0, "mean gap {mean} ns");
     }

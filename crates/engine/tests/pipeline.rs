@@ -99,6 +99,24 @@ fn the_ledger_sees_loss_and_duplicates() {
 }
 
 #[test]
+fn the_ledger_counts_an_older_message_delivered_after_a_newer_one_as_out_of_order() {
+    // Messages 99, 198, ... 990 each arrive after the one that follows them: 10 out of order,
+    // in each of two subscriptions, nothing lost or duplicated.
+    let w = workload("rate: 1000\nwarmup: 0s\nduration: 1s\ndrain_timeout: 1s");
+    let faults = MockFaults {
+        swap_every: Some(99),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 2);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    let i = &out.summary.integrity;
+    assert_eq!(out.summary.total.received, 2000, "{:?}", out.summary.total);
+    assert_eq!((i.lost, i.duplicated), (0, 0), "{i:?}");
+    assert_eq!(i.out_of_order, 20, "{i:?}");
+    assert!(!out.summary.is_clean());
+}
+
+#[test]
 fn fanout_subscriptions_each_receive_everything() {
     let w =
         workload("rate: 1000\nwarmup: 0s\nduration: 1s\ndrain_timeout: 1s\nconsumers_per_topic: 1");
@@ -123,6 +141,25 @@ fn max_rate_and_produce_only() {
     assert!(s.total.acknowledged > 10_000, "{:?}", s.total);
     assert!(!s.integrity.checked);
     assert!(s.notes.iter().any(|n| n.contains("not open-loop")));
+}
+
+#[test]
+fn max_rate_keeps_at_most_max_in_flight_and_fills_it() {
+    // A broker taking 5,000 msg/s: the closed loop waits for room, never exceeding the bound.
+    let w =
+        workload("rate: max\nwarmup: 0s\nduration: 1s\nconsumers_per_topic: 0\nmax_in_flight: 8");
+    let faults = MockFaults {
+        capacity: Some(5_000.0),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    assert_eq!(driver.most_in_flight(), 8, "{:?}", out.summary.total);
+    assert!(
+        out.summary.total.acknowledged > 1_000,
+        "{:?}",
+        out.summary.total
+    );
 }
 
 #[test]
