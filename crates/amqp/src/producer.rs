@@ -20,7 +20,8 @@ use brokerbench_driver::{
 use crate::confirms::ConfirmBook;
 use crate::naming::TopicNames;
 use crate::session::{
-    Channel, ChannelEvent, Session, ADMIN_TIMEOUT, CLOSE_TIMEOUT, CONNECTION_CLOSED, FLUSH_AT,
+    Channel, ChannelEvent, Session, ADMIN_TIMEOUT, CHANNEL_CLOSED, CLOSE_TIMEOUT,
+    CONNECTION_CLOSED, FLUSH_AT,
 };
 use crate::wire::{self, id, Publisher};
 use crate::Dialer;
@@ -283,6 +284,14 @@ impl Producer for AmqpProducer {
 
     fn blocked_since(&self) -> Option<(u64, String)> {
         self.channel.session().blocked()
+    }
+
+    fn closed_by_broker(&self) -> Option<String> {
+        // A channel the broker closed (404, 406, ...), not a lost connection (an outage).
+        match self.channel.ended()? {
+            (CHANNEL_CLOSED, reason) => Some(reason),
+            _ => None,
+        }
     }
 
     fn ack_note(&self) -> Option<String> {

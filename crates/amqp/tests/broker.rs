@@ -396,6 +396,13 @@ fn a_deleted_exchange_fails_sends_by_kind_without_a_panic() {
         s.errors
     );
     assert!(s.total.acknowledged > 3000, "{:?}", s.total);
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.starts_with("the broker closed a producer's channel: 404 NOT_FOUND")),
+        "the broker's reason, in its words: {:?}",
+        s.notes
+    );
     assert_eq!(s.integrity.lost, 0, "{:?}", s.integrity);
 }
 

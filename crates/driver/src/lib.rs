@@ -151,6 +151,11 @@ pub trait Producer: Send {
     fn blocked_since(&self) -> Option<(u64, String)> {
         None
     }
+    /// Why the broker ended this producer's channel or connection, in its own words (e.g.
+    /// AMQP's "404 NOT_FOUND - no exchange …"), for the summary; None when it did not.
+    fn closed_by_broker(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A received message, borrowed from the client library.

@@ -232,6 +232,8 @@ pub(crate) struct ProducerResult {
     pub errors: HashMap<String, u64>,
     pub ledger: ProducerLedger,
     pub ack_note: Option<String>,
+    /// Why the broker closed the producer's channel or connection, in its words.
+    pub closed_by_broker: Option<String>,
     /// Time in the window spent waiting for room in the client's buffer of unacknowledged
     /// messages (sends refused with backpressure), ns.
     pub buffer_full_ns: u64,
@@ -367,6 +369,7 @@ impl ProducerRecorder {
                     ..ProducerLedger::default()
                 },
                 ack_note: None,
+                closed_by_broker: None,
                 buffer_full_ns: 0,
                 unavailable_ns: 0,
                 outages: Vec::new(),
@@ -525,9 +528,15 @@ impl ProducerRecorder {
     }
 
     /// Sends the last interval and the final result to the collector.
-    pub fn finish(mut self, unacknowledged: u64, ack_note: Option<String>) {
+    pub fn finish(
+        mut self,
+        unacknowledged: u64,
+        ack_note: Option<String>,
+        closed_by_broker: Option<String>,
+    ) {
         self.result.ledger.unacknowledged = unacknowledged;
         self.result.ack_note = ack_note;
+        self.result.closed_by_broker = closed_by_broker;
         let task = self.interval.task;
         let reports = self.interval.finish();
         let _ = reports.send(Report::ProducerDone {

@@ -112,10 +112,11 @@ impl ProducerTask {
         }
         let unacknowledged = producer.in_flight() as u64;
         let note = producer.ack_note();
+        let closed = producer.closed_by_broker();
         producer.abandon();
         recorder.roll(clock.now_ns());
         drop(self.producer);
-        self.recorder.finish(unacknowledged, note);
+        self.recorder.finish(unacknowledged, note, closed);
     }
 }
 

@@ -149,10 +149,11 @@ impl ProducerGroup {
             let mut task = m.task;
             let unacknowledged = task.producer.in_flight() as u64;
             let note = task.producer.ack_note();
+            let closed = task.producer.closed_by_broker();
             task.producer.abandon();
             task.recorder.roll(clock.now_ns());
             drop(task.producer);
-            task.recorder.finish(unacknowledged, note);
+            task.recorder.finish(unacknowledged, note, closed);
         }
     }
 }

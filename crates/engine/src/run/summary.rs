@@ -58,6 +58,21 @@ pub(super) fn summarize(
     if let Some(note) = collected.producers.iter().find_map(|p| p.ack_note.clone()) {
         notes.push(note);
     }
+    // The broker's own reasons for closing producers' channels, each once, with how many.
+    let mut closed: BTreeMap<&str, usize> = BTreeMap::new();
+    for reason in collected
+        .producers
+        .iter()
+        .filter_map(|p| p.closed_by_broker.as_deref())
+    {
+        *closed.entry(reason).or_default() += 1;
+    }
+    for (reason, producers) in closed {
+        notes.push(match producers {
+            1 => format!("the broker closed a producer's channel: {reason}"),
+            n => format!("the broker closed {n} producers' channels: {reason}"),
+        });
+    }
     let mut subscriptions: BTreeMap<(u32, u32), SubscriptionLedger> = BTreeMap::new();
     let mut foreign = 0;
     let mut consumers: Vec<ConsumerShare> = collected
