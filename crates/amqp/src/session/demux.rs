@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Largest message body accepted: RabbitMQ's own ceiling (`max_message_size` at most 512 MiB).
+const MAX_BODY: u64 = 512 << 20;
+
 impl Shared {
     /// The reader thread of a [`Reading::Thread`] connection.
     pub(super) fn read_forever(&self) {
@@ -222,8 +225,11 @@ impl Shared {
                 let mut inbox = channel.inbox();
                 match method {
                     id::BASIC_ACK | id::BASIC_NACK => {
-                        let tag = r.u64().unwrap_or(0);
-                        let multiple = r.u8().unwrap_or(0) & 1 == 1;
+                        let (Some(tag), Some(bits)) = (r.u64(), r.u8()) else {
+                            drop(inbox);
+                            return self.malformed("a confirm without its delivery tag");
+                        };
+                        let multiple = bits & 1 == 1;
                         inbox.events.push(ChannelEvent::Confirm {
                             tag,
                             multiple,
@@ -233,8 +239,11 @@ impl Shared {
                         notify = true;
                     }
                     id::BASIC_DELIVER => {
-                        let _ = r.skip_short_string();
-                        let tag = r.u64().unwrap_or(0);
+                        let tag = r.skip_short_string().and_then(|_| r.u64());
+                        let Some(tag) = tag else {
+                            drop(inbox);
+                            return self.malformed("a delivery without its delivery tag");
+                        };
                         content[slot] = Some(Content {
                             tag: Some(tag),
                             size: None,
@@ -300,7 +309,14 @@ impl Shared {
             FRAME_HEADER => {
                 if let Some(c) = content[slot].as_mut() {
                     let mut r = Reader::new(payload);
-                    let size = r.take(4).and_then(|_| r.u64()).unwrap_or(0);
+                    let Some(size) = r.take(4).and_then(|_| r.u64()) else {
+                        return self.malformed("a content header without its body size");
+                    };
+                    if size > MAX_BODY {
+                        return self.malformed(&format!(
+                            "a content header announcing {size} bytes (more than {MAX_BODY})"
+                        ));
+                    }
                     c.size = Some(size);
                     if size == 0 {
                         self.complete(&channel, content[slot].take(), &[], touched);
@@ -311,8 +327,16 @@ impl Shared {
                 let Some(c) = content[slot].as_mut() else {
                     return true;
                 };
-                let size = c.size.unwrap_or(0) as usize;
-                if c.body.is_empty() && payload.len() >= size {
+                let Some(size) = c.size.map(|s| s as usize) else {
+                    return self.malformed("a body frame before its content header");
+                };
+                if c.body.len() + payload.len() > size {
+                    return self.malformed(&format!(
+                        "{} body bytes for content of {size}",
+                        c.body.len() + payload.len()
+                    ));
+                }
+                if c.body.is_empty() && payload.len() == size {
                     // The usual case: the whole body in one frame, copied once.
                     let c = content[slot].take();
                     self.complete(&channel, c, payload, touched);
@@ -328,6 +352,13 @@ impl Shared {
             _ => {}
         }
         true
+    }
+
+    /// Gives up a connection whose broker broke the protocol (AMQP's answer is to close it):
+    /// every channel ends with the reason. Returns false, for the caller to stop reading.
+    fn malformed(&self, what: &str) -> bool {
+        self.lose(format!("the broker broke the protocol: {what}"));
+        false
     }
 
     /// Hands a complete delivery or returned message to its channel.

@@ -523,6 +523,118 @@ mod tests {
         content(out, channel, body);
     }
 
+    /// Opens a channel, lets the test's broker send `frames` on it (cut every 3 bytes), and
+    /// returns why the channel ended: a broker that breaks the protocol loses its connection.
+    fn ended_by(frames: impl FnOnce(u16) -> Vec<u8> + Send + 'static) -> (&'static str, String) {
+        let (session, mut server) = pair(Reading::Caller);
+        let broker = std::thread::spawn(move || {
+            let (_, channel, _) = read_frame(&mut server);
+            let mut out = Vec::new();
+            wire::method(&mut out, channel, id::CHANNEL_OPEN_OK, |out| {
+                out.extend_from_slice(&[0; 4])
+            });
+            out.extend(frames(channel));
+            dribble(&mut server, &out, 3);
+            server
+        });
+        let channel = session.channel().unwrap();
+        assert!(
+            session.wait(channel.state(), Duration::from_secs(10), &|i| i
+                .ended
+                .is_some()),
+            "the channel did not end"
+        );
+        let _server = broker.join().unwrap();
+        assert!(
+            channel.state().inbox().deliveries.is_empty(),
+            "nothing delivered"
+        );
+        channel.ended().unwrap()
+    }
+
+    #[test]
+    fn a_broker_that_breaks_the_protocol_loses_its_connection_with_the_reason() {
+        let header = |out: &mut Vec<u8>, channel: u16, size: u64| {
+            let start = wire::begin_frame(out, FRAME_HEADER, channel);
+            out.extend_from_slice(&[0, 60, 0, 0]);
+            out.extend_from_slice(&size.to_be_bytes());
+            out.extend_from_slice(&[0, 0]);
+            wire::end_frame(out, start);
+        };
+        let body = |out: &mut Vec<u8>, channel: u16, bytes: &[u8]| {
+            let start = wire::begin_frame(out, FRAME_BODY, channel);
+            out.extend_from_slice(bytes);
+            wire::end_frame(out, start);
+        };
+        let deliver_method = |out: &mut Vec<u8>, channel: u16| {
+            wire::method(out, channel, id::BASIC_DELIVER, |out| {
+                wire::put_short_string(out, "ctag");
+                out.extend_from_slice(&7u64.to_be_bytes());
+                out.push(0);
+                wire::put_short_string(out, "ex");
+                wire::put_short_string(out, "key");
+            });
+        };
+        for (frames, says) in [
+            (
+                Box::new(move |channel| {
+                    let mut out = Vec::new();
+                    deliver_method(&mut out, channel);
+                    body(&mut out, channel, b"early");
+                    out
+                }) as Box<dyn FnOnce(u16) -> Vec<u8> + Send>,
+                "a body frame before its content header",
+            ),
+            (
+                Box::new(move |channel| {
+                    let mut out = Vec::new();
+                    deliver_method(&mut out, channel);
+                    header(&mut out, channel, 4);
+                    body(&mut out, channel, b"more than four");
+                    out
+                }),
+                "14 body bytes for content of 4",
+            ),
+            (
+                Box::new(move |channel| {
+                    let mut out = Vec::new();
+                    deliver_method(&mut out, channel);
+                    header(&mut out, channel, 1 << 40);
+                    out
+                }),
+                "announcing 1099511627776 bytes",
+            ),
+            (
+                Box::new(move |channel| {
+                    let mut out = Vec::new();
+                    wire::method(&mut out, channel, id::BASIC_ACK, |out| {
+                        out.extend_from_slice(&[0, 0, 1])
+                    });
+                    out
+                }),
+                "a confirm without its delivery tag",
+            ),
+            (
+                Box::new(move |channel| {
+                    let mut out = Vec::new();
+                    wire::method(&mut out, channel, id::BASIC_DELIVER, |out| {
+                        wire::put_short_string(out, "ctag");
+                        out.extend_from_slice(&[0, 0]);
+                    });
+                    out
+                }),
+                "a delivery without its delivery tag",
+            ),
+        ] {
+            let (kind, reason) = ended_by(frames);
+            assert_eq!(kind, CONNECTION_CLOSED, "{reason}");
+            assert!(
+                reason.contains("broke the protocol") && reason.contains(says),
+                "{reason} / {says}"
+            );
+        }
+    }
+
     #[test]
     fn deliveries_cut_anywhere_are_put_together_and_a_broker_close_ends_the_channel() {
         let (session, mut server) = pair(Reading::Caller);
