@@ -13,7 +13,7 @@ use brokerbench_amqp::session::{Reading, Session};
 use brokerbench_amqp::{wire, AmqpDriver};
 use brokerbench_driver::{Driver, DriverError};
 use brokerbench_engine::{run, RunControl};
-use brokerbench_model::{IntervalRow, RunObserver, Summary, Workload};
+use brokerbench_model::{IntervalRow, RunObserver, RunStatus, Summary, Workload};
 
 const URI_VARIABLE: &str = "BROKERBENCH_TEST_AMQP_URI";
 
@@ -559,4 +559,47 @@ fn a_memory_alarm_is_reported_as_publishing_blocked_with_the_reason() {
     assert!(s.outages.is_empty() && s.stalls.is_empty(), "{:?}", s.notes);
     assert!(!s.client_bound, "{:?}", s.notes);
     assert_eq!(s.integrity.lost, 0, "{:?}", s.integrity);
+}
+
+#[test]
+#[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
+fn a_message_above_the_brokers_limit_stops_the_run_with_the_brokers_reason() {
+    let uri = broker_uri();
+    let ctl = std::env::var(CTL_VARIABLE).unwrap_or_else(|_| {
+        panic!("set {CTL_VARIABLE} to rabbitmqctl for the test broker's node (scripts/test does)")
+    });
+    let set_limit = move |bytes: u64| {
+        let command =
+            format!("{ctl} eval 'application:set_env(rabbit, max_message_size, {bytes}).'");
+        let status = std::process::Command::new("sh")
+            .args(["-c", &command])
+            .status()
+            .unwrap();
+        assert!(status.success(), "{command}: {status}");
+    };
+    /// RabbitMQ's default limit back, even if the test fails.
+    struct Restore<F: Fn(u64)>(F);
+    impl<F: Fn(u64)> Drop for Restore<F> {
+        fn drop(&mut self) {
+            (self.0)(128 << 20);
+        }
+    }
+    let restore = Restore(set_limit);
+    (restore.0)(10_000);
+    let s = run_with(
+        &uri,
+        "{}",
+        &SMALL
+            .replace("rate: 2000", "rate: 200\nmessage_size: 20000")
+            .replace("duration: 2s", "duration: 30s"),
+    );
+    drop(restore);
+    assert_eq!(s.status, RunStatus::Failed, "stopped early: {:?}", s.notes);
+    assert!(s.notes[0].starts_with("STOPPED after 2 s"), "{:?}", s.notes);
+    assert!(
+        s.notes.iter().any(|n| n.contains("406 PRECONDITION_FAILED")
+            && n.contains("larger than configured max size 10000")),
+        "the broker's reason: {:?}",
+        s.notes
+    );
 }

@@ -277,7 +277,7 @@ pub(super) fn summarize(
         notes.push("interrupted: the run was stopped before its planned end".into());
     }
     if let Some((seconds, _)) = failed_fast {
-        notes.insert(0, fail_fast_note(seconds, total.sent, &errors));
+        notes.insert(0, fail_fast_note(seconds, total.failed, &errors));
     }
     let summary = Summary {
         status: if failed_fast.is_some() {
@@ -459,7 +459,7 @@ fn outage_notes(outages: &[Outage]) -> Vec<String> {
 
 /// Why a run stopped early: every message of its first seconds failed. Names the error and
 /// the setting to look at.
-fn fail_fast_note(seconds: f64, sent: u64, errors: &BTreeMap<String, u64>) -> String {
+fn fail_fast_note(seconds: f64, failed: u64, errors: &BTreeMap<String, u64>) -> String {
     let mut kinds: Vec<(&String, &u64)> = errors.iter().collect();
     kinds.sort_by(|a, b| b.1.cmp(a.1));
     let named: Vec<String> = kinds
@@ -471,7 +471,7 @@ fn fail_fast_note(seconds: f64, sent: u64, errors: &BTreeMap<String, u64>) -> St
         .first()
         .map_or("the driver file's settings", |(kind, _)| setting_for(kind));
     format!(
-        "STOPPED after {seconds:.0} s: none of the {sent} messages sent was acknowledged and they failed with {}; a setting is wrong: check {fix}",
+        "STOPPED after {seconds:.0} s: nothing was acknowledged and {failed} messages failed ({}); a setting is wrong: check {fix}",
         named.join(", ")
     )
 }
@@ -492,6 +492,7 @@ fn setting_for(kind: &str) -> &'static str {
         "unroutable" => "the exchange and its bindings (exchange.type, queues_per_topic)",
         "no_responders" => "that the NATS server runs JetStream and the stream exists",
         "rejected" | "nacked" => "the queue's length limits (queue.max_length, queue.overflow)",
+        "channel_closed" => "the broker's reason for closing the channel, in the notes",
         _ => "the driver file's settings that this error names",
     }
 }
