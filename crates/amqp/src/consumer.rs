@@ -5,7 +5,10 @@
 //! acknowledgements with one system call.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Longest a delivery waits for its acknowledgement when `ack.multiple_every` > 1.
+const ACK_AT_LEAST_EVERY: Duration = Duration::from_millis(100);
 
 use crate::config::{AckMode, RabbitMqDriverConfig};
 use brokerbench_driver::{Consumer, Delivery, DriverError, Redial};
@@ -29,6 +32,8 @@ pub(crate) struct AmqpConsumer {
     unacknowledged: u32,
     /// Delivery tag of the last delivery handed over.
     last_tag: u64,
+    /// When nothing was left unacknowledged last (manual mode).
+    acked_at: Instant,
     /// The failure already reported once; later polls only wait (or reconnect).
     reported: Option<&'static str>,
     dialer: Arc<Dialer>,
@@ -93,6 +98,7 @@ impl AmqpConsumer {
             multiple_every: config.ack.multiple_every.max(1),
             unacknowledged: 0,
             last_tag: 0,
+            acked_at: Instant::now(),
             reported: None,
             topic: topic.clone(),
             queue: queue.to_string(),
@@ -185,6 +191,18 @@ impl Consumer for AmqpConsumer {
             }
         }
         self.batch.clear();
+        // A few deliveries short of `multiple_every` are not held back for long: a slow
+        // trickle (or the end of a run) would keep them unacknowledged at the broker.
+        if self.manual && self.unacknowledged > 0 {
+            let now = Instant::now();
+            if now.duration_since(self.acked_at) >= ACK_AT_LEAST_EVERY {
+                wire::basic_ack(&mut self.out, number, self.last_tag, true);
+                self.unacknowledged = 0;
+            }
+        }
+        if self.unacknowledged == 0 {
+            self.acked_at = Instant::now();
+        }
         let written = if self.out.is_empty() && session.backlog() == 0 {
             Ok(())
         } else {

@@ -51,8 +51,9 @@
 //! - End-to-end latency comes from the envelope in the payload, never from the AMQP
 //!   timestamp property.
 //! - Manual acknowledgements: every `ack.multiple_every`-th delivery is acknowledged with
-//!   multiple=true (and whatever remains when the consumer closes). `ack.mode: auto` consumes
-//!   with no_ack.
+//!   multiple=true (and whatever remains when the consumer closes); a delivery waits at most
+//!   100 ms for its acknowledgement, however few follow it. `ack.mode: auto` consumes with
+//!   no_ack.
 //! - A queue with a length limit and `overflow: drop-head` discards its oldest messages when
 //!   full; `broker_drop_policy()` says so, and messages acknowledged and never received are
 //!   then reported as dropped by the broker, not as lost by brokerbench.
