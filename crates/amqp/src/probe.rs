@@ -296,7 +296,9 @@ impl Conversation<'_> {
         let open_ok = self.read_method("opening the virtual host")?;
         if open_ok.is(id::CONNECTION_CLOSE) {
             let (code, text) = open_ok.close_reason();
-            return Err(if text.contains("refused") {
+            // 403 ACCESS_REFUSED: the user may not use the vhost; 530 NOT_ALLOWED (and
+            // others): the vhost does not exist or cannot be opened.
+            return Err(if code == 403 {
                 ProbeError::Authentication(format!(
                     "{code} {text}; give user '{}' permissions on vhost '{}' or use another vhost in the uri",
                     uri.username, uri.vhost
