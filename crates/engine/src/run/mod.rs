@@ -38,8 +38,7 @@ use crate::ledger::{reconcile, SubscriptionLedger};
 use crate::meter::OneMinuteRate;
 use crate::payload::{BodySource, Keys, PayloadError, SharedPayload};
 use crate::recorder::{
-    BlockSpan, ConsumerRecorder, ConsumerResult, Interval, OutageSpan, ProducerRecorder,
-    ProducerResult, Report, Times,
+    ConsumerRecorder, ConsumerResult, Interval, ProducerRecorder, ProducerResult, Report, Times,
 };
 use crate::schedule::Schedule;
 use brokerbench_driver::Clock;

@@ -375,45 +375,65 @@ pub fn complete(summary: &mut Summary, measured: Measured) {
     }
 }
 
-/// The producers' outages as the run's: spans that overlap are one outage (a broker restart
-/// seen by every producer), which lasts until the last of them was acknowledged again.
-fn merge_outages(producers: &[ProducerResult], start_ns: u64) -> Vec<Outage> {
-    let mut spans: Vec<(usize, OutageSpan)> = producers
-        .iter()
-        .enumerate()
-        .flat_map(|(i, p)| p.outages.iter().map(move |o| (i, *o)))
-        .collect();
-    spans.sort_by_key(|(_, o)| o.start_ns);
-    let seconds = |ns: u64| ns.saturating_sub(start_ns) as f64 / 1e9;
-    let mut merged: Vec<(Outage, u64, Vec<usize>)> = Vec::new();
-    for (producer, span) in spans {
-        let end = span.first_ack_ns.unwrap_or(u64::MAX);
+/// One producer's span of something (an outage, a block): the producer, its start and end
+/// (None: still open when the producer finished), and what it carries.
+type Span<'a, T> = (usize, u64, Option<u64>, &'a T);
+
+/// Producers' spans that overlap, merged: each as (start, end, producers, members), the end
+/// the latest of its members' (None when one of them never ended).
+fn merge_spans<T>(mut spans: Vec<Span<'_, T>>) -> Vec<(u64, Option<u64>, u32, Vec<&T>)> {
+    spans.sort_by_key(|&(_, start, _, _)| start);
+    let mut merged: Vec<(u64, u64, Vec<usize>, Vec<&T>)> = Vec::new();
+    for (producer, start, end, member) in spans {
+        let end = end.unwrap_or(u64::MAX);
         match merged.last_mut() {
-            Some((outage, last_end, who)) if span.start_ns <= *last_end => {
+            Some((_, last_end, who, members)) if start <= *last_end => {
                 *last_end = (*last_end).max(end);
-                outage.first_ack_s = (*last_end != u64::MAX).then(|| seconds(*last_end));
-                outage.failed += span.failed;
                 if !who.contains(&producer) {
                     who.push(producer);
                 }
+                members.push(member);
             }
-            _ => merged.push((
-                Outage {
-                    start_s: seconds(span.start_ns),
-                    first_ack_s: span.first_ack_ns.map(seconds),
-                    producers: 0,
-                    failed: span.failed,
-                },
-                end,
-                vec![producer],
-            )),
+            _ => merged.push((start, end, vec![producer], vec![member])),
         }
     }
     merged
         .into_iter()
-        .map(|(mut outage, _, who)| {
-            outage.producers = who.len() as u32;
-            outage
+        .map(|(start, end, who, members)| {
+            (
+                start,
+                (end != u64::MAX).then_some(end),
+                who.len() as u32,
+                members,
+            )
+        })
+        .collect()
+}
+
+/// Seconds from `start_ns` to `ns`.
+fn seconds_since(start_ns: u64, ns: u64) -> f64 {
+    ns.saturating_sub(start_ns) as f64 / 1e9
+}
+
+/// The producers' outages as the run's: spans that overlap are one outage (a broker restart
+/// seen by every producer), which lasts until the last of them was acknowledged again.
+fn merge_outages(producers: &[ProducerResult], start_ns: u64) -> Vec<Outage> {
+    let spans = producers
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| {
+            p.outages
+                .iter()
+                .map(move |o| (i, o.start_ns, o.first_ack_ns, o))
+        })
+        .collect();
+    merge_spans(spans)
+        .into_iter()
+        .map(|(start, end, producers, members)| Outage {
+            start_s: seconds_since(start_ns, start),
+            first_ack_s: end.map(|end| seconds_since(start_ns, end)),
+            producers,
+            failed: members.iter().map(|o| o.failed).sum(),
         })
         .collect()
 }
@@ -530,43 +550,20 @@ fn find_stalls(seconds: &[SecondCounts]) -> Vec<Stall> {
     stalls
 }
 
-/// The producers' blocks as the run's: ones that overlap are one.
+/// The producers' blocks as the run's: ones that overlap are one, with the first reason.
 fn merge_blocks(producers: &[ProducerResult], start_ns: u64) -> Vec<Block> {
-    let mut spans: Vec<(usize, &BlockSpan)> = producers
+    let spans = producers
         .iter()
         .enumerate()
-        .flat_map(|(i, p)| p.blocks.iter().map(move |b| (i, b)))
+        .flat_map(|(i, p)| p.blocks.iter().map(move |b| (i, b.start_ns, b.end_ns, b)))
         .collect();
-    spans.sort_by_key(|(_, b)| b.start_ns);
-    let seconds = |ns: u64| ns.saturating_sub(start_ns) as f64 / 1e9;
-    let mut merged: Vec<(Block, u64, Vec<usize>)> = Vec::new();
-    for (producer, span) in spans {
-        let end = span.end_ns.unwrap_or(u64::MAX);
-        match merged.last_mut() {
-            Some((block, last_end, who)) if span.start_ns <= *last_end => {
-                *last_end = (*last_end).max(end);
-                block.end_s = (*last_end != u64::MAX).then(|| seconds(*last_end));
-                if !who.contains(&producer) {
-                    who.push(producer);
-                }
-            }
-            _ => merged.push((
-                Block {
-                    start_s: seconds(span.start_ns),
-                    end_s: span.end_ns.map(seconds),
-                    reason: span.reason.clone(),
-                    producers: 0,
-                },
-                end,
-                vec![producer],
-            )),
-        }
-    }
-    merged
+    merge_spans(spans)
         .into_iter()
-        .map(|(mut block, _, who)| {
-            block.producers = who.len() as u32;
-            block
+        .map(|(start, end, producers, members)| Block {
+            start_s: seconds_since(start_ns, start),
+            end_s: end.map(|end| seconds_since(start_ns, end)),
+            reason: members[0].reason.clone(),
+            producers,
         })
         .collect()
 }
