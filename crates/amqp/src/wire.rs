@@ -413,6 +413,53 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
 
+    /// A small deterministic generator for the random-bytes tests (xorshift64*).
+    struct Bytes(u64);
+
+    impl Bytes {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn fill(&mut self, n: usize) -> Vec<u8> {
+            (0..n).map(|_| self.next() as u8).collect()
+        }
+    }
+
+    #[test]
+    fn the_frame_reader_takes_any_bytes_without_panicking_or_overreaching() {
+        let max = 4096;
+        let mut random = Bytes(0x9e37_79b9_7f4a_7c15);
+        for round in 0..20_000 {
+            let len = (random.next() % 9000) as usize;
+            let mut buffer = random.fill(len);
+            // Half the rounds start with a plausible header, so that sizes and frame-ends
+            // are exercised, not only the first checks.
+            if round % 2 == 0 && buffer.len() >= 7 {
+                buffer[0] = [FRAME_METHOD, FRAME_HEADER, FRAME_BODY, FRAME_HEARTBEAT]
+                    [(random.next() % 4) as usize];
+                let size = (random.next() % (max as u64 + 200)) as u32;
+                buffer[3..7].copy_from_slice(&size.to_be_bytes());
+            }
+            match next_frame(&buffer, max) {
+                Ok(Some(frame)) => {
+                    assert!(frame.len <= buffer.len(), "round {round}");
+                    let (start, end) = frame.payload;
+                    assert!(start <= end && end < frame.len && end - start <= max);
+                    assert_eq!(buffer[frame.len - 1], FRAME_END);
+                }
+                Ok(None) => assert!(
+                    buffer.len() < 7 + max + 1,
+                    "round {round}: waits for more only while a frame could still fit"
+                ),
+                Err(_) => {}
+            }
+        }
+    }
+
     fn frames(bytes: &[u8]) -> Vec<(u8, u16, Vec<u8>)> {
         let mut out = Vec::new();
         let mut at = 0;

@@ -636,6 +636,24 @@ mod tests {
     }
 
     #[test]
+    fn random_bytes_from_the_broker_end_the_connection_with_a_reason() {
+        for seed in 1..=5u64 {
+            let (kind, reason) = ended_by(move |_| {
+                let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                (0..1_500)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x as u8
+                    })
+                    .collect()
+            });
+            assert_eq!(kind, CONNECTION_CLOSED, "seed {seed}: {reason}");
+        }
+    }
+
+    #[test]
     fn deliveries_cut_anywhere_are_put_together_and_a_broker_close_ends_the_channel() {
         let (session, mut server) = pair(Reading::Caller);
         let broker = std::thread::spawn(move || {
