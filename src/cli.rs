@@ -46,6 +46,17 @@ pub enum Command {
         /// Which broker: one of the registered driver families.
         #[arg(value_parser = broker_names())]
         broker: String,
+        /// With `up`: also listen for TLS, with a SASL user (a throwaway CA and certificates
+        /// are generated into the broker's folder); kept for later starts until --no-tls.
+        #[arg(long, conflicts_with = "no_tls")]
+        tls: bool,
+        /// With `up`: start without the TLS listeners again.
+        #[arg(long)]
+        no_tls: bool,
+        /// With `status`: print a driver file for the running broker (its TLS listener, with
+        /// the SASL user's password, when TLS is on) instead of the status.
+        #[arg(long)]
+        driver_file: bool,
     },
     /// Data sets for replay.
     Data {

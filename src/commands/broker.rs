@@ -8,7 +8,19 @@ use brokerbench_driver::Family;
 use crate::cli::BrokerAction;
 use crate::families::REGISTRY;
 
-pub fn broker(action: BrokerAction, name: &str) -> anyhow::Result<ExitCode> {
+/// What `broker` was asked besides the action: `--tls`/`--no-tls` (`up`), `--driver-file`
+/// (`status`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct BrokerOptions {
+    pub tls: Option<bool>,
+    pub driver_file: bool,
+}
+
+pub fn broker(
+    action: BrokerAction,
+    name: &str,
+    options: BrokerOptions,
+) -> anyhow::Result<ExitCode> {
     let family = REGISTRY.get(name).ok_or_else(|| {
         crate::BadInput(format!(
             "unknown broker `{name}`; known: {}",
@@ -16,16 +28,46 @@ pub fn broker(action: BrokerAction, name: &str) -> anyhow::Result<ExitCode> {
         ))
     })?;
     let managed = family.managed(&brokerbench_brokers::home());
+    if options.tls.is_some() && !matches!(action, BrokerAction::Up) {
+        return Err(crate::BadInput(format!(
+            "--tls and --no-tls go with `up`: `brokerbench broker up {name} --tls`"
+        ))
+        .into());
+    }
+    if options.driver_file && !matches!(action, BrokerAction::Status) {
+        return Err(crate::BadInput(format!(
+            "--driver-file goes with `status`: `brokerbench broker status {name} --driver-file`"
+        ))
+        .into());
+    }
     match action {
         BrokerAction::Install => println!("{}", managed.install()?),
         BrokerAction::Up => {
+            if let Some(on) = options.tls {
+                managed.set_tls(on)?;
+            }
             print_up(managed.up()?);
             for line in managed.endpoints() {
                 println!("  {line}");
             }
         }
         BrokerAction::Down => return down(name, managed.down()?),
-        BrokerAction::Status => return status(name, managed.status()?),
+        BrokerAction::Status if options.driver_file => match managed.status()? {
+            Some(status) => print!("{}", managed.driver_file(&status)?),
+            None => {
+                eprintln!("{name}: not running (start it with `brokerbench broker up {name}`)");
+                return Ok(ExitCode::from(1));
+            }
+        },
+        BrokerAction::Status => {
+            let code = status(name, managed.status()?)?;
+            if managed.status()?.is_some() {
+                for line in managed.endpoints() {
+                    println!("  {line}");
+                }
+            }
+            return Ok(code);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -27,7 +27,20 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare::compare(&args.inputs, args.json),
         Command::Report { folders, out } => report::report(&folders, out.as_deref()),
         Command::Validate { files } => validate(&files),
-        Command::Broker { action, broker } => broker::broker(action, &broker),
+        Command::Broker {
+            action,
+            broker,
+            tls,
+            no_tls,
+            driver_file,
+        } => broker::broker(
+            action,
+            &broker,
+            broker::BrokerOptions {
+                tls: (tls || no_tls).then_some(tls),
+                driver_file,
+            },
+        ),
         Command::Data {
             command: DataCommand::Generate { records, out, seed },
         } => data::generate(records, &out, seed),

@@ -20,6 +20,7 @@ pub mod lifecycle;
 pub mod managed;
 pub mod process;
 pub mod test_support;
+pub mod tls;
 
 /// The folder that holds managed brokers: `$BROKERBENCH_HOME`, else
 /// `$XDG_DATA_HOME/brokerbench`, else `$HOME/.local/share/brokerbench`.
@@ -93,6 +94,23 @@ pub trait ManagedBroker {
     /// Further endpoints worth printing after `up` (management UI, monitoring).
     fn endpoints(&self) -> Vec<String> {
         Vec::new()
+    }
+    /// Turns the broker's TLS listeners and SASL user on or off for this and later starts
+    /// (`broker up --tls` / `--no-tls`). A running broker keeps what it was started with:
+    /// switching fails with the command that restarts it.
+    fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
+        let _ = on;
+        Err(BrokerError::Unsupported {
+            what: "TLS listeners (--tls)".into(),
+        })
+    }
+    /// A driver file for the running broker — its TLS listener with the SASL user and the CA
+    /// when TLS is on — as `broker status --driver-file` prints it. It holds the password.
+    fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
+        let _ = status;
+        Err(BrokerError::Unsupported {
+            what: "printing a driver file (--driver-file)".into(),
+        })
     }
 }
 
@@ -218,6 +236,20 @@ pub enum BrokerError {
         /// The ports found in use, with what they were needed for.
         busy: String,
         variable: &'static str,
+    },
+
+    #[error("creating the TLS material failed: {what}")]
+    Tls { what: String },
+
+    #[error("{what} is not supported for this broker yet")]
+    Unsupported { what: String },
+
+    #[error("{broker} runs already (pid {pid}) {state}: stop it first with `brokerbench broker down {broker}`, then `brokerbench broker up {broker}{flag}`")]
+    TlsMismatch {
+        broker: &'static str,
+        pid: u32,
+        state: &'static str,
+        flag: &'static str,
     },
 
     #[error("{action} {}: {source}", path.display())]

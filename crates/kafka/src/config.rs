@@ -57,6 +57,11 @@ pub struct KafkaDriverConfig {
     /// Topic-level configs set at creation, e.g. `flush.messages: "1"`.
     #[serde(default, deserialize_with = "text_map")]
     pub topic_config: BTreeMap<String, String>,
+    /// Passed to every librdkafka client of the run — the admin client that creates topics,
+    /// producers and consumers: security (security.protocol, sasl.*, ssl.*) and anything
+    /// else they share. producer_config and consumer_config win over it.
+    #[serde(default, deserialize_with = "text_map")]
+    pub common_config: BTreeMap<String, String>,
     /// Passed to librdkafka producers: acks, batch.size, linger.ms, compression.type, ...
     #[serde(default, deserialize_with = "text_map")]
     pub producer_config: BTreeMap<String, String>,
@@ -114,6 +119,7 @@ pub const KAFKA_DRIVER_FIELDS: &[&str] = &[
     "bootstrap_servers",
     "replication_factor",
     "topic_config",
+    "common_config",
     "producer_config",
     "consumer_config",
     "delete_topics",

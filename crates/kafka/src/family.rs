@@ -39,6 +39,7 @@ impl DriverSchema for KafkaFamily {
             });
         }
         for (block, properties) in [
+            ("common_config", &config.common_config),
             ("producer_config", &config.producer_config),
             ("consumer_config", &config.consumer_config),
         ] {

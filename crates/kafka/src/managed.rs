@@ -11,7 +11,12 @@
 //! data/                log.dirs, formatted on first start
 //! logs/server.log      stdout, stderr and log4j2 output of the broker (previous start: .1)
 //! broker.pid           the JVM's pid while it runs
+//! tls/                 with `up --tls`: CA, certificates, the SASL user's password
 //! ```
+//!
+//! With TLS on (`brokerbench broker up kafka --tls`) the broker also listens for SSL on
+//! `port + 2` and SASL_SSL on `port + 3` (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 for the user
+//! `brokerbench`); PLAINTEXT stays on `port`, so runs without a driver file keep working.
 
 use std::ffi::OsString;
 use std::fs;
@@ -27,6 +32,7 @@ use rdkafka::ClientContext;
 
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::process;
+use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{managed, BrokerError, BrokerStatus};
 
 /// The Kafka version the embedded pom installs.
@@ -64,6 +70,11 @@ const PORT_VARIABLE: &str = "BROKERBENCH_KAFKA_PORT";
 /// Usable client ports: the controller listens on the port after it.
 const PORTS: RangeInclusive<u16> = 1..=u16::MAX - 1;
 const DEFAULT_HEAP: &str = "1g";
+/// With TLS on, the SSL listener is on the client port plus this, SASL_SSL on the next.
+const SSL_PORT_OFFSET: u16 = 2;
+const SASL_SSL_PORT_OFFSET: u16 = 3;
+/// The SASL mechanism of the driver file `broker status kafka --driver-file` prints.
+const DRIVER_FILE_MECHANISM: &str = "SCRAM-SHA-512";
 /// The broker's main class; with our properties path it identifies our JVM in `/proc`.
 const MAIN_CLASS: &str = "kafka.Kafka";
 /// How long `up` waits for the broker to answer metadata requests.
@@ -152,6 +163,26 @@ impl Kafka {
 
     fn properties_file(&self) -> PathBuf {
         self.dir().join("server.properties")
+    }
+
+    /// The TLS material and whether TLS is on for the next start (see [`TlsFiles`]).
+    pub fn tls(&self) -> TlsFiles {
+        TlsFiles::of(&self.dir())
+    }
+
+    /// The broker's key and certificate in one PEM file, as Kafka's PEM key store reads it.
+    fn keystore_file(&self) -> PathBuf {
+        self.tls().dir().join("kafka-keystore.pem")
+    }
+
+    /// The listeners of the running broker's configuration: (SSL, SASL_SSL) ports when it was
+    /// started with TLS.
+    fn running_tls_ports(&self) -> Option<(u16, u16)> {
+        let properties = fs::read_to_string(self.properties_file()).ok()?;
+        Some((
+            named_listener_port(&properties, "SSL")?,
+            named_listener_port(&properties, "SASL_SSL")?,
+        ))
     }
 
     fn log4j2_file(&self) -> PathBuf {
@@ -336,8 +367,24 @@ impl Kafka {
         for dir in [self.data_dir(), self.logs_dir()] {
             fs::create_dir_all(&dir).map_err(BrokerError::io("creating", &dir))?;
         }
-        let properties = server_properties(self.port, &self.data_dir());
-        process::write_atomically(&self.properties_file(), properties.as_bytes())?;
+        let tls = if self.tls().enabled() {
+            let files = self.tls();
+            files.generate_once()?;
+            let mut keystore = Vec::new();
+            for part in [files.server_key(), files.server_certificate()] {
+                keystore.extend(fs::read(&part).map_err(BrokerError::io("reading", &part))?);
+            }
+            tls::write_private(&self.keystore_file(), &keystore)?;
+            Some(TlsListeners {
+                keystore: self.keystore_file(),
+                password: files.password()?,
+            })
+        } else {
+            None
+        };
+        let properties = server_properties(self.port, &self.data_dir(), tls.as_ref());
+        // Private: with TLS on it holds the PLAIN user's password.
+        tls::write_private(&self.properties_file(), properties.as_bytes())?;
         process::write_atomically(&self.log4j2_file(), LOG4J2_PROPERTIES.as_bytes())?;
         process::write_atomically(&self.jmx_exporter_config(), JMX_EXPORTER_CONFIG.as_bytes())
     }
@@ -484,6 +531,70 @@ impl Kafka {
     }
 }
 
+impl Kafka {
+    /// Gives the SASL user its SCRAM credentials (through the PLAINTEXT listener), then checks
+    /// that it can log in over SASL_SSL with the CA's certificate, as a client will.
+    fn add_scram_user(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
+        let failed = |reason: String| BrokerError::StartFailed {
+            broker: NAME,
+            reason,
+            log_file: self.log_file(),
+            log_tail: process::log_tail(&self.log_file(), LOG_TAIL_LINES),
+        };
+        let files = self.tls();
+        let password = files.password()?;
+        let client = metadata_client(&status.address)
+            .map_err(|e| failed(format!("could not create a Kafka client: {e}")))?;
+        crate::scram::upsert_user(client.client(), tls::USER, &password, READY_TIMEOUT)
+            .map_err(|e| failed(format!("setting the SCRAM user `{}`: {e}", tls::USER)))?;
+        let Some((_, sasl_port)) = self.running_tls_ports() else {
+            return Ok(());
+        };
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", format!("127.0.0.1:{sasl_port}"))
+            .set("security.protocol", "SASL_SSL")
+            .set("sasl.mechanisms", DRIVER_FILE_MECHANISM)
+            .set("sasl.username", tls::USER)
+            .set("sasl.password", &password)
+            .set("ssl.ca.location", files.ca().to_string_lossy())
+            .set("reconnect.backoff.ms", "100")
+            .set_log_level(RDKafkaLogLevel::Emerg);
+        let checker: BaseConsumer<Silent> = config
+            .create_with_context(Silent)
+            .map_err(|e| failed(format!("could not create a SASL_SSL client: {e}")))?;
+        // The credentials reach the broker through its metadata log: give them a moment.
+        managed::poll(Duration::from_secs(20), || {
+            checker
+                .fetch_metadata(None, Duration::from_millis(1000))
+                .ok()
+                .filter(|metadata| !metadata.brokers().is_empty())
+        })
+        .map(|_| ())
+        .ok_or_else(|| {
+            failed(format!(
+                "the user `{}` could not log in over SASL_SSL (127.0.0.1:{sasl_port}, {DRIVER_FILE_MECHANISM}) within 20 s",
+                tls::USER
+            ))
+        })
+    }
+
+    /// Lines `up` and `status` print about the TLS listeners of the running broker.
+    fn tls_lines(&self) -> Vec<String> {
+        let Some((ssl, sasl)) = self.running_tls_ports() else {
+            return Vec::new();
+        };
+        vec![
+            format!(
+                "TLS:  SASL_SSL 127.0.0.1:{sasl} (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; user `{}`), SSL 127.0.0.1:{ssl}",
+                tls::USER
+            ),
+            format!("CA:   {}", self.tls().ca().display()),
+            "`brokerbench broker status kafka --driver-file > kafka-tls.yaml` writes a driver file for SASL_SSL (it holds the password)".into(),
+        ]
+    }
+}
+
 /// `$JAVA_HOME/bin/java` when JAVA_HOME is set, else `java` from PATH.
 fn java_program() -> PathBuf {
     match std::env::var_os("JAVA_HOME").filter(|home| !home.is_empty()) {
@@ -519,9 +630,9 @@ fn strip_ansi(text: &str) -> String {
 
 /// `server.properties` for a single-node KRaft cluster (broker and controller in one JVM) on
 /// 127.0.0.1: clients on `port`, the controller quorum on `port + 1`.
-fn server_properties(port: u16, data_dir: &Path) -> String {
+fn server_properties(port: u16, data_dir: &Path, tls: Option<&TlsListeners>) -> String {
     let controller_port = port + 1;
-    format!(
+    let mut properties = format!(
         "\
 # Written by brokerbench on every start; edits are overwritten.
 process.roles=broker,controller
@@ -547,7 +658,78 @@ num.partitions=1
 group.initial.rebalance.delay.ms=0
 ",
         data_dir = data_dir.display()
-    )
+    );
+    if let Some(tls) = tls {
+        let ssl_port = port + SSL_PORT_OFFSET;
+        let sasl_port = port + SASL_SSL_PORT_OFFSET;
+        let user = tls::USER;
+        let password = &tls.password;
+        let replace = |properties: &str, key: &str, value: String| {
+            properties
+                .lines()
+                .map(|line| {
+                    if line.starts_with(&format!("{key}=")) {
+                        format!("{key}={value}")
+                    } else {
+                        line.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+                + "\n"
+        };
+        properties = replace(
+            &properties,
+            "listeners",
+            format!("PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port},SSL://127.0.0.1:{ssl_port},SASL_SSL://127.0.0.1:{sasl_port}"),
+        );
+        properties = replace(
+            &properties,
+            "advertised.listeners",
+            format!("PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{ssl_port},SASL_SSL://127.0.0.1:{sasl_port}"),
+        );
+        properties = replace(
+            &properties,
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL".into(),
+        );
+        properties.push_str(&format!(
+            "\
+# TLS (`brokerbench broker up kafka --tls`): a throwaway CA's certificate, see tls/.
+ssl.keystore.type=PEM
+ssl.keystore.location={keystore}
+ssl.client.auth=none
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_{user}=\"{password}\";
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+",
+            keystore = tls.keystore.display()
+        ));
+    }
+    properties
+}
+
+/// What the TLS listeners need in `server.properties`.
+struct TlsListeners {
+    /// Key and certificate chain, PEM.
+    keystore: PathBuf,
+    /// The PLAIN user's password (SCRAM credentials are set through the admin API).
+    password: String,
+}
+
+/// The port of the listener `name` (`SSL`, `SASL_SSL`) in a `server.properties`.
+fn named_listener_port(properties: &str, name: &str) -> Option<u16> {
+    let prefix = format!("{name}://");
+    properties
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("listeners="))?
+        .split(',')
+        .find_map(|listener| listener.trim().strip_prefix(prefix.as_str()))?
+        .rsplit_once(':')?
+        .1
+        .parse()
+        .ok()
 }
 
 /// The client port of the `PLAINTEXT` listener in a `server.properties`.
@@ -680,7 +862,20 @@ impl Lifecycle for Kafka {
     }
 
     fn start(&self) -> Result<Self::Starting, BrokerError> {
-        for port in [self.port, self.port + 1] {
+        let mut ports = vec![self.port, self.port + 1];
+        if self.tls().enabled() {
+            for offset in [SSL_PORT_OFFSET, SASL_SSL_PORT_OFFSET] {
+                ports.push(
+                    self.port
+                        .checked_add(offset)
+                        .ok_or(BrokerError::InvalidPort {
+                            broker: NAME,
+                            port: self.port,
+                        })?,
+                );
+            }
+        }
+        for port in ports {
             if process::port_in_use(port) {
                 return Err(BrokerError::PortInUse {
                     broker: NAME,
@@ -700,6 +895,9 @@ impl Lifecycle for Kafka {
 
     fn wait_started(&self, starting: &mut Self::Starting) -> Result<BrokerStatus, BrokerError> {
         self.wait_until_ready(&starting.1, starting.0.take())?;
+        if self.running_tls_ports().is_some() {
+            self.add_scram_user(&starting.1)?;
+        }
         Ok(starting.1.clone())
     }
 
@@ -743,10 +941,68 @@ impl brokerbench_brokers::ManagedBroker for Kafka {
         Kafka::metrics_url(self)
     }
     fn endpoints(&self) -> Vec<String> {
-        self.metrics_url()
+        let mut lines: Vec<String> = self
+            .metrics_url()
             .map(|url| format!("metrics: {url}"))
             .into_iter()
-            .collect()
+            .collect();
+        lines.extend(self.tls_lines());
+        lines
+    }
+    fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
+        if let Some(pid) = self.running_pid() {
+            let running_tls = self.running_tls_ports().is_some();
+            if running_tls != on {
+                return Err(BrokerError::TlsMismatch {
+                    broker: NAME,
+                    pid,
+                    state: if running_tls {
+                        "with TLS"
+                    } else {
+                        "without TLS"
+                    },
+                    flag: if on { " --tls" } else { " --no-tls" },
+                });
+            }
+        }
+        self.tls().set_enabled(on)
+    }
+    fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
+        let Some((_, sasl_port)) = self.running_tls_ports() else {
+            return Ok(format!(
+                "\
+# The managed Kafka's PLAINTEXT listener (`brokerbench broker status kafka --driver-file`).
+# Start it with TLS and a SASL user: brokerbench broker down kafka; brokerbench broker up kafka --tls
+driver: kafka
+bootstrap_servers: {address}
+replication_factor: 1
+producer_config: {{acks: \"1\"}}
+",
+                address = status.address
+            ));
+        };
+        let files = self.tls();
+        Ok(format!(
+            "\
+# The managed Kafka's SASL_SSL listener (`brokerbench broker status kafka --driver-file`).
+# It holds the password of the user `{user}`: keep it private. brokerbench writes it into no
+# result, log or report. With bootstrap_servers set, a run samples the broker's process when
+# given --broker-process kafka.Kafka.
+driver: kafka
+bootstrap_servers: 127.0.0.1:{sasl_port}
+replication_factor: 1
+common_config:
+  security.protocol: SASL_SSL
+  sasl.mechanisms: {DRIVER_FILE_MECHANISM}     # or SCRAM-SHA-256, PLAIN
+  sasl.username: {user}
+  sasl.password: {password}
+  ssl.ca.location: {ca}
+producer_config: {{acks: \"1\"}}
+",
+            user = tls::USER,
+            password = files.password()?,
+            ca = files.ca().display(),
+        ))
     }
 }
 
@@ -765,7 +1021,7 @@ mod tests {
 
     #[test]
     fn properties_describe_a_single_node_kraft_cluster_on_loopback() {
-        let text = server_properties(19092, Path::new("/h/kafka/data"));
+        let text = server_properties(19092, Path::new("/h/kafka/data"), None);
         let expected = [
             ("process.roles", "broker,controller"),
             ("node.id", "1"),
@@ -787,6 +1043,45 @@ mod tests {
         ];
         test_support::assert_settings(&text, "=", &expected);
         assert_eq!(listener_port(&text), Some(19092));
+    }
+
+    #[test]
+    fn with_tls_the_properties_add_ssl_and_sasl_ssl_listeners_and_keep_plaintext() {
+        let tls = TlsListeners {
+            keystore: PathBuf::from("/h/kafka/tls/kafka-keystore.pem"),
+            password: "Pw0rd".into(),
+        };
+        let text = server_properties(19092, Path::new("/h/kafka/data"), Some(&tls));
+        let expected = [
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093,SSL://127.0.0.1:19094,SASL_SSL://127.0.0.1:19095",
+            ),
+            (
+                "advertised.listeners",
+                "PLAINTEXT://127.0.0.1:19092,SSL://127.0.0.1:19094,SASL_SSL://127.0.0.1:19095",
+            ),
+            (
+                "listener.security.protocol.map",
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL",
+            ),
+            ("inter.broker.listener.name", "PLAINTEXT"),
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.location", "/h/kafka/tls/kafka-keystore.pem"),
+            ("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"),
+            (
+                "listener.name.sasl_ssl.plain.sasl.jaas.config",
+                "org.apache.kafka.common.security.plain.PlainLoginModule required user_brokerbench=\"Pw0rd\";",
+            ),
+        ];
+        test_support::assert_settings(&text, "=", &expected);
+        assert_eq!(listener_port(&text), Some(19092));
+        assert_eq!(named_listener_port(&text, "SSL"), Some(19094));
+        assert_eq!(named_listener_port(&text, "SASL_SSL"), Some(19095));
+        assert_eq!(text.matches("listeners=").count(), 2, "{text}");
+        let plain = server_properties(19092, Path::new("/h/kafka/data"), None);
+        assert_eq!(named_listener_port(&plain, "SASL_SSL"), None);
+        assert!(!plain.contains("ssl."), "{plain}");
     }
 
     #[test]

@@ -107,12 +107,14 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
     }
     let client_map = |own: Vec<(String, String)>, block: &str| -> Result<Value, SpecError> {
         let mut map = Mapping::new();
-        for (key, value) in shared.iter().cloned().chain(own) {
+        for (key, value) in own {
             if key == "bootstrap.servers" {
                 continue;
             }
-            check_property(file, block, &key, &value)?;
-            map.insert(key, Value::from(value));
+            for (key, value) in java_security(file, block, key, value)? {
+                check_property(file, block, &key, &value)?;
+                map.insert(key, Value::from(value));
+            }
         }
         Ok(Value::Object(map))
     };
@@ -131,6 +133,9 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
                 .collect(),
         ),
     );
+    // As OMB's driver gives its common properties to every client, so does common_config:
+    // the admin client that creates the topics too (it needs the same security settings).
+    out.insert("common_config".into(), client_map(shared, "commonConfig")?);
     out.insert(
         "producer_config".into(),
         client_map(producer, "producerConfig")?,
@@ -159,6 +164,66 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
         map: Value::Object(out),
         notes,
     })
+}
+
+/// Java client security settings in librdkafka's terms: `sasl.jaas.config` with a PLAIN or
+/// SCRAM login module becomes `sasl.username` and `sasl.password`; Java key and trust stores
+/// are refused with what to set instead. Everything else passes unchanged.
+fn java_security(
+    file: &str,
+    block: &str,
+    key: String,
+    value: String,
+) -> Result<Vec<(String, String)>, SpecError> {
+    let field = |message: String| SpecError::field(file, &format!("{block}.{key}"), message);
+    if key == "sasl.jaas.config" {
+        let module = value.split_whitespace().next().unwrap_or("");
+        if !module.ends_with(".PlainLoginModule") && !module.ends_with(".ScramLoginModule") {
+            return Err(field(format!(
+                "brokerbench reads the user and password of a PlainLoginModule or ScramLoginModule line; `{module}` is neither: set sasl.username and sasl.password (or librdkafka's sasl.* settings for {module}) instead"
+            )));
+        }
+        let option = |name: &str| jaas_option(&value, name);
+        return match (option("username"), option("password")) {
+            (Some(user), Some(password)) => Ok(vec![
+                ("sasl.username".into(), user),
+                ("sasl.password".into(), password),
+            ]),
+            _ => Err(field(
+                "needs username=\"…\" and password=\"…\" (librdkafka takes them as sasl.username and sasl.password)".into(),
+            )),
+        };
+    }
+    if key.starts_with("ssl.truststore.") || key.starts_with("ssl.keystore.") {
+        return Err(field(
+            "is a Java key or trust store, which librdkafka does not read: give PEM files instead — ssl.ca.location for the CA that signed the broker's certificate (`keytool -exportcert -rfc -keystore <truststore> -alias <alias>` prints it), ssl.certificate.location and ssl.key.location for a client certificate".into(),
+        ));
+    }
+    Ok(vec![(key, value)])
+}
+
+/// The value of `name="…"` in a JAAS configuration line (double quotes, backslash escapes).
+fn jaas_option(line: &str, name: &str) -> Option<String> {
+    let mut rest = line;
+    while let Some(at) = rest.find(name) {
+        let before_ok = at == 0 || rest[..at].ends_with(char::is_whitespace);
+        let after = rest[at + name.len()..].trim_start();
+        if let (true, Some(value)) = (before_ok, after.strip_prefix('=')) {
+            let value = value.trim_start().strip_prefix('"')?;
+            let mut out = String::new();
+            let mut characters = value.chars();
+            while let Some(c) = characters.next() {
+                match c {
+                    '\\' => out.push(characters.next()?),
+                    '"' => return Some(out),
+                    other => out.push(other),
+                }
+            }
+            return None;
+        }
+        rest = &rest[at + name.len()..];
+    }
+    None
 }
 
 /// Fails when librdkafka does not take `key=value` (an unknown property or a bad value),
@@ -209,8 +274,8 @@ mod tests {
         assert_eq!(m["topic_config"]["min.insync.replicas"], "2");
         assert_eq!(m["producer_config"]["acks"], "all");
         assert_eq!(
-            m["producer_config"]["client.id"], "bench",
-            "common goes to producers"
+            m["common_config"]["client.id"], "bench",
+            "common goes to every client"
         );
         assert_eq!(
             m["consumer_config"]["client.id"], "reader",
@@ -222,6 +287,48 @@ mod tests {
             d.notes.iter().any(|n| n.contains("key.serializer")),
             "{:?}",
             d.notes
+        );
+    }
+
+    #[test]
+    fn java_sasl_settings_become_librdkafka_ones_and_stores_are_refused() {
+        let secure = FILE.replace(
+            "  client.id=bench\n",
+            "  security.protocol=SASL_SSL\n  sasl.mechanism=SCRAM-SHA-512\n  sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"alice\" password=\"p\\\"w=1\";\n",
+        );
+        let d = omb(&secure).unwrap();
+        let common = &d.map["common_config"];
+        assert_eq!(common["security.protocol"], "SASL_SSL");
+        assert_eq!(common["sasl.mechanism"], "SCRAM-SHA-512");
+        assert_eq!(common["sasl.username"], "alice");
+        assert_eq!(common["sasl.password"], "p\"w=1");
+        assert!(common.get("sasl.jaas.config").is_none());
+
+        let kerberos = FILE.replace(
+            "  client.id=bench\n",
+            "  sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required;\n",
+        );
+        let e = omb(&kerberos).unwrap_err().to_string();
+        assert!(
+            e.contains("commonConfig.sasl.jaas.config") && e.contains("Krb5LoginModule"),
+            "{e}"
+        );
+        let no_password = FILE.replace(
+            "  client.id=bench\n",
+            "  sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"a\";\n",
+        );
+        let e = omb(&no_password).unwrap_err().to_string();
+        assert!(e.contains("password="), "{e}");
+        let store = FILE.replace(
+            "  client.id=bench\n",
+            "  ssl.truststore.location=/etc/kafka/truststore.jks\n  ssl.truststore.password=changeit\n",
+        );
+        let e = omb(&store).unwrap_err().to_string();
+        assert!(
+            e.contains("commonConfig.ssl.truststore.location")
+                && e.contains("ssl.ca.location")
+                && !e.contains("changeit"),
+            "{e}"
         );
     }
 

@@ -9,6 +9,8 @@ const SECRET_WORDS: &[&str] = &[
     "credential",
     "api.key",
     "apikey",
+    // librdkafka's inline private key, `ssl.key.pem`.
+    "key.pem",
 ];
 
 /// Whether a config key (e.g. `sasl.password`) holds a credential.
@@ -72,6 +74,23 @@ pub fn redact_assignment(assignment: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tls_and_sasl_settings_that_hold_secrets_are_named_secret() {
+        for key in [
+            "sasl.password",
+            "ssl.key.password",
+            "ssl.keystore.password",
+            "ssl.key.pem",
+            "sasl.oauthbearer.client.secret",
+            "sasl.jaas.config",
+        ] {
+            assert!(is_secret_key(key), "{key}");
+        }
+        for key in ["sasl.username", "ssl.ca.location", "security.protocol"] {
+            assert!(!is_secret_key(key), "{key}");
+        }
+    }
 
     #[test]
     fn assignments_and_bare_urls_lose_their_secrets() {
