@@ -406,6 +406,8 @@ impl RabbitMqDriverConfig {
 
 /// Port of `amqp://` URIs that name none.
 pub const AMQP_DEFAULT_PORT: u16 = 5672;
+/// The IANA port for AMQP over TLS, amqps://.
+pub const AMQPS_DEFAULT_PORT: u16 = 5671;
 
 /// A parsed `amqp://user:password@host:port/vhost?heartbeat=N` URI. Debug, Display and
 /// Serialize show it with the password replaced by `***`; only [`AmqpUri::password`] gives it.
@@ -421,6 +423,12 @@ pub struct AmqpUri {
     pub vhost: String,
     /// Heartbeat interval in seconds asked for by `?heartbeat=N`, if given.
     pub heartbeat: Option<u16>,
+    /// `amqps://`: TLS, with the files of `?cacertfile=…&certfile=…&keyfile=…` and
+    /// `?server_name_indication=…` (RabbitMQ's URI query parameters).
+    pub tls: Option<brokerbench_driver::tls::TlsSettings>,
+    /// `?auth_mechanism=external`: log in as the client certificate's subject (SASL
+    /// EXTERNAL) instead of with user and password (PLAIN).
+    pub external: bool,
     /// Whether the URI carried a password (for the redacted form).
     has_password: bool,
 }
@@ -432,20 +440,15 @@ impl AmqpUri {
         let (scheme, rest) = text.split_once("://").ok_or_else(|| {
             "is not a URI; write amqp://user:password@host:5672/vhost (vhost / is %2f)".to_string()
         })?;
-        match scheme.to_ascii_lowercase().as_str() {
-            "amqp" => {}
-            "amqps" => {
-                return Err(
-                    "amqps:// (TLS) is not supported by this build; use amqp:// to a plain-text listener"
-                        .into(),
-                )
-            }
+        let secure = match scheme.to_ascii_lowercase().as_str() {
+            "amqp" => false,
+            "amqps" => true,
             other => {
                 return Err(format!(
-                    "scheme '{other}' is not amqp; write amqp://user:password@host:5672/vhost"
+                    "scheme '{other}' is not amqp or amqps; write amqp://user:password@host:5672/vhost (amqps://…:5671 for TLS)"
                 ))
             }
-        }
+        };
         // The userinfo ends at the last '@' before the path, so that a password holding a
         // raw '/' or '@' cannot leak into the host part of an error message.
         let (userinfo, hostpart) = match rest.rfind('@') {
@@ -501,6 +504,7 @@ impl AmqpUri {
             return Err("names no host; write amqp://user:password@host:5672/vhost".into());
         }
         let port = match port {
+            None | Some("") if secure => AMQPS_DEFAULT_PORT,
             None | Some("") => AMQP_DEFAULT_PORT,
             Some(p) => p
                 .parse::<u16>()
@@ -520,20 +524,52 @@ impl AmqpUri {
             }
         };
         let mut heartbeat = None;
+        let mut tls = brokerbench_driver::tls::TlsSettings::default();
+        let mut external = false;
+        let tls_only = |key: &str| format!("{key} is for TLS: it goes with amqps://, not amqp://");
         for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let decoded = || percent_decode(value).map_err(|e| format!("{key} {e}"));
             match key {
                 "heartbeat" => {
                     heartbeat = Some(value.parse::<u16>().map_err(|_| {
                         format!("heartbeat '{value}' is not a number of seconds (0 to 65535)")
                     })?)
                 }
+                "cacertfile" | "certfile" | "keyfile" | "server_name_indication" if !secure => {
+                    return Err(tls_only(key))
+                }
+                "cacertfile" => tls.ca_file = Some(decoded()?.into()),
+                "certfile" => tls.cert_file = Some(decoded()?.into()),
+                "keyfile" => tls.key_file = Some(decoded()?.into()),
+                "server_name_indication" => tls.server_name = Some(decoded()?),
+                "verify" if value == "verify_peer" => {}
+                "verify" => {
+                    return Err(format!(
+                        "verify={value} is not supported: brokerbench always verifies the broker's certificate (verify_peer); give the CA that signed it as cacertfile=…"
+                    ))
+                }
+                "auth_mechanism" => match value.to_ascii_lowercase().as_str() {
+                    "plain" => external = false,
+                    "external" => external = true,
+                    other => {
+                        return Err(format!(
+                            "auth_mechanism '{other}' is not supported: plain (user and password) or external (the client certificate, over amqps://)"
+                        ))
+                    }
+                },
                 other => {
                     return Err(format!(
-                    "query parameter '{other}' is not supported; the only one is heartbeat=SECONDS"
+                    "query parameter '{other}' is not supported; known: heartbeat, auth_mechanism, and for amqps:// cacertfile, certfile, keyfile, server_name_indication, verify"
                 ))
                 }
             }
+        }
+        if external && !secure {
+            return Err("auth_mechanism=external logs in with a client certificate: use amqps:// with certfile=… and keyfile=…".into());
+        }
+        if external && tls.cert_file.is_none() {
+            return Err("auth_mechanism=external needs a client certificate: add certfile=…&keyfile=… to the URI".into());
         }
         Ok(AmqpUri {
             host,
@@ -542,6 +578,8 @@ impl AmqpUri {
             password,
             vhost,
             heartbeat,
+            tls: secure.then_some(tls),
+            external,
             has_password,
         })
     }
@@ -556,6 +594,8 @@ impl AmqpUri {
             password: "guest".into(),
             vhost: "/".into(),
             heartbeat: None,
+            tls: None,
+            external: false,
             has_password: true,
         }
     }
@@ -582,12 +622,35 @@ impl AmqpUri {
             percent_encode(&self.vhost)
         };
         let password = if self.has_password { ":***" } else { "" };
-        let heartbeat = self
-            .heartbeat
-            .map(|h| format!("?heartbeat={h}"))
-            .unwrap_or_default();
+        let mut query = Vec::new();
+        if let Some(h) = self.heartbeat {
+            query.push(format!("heartbeat={h}"));
+        }
+        if let Some(tls) = &self.tls {
+            for (key, path) in [
+                ("cacertfile", &tls.ca_file),
+                ("certfile", &tls.cert_file),
+                ("keyfile", &tls.key_file),
+            ] {
+                if let Some(path) = path {
+                    query.push(format!("{key}={}", percent_encode(&path.to_string_lossy())));
+                }
+            }
+            if let Some(name) = &tls.server_name {
+                query.push(format!("server_name_indication={}", percent_encode(name)));
+            }
+        }
+        if self.external {
+            query.push("auth_mechanism=external".into());
+        }
+        let query = if query.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", query.join("&"))
+        };
         format!(
-            "amqp://{}{password}@{}/{vhost}{heartbeat}",
+            "{}://{}{password}@{}/{vhost}{query}",
+            if self.tls.is_some() { "amqps" } else { "amqp" },
             percent_encode(&self.username),
             self.address()
         )
@@ -840,7 +903,11 @@ mod tests {
         assert_eq!((u.username.as_str(), u.password()), ("guest", "guest"));
         for (bad, says) in [
             ("127.0.0.1:5672", "not a URI"),
-            ("amqps://h", "TLS"),
+            ("amqp://h?cacertfile=/ca.pem", "amqps"),
+            ("amqps://h?verify=verify_none", "verify_peer"),
+            ("amqps://h?auth_mechanism=external", "certfile"),
+            ("amqp://h?auth_mechanism=external", "amqps"),
+            ("amqp://h?auth_mechanism=scram", "external"),
             ("http://h", "scheme"),
             ("amqp://h:99999", "port"),
             ("amqp://h/a/b", "%2f"),
@@ -850,6 +917,42 @@ mod tests {
             let err = AmqpUri::parse(bad).unwrap_err();
             assert!(err.contains(says), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn amqps_uris_carry_their_tls_files_and_mechanism() {
+        let u = AmqpUri::parse("amqps://bench:pw@broker.example/%2f?cacertfile=%2Fetc%2Fca.pem&certfile=/c.pem&keyfile=/k.pem&server_name_indication=mq.example&auth_mechanism=external&verify=verify_peer").unwrap();
+        assert_eq!(u.port, AMQPS_DEFAULT_PORT);
+        let tls = u.tls.as_ref().unwrap();
+        assert_eq!(
+            tls.ca_file.as_deref(),
+            Some(std::path::Path::new("/etc/ca.pem"))
+        );
+        assert_eq!(
+            tls.cert_file.as_deref(),
+            Some(std::path::Path::new("/c.pem"))
+        );
+        assert_eq!(
+            tls.key_file.as_deref(),
+            Some(std::path::Path::new("/k.pem"))
+        );
+        assert_eq!(tls.server_name.as_deref(), Some("mq.example"));
+        assert!(u.external);
+        let shown = u.redacted();
+        assert!(
+            shown.starts_with("amqps://bench:***@broker.example:5671/%2f?cacertfile="),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("auth_mechanism=external") && !shown.contains("pw@"),
+            "{shown}"
+        );
+        // The redacted form reads back to the same settings.
+        let again = AmqpUri::parse(&shown).unwrap();
+        assert_eq!((again.tls, again.external), (u.tls.clone(), true));
+        let plain = AmqpUri::parse("amqps://h").unwrap();
+        assert_eq!((plain.port, plain.external), (5671, false));
+        assert_eq!(plain.tls, Some(Default::default()));
     }
 
     #[test]

@@ -458,6 +458,12 @@ pub(crate) fn probe_error(uri: &AmqpUri, error: probe::ProbeError) -> DriverErro
             "rabbitmq at {} refused the connection: {reason}",
             uri.address()
         )),
+        probe::ProbeError::Tls(reason) => DriverError::Unreachable {
+            broker: "rabbitmq",
+            address: uri.address(),
+            reason,
+            hint: "check the amqps:// URI's cacertfile, certfile and keyfile (`brokerbench broker status rabbitmq --driver-file` prints a working one for the managed broker started with --tls)".into(),
+        },
     }
 }
 

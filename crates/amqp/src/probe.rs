@@ -49,6 +49,8 @@ pub enum ProbeError {
     Authentication(String),
     /// The broker closed the connection for another reason (e.g. the vhost does not exist).
     Refused(String),
+    /// amqps://: the TLS settings could not be read, or the handshake failed.
+    Tls(String),
 }
 
 /// Runs the handshake against `uri` within `limit`, then closes the connection.
@@ -162,7 +164,7 @@ fn connect_tcp(uri: &AmqpUri, deadline: Instant) -> Result<TcpStream, ProbeError
             break;
         }
         match TcpStream::connect_timeout(&addr, left.min(TCP_TIMEOUT)) {
-            Ok(stream) => return Ok(stream),
+            Ok(stream) => return secure(stream, uri, deadline),
             Err(e) => reasons.push(format!("{addr}: {e}")),
         }
     }
@@ -171,6 +173,25 @@ fn connect_tcp(uri: &AmqpUri, deadline: Instant) -> Result<TcpStream, ProbeError
     } else {
         reasons.join("; ")
     }))
+}
+
+/// The connection as the AMQP conversation sees it: `stream` itself, or for amqps:// the plain
+/// side of a TLS connection made on it.
+fn secure(stream: TcpStream, uri: &AmqpUri, deadline: Instant) -> Result<TcpStream, ProbeError> {
+    let Some(tls) = &uri.tls else {
+        return Ok(stream);
+    };
+    let config = tls
+        .client_config()
+        .map_err(|e| ProbeError::Tls(e.to_string()))?;
+    brokerbench_driver::tls::connect(
+        stream,
+        config,
+        &uri.host,
+        tls.server_name.as_deref(),
+        deadline,
+    )
+    .map_err(|e| ProbeError::Tls(e.to_string()))
 }
 
 struct Conversation<'a> {
@@ -218,13 +239,17 @@ impl Conversation<'_> {
                 start.class, start.method
             )));
         }
-        let info = parse_start(&start.arguments)?;
+        let mechanism = if uri.external { "EXTERNAL" } else { "PLAIN" };
+        let info = parse_start(&start.arguments, mechanism)?;
 
+        // EXTERNAL: the broker takes the user from the client certificate; nothing to send.
         let mut response = Vec::new();
-        response.push(0);
-        response.extend_from_slice(uri.username.as_bytes());
-        response.push(0);
-        response.extend_from_slice(uri.password().as_bytes());
+        if !uri.external {
+            response.push(0);
+            response.extend_from_slice(uri.username.as_bytes());
+            response.push(0);
+            response.extend_from_slice(uri.password().as_bytes());
+        }
         let mut start_ok = Vec::new();
         wire::method(&mut start_ok, 0, id::CONNECTION_START_OK, |out| {
             put_table(
@@ -245,7 +270,7 @@ impl Conversation<'_> {
                     ),
                 ],
             );
-            put_short_string(out, "PLAIN");
+            put_short_string(out, mechanism);
             put_long_bytes(out, &response);
             put_short_string(out, "en_US");
         });
@@ -254,7 +279,11 @@ impl Conversation<'_> {
         let tune = self.read_method("logging in")?;
         if tune.is(id::CONNECTION_CLOSE) {
             let (code, text) = tune.close_reason();
-            return Err(if code == 403 {
+            return Err(if code == 403 && uri.external {
+                ProbeError::Authentication(format!(
+                    "{text} (SASL EXTERNAL: the user is the client certificate's subject); the broker must know that user and take it from the certificate (RabbitMQ: ssl_cert_login_from = common_name, and the user added)"
+                ))
+            } else if code == 403 {
                 ProbeError::Authentication(format!(
                     "{text} (user '{}'); check the user name and password in the uri",
                     uri.username
@@ -392,7 +421,7 @@ impl Conversation<'_> {
     }
 }
 
-fn parse_start(arguments: &[u8]) -> Result<BrokerInfo, ProbeError> {
+fn parse_start(arguments: &[u8], mechanism: &str) -> Result<BrokerInfo, ProbeError> {
     let bad = || ProbeError::Unreachable("a malformed connection.start".into());
     let mut r = Reader::new(arguments);
     let (major, minor) = (r.u8().ok_or_else(bad)?, r.u8().ok_or_else(bad)?);
@@ -403,10 +432,12 @@ fn parse_start(arguments: &[u8]) -> Result<BrokerInfo, ProbeError> {
     }
     let properties = r.table_strings().ok_or_else(bad)?;
     let mechanisms = r.long_string().ok_or_else(bad)?;
-    if !mechanisms.split(' ').any(|m| m == "PLAIN") {
-        return Err(ProbeError::Refused(format!(
-            "the broker offers the login mechanisms '{mechanisms}', not PLAIN (user name and password)"
-        )));
+    if !mechanisms.split(' ').any(|m| m == mechanism) {
+        return Err(ProbeError::Refused(if mechanism == "EXTERNAL" {
+            format!("the broker offers the login mechanisms '{mechanisms}', not EXTERNAL (a client certificate): on RabbitMQ enable the rabbitmq_auth_mechanism_ssl plugin and list EXTERNAL in auth_mechanisms")
+        } else {
+            format!("the broker offers the login mechanisms '{mechanisms}', not {mechanism} (user name and password)")
+        }));
     }
     let find = |key: &str| {
         properties
@@ -432,10 +463,21 @@ mod tests {
         put_table(&mut start, &[("product", Field::Text("X"))]);
         put_long_bytes(&mut start, b"EXTERNAL");
         put_long_bytes(&mut start, b"en_US");
-        assert!(matches!(parse_start(&start), Err(ProbeError::Refused(m)) if m.contains("PLAIN")));
+        assert!(
+            matches!(parse_start(&start, "PLAIN"), Err(ProbeError::Refused(m)) if m.contains("PLAIN"))
+        );
+        assert!(parse_start(&start, "EXTERNAL").is_ok());
+        let mut plain_only = vec![0, 9];
+        put_table(&mut plain_only, &[("product", Field::Text("X"))]);
+        put_long_bytes(&mut plain_only, b"PLAIN AMQPLAIN");
+        put_long_bytes(&mut plain_only, b"en_US");
+        assert!(matches!(
+            parse_start(&plain_only, "EXTERNAL"),
+            Err(ProbeError::Refused(m)) if m.contains("rabbitmq_auth_mechanism_ssl")
+        ));
         start[1] = 8;
         assert!(matches!(
-            parse_start(&start),
+            parse_start(&start, "PLAIN"),
             Err(ProbeError::Unreachable(_))
         ));
     }

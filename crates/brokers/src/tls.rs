@@ -144,9 +144,12 @@ impl TlsFiles {
         let ca_key = KeyPair::generate().map_err(|e| failed("generating the CA key", e))?;
         let mut ca_params = CertificateParams::new(Vec::<String>::new())
             .map_err(|e| failed("the CA's parameters", e))?;
+        // A name of its own: a client given another home's CA then finds no issuer at all
+        // (rather than one of the same name whose signature does not match).
+        let tag: String = random_password()?.chars().take(8).collect();
         ca_params
             .distinguished_name
-            .push(DnType::CommonName, "brokerbench throwaway CA");
+            .push(DnType::CommonName, format!("brokerbench throwaway CA {tag}"));
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
         let ca_certificate = ca_params

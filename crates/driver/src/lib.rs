@@ -7,6 +7,7 @@ mod envelope;
 pub mod family;
 pub mod mock;
 mod redial;
+pub mod tls;
 
 use std::time::Duration;
 

@@ -43,10 +43,10 @@ pub(super) fn parse_state(text: &str) -> Option<State> {
 
 /// `rabbitmq.conf` for a node on 127.0.0.1 only: AMQP on `port`, management and Prometheus
 /// on the ports [`port_layout`] gives.
-pub(super) fn rabbitmq_conf(port: u16) -> String {
+pub(super) fn rabbitmq_conf(port: u16, tls: Option<&TlsFiles>) -> String {
     let management = port + MANAGEMENT_OFFSET;
     let prometheus = port + PROMETHEUS_OFFSET;
-    format!(
+    let mut conf = format!(
         "\
 # Written by brokerbench on every start; edits are overwritten.
 listeners.tcp.default = 127.0.0.1:{port}
@@ -57,7 +57,43 @@ prometheus.tcp.port = {prometheus}
 # guest/guest may connect from loopback only (RabbitMQ's default), which is all we listen on.
 loopback_users.guest = true
 "
-    )
+    );
+    if let Some(tls) = tls {
+        conf.push_str(&format!(
+            "\
+# TLS (`brokerbench broker up rabbitmq --tls`): a throwaway CA's certificate, see tls/.
+listeners.ssl.default = 127.0.0.1:{tls_port}
+ssl_options.cacertfile = {ca}
+ssl_options.certfile = {certificate}
+ssl_options.keyfile = {key}
+# A client certificate is checked when one is sent (SASL EXTERNAL), not required.
+ssl_options.verify = verify_peer
+ssl_options.fail_if_no_peer_cert = false
+auth_mechanisms.1 = PLAIN
+auth_mechanisms.2 = AMQPLAIN
+auth_mechanisms.3 = EXTERNAL
+ssl_cert_login_from = common_name
+",
+            tls_port = tls_port(port),
+            ca = tls.ca().display(),
+            certificate = tls.server_certificate().display(),
+            key = tls.server_key().display(),
+        ));
+    }
+    conf
+}
+
+/// The port of the amqps:// listener in a `rabbitmq.conf`, when it has one.
+pub(super) fn conf_tls_port(conf: &str) -> Option<u16> {
+    conf.lines()
+        .find_map(|line| line.trim().strip_prefix("listeners.ssl.default"))?
+        .trim()
+        .strip_prefix('=')?
+        .trim()
+        .rsplit_once(':')?
+        .1
+        .parse()
+        .ok()
 }
 
 /// Sourced by the start script instead of /etc/rabbitmq/rabbitmq-env.conf.

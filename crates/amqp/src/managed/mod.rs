@@ -46,6 +46,7 @@ use std::time::Duration;
 
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::process;
+use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{managed, BrokerError, BrokerStatus};
 
 use crate::probe::{server_properties, ProbeError};
@@ -91,6 +92,11 @@ const BOOT_MODULE: &str = "rabbit";
 /// Erlang arguments for rabbitmqctl's own short-lived node (the start script word-splits them).
 const CTL_ERL_ARGS: &str = "-kernel inet_dist_use_interface {127,0,0,1}";
 const PLUGINS: &str = "[rabbitmq_management,rabbitmq_prometheus].\n";
+/// With TLS on: SASL EXTERNAL (login as the client certificate's common name) too.
+const PLUGINS_TLS: &str =
+    "[rabbitmq_management,rabbitmq_prometheus,rabbitmq_auth_mechanism_ssl].\n";
+/// `guest:guest` for the management API's basic auth (loopback only, as the node listens).
+const GUEST_BASIC_AUTH: &str = "Z3Vlc3Q6Z3Vlc3Q=";
 /// How long `up` waits for AMQP, management and Prometheus to answer.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long one readiness probe may take.
@@ -333,12 +339,33 @@ impl RabbitMq {
         process::write_atomically(&self.state_file(), format_state(state).as_bytes())
     }
 
+    /// The TLS material and whether TLS is on for the next start (see [`TlsFiles`]).
+    pub fn tls(&self) -> TlsFiles {
+        TlsFiles::of(&self.dir())
+    }
+
+    /// The amqps:// port of the running node's configuration, when it was started with TLS.
+    fn running_tls_port(&self) -> Option<u16> {
+        conf_tls_port(&fs::read_to_string(self.config_file()).ok()?)
+    }
+
     fn write_configuration(&self, port: u16) -> Result<(), BrokerError> {
         for dir in [self.logs_dir(), self.mnesia_base()] {
             fs::create_dir_all(&dir).map_err(BrokerError::io("creating", &dir))?;
         }
-        process::write_atomically(&self.config_file(), rabbitmq_conf(port).as_bytes())?;
-        process::write_atomically(&self.plugins_file(), PLUGINS.as_bytes())?;
+        let files = self.tls();
+        let tls = files.enabled();
+        if tls {
+            files.generate_once()?;
+        }
+        process::write_atomically(
+            &self.config_file(),
+            rabbitmq_conf(port, tls.then_some(&files)).as_bytes(),
+        )?;
+        process::write_atomically(
+            &self.plugins_file(),
+            if tls { PLUGINS_TLS } else { PLUGINS }.as_bytes(),
+        )?;
         process::write_atomically(&self.env_file(), ENV_CONF.as_bytes())?;
         self.ensure_cookie()
     }
@@ -531,6 +558,127 @@ impl RabbitMq {
     }
 }
 
+impl RabbitMq {
+    /// Creates (or updates) the user `brokerbench` with the home's password and full rights
+    /// on `/`, through the management API as guest; then checks that it logs in over
+    /// amqps:// with its password (PLAIN) and with the client certificate (EXTERNAL).
+    fn add_tls_user(&self, port: u16, tls_port: u16) -> Result<(), BrokerError> {
+        let files = self.tls();
+        let password = files.password()?;
+        let management = port + MANAGEMENT_OFFSET;
+        let user = tls::USER;
+        let requests = [
+            (
+                format!("/api/users/{user}"),
+                format!("{{\"password\":\"{password}\",\"tags\":\"\"}}"),
+            ),
+            (
+                format!("/api/permissions/%2f/{user}"),
+                "{\"configure\":\".*\",\"write\":\".*\",\"read\":\".*\"}".to_string(),
+            ),
+        ];
+        for (path, body) in &requests {
+            let outcome = managed::poll(Duration::from_secs(20), || {
+                match management_put(management, path, body) {
+                    Ok(status) if (200..300).contains(&status) => Some(Ok(())),
+                    Ok(status) if status == 401 || status == 403 => Some(Err(status)),
+                    _ => None,
+                }
+            });
+            match outcome {
+                Some(Ok(())) => {}
+                other => {
+                    return Err(self.start_failed(format!(
+                        "the management API on 127.0.0.1:{management} did not take PUT {path} ({})",
+                        match other {
+                            Some(Err(status)) => format!("HTTP {status} for guest"),
+                            _ => "no answer within 20 s".into(),
+                        }
+                    )))
+                }
+            }
+        }
+        for uri in [
+            self.tls_uri(tls_port, &password, false),
+            self.tls_uri(tls_port, &password, true),
+        ] {
+            let uri = crate::config::AmqpUri::parse(&uri).map_err(|e| BrokerError::Tls {
+                what: format!("the amqps:// URI of the managed node: {e}"),
+            })?;
+            let logged_in = managed::poll(Duration::from_secs(10), || {
+                crate::probe::probe(&uri, PROBE_TIMEOUT * 3).ok()
+            });
+            if logged_in.is_none() {
+                let error = crate::probe::probe(&uri, PROBE_TIMEOUT * 3)
+                    .err()
+                    .map(|e| format!("{e:?}"))
+                    .unwrap_or_default();
+                return Err(self.start_failed(format!(
+                    "the user `{user}` could not log in over amqps:// on 127.0.0.1:{tls_port} ({}): {error}",
+                    if uri.external { "EXTERNAL" } else { "PLAIN" }
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The amqps:// URI of the node's TLS listener: as `brokerbench` with its password, or
+    /// (`external`) with the client certificate.
+    fn tls_uri(&self, tls_port: u16, password: &str, external: bool) -> String {
+        let files = self.tls();
+        let encode = |path: PathBuf| path.display().to_string().replace('%', "%25");
+        if external {
+            format!(
+                "amqps://127.0.0.1:{tls_port}/%2f?cacertfile={}&certfile={}&keyfile={}&auth_mechanism=external",
+                encode(files.ca()),
+                encode(files.client_certificate()),
+                encode(files.client_key())
+            )
+        } else {
+            format!(
+                "amqps://{}:{password}@127.0.0.1:{tls_port}/%2f?cacertfile={}",
+                tls::USER,
+                encode(files.ca())
+            )
+        }
+    }
+
+    /// Lines `up` and `status` print about the TLS listener of the running node.
+    fn tls_lines(&self) -> Vec<String> {
+        let Some(tls_port) = self.running_tls_port() else {
+            return Vec::new();
+        };
+        vec![
+            format!(
+                "TLS:  amqps://127.0.0.1:{tls_port} (PLAIN as user `{}`, or EXTERNAL with the client certificate)",
+                tls::USER
+            ),
+            format!("CA:   {}", self.tls().ca().display()),
+            "`brokerbench broker status rabbitmq --driver-file > rabbitmq-tls.yaml` writes a driver file for it (it holds the password)".into(),
+        ]
+    }
+}
+
+/// `PUT path` with a JSON body to the management API on 127.0.0.1:`port` as guest; the HTTP
+/// status.
+fn management_put(port: u16, path: &str, body: &str) -> io::Result<u16> {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect((Ipv4Addr::LOCALHOST, port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    write!(
+        stream,
+        "PUT {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Basic {GUEST_BASIC_AUTH}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|status| status.parse().ok())
+        .ok_or_else(|| io::Error::other("not an HTTP answer"))
+}
+
 /// What `wait_until_ready` watches for an early exit.
 enum Watch<'a> {
     /// The start script we just spawned; it exits when the node does.
@@ -567,20 +715,20 @@ impl Lifecycle for RabbitMq {
 
     fn start(&self) -> Result<Self::Starting, BrokerError> {
         let bin_dir = self.installed_bin_dir()?;
-        let (port, skipped) =
-            choose_port(self.port, |port| !process::can_listen(port)).map_err(|busy| {
-                BrokerError::NoFreePort {
-                    broker: NAME,
-                    first: self.port,
-                    last: last_candidate(self.port),
-                    busy: busy
-                        .iter()
-                        .map(|busy| busy.describe())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    variable: PORT_VARIABLE,
-                }
-            })?;
+        let (port, skipped) = choose_port(self.port, self.tls().enabled(), |port| {
+            !process::can_listen(port)
+        })
+        .map_err(|busy| BrokerError::NoFreePort {
+            broker: NAME,
+            first: self.port,
+            last: last_candidate(self.port),
+            busy: busy
+                .iter()
+                .map(|busy| busy.describe())
+                .collect::<Vec<_>>()
+                .join(", "),
+            variable: PORT_VARIABLE,
+        })?;
         let note = skipped.first().map(|busy| moved_note(busy, port));
         self.write_configuration(port)?;
         process::rotate_log(&self.startup_log())?;
@@ -601,6 +749,9 @@ impl Lifecycle for RabbitMq {
         (script, port): &mut Self::Starting,
     ) -> Result<BrokerStatus, BrokerError> {
         let pid = self.wait_until_ready(*port, Watch::Started(script))?;
+        if let Some(tls_port) = self.running_tls_port() {
+            self.add_tls_user(*port, tls_port)?;
+        }
         Ok(self.status_of(pid))
     }
 
@@ -658,11 +809,59 @@ impl brokerbench_brokers::ManagedBroker for RabbitMq {
         ))
     }
     fn endpoints(&self) -> Vec<String> {
-        vec![format!(
+        let mut lines = vec![format!(
             "management: http://127.0.0.1:{}/  metrics: http://127.0.0.1:{}/metrics",
             self.management_port(),
             self.prometheus_port()
-        )]
+        )];
+        lines.extend(self.tls_lines());
+        lines
+    }
+    fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
+        if let Some(pid) = self.running_pid() {
+            let running_tls = self.running_tls_port().is_some();
+            if running_tls != on {
+                return Err(BrokerError::TlsMismatch {
+                    broker: NAME,
+                    pid,
+                    state: if running_tls {
+                        "with TLS"
+                    } else {
+                        "without TLS"
+                    },
+                    flag: if on { " --tls" } else { " --no-tls" },
+                });
+            }
+        }
+        self.tls().set_enabled(on)
+    }
+    fn driver_file(&self, _status: &BrokerStatus) -> Result<String, BrokerError> {
+        let Some(tls_port) = self.running_tls_port() else {
+            return Ok(format!(
+                "\
+# The managed RabbitMQ's AMQP listener (`brokerbench broker status rabbitmq --driver-file`).
+# Start it with TLS and a user of its own: brokerbench broker down rabbitmq; brokerbench broker up rabbitmq --tls
+driver: rabbitmq
+uri: amqp://guest:guest@127.0.0.1:{}/%2f
+",
+                self.amqp_port()
+            ));
+        };
+        let password = self.tls().password()?;
+        Ok(format!(
+            "\
+# The managed RabbitMQ's amqps:// listener (`brokerbench broker status rabbitmq --driver-file`).
+# It holds the password of the user `{user}`: keep it private. brokerbench writes it into no
+# result, log or report. With the uri set, a run samples the broker's process when given
+# --broker-process beam.smp. To log in with the client certificate (SASL EXTERNAL) instead:
+# uri: {external}
+driver: rabbitmq
+uri: {plain}
+",
+            user = tls::USER,
+            external = self.tls_uri(tls_port, "", true),
+            plain = self.tls_uri(tls_port, &password, false),
+        ))
     }
 }
 
@@ -685,7 +884,7 @@ mod tests {
 
     #[test]
     fn configuration_listens_on_loopback_only() {
-        let conf = rabbitmq_conf(15999);
+        let conf = rabbitmq_conf(15999, None);
         let expected = [
             ("listeners.tcp.default", "127.0.0.1:15999"),
             ("management.tcp.ip", "127.0.0.1"),
@@ -697,14 +896,48 @@ mod tests {
         let settings = test_support::assert_settings(&conf, " = ", &expected);
         assert_eq!(settings.len(), expected.len(), "{conf}");
         // The defaults: RabbitMQ's own ports.
-        let conf = rabbitmq_conf(DEFAULT_PORT);
+        let conf = rabbitmq_conf(DEFAULT_PORT, None);
         assert!(conf.contains("management.tcp.port = 15672\n"), "{conf}");
         assert!(conf.contains("prometheus.tcp.port = 15692\n"), "{conf}");
         assert_eq!(
-            port_layout(DEFAULT_PORT).map(|(port, _)| port),
+            port_layout(DEFAULT_PORT, false)
+                .into_iter()
+                .map(|(port, _)| port)
+                .collect::<Vec<_>>(),
             [5672, 15672, 15692, 25672]
         );
         assert_eq!(PLUGINS, "[rabbitmq_management,rabbitmq_prometheus].\n");
+        assert_eq!(conf_tls_port(&conf), None);
+    }
+
+    #[test]
+    fn with_tls_the_node_also_listens_for_amqps_on_the_port_before() {
+        let tls = TlsFiles::of(Path::new("/h/rabbitmq"));
+        let conf = rabbitmq_conf(15999, Some(&tls));
+        let expected = [
+            ("listeners.tcp.default", "127.0.0.1:15999"),
+            ("listeners.ssl.default", "127.0.0.1:15998"),
+            ("ssl_options.cacertfile", "/h/rabbitmq/tls/ca.pem"),
+            ("ssl_options.certfile", "/h/rabbitmq/tls/server.pem"),
+            ("ssl_options.keyfile", "/h/rabbitmq/tls/server-key.pem"),
+            ("ssl_options.verify", "verify_peer"),
+            ("ssl_options.fail_if_no_peer_cert", "false"),
+            ("auth_mechanisms.3", "EXTERNAL"),
+            ("ssl_cert_login_from", "common_name"),
+        ];
+        test_support::assert_settings(&conf, " = ", &expected);
+        assert_eq!(conf_tls_port(&conf), Some(15998));
+        assert!(port_layout(5672, true).contains(&(5671, "AMQP over TLS")));
+        assert!(PLUGINS_TLS.contains("rabbitmq_auth_mechanism_ssl"));
+        // A candidate whose amqps port is taken is skipped only when TLS is on.
+        assert_eq!(
+            choose_port(5672, false, |port| port == 5671).unwrap().0,
+            5672
+        );
+        assert_eq!(
+            choose_port(5672, true, |port| port == 5671).unwrap().0,
+            5673
+        );
     }
 
     #[test]
@@ -797,13 +1030,14 @@ mod tests {
 
     #[test]
     fn the_preferred_port_is_taken_when_its_layout_is_free() {
-        assert_eq!(choose_port(5672, |_| false), Ok((5672, vec![])));
+        assert_eq!(choose_port(5672, false, |_| false), Ok((5672, vec![])));
     }
 
     #[test]
     fn a_taken_port_moves_the_node_up_and_says_why() {
         // 5672 held by a system RabbitMQ, 15673 (management for 5673) by something else.
-        let (port, skipped) = choose_port(5672, |port| port == 5672 || port == 15673).unwrap();
+        let (port, skipped) =
+            choose_port(5672, false, |port| port == 5672 || port == 15673).unwrap();
         assert_eq!(port, 5674);
         assert_eq!(
             skipped,
@@ -822,19 +1056,22 @@ mod tests {
         );
         assert_eq!(skipped[0].describe(), "5672 (AMQP)");
         assert_eq!(skipped[1].describe(), "15673 (management for AMQP 5673)");
-        let (port, skipped) = choose_port(5672, |port| port == 25672).unwrap();
+        let (port, skipped) = choose_port(5672, false, |port| port == 25672).unwrap();
         assert_eq!((port, skipped[0].role), (5673, "Erlang distribution"));
     }
 
     #[test]
     fn ten_taken_ports_are_an_error_naming_them() {
-        let busy = choose_port(5672, |port| (5672..5700).contains(&port)).unwrap_err();
+        let busy = choose_port(5672, false, |port| (5672..5700).contains(&port)).unwrap_err();
         assert_eq!(busy.len(), 10);
         assert_eq!(busy[9].port, 5681);
         // Near the top of the range there are fewer candidates, never an overflow.
-        let busy = choose_port(MAX_PORT - 1, |_| true).unwrap_err();
+        let busy = choose_port(MAX_PORT - 1, false, |_| true).unwrap_err();
         assert_eq!(busy.len(), 2);
-        assert_eq!(choose_port(MAX_PORT, |_| false), Ok((MAX_PORT, vec![])));
+        assert_eq!(
+            choose_port(MAX_PORT, false, |_| false),
+            Ok((MAX_PORT, vec![]))
+        );
     }
 
     #[test]
@@ -1267,7 +1504,7 @@ Error during startup: {error,
         };
         let ipv4 = listeners("/proc/net/tcp");
         let ipv6 = listeners("/proc/net/tcp6");
-        for (port, role) in port_layout(16000) {
+        for (port, role) in port_layout(16000, false) {
             let addresses: Vec<&str> = ipv4
                 .iter()
                 .filter(|(_, listening)| *listening == port)

@@ -39,14 +39,24 @@ impl Busy {
     }
 }
 
-/// The ports a node with AMQP port `port` listens on, with what each is for.
-pub(super) fn port_layout(port: u16) -> [(u16, &'static str); 4] {
-    [
+/// The ports a node with AMQP port `port` listens on, with what each is for; with `tls`,
+/// the AMQP-over-TLS port too (the port before AMQP's: 5671 for 5672, as RabbitMQ's defaults).
+pub(super) fn port_layout(port: u16, tls: bool) -> Vec<(u16, &'static str)> {
+    let mut layout = vec![
         (port, "AMQP"),
         (port + MANAGEMENT_OFFSET, "management"),
         (port + PROMETHEUS_OFFSET, "Prometheus"),
         (port + DISTRIBUTION_OFFSET, "Erlang distribution"),
-    ]
+    ];
+    if tls {
+        layout.push((tls_port(port), "AMQP over TLS"));
+    }
+    layout
+}
+
+/// The amqps:// port of a node with AMQP port `port`.
+pub(super) fn tls_port(port: u16) -> u16 {
+    port.saturating_sub(1)
 }
 
 pub(super) fn last_candidate(preferred: u16) -> u16 {
@@ -57,11 +67,12 @@ pub(super) fn last_candidate(preferred: u16) -> u16 {
 /// first busy port of each candidate skipped on the way; or all of those when none is free.
 pub(super) fn choose_port(
     preferred: u16,
+    tls: bool,
     is_busy: impl Fn(u16) -> bool,
 ) -> Result<(u16, Vec<Busy>), Vec<Busy>> {
     let mut skipped = Vec::new();
     for candidate in preferred..=last_candidate(preferred) {
-        match port_layout(candidate)
+        match port_layout(candidate, tls)
             .into_iter()
             .find(|&(port, _)| is_busy(port))
         {

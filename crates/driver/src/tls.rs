@@ -1,0 +1,348 @@
+//! TLS for the families' own clients (AMQP's `amqps://`, and any other that speaks over a
+//! `TcpStream`), with rustls.
+//!
+//! [`connect`] does the handshake on the broker's socket — so a certificate the client cannot
+//! verify, or a client certificate the broker refuses, is an error of the connection attempt,
+//! with rustls's reason — and hands back a loopback socket that speaks plain text: two threads
+//! carry the bytes between it and the broker, encrypting what the client writes and
+//! decrypting what the broker sends. The client's own frame path (non-blocking sends, its
+//! reader thread or readers in turn, `poll(2)` on the socket) stays exactly as it is without
+//! TLS; the price is a copy and a wake-up of a pump thread per burst in each direction,
+//! which a run over TLS measures as client CPU.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore};
+
+/// Where the system keeps its CA bundle on Debian, Ubuntu, Alpine, Fedora and RHEL.
+const SYSTEM_CA_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/cert.pem",
+];
+
+/// How a client connects over TLS.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// The CAs that may sign the broker's certificate (PEM); None: the system's bundle.
+    pub ca_file: Option<PathBuf>,
+    /// A client certificate (PEM) and its private key, for brokers that ask for one (and for
+    /// SASL EXTERNAL, which logs in as the certificate's subject).
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+    /// The name the broker's certificate must hold; None: the host connected to.
+    pub server_name: Option<String>,
+}
+
+/// Why a TLS connection could not be made. Messages name files and hosts, never key material.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A file of the settings is missing, unreadable or holds no usable PEM item.
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
+    /// The handshake failed: rustls's reason, and what to check.
+    #[error("the TLS handshake with {host} failed: {reason}{hint}")]
+    Handshake {
+        host: String,
+        reason: String,
+        hint: &'static str,
+    },
+    /// Anything else of the socket.
+    #[error("TLS with {host}: {source}")]
+    Io {
+        host: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl TlsSettings {
+    /// The rustls configuration: roots from `ca_file` (else the system's bundle) and the
+    /// client certificate when one is given. Reads every file now, so a bad one fails before
+    /// a run.
+    pub fn client_config(&self) -> Result<Arc<ClientConfig>, TlsError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError::File {
+                path: "(rustls)".into(),
+                message: e.to_string(),
+            })?;
+        let bundle = match &self.ca_file {
+            Some(path) => path.clone(),
+            None => std::env::var_os("SSL_CERT_FILE")
+                .map(PathBuf::from)
+                .or_else(|| {
+                    SYSTEM_CA_BUNDLES
+                        .iter()
+                        .map(PathBuf::from)
+                        .find(|p| p.is_file())
+                })
+                .ok_or_else(|| TlsError::File {
+                    path: SYSTEM_CA_BUNDLES[0].into(),
+                    message: "no CA bundle on this system: give the CA that signed the broker's certificate (cacertfile=…)".into(),
+                })?,
+        };
+        let mut roots = RootCertStore::empty();
+        for certificate in read_certificates(&bundle)? {
+            roots.add(certificate).map_err(|e| TlsError::File {
+                path: bundle.display().to_string(),
+                message: format!("a certificate rustls cannot use: {e}"),
+            })?;
+        }
+        let builder = builder.with_root_certificates(roots);
+        let config = match (&self.cert_file, &self.key_file) {
+            (Some(cert), Some(key)) => {
+                let chain = read_certificates(cert)?;
+                let key = PrivateKeyDer::from_pem_file(key).map_err(|e| TlsError::File {
+                    path: key.display().to_string(),
+                    message: format!("no PEM private key ({e})"),
+                })?;
+                builder
+                    .with_client_auth_cert(chain, key)
+                    .map_err(|e| TlsError::File {
+                        path: cert.display().to_string(),
+                        message: format!("the certificate and key do not go together: {e}"),
+                    })?
+            }
+            (None, None) => builder.with_no_client_auth(),
+            (Some(cert), None) | (None, Some(cert)) => {
+                return Err(TlsError::File {
+                    path: cert.display().to_string(),
+                    message: "a client certificate needs both certfile and keyfile".into(),
+                })
+            }
+        };
+        Ok(Arc::new(config))
+    }
+}
+
+fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let failed = |message: String| TlsError::File {
+        path: path.display().to_string(),
+        message,
+    };
+    let certificates = CertificateDer::pem_file_iter(path)
+        .map_err(|e| failed(format!("cannot read it ({e})")))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| failed(format!("not PEM ({e})")))?;
+    if certificates.is_empty() {
+        return Err(failed(
+            "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
+        ));
+    }
+    Ok(certificates)
+}
+
+/// Does the TLS handshake on `tcp` (connected to `host`) before `deadline`, then returns a
+/// loopback socket that carries the connection in plain text (see the module's notes).
+pub fn connect(
+    mut tcp: TcpStream,
+    config: Arc<ClientConfig>,
+    host: &str,
+    server_name: Option<&str>,
+    deadline: Instant,
+) -> Result<TcpStream, TlsError> {
+    let io_error = |source: io::Error| TlsError::Io {
+        host: host.to_string(),
+        source,
+    };
+    let name_text = server_name.unwrap_or(host).to_string();
+    let name = ServerName::try_from(name_text.clone()).map_err(|_| TlsError::Handshake {
+        host: host.to_string(),
+        reason: format!("'{name_text}' is not a host name or IP address"),
+        hint: "",
+    })?;
+    let mut connection = ClientConnection::new(config, name).map_err(|e| TlsError::Handshake {
+        host: host.to_string(),
+        reason: e.to_string(),
+        hint: "",
+    })?;
+    while connection.is_handshaking() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(TlsError::Handshake {
+                host: host.to_string(),
+                reason: "no answer to the handshake in time".into(),
+                hint: "; is it a TLS listener?",
+            });
+        }
+        tcp.set_read_timeout(Some(left)).map_err(io_error)?;
+        tcp.set_write_timeout(Some(left)).map_err(io_error)?;
+        if let Err(e) = connection.complete_io(&mut tcp) {
+            return Err(handshake_error(host, e));
+        }
+    }
+    // TLS 1.3 servers may refuse a client certificate only after the handshake: their alert
+    // arrives with the first reply, and the client sees the connection end then.
+    tcp.set_read_timeout(None).map_err(io_error)?;
+    tcp.set_write_timeout(None).map_err(io_error)?;
+    let _ = tcp.set_nodelay(true);
+    let (inner, outer) = loopback_pair().map_err(io_error)?;
+    let _ = inner.set_nodelay(true);
+    let _ = outer.set_nodelay(true);
+    start_pumps(tcp, connection, outer).map_err(io_error)?;
+    Ok(inner)
+}
+
+fn handshake_error(host: &str, error: io::Error) -> TlsError {
+    let reason = match error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>())
+    {
+        Some(tls) => tls.to_string(),
+        None => error.to_string(),
+    };
+    let hint = if reason.contains("invalid peer certificate") {
+        "; the broker's certificate is not signed by a CA the client trusts, or does not name the host: give the CA that signed it (cacertfile=… in the URI) and connect to a name the certificate holds"
+    } else if reason.contains("CertificateRequired") || reason.contains("BadCertificate") {
+        "; the broker wants a client certificate it trusts (certfile=… and keyfile=… in the URI)"
+    } else if reason.contains("corrupt message") || reason.contains("InvalidContentType") {
+        "; the port does not speak TLS: use the broker's TLS port, or amqp:// for a plain one"
+    } else {
+        ""
+    };
+    TlsError::Handshake {
+        host: host.to_string(),
+        reason,
+        hint,
+    }
+}
+
+/// Two connected loopback TCP sockets (the listener accepts only its own peer).
+fn loopback_pair() -> io::Result<(TcpStream, TcpStream)> {
+    let listener = TcpListener::bind(("127.0.0.1", 0))?;
+    let inner = TcpStream::connect(listener.local_addr()?)?;
+    loop {
+        let (outer, from) = listener.accept()?;
+        if from == inner.local_addr()? {
+            return Ok((inner, outer));
+        }
+    }
+}
+
+/// What both pump threads share: the TLS state, and the order of writes to the broker.
+struct Pump {
+    connection: Mutex<ClientConnection>,
+    /// Held while TLS records are made and written, so they reach the broker in the order
+    /// they were made whichever thread made them.
+    to_broker: Mutex<TcpStream>,
+}
+
+impl Pump {
+    /// Writes what TLS has to send (records of `plain`, alerts, key updates) to the broker.
+    fn send(&self, plain: &[u8]) -> io::Result<()> {
+        let mut socket = self.to_broker.lock().unwrap_or_else(|e| e.into_inner());
+        let mut records = Vec::with_capacity(plain.len() + 64);
+        {
+            let mut connection = self.connection.lock().unwrap_or_else(|e| e.into_inner());
+            if !plain.is_empty() {
+                connection.writer().write_all(plain)?;
+            }
+            while connection.wants_write() {
+                connection.write_tls(&mut records)?;
+            }
+        }
+        socket.write_all(&records)
+    }
+
+    /// Ends the connection to the broker: close_notify, then both directions.
+    fn close(&self) {
+        {
+            let mut connection = self.connection.lock().unwrap_or_else(|e| e.into_inner());
+            connection.send_close_notify();
+        }
+        let _ = self.send(&[]);
+        let socket = self.to_broker.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = socket.shutdown(Shutdown::Both);
+    }
+}
+
+fn start_pumps(tcp: TcpStream, connection: ClientConnection, outer: TcpStream) -> io::Result<()> {
+    let mut from_broker = tcp.try_clone()?;
+    let mut from_client = outer.try_clone()?;
+    let mut to_client = outer;
+    let pump = Arc::new(Pump {
+        connection: Mutex::new(connection),
+        to_broker: Mutex::new(tcp),
+    });
+    let up = pump.clone();
+    std::thread::Builder::new()
+        .name("tls-up".into())
+        .spawn(move || {
+            let mut buffer = vec![0u8; 64 * 1024];
+            loop {
+                match from_client.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if up.send(&buffer[..n]).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            up.close();
+            let _ = from_client.shutdown(Shutdown::Both);
+        })?;
+    std::thread::Builder::new()
+        .name("tls-down".into())
+        .spawn(move || {
+            let mut buffer = vec![0u8; 64 * 1024];
+            let mut plain = Vec::with_capacity(64 * 1024);
+            'reading: loop {
+                let n = match from_broker.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let mut records = &buffer[..n];
+                let mut owes_a_reply = false;
+                {
+                    let mut connection = pump.connection.lock().unwrap_or_else(|e| e.into_inner());
+                    while !records.is_empty() {
+                        if connection.read_tls(&mut records).is_err()
+                            || connection.process_new_packets().is_err()
+                        {
+                            // A bad record or the broker's fatal alert: the connection ends.
+                            break 'reading;
+                        }
+                        loop {
+                            let start = plain.len();
+                            plain.resize(start + 16 * 1024, 0);
+                            match connection.reader().read(&mut plain[start..]) {
+                                Ok(0) => {
+                                    plain.truncate(start);
+                                    break;
+                                }
+                                Ok(read) => plain.truncate(start + read),
+                                Err(_) => {
+                                    plain.truncate(start);
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    owes_a_reply = owes_a_reply || connection.wants_write();
+                }
+                if owes_a_reply && pump.send(&[]).is_err() {
+                    break;
+                }
+                if !plain.is_empty() {
+                    if to_client.write_all(&plain).is_err() {
+                        break;
+                    }
+                    plain.clear();
+                }
+            }
+            // The client sees the connection end as it would without TLS.
+            let _ = to_client.shutdown(Shutdown::Both);
+            let socket = pump.to_broker.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = socket.shutdown(Shutdown::Both);
+        })?;
+    Ok(())
+}
