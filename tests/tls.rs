@@ -27,6 +27,9 @@ fn tls_broker(family: &'static str) -> (String, String) {
         "kafka" => {
             kafka();
         }
+        "nats" => {
+            nats();
+        }
         _ => {
             rabbitmq();
         }
@@ -141,11 +144,23 @@ fn rabbitmq_runs_over_amqps_with_plain_and_with_external_are_clean() {
 }
 
 #[test]
+fn nats_runs_over_tls_are_clean_and_plain_clients_go_on_beside_them() {
+    let _turn = serial();
+    let (driver, _) = &tls_broker("nats");
+    assert!(driver.contains("servers: tls://brokerbench:"), "{driver}");
+    assert_lossless(&run_with(driver, &[]));
+    // The same port still takes plain clients that name no user.
+    let plain = format!("driver: nats\nservers: nats://{}\n", nats());
+    assert_lossless(&run_with(&plain, &[]));
+}
+
+#[test]
 fn a_wrong_password_is_refused_at_once_naming_the_user_not_the_password() {
     let _turn = serial();
     for (family, names) in [
         ("kafka", ["SCRAM-SHA-512", "sasl.password"]),
         ("rabbitmq", ["user 'brokerbench'", "password in the uri"]),
+        ("nats", ["user 'brokerbench'", "password in servers"]),
     ] {
         let (driver, password) = tls_broker(family);
         let wrong = driver.replace(password.as_str(), "Zq7wrongpassword");
@@ -180,6 +195,7 @@ fn an_untrusted_certificate_is_refused_at_once_naming_the_setting() {
     for (family, setting, reason) in [
         ("kafka", "ssl.ca.location", "certificate verify failed"),
         ("rabbitmq", "cacertfile", "UnknownIssuer"),
+        ("nats", "ca_file", "UnknownIssuer"),
     ] {
         let (driver, _) = tls_broker(family);
         let ca = brokerbench_brokers::home()
@@ -228,6 +244,7 @@ fn no_secret_reaches_any_output_of_a_tls_run() {
     for (family, process, redacted) in [
         ("kafka", "kafka.Kafka", "\"sasl.password\": \"***\""),
         ("rabbitmq", "beam.smp", "amqps://brokerbench:***@"),
+        ("nats", "nats-server", "tls://brokerbench:***@"),
     ] {
         let (driver, password) = tls_broker(family);
         let dir = tempfile::tempdir().unwrap();

@@ -191,7 +191,17 @@ fn secure(stream: TcpStream, uri: &AmqpUri, deadline: Instant) -> Result<TcpStre
         tls.server_name.as_deref(),
         deadline,
     )
-    .map_err(|e| ProbeError::Tls(e.to_string()))
+    .map_err(|e| {
+        let hint = e.hint(
+            "cacertfile=… in the URI",
+            "certfile=… and keyfile=… in the URI",
+        );
+        ProbeError::Tls(if hint.is_empty() {
+            e.to_string()
+        } else {
+            format!("{e}; {hint}")
+        })
+    })
 }
 
 struct Conversation<'a> {

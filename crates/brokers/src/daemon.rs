@@ -58,7 +58,8 @@ impl Daemon {
     pub fn spawn(&self, config: &str, mut command: Command) -> Result<Child, BrokerError> {
         std::fs::create_dir_all(self.data_dir())
             .map_err(BrokerError::io("creating", &self.data_dir()))?;
-        process::write_atomically(&self.config_file(), config.as_bytes())?;
+        // Private: it may hold a user's password (a managed broker with TLS).
+        crate::tls::write_private(&self.config_file(), config.as_bytes())?;
         process::rotate_log(&self.log_file())?;
         process::remove_pid_file(&self.pid_file())?;
         process::output_to(&mut command, &self.log_file())

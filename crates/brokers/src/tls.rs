@@ -147,9 +147,10 @@ impl TlsFiles {
         // A name of its own: a client given another home's CA then finds no issuer at all
         // (rather than one of the same name whose signature does not match).
         let tag: String = random_password()?.chars().take(8).collect();
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, format!("brokerbench throwaway CA {tag}"));
+        ca_params.distinguished_name.push(
+            DnType::CommonName,
+            format!("brokerbench throwaway CA {tag}"),
+        );
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
         let ca_certificate = ca_params
@@ -216,7 +217,7 @@ pub fn write_private(path: &Path, content: &[u8]) -> Result<(), BrokerError> {
 
 /// 24 random characters from [A-Za-z0-9]: about 143 bits, and nothing a properties file, a
 /// JAAS line, a URI or a shell would need to quote.
-fn random_password() -> Result<String, BrokerError> {
+pub fn random_password() -> Result<String, BrokerError> {
     const ALPHABET: &[u8; 62] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut random = fs::File::open("/dev/urandom")
         .map_err(BrokerError::io("opening", Path::new("/dev/urandom")))?;

@@ -28,7 +28,8 @@ const SYSTEM_CA_BUNDLES: &[&str] = &[
 ];
 
 /// How a client connects over TLS.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct TlsSettings {
     /// The CAs that may sign the broker's certificate (PEM); None: the system's bundle.
     pub ca_file: Option<PathBuf>,
@@ -46,12 +47,13 @@ pub enum TlsError {
     /// A file of the settings is missing, unreadable or holds no usable PEM item.
     #[error("{path}: {message}")]
     File { path: String, message: String },
-    /// The handshake failed: rustls's reason, and what to check.
-    #[error("the TLS handshake with {host} failed: {reason}{hint}")]
+    /// The handshake failed: rustls's reason, and what kind of failure it is (for the
+    /// caller's hint, which names its own settings).
+    #[error("the TLS handshake with {host} failed: {reason}")]
     Handshake {
         host: String,
         reason: String,
-        hint: &'static str,
+        failure: Failure,
     },
     /// Anything else of the socket.
     #[error("TLS with {host}: {source}")]
@@ -60,6 +62,37 @@ pub enum TlsError {
         #[source]
         source: io::Error,
     },
+}
+
+/// What kind of handshake failure it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The broker's certificate is not signed by a trusted CA, or does not name the host.
+    UntrustedCertificate,
+    /// The broker wants a client certificate it trusts.
+    ClientCertificate,
+    /// The port does not speak TLS.
+    NotTls,
+    /// No answer in time.
+    Timeout,
+    Other,
+}
+
+impl TlsError {
+    /// What to check, for a handshake failure: the CA (`ca_setting`), the client certificate
+    /// (`client_setting`), or the port; empty for other errors.
+    pub fn hint(&self, ca_setting: &str, client_setting: &str) -> String {
+        match self {
+            TlsError::Handshake { failure, .. } => match failure {
+                Failure::UntrustedCertificate => format!("the broker's certificate is not signed by a CA the client trusts, or does not name the host connected to: give the CA that signed it ({ca_setting}) and connect to a name the certificate holds"),
+                Failure::ClientCertificate => format!("the broker wants a client certificate it trusts ({client_setting})"),
+                Failure::NotTls => "the port does not speak TLS: use the broker's TLS port".into(),
+                Failure::Timeout => "is it a TLS listener?".into(),
+                Failure::Other => String::new(),
+            },
+            _ => String::new(),
+        }
+    }
 }
 
 impl TlsSettings {
@@ -157,12 +190,12 @@ pub fn connect(
     let name = ServerName::try_from(name_text.clone()).map_err(|_| TlsError::Handshake {
         host: host.to_string(),
         reason: format!("'{name_text}' is not a host name or IP address"),
-        hint: "",
+        failure: Failure::Other,
     })?;
     let mut connection = ClientConnection::new(config, name).map_err(|e| TlsError::Handshake {
         host: host.to_string(),
         reason: e.to_string(),
-        hint: "",
+        failure: Failure::Other,
     })?;
     while connection.is_handshaking() {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -170,7 +203,7 @@ pub fn connect(
             return Err(TlsError::Handshake {
                 host: host.to_string(),
                 reason: "no answer to the handshake in time".into(),
-                hint: "; is it a TLS listener?",
+                failure: Failure::Timeout,
             });
         }
         tcp.set_read_timeout(Some(left)).map_err(io_error)?;
@@ -199,19 +232,19 @@ fn handshake_error(host: &str, error: io::Error) -> TlsError {
         Some(tls) => tls.to_string(),
         None => error.to_string(),
     };
-    let hint = if reason.contains("invalid peer certificate") {
-        "; the broker's certificate is not signed by a CA the client trusts, or does not name the host: give the CA that signed it (cacertfile=… in the URI) and connect to a name the certificate holds"
+    let failure = if reason.contains("invalid peer certificate") {
+        Failure::UntrustedCertificate
     } else if reason.contains("CertificateRequired") || reason.contains("BadCertificate") {
-        "; the broker wants a client certificate it trusts (certfile=… and keyfile=… in the URI)"
+        Failure::ClientCertificate
     } else if reason.contains("corrupt message") || reason.contains("InvalidContentType") {
-        "; the port does not speak TLS: use the broker's TLS port, or amqp:// for a plain one"
+        Failure::NotTls
     } else {
-        ""
+        Failure::Other
     };
     TlsError::Handshake {
         host: host.to_string(),
         reason,
-        hint,
+        failure,
     }
 }
 

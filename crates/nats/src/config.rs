@@ -20,6 +20,7 @@ pub const NATS_DRIVER_FIELDS: &[&str] = &[
     "stream_prefix",
     "delete_streams",
     "reconnect",
+    "tls",
 ];
 
 fn default_one() -> u32 {
@@ -83,6 +84,10 @@ pub struct NatsDriverConfig {
     /// ones do not, and are not made again); `reconnect: false` leaves them failed.
     #[serde(default)]
     pub reconnect: brokerbench_model::reconnect::Reconnect,
+    /// TLS: `{ca_file, cert_file, key_file, server_name}` (PEM files); given, the connection
+    /// goes over to TLS after the server's INFO, as with a `tls://` URL.
+    #[serde(default)]
+    pub tls: Option<brokerbench_driver::tls::TlsSettings>,
 }
 
 impl Default for NatsDriverConfig {
@@ -193,14 +198,20 @@ pub struct NatsUrl {
     pub port: u16,
     pub user: Option<String>,
     password: Option<String>,
+    /// `tls://`, or the driver file's `tls:` block: TLS after the server's INFO.
+    pub tls: Option<brokerbench_driver::tls::TlsSettings>,
 }
 
 impl NatsUrl {
     pub fn parse(text: &str) -> Result<NatsUrl, String> {
-        let rest = text.strip_prefix("nats://").unwrap_or(text);
-        if text.starts_with("tls://") || text.contains("://") && !text.starts_with("nats://") {
+        let secure = text.starts_with("tls://");
+        let rest = text
+            .strip_prefix("nats://")
+            .or_else(|| text.strip_prefix("tls://"))
+            .unwrap_or(text);
+        if text.contains("://") && !text.starts_with("nats://") && !secure {
             return Err(format!(
-                "'{}': only nats://host:port is supported (TLS is not yet)",
+                "'{}': write nats://host:port, or tls://host:port for TLS",
                 brokerbench_model::redact::redact_uri(text)
             ));
         }
@@ -232,6 +243,7 @@ impl NatsUrl {
             port,
             user,
             password,
+            tls: secure.then(Default::default),
         })
     }
 
@@ -245,10 +257,11 @@ impl NatsUrl {
     }
 
     fn redacted(&self) -> String {
+        let scheme = if self.tls.is_some() { "tls" } else { "nats" };
         match (&self.user, &self.password) {
-            (Some(u), Some(_)) => format!("nats://{u}:***@{}", self.address()),
-            (Some(u), None) => format!("nats://{u}@{}", self.address()),
-            _ => format!("nats://{}", self.address()),
+            (Some(u), Some(_)) => format!("{scheme}://{u}:***@{}", self.address()),
+            (Some(u), None) => format!("{scheme}://{u}@{}", self.address()),
+            _ => format!("{scheme}://{}", self.address()),
         }
     }
 }
@@ -305,7 +318,22 @@ mod tests {
                 "{shown}"
             );
         }
-        assert!(NatsUrl::parse("tls://h:1").unwrap_err().contains("TLS"));
+        let secure = NatsUrl::parse("tls://bench:s3cret@h:1").unwrap();
+        assert_eq!(secure.tls, Some(Default::default()));
+        assert_eq!(secure.to_string(), "tls://bench:***@h:1");
+        assert!(NatsUrl::parse("nats://h:1").unwrap().tls.is_none());
+        assert!(NatsUrl::parse("http://h:1").unwrap_err().contains("tls://"));
+        let c: NatsDriverConfig =
+            brokerbench_model::yaml::from_str("tls: {ca_file: /ca.pem, server_name: mq}").unwrap();
+        let tls = c.tls.unwrap();
+        assert_eq!(
+            (tls.ca_file.unwrap(), tls.server_name.unwrap()),
+            (std::path::PathBuf::from("/ca.pem"), "mq".to_string())
+        );
+        let typo = brokerbench_model::yaml::from_str::<NatsDriverConfig>("tls: {ca_flie: /ca.pem}")
+            .unwrap_err()
+            .to_string();
+        assert!(typo.contains("ca_flie"), "{typo}");
         let c: NatsDriverConfig = brokerbench_model::yaml::from_str("discard: new").unwrap();
         assert_eq!(c.validate().unwrap_err().field, "discard");
         let c: NatsDriverConfig = brokerbench_model::yaml::from_str(

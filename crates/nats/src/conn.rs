@@ -26,6 +26,8 @@ pub enum ConnectError {
     Unreachable(String),
     Authentication(String),
     Protocol(String),
+    /// The TLS settings could not be read, or the handshake failed.
+    Tls(String),
 }
 
 /// One connection.
@@ -70,6 +72,7 @@ impl Conn {
             .ok_or_else(|| ConnectError::Protocol(format!("expected INFO, got {line:?}")))?;
         conn.info = serde_json::from_str(info)
             .map_err(|e| ConnectError::Protocol(format!("INFO is not JSON: {e}")))?;
+        conn.upgrade(url, deadline)?;
         let mut connect = serde_json::json!({
             "verbose": false, "pedantic": false, "headers": true, "no_responders": true,
             "protocol": 1, "lang": "rust-brokerbench", "version": env!("CARGO_PKG_VERSION"),
@@ -100,6 +103,53 @@ impl Conn {
                 });
             }
         }
+    }
+
+    /// Goes over to TLS after the server's INFO when the URL asks for it (`tls://`, or the
+    /// driver file's `tls:` block); refuses a server that requires TLS when it does not.
+    fn upgrade(&mut self, url: &NatsUrl, deadline: Instant) -> Result<(), ConnectError> {
+        let offered = |key: &str| self.info[key].as_bool().unwrap_or(false);
+        let required = offered("tls_required");
+        let Some(settings) = &url.tls else {
+            if required {
+                return Err(ConnectError::Protocol(
+                    "the server requires TLS: write servers: tls://host:port, and give the CA that signed its certificate as tls: {ca_file: …} in the driver file".into(),
+                ));
+            }
+            return Ok(());
+        };
+        if !required && !offered("tls_available") {
+            return Err(ConnectError::Protocol(
+                "the server does not offer TLS (its INFO has neither tls_required nor tls_available): write servers: nats://host:port for a plain connection".into(),
+            ));
+        }
+        let failed = |e: brokerbench_driver::tls::TlsError| {
+            let hint = e.hint(
+                "tls: {ca_file: …} in the driver file",
+                "tls: {cert_file: …, key_file: …} in the driver file",
+            );
+            ConnectError::Tls(if hint.is_empty() {
+                e.to_string()
+            } else {
+                format!("{e}; {hint}")
+            })
+        };
+        let config = settings.client_config().map_err(failed)?;
+        let raw = self
+            .stream
+            .try_clone()
+            .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
+        self.stream = brokerbench_driver::tls::connect(
+            raw,
+            config,
+            &url.host,
+            settings.server_name.as_deref(),
+            deadline,
+        )
+        .map_err(failed)?;
+        // The plain side has no read timeout yet.
+        self.read_timeout = None;
+        Ok(())
     }
 
     /// Reads one control line before `deadline` (during the handshake only).

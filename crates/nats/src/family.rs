@@ -110,7 +110,7 @@ impl Family for NatsFamily {
         managed: Option<&str>,
     ) -> Result<Box<dyn Driver>, DriverError> {
         let config = config_of(config)?;
-        let url = match (managed, &config.servers) {
+        let mut url = match (managed, &config.servers) {
             (Some(url), _) => NatsUrl::parse(url).map_err(DriverError::Other)?,
             (None, Some(url)) => url.clone(),
             (None, None) => {
@@ -119,6 +119,9 @@ impl Family for NatsFamily {
                 ))
             }
         };
+        if let Some(tls) = &config.tls {
+            url.tls = Some(tls.clone());
+        }
         Ok(Box::new(NatsDriver::new(config, url)))
     }
     fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {

@@ -66,7 +66,20 @@ impl NatsDriver {
             ConnectError::Authentication(reason) => DriverError::Authentication {
                 broker: "nats",
                 address: self.url.to_string(),
+                reason: match &self.url.user {
+                    Some(user) => format!(
+                        "{reason} (user '{user}'); check the user and password in servers"
+                    ),
+                    None => format!(
+                        "{reason} (no user given); the server wants one: servers: nats://user:password@host:port"
+                    ),
+                },
+            },
+            ConnectError::Tls(reason) => DriverError::Unreachable {
+                broker: "nats",
+                address: self.url.to_string(),
                 reason,
+                hint: "check servers (tls://host:port) and the driver file's tls: block (ca_file, cert_file, key_file, server_name)".into(),
             },
             ConnectError::Protocol(reason) => {
                 DriverError::Other(format!("nats at {}: {reason}", self.url))

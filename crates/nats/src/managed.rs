@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use brokerbench_brokers::daemon::{self, Daemon};
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
+use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker};
 
 const NAME: &str = "nats";
@@ -67,18 +68,70 @@ impl ManagedNats {
             .unwrap_or_else(|| "unknown".into())
     }
 
-    fn configuration(&self, port: u16) -> String {
-        format!(
+    fn configuration(&self, port: u16) -> Result<String, BrokerError> {
+        let mut text = format!(
             "# Written by brokerbench: the managed nats-server.\nserver_name: brokerbench\nlisten: 127.0.0.1:{port}\nhttp: 127.0.0.1:{}\nmax_payload: 8MB\njetstream {{\n  store_dir: \"{}\"\n  max_memory_store: 1GB\n  max_file_store: 20GB\n}}\n",
             port + MONITOR_OFFSET,
             self.daemon.data_dir().display()
-        )
+        );
+        let files = self.tls();
+        if files.enabled() {
+            files.generate_once()?;
+            text.push_str(&tls_configuration(
+                &files,
+                &files.password()?,
+                &tls::random_password()?,
+            ));
+        }
+        Ok(text)
+    }
+
+    /// The TLS material and whether TLS is on for the next start (see [`TlsFiles`]).
+    pub fn tls(&self) -> TlsFiles {
+        TlsFiles::of(&self.daemon.dir)
+    }
+
+    /// Whether the running server was started with TLS (its configuration has the block).
+    fn running_tls(&self) -> bool {
+        std::fs::read_to_string(self.daemon.config_file()).is_ok_and(|text| text.contains(TLS_MARK))
+    }
+
+    /// `tls://brokerbench:PASSWORD@127.0.0.1:PORT`, with the home's CA.
+    fn tls_url(&self, port: u16) -> Result<crate::config::NatsUrl, BrokerError> {
+        let files = self.tls();
+        let mut url = crate::config::NatsUrl::parse(&format!(
+            "tls://{}:{}@127.0.0.1:{port}",
+            tls::USER,
+            files.password()?
+        ))
+        .map_err(|what| BrokerError::Tls { what })?;
+        url.tls = Some(brokerbench_driver::tls::TlsSettings {
+            ca_file: Some(files.ca()),
+            ..Default::default()
+        });
+        Ok(url)
     }
 
     fn status_of(&self, pid: u32, port: u16) -> BrokerStatus {
         self.daemon
             .status_of(pid, format!("127.0.0.1:{port}"), Self::version())
     }
+}
+
+/// Marks the TLS part of the configuration.
+const TLS_MARK: &str = "# TLS (`brokerbench broker up nats --tls`)";
+
+/// TLS on the client port beside plain connections (`allow_non_tls`), and the user
+/// `brokerbench` with `password`; clients that name no user are `anonymous` (`no_auth_user`,
+/// with a password nobody is told), so plain runs go on as before.
+fn tls_configuration(files: &TlsFiles, password: &str, anonymous_password: &str) -> String {
+    format!(
+        "{TLS_MARK}: a throwaway CA's certificate, see tls/.\ntls {{\n  cert_file: \"{}\"\n  key_file: \"{}\"\n  ca_file: \"{}\"\n  timeout: 2\n}}\nallow_non_tls: true\nauthorization {{\n  users: [\n    {{user: {}, password: \"{password}\"}}\n    {{user: anonymous, password: \"{anonymous_password}\"}}\n  ]\n}}\nno_auth_user: anonymous\n",
+        files.server_certificate().display(),
+        files.server_key().display(),
+        files.ca().display(),
+        tls::USER,
+    )
 }
 
 /// True when the server at `port` sends its INFO with JetStream on.
@@ -133,7 +186,7 @@ impl Lifecycle for ManagedNats {
         }
         let mut command = Command::new(Self::program().ok_or_else(missing)?);
         command.arg("-c").arg(self.daemon.config_file());
-        let child = self.daemon.spawn(&self.configuration(port), command)?;
+        let child = self.daemon.spawn(&self.configuration(port)?, command)?;
         Ok((child, port))
     }
 
@@ -143,6 +196,21 @@ impl Lifecycle for ManagedNats {
     ) -> Result<BrokerStatus, BrokerError> {
         let port = *port;
         self.daemon.wait(child, || answers(port))?;
+        if self.running_tls() {
+            // The user logs in over TLS with the home's CA, as a client of the driver file will.
+            let url = self.tls_url(port)?;
+            if let Err(e) = crate::conn::Conn::connect(&url, Duration::from_secs(5)) {
+                return Err(BrokerError::StartFailed {
+                    broker: NAME,
+                    reason: format!(
+                        "the user `{}` could not log in over TLS on 127.0.0.1:{port}: {e:?}",
+                        tls::USER
+                    ),
+                    log_file: self.daemon.log_file(),
+                    log_tail: brokerbench_brokers::process::log_tail(&self.daemon.log_file(), 20),
+                });
+            }
+        }
         Ok(ManagedNats::status_of(self, child.id(), port))
     }
 
@@ -205,9 +273,68 @@ impl ManagedBroker for ManagedNats {
     }
 
     fn endpoints(&self) -> Vec<String> {
-        self.metrics_url()
+        let mut lines: Vec<String> = self
+            .metrics_url()
             .map(|url| format!("monitoring: {url}/varz  {url}/jsz"))
             .into_iter()
-            .collect()
+            .collect();
+        if let (true, Ok(port)) = (self.running_tls(), self.port()) {
+            lines.push(format!(
+                "TLS:  tls://127.0.0.1:{port} (user `{}`; plain nats:// on the same port goes on as before)",
+                tls::USER
+            ));
+            lines.push(format!("CA:   {}", self.tls().ca().display()));
+            lines.push("`brokerbench broker status nats --driver-file > nats-tls.yaml` writes a driver file for it (it holds the password)".into());
+        }
+        lines
+    }
+
+    fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
+        if let Some(pid) = self.daemon.running_pid() {
+            let running_tls = self.running_tls();
+            if running_tls != on {
+                return Err(BrokerError::TlsMismatch {
+                    broker: NAME,
+                    pid,
+                    state: if running_tls {
+                        "with TLS"
+                    } else {
+                        "without TLS"
+                    },
+                    flag: if on { " --tls" } else { " --no-tls" },
+                });
+            }
+        }
+        self.tls().set_enabled(on)
+    }
+
+    fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
+        if !self.running_tls() {
+            return Ok(format!(
+                "\
+# The managed nats-server (`brokerbench broker status nats --driver-file`).
+# Start it with TLS and a user: brokerbench broker down nats; brokerbench broker up nats --tls
+driver: nats
+servers: nats://{}
+",
+                status.address
+            ));
+        }
+        let files = self.tls();
+        Ok(format!(
+            "\
+# The managed nats-server over TLS (`brokerbench broker status nats --driver-file`).
+# It holds the password of the user `{user}`: keep it private. brokerbench writes it into no
+# result, log or report. With servers set, a run samples the server's process when given
+# --broker-process nats-server.
+driver: nats
+servers: tls://{user}:{password}@{address}
+tls: {{ca_file: '{ca}'}}
+",
+            user = tls::USER,
+            password = files.password()?,
+            address = status.address,
+            ca = files.ca().display(),
+        ))
     }
 }
