@@ -101,6 +101,56 @@ fn direct_exchange_publish_and_consume_lose_nothing() {
 
 #[test]
 #[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
+fn one_mebibyte_messages_cross_many_frames_and_lose_nothing() {
+    let uri = broker_uri();
+    // 1 MiB bodies: eight 128 KiB body frames each way, put together again by the consumer.
+    let workload = SMALL
+        .replace("rate: 2000", "rate: 40")
+        .replace("duration: 2s", "duration: 3s")
+        + "message_size: 1048576\n";
+    let s = run_with(&uri, "{}", &workload);
+    assert!(
+        s.integrity.checked && s.integrity.is_clean(),
+        "{:?}",
+        s.integrity
+    );
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(s.total.received, s.total.sent);
+    assert!(s.total.received >= 100, "{:?}", s.total);
+    assert_eq!(
+        s.total.bytes_received,
+        s.total.received * 1_048_576,
+        "{:?}",
+        s.total
+    );
+}
+
+#[test]
+#[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
+fn one_second_heartbeats_keep_an_idle_consumer_connected_for_ten_seconds() {
+    let uri = broker_uri();
+    // heartbeat=1: the broker closes a connection it hears nothing from for about 2 s. A
+    // message every 4 s, consumed with automatic acknowledgement, leaves both connections
+    // silent for seconds at a time: only heartbeats keep them.
+    let mut with_heartbeats = uri.clone();
+    with_heartbeats.heartbeat = Some(1);
+    let workload = SMALL
+        .replace("rate: 2000", "rate: 0.25")
+        .replace("duration: 2s", "duration: 10s");
+    let s = run_with(&with_heartbeats, "{ack: {mode: auto}}", &workload);
+    assert!(
+        s.integrity.checked && s.integrity.is_clean(),
+        "{:?}",
+        s.integrity
+    );
+    assert!(s.outages.is_empty(), "{:?}", s.outages);
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(s.total.received, s.total.sent);
+    assert!(s.total.received >= 2, "{:?}", s.total);
+}
+
+#[test]
+#[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
 fn every_queue_of_a_fanout_receives_every_message() {
     let uri = broker_uri();
     let s = run_with(&uri, "exchange: {type: fanout}\nqueues_per_topic: 3", SMALL);

@@ -625,14 +625,101 @@ mod tests {
                 }),
                 "a delivery without its delivery tag",
             ),
+            (
+                Box::new(move |channel| {
+                    let mut out = Vec::new();
+                    deliver_method(&mut out, channel);
+                    // The frame-end byte of the method frame replaced.
+                    *out.last_mut().unwrap() = 0xAB;
+                    out
+                }),
+                "without the frame-end byte",
+            ),
         ] {
             let (kind, reason) = ended_by(frames);
             assert_eq!(kind, CONNECTION_CLOSED, "{reason}");
             assert!(
-                reason.contains("broke the protocol") && reason.contains(says),
+                (reason.contains("broke the protocol") || reason.contains("not an AMQP broker"))
+                    && reason.contains(says),
                 "{reason} / {says}"
             );
         }
+    }
+
+    #[test]
+    fn a_connection_close_from_the_broker_is_answered_and_ends_every_channel_with_its_code() {
+        let (session, mut server) = pair(Reading::Caller);
+        let broker = std::thread::spawn(move || {
+            let mut numbers = Vec::new();
+            let mut out = Vec::new();
+            for _ in 0..2 {
+                let (_, channel, _) = read_frame(&mut server);
+                numbers.push(channel);
+                wire::method(&mut out, channel, id::CHANNEL_OPEN_OK, |out| {
+                    out.extend_from_slice(&[0; 4])
+                });
+                server.write_all(&out).unwrap();
+                out.clear();
+            }
+            wire::close(
+                &mut out,
+                0,
+                id::CONNECTION_CLOSE,
+                "CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'",
+            );
+            // close() writes reply code 200: the broker's is 320.
+            let code_at = 7 + 4;
+            out[code_at..code_at + 2].copy_from_slice(&320u16.to_be_bytes());
+            dribble(&mut server, &out, 5);
+            // The client answers with connection.close-ok before it lets go.
+            let (kind, channel, payload) = read_frame(&mut server);
+            assert_eq!((kind, channel), (FRAME_METHOD, 0));
+            assert_eq!(method_of(&payload), id::CONNECTION_CLOSE_OK);
+        });
+        let channels = [session.channel().unwrap(), session.channel().unwrap()];
+        for channel in &channels {
+            assert!(
+                session.wait(channel.state(), Duration::from_secs(10), &|i| i
+                    .ended
+                    .is_some())
+            );
+            let (kind, reason) = channel.ended().unwrap();
+            assert_eq!(kind, CONNECTION_CLOSED);
+            assert!(
+                reason.contains("320") && reason.contains("CONNECTION_FORCED"),
+                "{reason}"
+            );
+        }
+        broker.join().unwrap();
+    }
+
+    #[test]
+    fn a_consumer_cancelled_by_the_broker_is_told_to_its_channel() {
+        let (session, mut server) = pair(Reading::Caller);
+        let broker = std::thread::spawn(move || {
+            let (_, channel, _) = read_frame(&mut server);
+            let mut out = Vec::new();
+            wire::method(&mut out, channel, id::CHANNEL_OPEN_OK, |out| {
+                out.extend_from_slice(&[0; 4])
+            });
+            // basic.cancel: consumer tag, no-wait (the queue was deleted).
+            wire::method(&mut out, channel, id::BASIC_CANCEL, |out| {
+                wire::put_short_string(out, "ctag");
+                out.push(1);
+            });
+            dribble(&mut server, &out, 2);
+            server
+        });
+        let channel = session.channel().unwrap();
+        assert!(
+            session.wait(channel.state(), Duration::from_secs(10), &|i| i.cancelled),
+            "the cancel was not told"
+        );
+        assert!(
+            channel.ended().is_none(),
+            "a cancel leaves the channel open"
+        );
+        drop(broker.join().unwrap());
     }
 
     #[test]
