@@ -41,6 +41,9 @@ pub(crate) struct AmqpConsumer {
     queue: String,
     consumer_tag: String,
     redial: Redial,
+    /// Backlog mode paused the consumer: its basic.consume is cancelled until resumed, and
+    /// `poll` goes on (heartbeats, the few deliveries already on their way).
+    paused: bool,
 }
 
 /// A channel consuming `queue` on `session`, with the configured prefetch and ack mode.
@@ -105,7 +108,36 @@ impl AmqpConsumer {
             consumer_tag,
             dialer,
             redial: Redial::default(),
+            paused: false,
         })
+    }
+
+    /// basic.cancel (the broker stops delivering; what is on its way still comes) or
+    /// basic.consume again.
+    fn set_consuming(&mut self, consuming: bool) -> Result<(), String> {
+        let number = self.channel.number();
+        let mut frame = Vec::new();
+        let reply = if consuming {
+            let manual = self.manual;
+            let config = &self.dialer.config;
+            let (queue, tag) = (&self.queue, &self.consumer_tag);
+            wire::method(&mut frame, number, id::BASIC_CONSUME, |out| {
+                out.extend_from_slice(&0u16.to_be_bytes());
+                wire::put_short_string(out, queue);
+                wire::put_short_string(out, tag);
+                out.push(if manual { 0 } else { 0b10 });
+                wire::put_arguments(out, &consume_arguments(&config.queue));
+            });
+            id::BASIC_CONSUME_OK
+        } else {
+            let tag = &self.consumer_tag;
+            wire::method(&mut frame, number, id::BASIC_CANCEL, |out| {
+                wire::put_short_string(out, tag);
+                out.push(0);
+            });
+            id::BASIC_CANCEL_OK
+        };
+        self.channel.call(frame, reply, ADMIN_TIMEOUT).map(|_| ())
     }
 
     /// Why the consumer cannot receive any more, if it cannot.
@@ -144,6 +176,9 @@ impl AmqpConsumer {
                 self.last_tag = 0;
                 self.reported = None;
                 self.redial.succeeded();
+                if self.paused {
+                    let _ = self.set_consuming(false);
+                }
             }
             Err(_) => self.redial.failed(&self.dialer.config.reconnect),
         }
@@ -216,6 +251,24 @@ impl Consumer for AmqpConsumer {
             }
             None => Ok(()),
         }
+    }
+
+    /// Backlog mode: cancels the consumer (resumes with basic.consume) and is polled on, so
+    /// the connection keeps its heartbeats and its deliveries on their way are acknowledged.
+    fn pause(&mut self, paused: bool) -> bool {
+        if self.dialer.config.queue.kind == crate::config::QueueKind::Stream {
+            // A stream consumer that consumed again would start over at its `first` offset:
+            // the engine stops polling it instead (its prefetch bounds what arrives).
+            return false;
+        }
+        if paused != self.paused {
+            self.paused = paused;
+            if self.reported.is_none() {
+                // A failure here shows as the channel's end on the next poll.
+                let _ = self.set_consuming(!paused);
+            }
+        }
+        true
     }
 
     fn assigned(&self, _slot: usize) -> usize {

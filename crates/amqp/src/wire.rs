@@ -54,6 +54,7 @@ pub mod id {
     pub const BASIC_CONSUME: (u16, u16) = (60, 20);
     pub const BASIC_CONSUME_OK: (u16, u16) = (60, 21);
     pub const BASIC_CANCEL: (u16, u16) = (60, 30);
+    pub const BASIC_CANCEL_OK: (u16, u16) = (60, 31);
     pub const BASIC_PUBLISH: (u16, u16) = (60, 40);
     pub const BASIC_RETURN: (u16, u16) = (60, 50);
     pub const BASIC_DELIVER: (u16, u16) = (60, 60);

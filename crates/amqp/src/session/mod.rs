@@ -140,11 +140,16 @@ pub struct Session {
 
 /// How long opening a session may take.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(10);
+/// The heartbeat interval a session asks for unless the URI says (`?heartbeat=N`, 0 for
+/// none): RabbitMQ's own default, so a half-open connection or a silent broker is found
+/// within two intervals rather than never. The broker's lower value wins.
+pub const DEFAULT_HEARTBEAT_S: u16 = 60;
 
 impl Session {
     /// Opens a connection named `name` (shown in the management UI).
     pub fn open(uri: &AmqpUri, name: &str, reading: Reading) -> Result<Session, DriverError> {
-        let opened = probe::open(uri, OPEN_TIMEOUT, name, uri.heartbeat.unwrap_or(0))
+        let heartbeat = uri.heartbeat.unwrap_or(DEFAULT_HEARTBEAT_S);
+        let opened = probe::open(uri, OPEN_TIMEOUT, name, heartbeat)
             .map_err(|e| crate::probe_error(uri, e))?;
         Session::start(opened, reading, uri.address())
     }
