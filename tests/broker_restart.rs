@@ -219,11 +219,54 @@ fn assert_stalled_once(run: &Run) {
     let seconds = stalls[0]["seconds"].as_f64().unwrap();
     assert!((2.0..=4.0).contains(&seconds), "{s:#}");
     assert_eq!(s["client_bound"], false, "{s:#}");
+    let notes = s["notes"].to_string();
+    // The acknowledgements late after the pause are the stall's: no second cause for them.
     assert!(
-        !s["notes"].to_string().contains("CLIENT-BOUND"),
+        !notes.contains("CLIENT-BOUND") && !notes.contains("BROKER SLOW"),
         "{:#}",
         s["notes"]
     );
+}
+
+#[test]
+fn a_kafka_paused_a_quarter_second_at_a_time_is_slow_not_stalled() {
+    let _turn = serial();
+    kafka();
+    let dir = tempfile::tempdir().unwrap();
+    let folder = results_folder(dir.path());
+    // For 3 s the broker runs 250 ms and is paused 250 ms: acknowledgements come every
+    // second, late, while the generator keeps its schedule.
+    let pauser = std::thread::spawn(move || {
+        let measuring = wait_for_measured_seconds(&folder, 2);
+        let pid = broker_pid("kafka") as i32;
+        for _ in 0..6 {
+            // SAFETY: kill(2) with a pid that `broker status` reported as the broker's.
+            assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+            std::thread::sleep(Duration::from_millis(250));
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        measuring
+    });
+    let run = run_in(dir, &with_sets(&short("5000", 8), &[]));
+    assert!(pauser.join().unwrap(), "the run never measured 2 s");
+    let s = run.summary();
+    assert_eq!(s["status"], "complete", "{s:#}");
+    assert_eq!(s["integrity"]["lost"], 0, "{s:#}");
+    assert_eq!(s["stalls"], serde_json::json!([]), "{s:#}");
+    assert_eq!(s["outages"], serde_json::json!([]), "{s:#}");
+    assert_eq!(s["client_bound"], false, "{s:#}");
+    let slow: Vec<String> = s["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .filter(|n| n.starts_with("BROKER SLOW"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(slow.len(), 1, "{:#}", s["notes"]);
+    assert!(slow[0].contains("kept their schedule"), "{}", slow[0]);
 }
 
 #[test]

@@ -49,6 +49,9 @@ pub struct MockFaults {
     /// Deliver every n-th message after the one that follows it (to every subscription): one
     /// message out of order per n, nothing lost or duplicated.
     pub swap_every: Option<u64>,
+    /// The broker is slow (start, length, delay), counted from `prepare`: a message is
+    /// acknowledged only `delay` after it was sent, while sends are taken as usual.
+    pub slow: Option<(Duration, Duration, Duration)>,
 }
 
 /// Acknowledgements granted so far against the capacity, since the first send.
@@ -128,6 +131,10 @@ impl Driver for MockDriver {
                 let prepared = self.prepared.unwrap_or_else(std::time::Instant::now);
                 (prepared + start, prepared + start + length)
             }),
+            slow: self.faults.slow.map(|(start, length, delay)| {
+                let prepared = self.prepared.unwrap_or_else(std::time::Instant::now);
+                (prepared + start, prepared + start + length, delay)
+            }),
             held: None,
         }))
     }
@@ -163,6 +170,9 @@ struct MockProducer {
     lost_at: Option<u64>,
     /// When the broker acknowledges nothing, from and to.
     stall: Option<(std::time::Instant, std::time::Instant)>,
+    /// When the broker is slow (from, to), and how long after its send a message is
+    /// acknowledged meanwhile.
+    slow: Option<(std::time::Instant, std::time::Instant, Duration)>,
     /// A message held back to be delivered after the next one (`swap_every`).
     held: Option<Vec<u8>>,
 }
@@ -244,8 +254,22 @@ impl Producer for MockProducer {
             std::thread::sleep(timeout.min(Duration::from_millis(1)));
             return;
         }
+        let now = std::time::Instant::now();
+        let ripe_before_ns = match self.slow {
+            Some((from, to, delay)) if now >= from && now < to => crate::Clock::process()
+                .now_ns()
+                .saturating_sub(delay.as_nanos() as u64),
+            _ => u64::MAX,
+        };
         let mut queues = self.queues.lock().expect("queues");
         for _ in 0..allowed {
+            if self
+                .pending
+                .front()
+                .is_some_and(|(_, sent_ns)| *sent_ns > ripe_before_ns)
+            {
+                break;
+            }
             let Some((payload, sent_ns)) = self.pending.pop_front() else {
                 break;
             };

@@ -88,6 +88,20 @@ impl Latencies {
         }
     }
 
+    /// The value at quantile `q` (0 to 1); 0 when there is none.
+    pub fn quantile(&self, q: f64) -> u64 {
+        match self {
+            Latencies::Few(values) if values.is_empty() => 0,
+            Latencies::Few(values) => {
+                let mut sorted = values.clone();
+                sorted.sort_unstable();
+                let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+                sorted[rank - 1]
+            }
+            Latencies::Many(histogram) => histogram.value_at_quantile(q),
+        }
+    }
+
     /// Adds every value of `other`.
     pub fn add(&mut self, other: &Latencies) {
         match (&mut *self, other) {

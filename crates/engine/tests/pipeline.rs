@@ -633,6 +633,48 @@ fn a_run_with_some_failures_is_not_stopped() {
 }
 
 #[test]
+fn a_broker_that_acknowledges_late_while_sends_keep_their_schedule_is_slow() {
+    let w = workload("rate: 1000\nwarmup: 0s\nduration: 6s\ndrain_timeout: 2s");
+    // From 2 s for 2 s every acknowledgement comes 300 ms after its send.
+    let faults = MockFaults {
+        slow: Some((
+            std::time::Duration::from_millis(2000),
+            std::time::Duration::from_millis(2000),
+            std::time::Duration::from_millis(300),
+        )),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let mut rows = Rows::default();
+    let out = run(&w, &mut driver, &mut rows, &control()).unwrap();
+    let s = &out.summary;
+    let slow: Vec<&String> = s
+        .notes
+        .iter()
+        .filter(|n| n.contains("BROKER SLOW"))
+        .collect();
+    assert_eq!(slow.len(), 1, "{:?}", s.notes);
+    assert!(
+        (slow[0].contains("at 2 s for 2 s") || slow[0].contains("at 2 s for 3 s"))
+            && slow[0].contains("publish p99 up to 3")
+            && slow[0].contains("kept their schedule"),
+        "{}",
+        slow[0]
+    );
+    assert!(s.stalls.is_empty() && s.outages.is_empty(), "{:?}", s.notes);
+    assert!(!s.client_bound && !s.broker_bound, "{:?}", s.notes);
+    assert!(s.integrity.is_clean(), "{:?}", s.integrity);
+    // Without the slowdown: no such note.
+    let mut driver = MockDriver::new(MockFaults::default(), 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    assert!(
+        out.summary.notes.iter().all(|n| !n.contains("BROKER SLOW")),
+        "{:?}",
+        out.summary.notes
+    );
+}
+
+#[test]
 fn a_broker_that_stops_acknowledging_while_connected_is_a_stall_not_client_bound() {
     let w = workload("rate: 1000\nwarmup: 0s\nduration: 6s\ndrain_timeout: 2s");
     let faults = MockFaults {
@@ -661,6 +703,12 @@ fn a_broker_that_stops_acknowledging_while_connected_is_a_stall_not_client_bound
             .filter(|n| n.contains("BROKER STALLED"))
             .count(),
         1,
+        "{:?}",
+        s.notes
+    );
+    // The late acknowledgements after the stall are the stall's, not a slow broker's.
+    assert!(
+        s.notes.iter().all(|n| !n.contains("BROKER SLOW")),
         "{:?}",
         s.notes
     );

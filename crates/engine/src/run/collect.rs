@@ -29,10 +29,17 @@ pub(super) struct Collected {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct SecondCounts {
     pub(super) second: u64,
+    /// In the measurement window (else warm-up).
+    pub(super) measuring: bool,
     pub(super) sent: u64,
     pub(super) acknowledged: u64,
     pub(super) disconnected: u64,
     pub(super) blocked: u64,
+    /// Publish latency of the second's acknowledgements, p50 and p99, ns.
+    pub(super) publish_p50_ns: u64,
+    pub(super) publish_p99_ns: u64,
+    /// Schedule lag of the second's sends, p99, ns.
+    pub(super) lag_p99_ns: u64,
 }
 
 /// A run whose first this-many seconds acknowledged nothing and failed at least half of the
@@ -226,10 +233,14 @@ pub(super) fn collect(
             if row_phase != Phase::Drain {
                 seconds.push(SecondCounts {
                     second: next_row,
+                    measuring: row_phase == Phase::Measurement,
                     sent: interval.sent,
                     acknowledged: interval.acknowledged,
                     disconnected: interval.disconnected,
                     blocked: interval.blocked,
+                    publish_p50_ns: interval.publish.quantile(0.5),
+                    publish_p99_ns: interval.publish.quantile(0.99),
+                    lag_p99_ns: interval.schedule_lag.quantile(0.99),
                 });
             }
             acknowledged_so_far += interval.acknowledged;

@@ -201,6 +201,11 @@ pub(super) fn summarize(
         Vec::new()
     };
     let blocks = merge_blocks(&collected.producers, times.start_ns);
+    let slowdowns = if driver.confirms && workload.rate != Rate::Max {
+        find_slowdowns(&collected.seconds)
+    } else {
+        Vec::new()
+    };
     // Lag that grew while the broker was gone, stalled or blocking is that's doing; its note
     // says so.
     let lag_grew = lag_grew && outages.is_empty() && stalls.is_empty() && blocks.is_empty();
@@ -223,6 +228,9 @@ pub(super) fn summarize(
             stall.start_s, stall.seconds, stall.sent
         )
     }));
+    if let Some(note) = slowdown_note(&slowdowns) {
+        notes.push(note);
+    }
     if !outages.is_empty() && (integrity.duplicated > 0 || integrity.out_of_order > 0) {
         notes.push(format!(
             "{} duplicated and {} out of order in a run with an outage: deliveries a consumer had not yet acknowledged when its connection went are delivered again (at least once), after newer ones",
@@ -548,6 +556,124 @@ fn find_stalls(seconds: &[SecondCounts]) -> Vec<Stall> {
     }
     close(&mut run);
     stalls
+}
+
+/// A second's acknowledgements are slow when their p99 is this many times the run's typical
+/// (median per-second) p50 ...
+const SLOW_FACTOR: u64 = 10;
+/// ... and at least this long (ns): below it, a spike is noise, not a slow broker.
+const SLOW_AT_LEAST_NS: u64 = 50_000_000;
+/// Sends kept their schedule in a second when its schedule lag p99 stayed under this (ns).
+const ON_SCHEDULE_NS: u64 = 10_000_000;
+/// Seconds after one with no acknowledgement, a lost connection or a block whose latency
+/// is that event's, not slowness.
+const RECOVERY_SECONDS: u64 = 2;
+
+/// A span of seconds in which the broker acknowledged, late, while sends kept their schedule.
+#[derive(Debug, Clone, PartialEq)]
+struct Slowdown {
+    start_s: u64,
+    seconds: u64,
+    /// The highest per-second publish p99 in the span, ns.
+    publish_p99_ns: u64,
+    /// The highest per-second schedule lag p99 in the span, ns.
+    lag_p99_ns: u64,
+    /// The run's median per-second publish p50, ns.
+    typical_p50_ns: u64,
+}
+
+/// Spans of measured seconds whose acknowledgements came late (p99 at least SLOW_FACTOR × the
+/// typical p50 and SLOW_AT_LEAST_NS) while the generator kept its schedule, the connections
+/// were up and nothing was blocked — the broker was slow, not gone, stalled or the client's
+/// bottleneck. The seconds right after a stall, an outage or a block carry that event's
+/// latency and are left to its note.
+fn find_slowdowns(seconds: &[SecondCounts]) -> Vec<Slowdown> {
+    let mut medians: Vec<u64> = seconds
+        .iter()
+        .filter(|s| s.measuring && s.acknowledged > 0)
+        .map(|s| s.publish_p50_ns)
+        .collect();
+    if medians.is_empty() {
+        return Vec::new();
+    }
+    medians.sort_unstable();
+    let typical = medians[medians.len() / 2];
+    let threshold = typical.saturating_mul(SLOW_FACTOR).max(SLOW_AT_LEAST_NS);
+    let mut spans: Vec<Slowdown> = Vec::new();
+    let mut last_event: Option<u64> = None;
+    let mut previous_slow = false;
+    for s in seconds {
+        if s.acknowledged == 0 || s.disconnected > 0 || s.blocked > 0 {
+            last_event = Some(s.second);
+            previous_slow = false;
+            continue;
+        }
+        let recovering = last_event.is_some_and(|e| s.second <= e + RECOVERY_SECONDS);
+        let slow = s.measuring
+            && !recovering
+            && s.publish_p99_ns >= threshold
+            && s.lag_p99_ns < ON_SCHEDULE_NS;
+        if slow {
+            match spans.last_mut() {
+                Some(span) if previous_slow => {
+                    span.seconds += 1;
+                    span.publish_p99_ns = span.publish_p99_ns.max(s.publish_p99_ns);
+                    span.lag_p99_ns = span.lag_p99_ns.max(s.lag_p99_ns);
+                }
+                _ => spans.push(Slowdown {
+                    start_s: s.second,
+                    seconds: 1,
+                    publish_p99_ns: s.publish_p99_ns,
+                    lag_p99_ns: s.lag_p99_ns,
+                    typical_p50_ns: typical,
+                }),
+            }
+        }
+        previous_slow = slow;
+    }
+    spans
+}
+
+/// Milliseconds with a precision that suits their size.
+fn ms_text(ns: u64) -> String {
+    let ms = ns as f64 / 1e6;
+    if ms >= 100.0 {
+        format!("{ms:.0} ms")
+    } else if ms >= 1.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.2} ms")
+    }
+}
+
+/// One note for every slowdown of the run (the first OUTAGE_NOTES named).
+fn slowdown_note(slowdowns: &[Slowdown]) -> Option<String> {
+    let first = slowdowns.first()?;
+    let spans = slowdowns
+        .iter()
+        .take(OUTAGE_NOTES)
+        .map(|s| {
+            format!(
+                "at {} s for {} s (publish p99 up to {})",
+                s.start_s,
+                s.seconds,
+                ms_text(s.publish_p99_ns)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = slowdowns.len().saturating_sub(OUTAGE_NOTES);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    let lag = slowdowns.iter().map(|s| s.lag_p99_ns).max().unwrap_or(0);
+    Some(format!(
+        "BROKER SLOW {spans}{more}: acknowledgements came late (the run's typical publish p50 is {}) while sends kept their schedule (schedule lag p99 at most {}) and every connection was up: the broker, not the load generator, was slow",
+        ms_text(first.typical_p50_ns),
+        ms_text(lag)
+    ))
 }
 
 /// The producers' blocks as the run's: ones that overlap are one, with the first reason.
