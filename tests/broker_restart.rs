@@ -229,6 +229,47 @@ fn assert_stalled_once(run: &Run) {
 }
 
 #[test]
+fn requests_the_kafka_client_sent_again_are_named_beside_what_they_reordered() {
+    let _turn = serial();
+    kafka();
+    // A 1-s socket timeout and a 3-s pause: librdkafka gives up on the requests in flight and
+    // sends their messages again; the broker, resumed, has the first copies too.
+    let mut sets = short("5000", 8);
+    sets.extend([
+        "partitions_per_topic=4".to_string(),
+        "producer_config.socket.timeout.ms=1000".to_string(),
+    ]);
+    let run = run_through_a_pause("kafka", &sets, &[]);
+    let s = run.summary();
+    assert_eq!(s["integrity"]["lost"], 0, "{s:#}");
+    let notes: Vec<&str> = s["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    let retries: Vec<&&str> = notes
+        .iter()
+        .filter(|n| n.starts_with("CLIENT RETRIES"))
+        .collect();
+    assert_eq!(retries.len(), 1, "{notes:#?}");
+    assert!(
+        retries[0].contains("librdkafka's txretries"),
+        "{}",
+        retries[0]
+    );
+    let reordered = s["integrity"]["out_of_order"].as_u64().unwrap()
+        + s["integrity"]["duplicated"].as_u64().unwrap();
+    if reordered > 0 {
+        assert!(retries[0].contains("can account for"), "{}", retries[0]);
+        assert!(
+            notes.iter().all(|n| !n.contains("no request retried")),
+            "{notes:#?}"
+        );
+    }
+}
+
+#[test]
 fn a_kafka_paused_a_quarter_second_at_a_time_is_slow_not_stalled() {
     let _turn = serial();
     kafka();

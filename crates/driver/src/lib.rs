@@ -259,6 +259,24 @@ pub trait Driver: Send + Sync {
     fn broker_drop_policy(&self) -> Option<String> {
         None
     }
+    /// What the client library did on its own during the run that can reorder or repeat
+    /// messages — requests it retried, consumer group rebalances — for the summary to name
+    /// beside the ledger's out-of-order and duplicate counts. None: nothing to tell.
+    fn client_events(&self) -> Option<ClientEvents> {
+        None
+    }
     /// Removes what `prepare` created, if the driver file asks for it.
     fn cleanup(&mut self) -> Result<(), DriverError>;
+}
+
+/// See [`Driver::client_events`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientEvents {
+    /// Requests the client retried, by when it said so: (ns since the UNIX epoch, how many).
+    pub retries: Vec<(u64, u64)>,
+    /// What a retry is, for the note (e.g. "produce requests retried (librdkafka txretries)").
+    pub retried: &'static str,
+    /// When a consumer had partitions taken away after its first assignment (a rebalance), ns
+    /// since the UNIX epoch.
+    pub rebalances: Vec<u64>,
 }

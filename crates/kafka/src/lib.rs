@@ -90,6 +90,10 @@ pub struct KafkaDriver {
     /// The one producer client every producer task uses (`producer_clients: shared`), made
     /// with the first producer.
     shared_client: Mutex<Option<Arc<ProducerClient>>>,
+    /// Every producer client's router, for the requests each retried.
+    routers: Mutex<Vec<Arc<producer_client::AckRouter>>>,
+    /// When consumers had partitions taken away (rebalances), ns since the UNIX epoch.
+    revoked: Arc<Mutex<Vec<u64>>>,
 }
 
 impl KafkaDriver {
@@ -104,6 +108,8 @@ impl KafkaDriver {
             subscriptions: 1,
             run_id: String::new(),
             shared_client: Mutex::new(None),
+            routers: Mutex::new(Vec::new()),
+            revoked: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
@@ -113,7 +119,7 @@ impl KafkaDriver {
         group: &str,
         topics: &[&str],
         shared: bool,
-    ) -> Result<BaseConsumer, DriverError> {
+    ) -> Result<BaseConsumer<shared_consumer::Rebalances>, DriverError> {
         let mut config = self.base_config();
         // A topic this run created holds only this run's messages: reading it from the start
         // cannot miss the first ones. A reused topic is read from its end.
@@ -134,11 +140,13 @@ impl KafkaDriver {
         for (key, value) in &self.config.consumer_config {
             config.set(key, value);
         }
-        let consumer: BaseConsumer = config.create().map_err(|e| {
-            DriverError::Other(format!(
-                "creating a Kafka consumer (check consumer_config): {e}"
-            ))
-        })?;
+        let consumer: BaseConsumer<shared_consumer::Rebalances> = config
+            .create_with_context(shared_consumer::Rebalances(self.revoked.clone()))
+            .map_err(|e| {
+                DriverError::Other(format!(
+                    "creating a Kafka consumer (check consumer_config): {e}"
+                ))
+            })?;
         consumer.subscribe(topics).map_err(|e| {
             DriverError::Other(format!("subscribing to {}: {e}", topics.join(", ")))
         })?;
@@ -150,11 +158,15 @@ impl KafkaDriver {
         for (key, value) in &self.config.producer_config {
             config.set(key, value);
         }
-        ProducerClient::new(&config).map(Arc::new).map_err(|e| {
+        let client = ProducerClient::new(&config).map(Arc::new).map_err(|e| {
             DriverError::Other(format!(
                 "creating a Kafka producer (check producer_config): {e}"
             ))
-        })
+        })?;
+        if let Ok(mut routers) = self.routers.lock() {
+            routers.push(client.router_handle());
+        }
+        Ok(client)
     }
 
     fn base_config(&self) -> ClientConfig {
@@ -609,6 +621,22 @@ impl Driver for KafkaDriver {
         let total: usize = assigned.iter().sum();
         // Every partition owned once, and no consumer still waiting for its share.
         total == partitions && (assigned.len() > partitions || assigned.iter().all(|&a| a > 0))
+    }
+
+    fn client_events(&self) -> Option<brokerbench_driver::ClientEvents> {
+        let mut retries: Vec<(u64, u64)> = self
+            .routers
+            .lock()
+            .map(|routers| routers.iter().flat_map(|r| r.retries()).collect())
+            .unwrap_or_default();
+        retries.sort_unstable();
+        let rebalances = self.revoked.lock().map(|r| r.clone()).unwrap_or_default();
+        Some(brokerbench_driver::ClientEvents {
+            retries,
+            retried:
+                "requests the producer client sent again (librdkafka's txretries and req_timeouts)",
+            rebalances,
+        })
     }
 
     fn cleanup(&mut self) -> Result<(), DriverError> {

@@ -14,7 +14,7 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use rdkafka::bindings as rd;
 use rdkafka::client::Client;
@@ -50,6 +50,10 @@ pub(crate) struct AckRouter {
     /// When librdkafka last found a broker it needs unreachable, ns since the UNIX epoch; 0
     /// while it has not, or since a message was acknowledged again.
     lost_ns: AtomicU64,
+    /// Requests retried or timed out, from librdkafka's statistics: the last total, and each
+    /// increase with when it was seen.
+    retried_total: AtomicU64,
+    retries: Mutex<Vec<(u64, u64)>>,
 }
 
 impl AckRouter {
@@ -62,6 +66,21 @@ impl AckRouter {
         }
         slots[index] = Some(slot.clone());
         slot
+    }
+
+    /// Every increase of the client's retried requests: (ns since the UNIX epoch, how many).
+    pub(crate) fn retries(&self) -> Vec<(u64, u64)> {
+        self.retries.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// A statistics report's total of retried requests (the sum of its brokers' `txretries`).
+    fn retried(&self, total: u64) {
+        let before = self.retried_total.swap(total, Ordering::Relaxed);
+        if total > before {
+            if let Ok(mut retries) = self.retries.lock() {
+                retries.push((Clock::process().now_ns(), total - before));
+            }
+        }
     }
 
     /// Since when a broker has been unreachable, as librdkafka said; None once a message was
@@ -141,6 +160,13 @@ impl ProducerClient {
     /// A producer with `config`, routing its acknowledgements by producer id.
     pub(crate) fn new(config: &ClientConfig) -> Result<ProducerClient, KafkaError> {
         let router = Arc::new(AckRouter::default());
+        // Statistics once a second (unless the driver file says otherwise), for the requests
+        // the client retried: a retried produce request can land after a newer one.
+        let mut config = config.clone();
+        if config.get("statistics.interval.ms").is_none() {
+            config.set("statistics.interval.ms", STATISTICS_INTERVAL_MS);
+        }
+        let config = &config;
         let native = config.create_native_config()?;
         // SAFETY: the opaque is the router, which the client's context keeps alive until the
         // client is destroyed; the interceptor name is copied by librdkafka.
@@ -166,6 +192,8 @@ impl ProducerClient {
         unsafe { rd::rd_kafka_conf_set_dr_msg_cb(native.ptr(), Some(discard_report)) };
         // SAFETY: sets a callback on a configuration we own; its opaque is set by Client::new.
         unsafe { rd::rd_kafka_conf_set_error_cb(native.ptr(), Some(on_error)) };
+        // SAFETY: as above.
+        unsafe { rd::rd_kafka_conf_set_stats_cb(native.ptr(), Some(on_statistics)) };
         let client = Client::new(
             config,
             native,
@@ -177,6 +205,10 @@ impl ProducerClient {
 
     pub(crate) fn router(&self) -> &AckRouter {
         &self.router
+    }
+
+    pub(crate) fn router_handle(&self) -> Arc<AckRouter> {
+        self.router.clone()
     }
 
     pub(crate) fn client(&self) -> &Client<Routes> {
@@ -210,6 +242,55 @@ impl Drop for ProducerClient {
 }
 
 const INTERCEPTOR: &CStr = c"brokerbench-acks";
+
+/// How often librdkafka reports its statistics (for retried requests), ms.
+const STATISTICS_INTERVAL_MS: &str = "1000";
+
+/// librdkafka's statistics callback, served by `rd_kafka_poll`: the JSON's brokers each count
+/// `txretries` (requests sent again after an error) and `req_timeouts` (requests that timed
+/// out, whose messages go out again on a new connection — not counted as retries); their sum
+/// is what the client sent again so far. Returns 0: librdkafka frees the JSON.
+unsafe extern "C" fn on_statistics(
+    _rk: *mut rd::rd_kafka_t,
+    json: *mut c_char,
+    length: usize,
+    routes: *mut c_void,
+) -> i32 {
+    if json.is_null() || routes.is_null() {
+        return 0;
+    }
+    // SAFETY: librdkafka passes `length` bytes of JSON valid for the call; the opaque is the
+    // `Routes` the client's context keeps alive.
+    let (text, routes) = unsafe {
+        (
+            std::slice::from_raw_parts(json as *const u8, length),
+            &*(routes as *const Routes),
+        )
+    };
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        routes
+            .0
+            .retried(sum_of(text, b"\"txretries\":") + sum_of(text, b"\"req_timeouts\":"))
+    }));
+    0
+}
+
+/// The sum of the whole numbers that follow each `key` in `text` (a flat scan: the JSON is
+/// large with many partitions, and only this one field is wanted).
+fn sum_of(text: &[u8], key: &[u8]) -> u64 {
+    let mut total = 0u64;
+    let mut rest = text;
+    while let Some(at) = rest.windows(key.len()).position(|w| w == key) {
+        rest = &rest[at + key.len()..];
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        let value = std::str::from_utf8(&rest[..digits])
+            .ok()
+            .and_then(|d| d.parse::<u64>().ok())
+            .unwrap_or(0);
+        total = total.saturating_add(value);
+    }
+    total
+}
 
 /// The delivery-report callback: the interceptor has already acknowledged the message.
 unsafe extern "C" fn discard_report(
@@ -255,4 +336,23 @@ unsafe extern "C" fn on_acknowledgement(
         router.acknowledge(message._private as usize as u64, message.len, error)
     }));
     rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_are_the_sum_over_brokers_and_only_increases_are_kept() {
+        let report = br#"{"name":"p","brokers":{"a:9092/1":{"txretries":3,"req_timeouts":0},"GroupCoordinator":{"txretries":0},"b:9092/2":{"txretries":4}},"topics":{}}"#;
+        assert_eq!(sum_of(report, b"\"txretries\":"), 7);
+        assert_eq!(sum_of(b"{}", b"\"txretries\":"), 0);
+        let router = AckRouter::default();
+        router.retried(0);
+        router.retried(7);
+        router.retried(7);
+        router.retried(9);
+        let counts: Vec<u64> = router.retries().iter().map(|(_, n)| *n).collect();
+        assert_eq!(counts, [7, 2]);
+    }
 }

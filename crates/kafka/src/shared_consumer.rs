@@ -11,8 +11,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer as _};
+use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerContext, Rebalance};
 use rdkafka::message::Message;
+use rdkafka::ClientContext;
 
 use brokerbench_driver::{Consumer, Delivery};
 
@@ -21,9 +22,27 @@ use crate::error_kind;
 /// How often the consumer reads its assignment.
 const ASSIGNMENT_EVERY: Duration = Duration::from_millis(100);
 
+/// A consumer client's context: it notes when the group took partitions away from it (a
+/// rebalance, which can deliver messages again and out of their order).
+pub(crate) struct Rebalances(pub(crate) std::sync::Arc<std::sync::Mutex<Vec<u64>>>);
+
+impl ClientContext for Rebalances {}
+
+impl ConsumerContext for Rebalances {
+    fn pre_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(partitions) = rebalance {
+            if partitions.count() > 0 {
+                if let Ok(mut revoked) = self.0.lock() {
+                    revoked.push(brokerbench_driver::Clock::process().now_ns());
+                }
+            }
+        }
+    }
+}
+
 /// A consumer of many topics, one slot per topic.
 pub(crate) struct SharedConsumer {
-    consumer: BaseConsumer,
+    consumer: BaseConsumer<Rebalances>,
     /// Topic name → the slot (index into this consumer's slots) that receives it.
     slots: HashMap<String, usize>,
     /// Partitions of each slot's topic assigned to this member.
@@ -36,7 +55,7 @@ pub(crate) struct SharedConsumer {
 
 impl SharedConsumer {
     /// `consumer`, already subscribed to `topics`; topic `topics[i]` is served as slot `i`.
-    pub(crate) fn new(consumer: BaseConsumer, topics: &[&str]) -> SharedConsumer {
+    pub(crate) fn new(consumer: BaseConsumer<Rebalances>, topics: &[&str]) -> SharedConsumer {
         SharedConsumer {
             consumer,
             slots: topics

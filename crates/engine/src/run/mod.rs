@@ -375,6 +375,7 @@ fn run_prepared(
         name: driver.name(),
         drops: driver.broker_drop_policy(),
         confirms,
+        events: driver.client_events(),
     };
     let (summary, histograms) = summarize(workload, &policy, control, times, collected);
     Ok(RunOutcome {

@@ -10,6 +10,8 @@ pub(super) struct DriverPolicy {
     pub(super) drops: Option<String>,
     /// Whether every producer had its messages confirmed.
     pub(super) confirms: bool,
+    /// What the client library did on its own (retries, rebalances), when the driver says.
+    pub(super) events: Option<brokerbench_driver::ClientEvents>,
 }
 
 pub(super) fn summarize(
@@ -230,6 +232,9 @@ pub(super) fn summarize(
     }));
     if let Some(note) = slowdown_note(&slowdowns) {
         notes.push(note);
+    }
+    if let Some(events) = &driver.events {
+        notes.extend(client_event_notes(events, &times, &integrity));
     }
     if !outages.is_empty() && (integrity.duplicated > 0 || integrity.out_of_order > 0) {
         notes.push(format!(
@@ -585,7 +590,8 @@ struct Slowdown {
 /// Spans of measured seconds whose acknowledgements came late (p99 at least SLOW_FACTOR × the
 /// typical p50 and SLOW_AT_LEAST_NS) while the generator kept its schedule, the connections
 /// were up and nothing was blocked — the broker was slow, not gone, stalled or the client's
-/// bottleneck. The seconds right after a stall, an outage or a block carry that event's
+/// bottleneck. A second with no acknowledgement at all is slow too when it is too short a
+/// gap for a stall. The seconds right after a stall, an outage or a block carry that event's
 /// latency and are left to its note.
 fn find_slowdowns(seconds: &[SecondCounts]) -> Vec<Slowdown> {
     let mut medians: Vec<u64> = seconds
@@ -599,20 +605,37 @@ fn find_slowdowns(seconds: &[SecondCounts]) -> Vec<Slowdown> {
     medians.sort_unstable();
     let typical = medians[medians.len() / 2];
     let threshold = typical.saturating_mul(SLOW_FACTOR).max(SLOW_AT_LEAST_NS);
+    // Seconds that belong to a stall (STALL_SECONDS or more without an acknowledgement,
+    // after the first one): the stall's note names them.
+    let first_ack = seconds.iter().position(|s| s.acknowledged > 0);
+    let mut in_stall = vec![false; seconds.len()];
+    let mut i = first_ack.unwrap_or(seconds.len());
+    while i < seconds.len() {
+        let quiet = |s: &SecondCounts| s.acknowledged == 0 && s.disconnected == 0 && s.blocked == 0;
+        let run = seconds[i..].iter().take_while(|s| quiet(s)).count();
+        if run >= STALL_SECONDS {
+            in_stall[i..i + run].iter_mut().for_each(|x| *x = true);
+        }
+        i += run.max(1);
+    }
     let mut spans: Vec<Slowdown> = Vec::new();
     let mut last_event: Option<u64> = None;
     let mut previous_slow = false;
-    for s in seconds {
-        if s.acknowledged == 0 || s.disconnected > 0 || s.blocked > 0 {
+    for (index, s) in seconds.iter().enumerate() {
+        if s.disconnected > 0 || s.blocked > 0 || in_stall[index] {
             last_event = Some(s.second);
             previous_slow = false;
             continue;
         }
         let recovering = last_event.is_some_and(|e| s.second <= e + RECOVERY_SECONDS);
-        let slow = s.measuring
-            && !recovering
-            && s.publish_p99_ns >= threshold
-            && s.lag_p99_ns < ON_SCHEDULE_NS;
+        let acknowledged_late = if s.acknowledged == 0 {
+            // A second without an acknowledgement, too short for a stall, while messages
+            // were due: the broker was slower than the second.
+            first_ack.is_some_and(|first| index > first) && s.sent > 0
+        } else {
+            s.publish_p99_ns >= threshold
+        };
+        let slow = s.measuring && !recovering && acknowledged_late && s.lag_p99_ns < ON_SCHEDULE_NS;
         if slow {
             match spans.last_mut() {
                 Some(span) if previous_slow => {
@@ -632,6 +655,81 @@ fn find_slowdowns(seconds: &[SecondCounts]) -> Vec<Slowdown> {
         previous_slow = slow;
     }
     spans
+}
+
+/// The whole seconds into the run of `times_ns`, each once, the first few named.
+fn seconds_list(times_ns: impl Iterator<Item = u64>, start_ns: u64) -> String {
+    let mut seconds: Vec<u64> = times_ns
+        .map(|ns| ns.saturating_sub(start_ns) / 1_000_000_000)
+        .collect();
+    seconds.dedup();
+    let shown = seconds
+        .iter()
+        .take(OUTAGE_NOTES)
+        .map(|s| format!("{s} s"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if seconds.len() > OUTAGE_NOTES {
+        format!("{shown} and {} more", seconds.len() - OUTAGE_NOTES)
+    } else {
+        shown
+    }
+}
+
+/// What the client did on its own that can reorder or repeat messages, beside the ledger's
+/// counts: requests it retried, partitions its consumer group moved while the run sent (the
+/// groups settle before it starts, and a consumer that closes after the measurement gives its
+/// partitions up too), and, when messages came out of order with neither, that too.
+fn client_event_notes(
+    events: &brokerbench_driver::ClientEvents,
+    times: &Times,
+    integrity: &brokerbench_model::Integrity,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let retried: u64 = events.retries.iter().map(|(_, n)| n).sum();
+    let rebalances: Vec<u64> = events
+        .rebalances
+        .iter()
+        .copied()
+        .filter(|&ns| ns >= times.start_ns && ns < times.measure_end_ns)
+        .collect();
+    let reordered = integrity.out_of_order > 0 || integrity.duplicated > 0;
+    let explains = |what: &str| {
+        if reordered {
+            format!(
+                "; {what}, so they can account for the {} out of order and {} duplicated",
+                integrity.out_of_order, integrity.duplicated
+            )
+        } else {
+            String::new()
+        }
+    };
+    if retried > 0 {
+        notes.push(format!(
+            "CLIENT RETRIES: {retried} {} during the run, at {}{}",
+            events.retried,
+            seconds_list(events.retries.iter().map(|(ns, _)| *ns), times.start_ns),
+            explains("a retried request can land after a newer one unless the producer is idempotent (Kafka: enable.idempotence=true)")
+        ));
+    }
+    if !rebalances.is_empty() {
+        notes.push(format!(
+            "CONSUMER REBALANCES: partitions were taken from consumers {}, at {}{}",
+            match rebalances.len() {
+                1 => "once".to_string(),
+                n => format!("{n} times"),
+            },
+            seconds_list(rebalances.iter().copied(), times.start_ns),
+            explains("messages read and not yet committed when a partition moves are read again by its next owner, after newer ones")
+        ));
+    }
+    if integrity.out_of_order > 0 && retried == 0 && rebalances.is_empty() {
+        notes.push(format!(
+            "{} out of order with no request retried by the client and no consumer rebalance seen",
+            integrity.out_of_order
+        ));
+    }
+    notes
 }
 
 /// Milliseconds with a precision that suits their size.
@@ -692,4 +790,65 @@ fn merge_blocks(producers: &[ProducerResult], start_ns: u64) -> Vec<Block> {
             producers,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    fn times() -> Times {
+        Times {
+            start_ns: 100 * S,
+            warmup_end_ns: 101 * S,
+            measure_end_ns: 111 * S,
+        }
+    }
+
+    fn integrity(out_of_order: u64, duplicated: u64) -> brokerbench_model::Integrity {
+        brokerbench_model::Integrity {
+            checked: true,
+            out_of_order,
+            duplicated,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn client_events_are_named_with_their_seconds_and_what_they_can_explain() {
+        let events = brokerbench_driver::ClientEvents {
+            retries: vec![(105 * S, 3), (105 * S + 500, 2), (107 * S, 1)],
+            retried: "requests sent again",
+            // The first is the group settling before the run, the last a consumer closing after
+            // the measurement: neither is a rebalance of the run.
+            rebalances: vec![(99 * S), (103 * S), (112 * S)],
+        };
+        let notes = client_event_notes(&events, &times(), &integrity(4, 0));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0]
+                .starts_with("CLIENT RETRIES: 6 requests sent again during the run, at 5 s, 7 s;")
+                && notes[0].contains("account for the 4 out of order"),
+            "{}",
+            notes[0]
+        );
+        assert!(
+            notes[1].starts_with(
+                "CONSUMER REBALANCES: partitions were taken from consumers once, at 3 s;"
+            ),
+            "{}",
+            notes[1]
+        );
+        // Nothing reordered: the events are still named, without the explanation.
+        let calm = client_event_notes(&events, &times(), &integrity(0, 0));
+        assert!(calm.iter().all(|n| !n.contains("account for")), "{calm:?}");
+        // Reordered with neither: said so.
+        let none = client_event_notes(&Default::default(), &times(), &integrity(2, 0));
+        assert_eq!(
+            none,
+            ["2 out of order with no request retried by the client and no consumer rebalance seen"]
+        );
+        assert!(client_event_notes(&Default::default(), &times(), &integrity(0, 0)).is_empty());
+    }
 }
