@@ -126,3 +126,25 @@ pub fn assert_start_fails(broker: &dyn Managed, limit: Duration) -> String {
     assert!(!broker.pid_file().exists());
     message
 }
+
+/// A base port `p` from the system's ephemeral range such that `p + offset` is free on
+/// 127.0.0.1 for every offset, for a test broker that listens on several ports laid out
+/// around one: the system picks, so tests do not collide with fixed ports other programs use.
+/// A port can still be taken between this check and the broker's start; the managed brokers
+/// then fail `up` naming the port, which a test may retry with another base.
+pub fn free_port_layout(offsets: &[u16]) -> u16 {
+    for _ in 0..1000 {
+        let base = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|listener| listener.local_addr())
+            .map(|address| address.port())
+            .expect("an ephemeral port");
+        let all_free = offsets.iter().all(|&offset| {
+            base.checked_add(offset)
+                .is_some_and(|port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
+        });
+        if all_free {
+            return base;
+        }
+    }
+    panic!("no free layout of ports {offsets:?} in 1000 tries");
+}

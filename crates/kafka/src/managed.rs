@@ -1219,13 +1219,14 @@ mod tests {
         assert!(POM.contains(&format!("<kafka.version>{VERSION}</kafka.version>")));
     }
 
-    /// Installs (when needed), starts, checks and stops a real broker on ports 19092/19093
-    /// in a temporary home. Needs Java 17+ and Maven; the jars come from ~/.m2 after the
-    /// first resolve.
+    /// Installs (when needed), starts, checks and stops a real broker on ports the system
+    /// chooses (client port and controller port after it) in a temporary home. Needs Java 17+
+    /// and Maven; the jars come from ~/.m2 after the first resolve.
     #[test]
     fn real_broker_lifecycle() {
         let home = tempfile::tempdir().unwrap();
-        let kafka = Kafka::new(home.path()).with_port(19092);
+        let port = test_support::free_port_layout(&[0, 1]);
+        let kafka = Kafka::new(home.path()).with_port(port);
         let _down_on_drop = DownOnDrop(&kafka);
 
         let started = Instant::now();
@@ -1237,7 +1238,7 @@ mod tests {
         assert_eq!(kafka.status().unwrap(), None);
         let status = test_support::assert_starts(&kafka, "up (cold start)");
         assert_eq!(status.name, "kafka");
-        assert_eq!(status.address, "127.0.0.1:19092");
+        assert_eq!(status.address, format!("127.0.0.1:{port}"));
         assert_eq!(status.version, VERSION);
         assert_eq!(status.data_dir, kafka.data_dir());
         assert!(status.data_dir.join("meta.properties").is_file());
@@ -1248,7 +1249,7 @@ mod tests {
 
         // Another home cannot take the same port, and says so.
         let other_home = tempfile::tempdir().unwrap();
-        let other = Kafka::new(other_home.path()).with_port(19092);
+        let other = Kafka::new(other_home.path()).with_port(port);
         fs::create_dir_all(other.lib_dir()).unwrap();
         for jar in REQUIRED_JARS {
             fs::write(other.lib_dir().join(format!("{jar}-{VERSION}.jar")), "").unwrap();
@@ -1257,7 +1258,7 @@ mod tests {
         fs::write(other.agent_jar(), "").unwrap();
         let error = other.up().unwrap_err();
         assert!(
-            matches!(error, BrokerError::PortInUse { port: 19092, .. }),
+            matches!(error, BrokerError::PortInUse { port: taken, .. } if taken == port),
             "{error}"
         );
         assert_eq!(other.down().unwrap(), None);

@@ -1425,12 +1425,24 @@ Error during startup: {error,
     }
 
     /// Starts, checks and stops a real node from the installed package in a temporary home,
-    /// preferring AMQP port 15999 (management 25999, Prometheus 26019, distribution 35999).
-    /// A listener of ours holds 15999 at first, so the node has to move to 16000 and say so.
+    /// preferring an AMQP port P the system chooses (management P+10000, Prometheus P+10020,
+    /// distribution P+20000, the same for P+1). A listener of ours holds P at first, so the
+    /// node has to move to P+1 and say so.
     #[test]
     fn real_node_lifecycle() {
         let home = tempfile::tempdir().unwrap();
-        let rabbit = RabbitMq::new(home.path()).with_port(15999);
+        let preferred = test_support::free_port_layout(&[
+            0,
+            1,
+            MANAGEMENT_OFFSET,
+            MANAGEMENT_OFFSET + 1,
+            PROMETHEUS_OFFSET,
+            PROMETHEUS_OFFSET + 1,
+            DISTRIBUTION_OFFSET,
+            DISTRIBUTION_OFFSET + 1,
+        ]);
+        let moved = preferred + 1;
+        let rabbit = RabbitMq::new(home.path()).with_port(preferred);
         assert!(
             rabbit.is_installed(),
             "install the rabbitmq-server package (scripts/setup does)"
@@ -1440,16 +1452,17 @@ Error during startup: {error,
         assert_eq!(rabbit.down().unwrap(), None);
 
         // A foreign listener on the preferred port: the node moves up one and says so.
-        let foreign = TcpListener::bind((Ipv4Addr::LOCALHOST, 15999)).expect("15999 is free");
+        let foreign = TcpListener::bind((Ipv4Addr::LOCALHOST, preferred))
+            .expect("the preferred port is free");
         let status = test_support::assert_starts(&rabbit, "up (cold start, new database)");
         assert_eq!(status.name, "rabbitmq");
-        assert_eq!(status.address, "127.0.0.1:16000");
+        assert_eq!(status.address, format!("127.0.0.1:{moved}"));
         assert_eq!(status.version, rabbit.version());
         assert!(status.version.starts_with("3."), "{}", status.version);
         let note = status.note.clone().expect("a note about the port");
         assert!(
-            note.contains("15999 (AMQP) is taken by another process")
-                && note.contains("listening on 16000"),
+            note.contains(&format!("{preferred} (AMQP) is taken by another process"))
+                && note.contains(&format!("listening on {moved}")),
             "{note}"
         );
         eprintln!("note: {note}");
@@ -1463,17 +1476,24 @@ Error during startup: {error,
         );
         assert_eq!(process::read_pid_file(&rabbit.pid_file()), Some(status.pid));
         assert_eq!(rabbit.status().unwrap(), Some(status.clone()));
-        assert_eq!(rabbit.amqp_uri(), "amqp://guest:guest@127.0.0.1:16000/%2f");
-        assert_eq!(rabbit.node_name(), "brokerbench_16000@localhost");
+        assert_eq!(
+            rabbit.amqp_uri(),
+            format!("amqp://guest:guest@127.0.0.1:{moved}/%2f")
+        );
+        assert_eq!(rabbit.node_name(), format!("brokerbench_{moved}@localhost"));
 
         test_support::assert_still_running(&rabbit, &status);
 
         // AMQP answers, as our node.
-        let server = amqp_probe(16000, Duration::from_secs(5)).expect("AMQP handshake");
+        let server = amqp_probe(moved, Duration::from_secs(5)).expect("AMQP handshake");
         assert_eq!(server.product.as_deref(), Some("RabbitMQ"));
         assert_eq!(server.version.as_deref(), Some(status.version.as_str()));
         let cluster = server.cluster_name.unwrap_or_default();
-        assert_eq!(node_part(&cluster), "brokerbench_16000", "{cluster}");
+        assert_eq!(
+            node_part(&cluster),
+            format!("brokerbench_{moved}"),
+            "{cluster}"
+        );
 
         // Prometheus and management answer HTTP on loopback.
         let (code, metrics) = http_get(rabbit.prometheus_port(), "/metrics", None);
@@ -1504,7 +1524,7 @@ Error during startup: {error,
         };
         let ipv4 = listeners("/proc/net/tcp");
         let ipv6 = listeners("/proc/net/tcp6");
-        for (port, role) in port_layout(16000, false) {
+        for (port, role) in port_layout(moved, false) {
             let addresses: Vec<&str> = ipv4
                 .iter()
                 .filter(|(_, listening)| *listening == port)
@@ -1521,7 +1541,7 @@ Error during startup: {error,
         let ctl = rabbit
             .ctl_command(
                 rabbit.bin_dir.as_deref().unwrap(),
-                16000,
+                moved,
                 &["await_startup"],
             )
             .unwrap()
@@ -1540,7 +1560,7 @@ Error during startup: {error,
         // With the port free again, the node comes back on it, with nothing to say.
         drop(foreign);
         let status = test_support::assert_starts(&rabbit, "up (cold start, new database)");
-        assert_eq!(status.address, "127.0.0.1:15999");
+        assert_eq!(status.address, format!("127.0.0.1:{preferred}"));
         assert_eq!(status.note, None);
         assert_eq!(rabbit.down().unwrap(), Some(status.pid));
         let status = test_support::assert_starts(&rabbit, "up (warm start, existing database)");
