@@ -436,6 +436,44 @@ fn ctrl_c_in_the_warm_up_still_writes_a_summary() {
 }
 
 #[test]
+fn a_second_ctrl_c_while_draining_ends_the_run_at_once() {
+    let _turn = serial();
+    kafka();
+    // linger.ms=5000 keeps every message in the client for 5 s: the drain after the first
+    // Ctrl-C waits for them.
+    let (mut child, folder, _dir) = spawn_run(&[
+        "rate=1000",
+        "warmup=1s",
+        "duration=60s",
+        "drain_timeout=30s",
+        "producer_config.linger.ms=5000",
+    ]);
+    assert!(wait_for_first_row(&folder), "the run never wrote a row");
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: kill(2) on the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the first Ctrl-C drains: the run is still waiting for its messages"
+    );
+    let second = Instant::now();
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(
+        second.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        second.elapsed()
+    );
+    assert_eq!(status.code(), Some(130));
+    // Left as a folder marked interrupted, with the rows written so far.
+    assert_eq!(json_file(&folder, "manifest.json")["status"], "interrupted");
+    let rows = std::fs::read_to_string(folder.join("timeseries.csv")).unwrap();
+    assert!(rows.lines().count() >= 2, "{rows}");
+}
+
+#[test]
 fn a_killed_run_leaves_a_folder_marked_interrupted_with_its_rows() {
     let _turn = serial();
     kafka();

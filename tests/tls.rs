@@ -275,12 +275,26 @@ fn no_secret_reaches_any_output_of_a_tls_run() {
                 && files.iter().any(|f| f.ends_with("omb-result.json")),
             "{family}: {files:?}"
         );
+        // The private keys of the home's TLS material, by the first line of their body.
+        let tls_dir = brokerbench_brokers::home().join(family).join("tls");
+        let keys: Vec<String> = ["ca-key.pem", "server-key.pem", "client-key.pem"]
+            .iter()
+            .map(|name| {
+                let pem = std::fs::read_to_string(tls_dir.join(name)).unwrap();
+                pem.lines().nth(1).unwrap().to_string()
+            })
+            .collect();
         for path in &files {
             let bytes = std::fs::read(path).unwrap();
             let text = String::from_utf8_lossy(&bytes);
             assert!(
                 !text.contains(password.as_str()),
                 "{} holds the password",
+                path.display()
+            );
+            assert!(
+                !text.contains("PRIVATE KEY") && keys.iter().all(|key| !text.contains(key)),
+                "{} holds a private key",
                 path.display()
             );
         }
