@@ -40,6 +40,11 @@ impl Deliveries {
         self.items.len()
     }
 
+    /// Body bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// Delivery tags and bodies, in arrival order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &[u8])> {
         self.items

@@ -5,6 +5,11 @@ use super::*;
 
 /// Largest message body accepted: RabbitMQ's own ceiling (`max_message_size` at most 512 MiB).
 const MAX_BODY: u64 = 512 << 20;
+/// A consumer reading for a shared connection stops reading while another channel's inbox
+/// holds this many body bytes its consumer has not taken: with automatic acknowledgements
+/// the broker sends without limit, and a slow consumer's inbox would grow with it. The socket
+/// then fills and TCP holds the broker back, as a client's bounded queue does.
+pub(super) const INBOX_LIMIT: usize = 16 << 20;
 
 impl Shared {
     /// The reader thread of a [`Reading::Thread`] connection.
@@ -45,6 +50,13 @@ impl Shared {
                 drop(side);
                 self.pass_turn();
                 return true;
+            }
+            if self.another_inbox_is_full(channel) {
+                // Read no more until that consumer takes its deliveries.
+                drop(side);
+                self.pass_turn();
+                channel.wait_signalled(left.min(Duration::from_millis(5)), until);
+                continue;
             }
             let alive = self.read_once(&mut side, Some(left));
             drop(side);
@@ -90,6 +102,14 @@ impl Shared {
                 return None;
             }
         }
+    }
+
+    /// Whether a channel other than `mine` holds INBOX_LIMIT bytes of deliveries or more.
+    fn another_inbox_is_full(&self, mine: &ChannelState) -> bool {
+        let channels = lock(&self.channels);
+        channels.iter().flatten().any(|channel| {
+            !std::ptr::eq(&**channel, mine) && channel.inbox().deliveries.bytes() >= INBOX_LIMIT
+        })
     }
 
     /// After a consumer stopped reading: wakes the consumers waiting for their turn.

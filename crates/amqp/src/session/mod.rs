@@ -699,6 +699,60 @@ mod tests {
     }
 
     #[test]
+    fn a_consumer_that_does_not_take_its_deliveries_holds_back_the_shared_connection() {
+        let (session, mut server) = pair(Reading::Caller);
+        let sent = Arc::new(AtomicUsize::new(0));
+        let counted = sent.clone();
+        let broker = std::thread::spawn(move || {
+            let mut numbers = Vec::new();
+            for _ in 0..2 {
+                let (_, channel, _) = read_frame(&mut server);
+                numbers.push(channel);
+                let mut out = Vec::new();
+                wire::method(&mut out, channel, id::CHANNEL_OPEN_OK, |out| {
+                    out.extend_from_slice(&[0; 4])
+                });
+                server.write_all(&out).unwrap();
+            }
+            // Deliveries for the second channel only, as fast as the socket takes them,
+            // until the client lets go (64 MiB at most).
+            let body = vec![7u8; 64 * 1024];
+            let mut out = Vec::new();
+            for tag in 1..=1024u64 {
+                out.clear();
+                deliver(&mut out, numbers[1], tag, &body);
+                if server.write_all(&out).is_err() {
+                    break;
+                }
+                counted.fetch_add(body.len(), Ordering::Relaxed);
+            }
+        });
+        let quiet = session.channel().unwrap();
+        let flooded = session.channel().unwrap();
+        // The first channel's consumer reads for both for a second; the second's never polls.
+        assert!(!session.wait(quiet.state(), Duration::from_secs(1), &|i| !i
+            .deliveries
+            .is_empty()));
+        let held = flooded.state().inbox().deliveries.bytes();
+        assert!(held >= demux::INBOX_LIMIT, "held {held}");
+        // What one read can bring beyond the limit, and no more.
+        assert!(
+            held <= demux::INBOX_LIMIT + READ_CHUNK.max(2 * FRAME_MAX as usize),
+            "held {held}"
+        );
+        assert!(
+            sent.load(Ordering::Relaxed) < 64 << 20,
+            "the broker was held back"
+        );
+        // Once the second consumer takes its deliveries, reading goes on.
+        flooded.state().inbox().deliveries.clear();
+        session.wait(quiet.state(), Duration::from_millis(300), &|_| false);
+        assert!(flooded.state().inbox().deliveries.bytes() > 0);
+        drop((quiet, flooded, session));
+        broker.join().unwrap();
+    }
+
+    #[test]
     fn a_consumer_cancelled_by_the_broker_is_told_to_its_channel() {
         let (session, mut server) = pair(Reading::Caller);
         let broker = std::thread::spawn(move || {
