@@ -272,14 +272,17 @@ pub fn next_frame(buffer: &[u8], max: usize) -> Result<Option<RawFrame>, Malform
     let kind = buffer[0];
     let channel = u16::from_be_bytes([buffer[1], buffer[2]]);
     let size = u32::from_be_bytes([buffer[3], buffer[4], buffer[5], buffer[6]]) as usize;
-    if size > max
-        || !matches!(
-            kind,
-            FRAME_METHOD | FRAME_HEADER | FRAME_BODY | FRAME_HEARTBEAT
-        )
-    {
+    if !matches!(
+        kind,
+        FRAME_METHOD | FRAME_HEADER | FRAME_BODY | FRAME_HEARTBEAT
+    ) {
         return Err(Malformed(
             "the answer is not an AMQP 0-9-1 frame: not an AMQP broker",
+        ));
+    }
+    if size > max {
+        return Err(Malformed(
+            "a frame larger than the frame_max agreed in the handshake: the broker broke the protocol",
         ));
     }
     let len = size + FRAME_OVERHEAD;

@@ -337,6 +337,39 @@ fn a_wrong_password_is_an_authentication_error_without_the_password() {
 
 #[test]
 #[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
+fn a_queue_declared_again_with_other_arguments_is_refused_with_the_brokers_reason() {
+    let uri = broker_uri();
+    let topology = brokerbench_driver::Topology {
+        run_id: run_id(),
+        workload: "redeclare".into(),
+        topics: 1,
+        partitions_per_topic: 1,
+        consumers_per_topic: 1,
+        subscriptions_per_topic: 1,
+    };
+    let driver = |text: &str| {
+        let config: RabbitMqDriverConfig = brokerbench_model::yaml::from_str(text).unwrap();
+        let mut driver = AmqpDriver::new(config, uri.clone());
+        driver.connect().unwrap();
+        driver
+    };
+    // The same names (same run id), a classic queue first, then a quorum one: RabbitMQ
+    // refuses the second declaration with 406 PRECONDITION_FAILED.
+    let mut first = driver("{queue: {type: classic}, delete_queues: true}");
+    first.prepare(&topology).unwrap();
+    let mut second = driver("{queue: {type: quorum}, delete_queues: false}");
+    let error = second.prepare(&topology).unwrap_err().to_string();
+    first.cleanup().unwrap();
+    assert!(
+        error.contains("406")
+            && error.contains("PRECONDITION_FAILED")
+            && error.contains("x-queue-type"),
+        "{error}"
+    );
+}
+
+#[test]
+#[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
 fn a_missing_virtual_host_is_named() {
     let uri = broker_uri();
     let other = format!(

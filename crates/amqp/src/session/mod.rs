@@ -632,6 +632,17 @@ mod tests {
             ),
             (
                 Box::new(move |channel| {
+                    // A body frame announcing more than frame_max (only its header is sent:
+                    // the client must not wait for the rest).
+                    let mut out = vec![FRAME_BODY];
+                    out.extend_from_slice(&channel.to_be_bytes());
+                    out.extend_from_slice(&(FRAME_MAX + 1).to_be_bytes());
+                    out
+                }),
+                "larger than the frame_max",
+            ),
+            (
+                Box::new(move |channel| {
                     let mut out = Vec::new();
                     deliver_method(&mut out, channel);
                     // The frame-end byte of the method frame replaced.
