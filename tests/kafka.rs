@@ -523,20 +523,6 @@ fn credentials_never_reach_results_or_output() {
     assert!(run.manifest().to_string().contains("***"));
 }
 
-/// Every file under `dir`, recursively.
-fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(files_under(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
-}
-
 #[test]
 fn secrets_given_every_way_reach_no_output() {
     let _turn = serial();

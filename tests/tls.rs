@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -222,20 +221,6 @@ fn an_untrusted_certificate_is_refused_at_once_naming_the_setting() {
             run.stderr
         );
     }
-}
-
-/// Every file under `dir`, recursively.
-fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(files_under(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
 }
 
 #[test]

@@ -279,3 +279,17 @@ pub fn received_per_consumer(summary: &serde_json::Value) -> Vec<u64> {
         .map(|c| c["received"].as_u64().unwrap())
         .collect()
 }
+
+/// Every file under `dir`, recursively.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}

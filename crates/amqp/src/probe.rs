@@ -192,15 +192,10 @@ fn secure(stream: TcpStream, uri: &AmqpUri, deadline: Instant) -> Result<TcpStre
         deadline,
     )
     .map_err(|e| {
-        let hint = e.hint(
+        ProbeError::Tls(e.with_hint(
             "cacertfile=… in the URI",
             "certfile=… and keyfile=… in the URI",
-        );
-        ProbeError::Tls(if hint.is_empty() {
-            e.to_string()
-        } else {
-            format!("{e}; {hint}")
-        })
+        ))
     })
 }
 

@@ -109,6 +109,32 @@ impl TlsFiles {
         }
     }
 
+    /// `broker up --tls`/`--no-tls` for the broker `broker`: refused while it runs (`running`:
+    /// its pid and whether it was started with TLS) the other way, with the commands that
+    /// restart it; else TLS is turned on or off for its next starts.
+    pub fn switch(
+        &self,
+        broker: &'static str,
+        running: Option<(u32, bool)>,
+        on: bool,
+    ) -> Result<(), BrokerError> {
+        if let Some((pid, running_tls)) = running {
+            if running_tls != on {
+                return Err(BrokerError::TlsMismatch {
+                    broker,
+                    pid,
+                    state: if running_tls {
+                        "with TLS"
+                    } else {
+                        "without TLS"
+                    },
+                    flag: if on { " --tls" } else { " --no-tls" },
+                });
+            }
+        }
+        self.set_enabled(on)
+    }
+
     /// The SASL user's password. Never print it: it goes to the broker's configuration
     /// (readable only by its owner) and to the driver file `broker status --driver-file`
     /// prints when asked.

@@ -20,13 +20,6 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
-/// Where the system keeps its CA bundle on Debian, Ubuntu, Alpine, Fedora and RHEL.
-const SYSTEM_CA_BUNDLES: &[&str] = &[
-    "/etc/ssl/certs/ca-certificates.crt",
-    "/etc/pki/tls/certs/ca-bundle.crt",
-    "/etc/ssl/cert.pem",
-];
-
 /// How a client connects over TLS.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -79,6 +72,14 @@ pub enum Failure {
 }
 
 impl TlsError {
+    /// The error and, for a handshake failure, what to check (see [`TlsError::hint`]).
+    pub fn with_hint(&self, ca_setting: &str, client_setting: &str) -> String {
+        match self.hint(ca_setting, client_setting) {
+            hint if hint.is_empty() => self.to_string(),
+            hint => format!("{self}; {hint}"),
+        }
+    }
+
     /// What to check, for a handshake failure: the CA (`ca_setting`), the client certificate
     /// (`client_setting`), or the port; empty for other errors.
     pub fn hint(&self, ca_setting: &str, client_setting: &str) -> String {
@@ -109,18 +110,12 @@ impl TlsSettings {
             })?;
         let bundle = match &self.ca_file {
             Some(path) => path.clone(),
-            None => std::env::var_os("SSL_CERT_FILE")
-                .map(PathBuf::from)
-                .or_else(|| {
-                    SYSTEM_CA_BUNDLES
-                        .iter()
-                        .map(PathBuf::from)
-                        .find(|p| p.is_file())
-                })
-                .ok_or_else(|| TlsError::File {
-                    path: SYSTEM_CA_BUNDLES[0].into(),
-                    message: "no CA bundle on this system: give the CA that signed the broker's certificate (cacertfile=…)".into(),
-                })?,
+            None => brokerbench_metrics::system_ca_bundle().ok_or_else(|| TlsError::File {
+                path: "the system's CA bundle".into(),
+                message:
+                    "there is none on this system: give the CA that signed the broker's certificate"
+                        .into(),
+            })?,
         };
         let mut roots = RootCertStore::empty();
         for certificate in read_certificates(&bundle)? {

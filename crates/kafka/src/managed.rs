@@ -950,22 +950,12 @@ impl brokerbench_brokers::ManagedBroker for Kafka {
         lines
     }
     fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
-        if let Some(pid) = self.running_pid() {
-            let running_tls = self.running_tls_ports().is_some();
-            if running_tls != on {
-                return Err(BrokerError::TlsMismatch {
-                    broker: NAME,
-                    pid,
-                    state: if running_tls {
-                        "with TLS"
-                    } else {
-                        "without TLS"
-                    },
-                    flag: if on { " --tls" } else { " --no-tls" },
-                });
-            }
-        }
-        self.tls().set_enabled(on)
+        self.tls().switch(
+            NAME,
+            self.running_pid()
+                .map(|pid| (pid, self.running_tls_ports().is_some())),
+            on,
+        )
     }
     fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
         let Some((_, sasl_port)) = self.running_tls_ports() else {

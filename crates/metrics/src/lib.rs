@@ -15,7 +15,7 @@ pub use broker::{
 };
 pub use exposition::{exposition_name, Exposition, MetricsServer};
 pub use scrape::{
-    scrape, Auth, Endpoint, EndpointSettings, ScrapeError, Scraper, ENV_BEARER_TOKEN, ENV_CA_FILE,
-    ENV_PASSWORD, ENV_USERNAME,
+    scrape, system_ca_bundle, Auth, Endpoint, EndpointSettings, ScrapeError, Scraper,
+    ENV_BEARER_TOKEN, ENV_CA_FILE, ENV_PASSWORD, ENV_USERNAME,
 };
 pub use text::{parse, Sample};

@@ -16,6 +16,18 @@ const SYSTEM_CA_BUNDLES: &[&str] = &[
     "/etc/ssl/cert.pem",
 ];
 
+/// The system's CA bundle: `$SSL_CERT_FILE`, else the first of [`SYSTEM_CA_BUNDLES`] there is.
+pub fn system_ca_bundle() -> Option<PathBuf> {
+    std::env::var_os("SSL_CERT_FILE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            SYSTEM_CA_BUNDLES
+                .iter()
+                .map(PathBuf::from)
+                .find(|p| p.is_file())
+        })
+}
+
 /// Environment variables that supply what a driver file does not say.
 pub const ENV_USERNAME: &str = "BROKERBENCH_METRICS_USERNAME";
 pub const ENV_PASSWORD: &str = "BROKERBENCH_METRICS_PASSWORD";
@@ -225,14 +237,7 @@ impl Scraper {
         let mut tls = ureq::tls::TlsConfig::builder();
         let bundle = match &endpoint.ca_file {
             Some(path) => Some(path.clone()),
-            None => std::env::var_os("SSL_CERT_FILE")
-                .map(PathBuf::from)
-                .or_else(|| {
-                    SYSTEM_CA_BUNDLES
-                        .iter()
-                        .map(PathBuf::from)
-                        .find(|p| p.is_file())
-                }),
+            None => system_ca_bundle(),
         };
         if let Some(path) = bundle {
             tls = tls.root_certs(read_certificates(&path)?);

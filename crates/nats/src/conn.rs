@@ -124,15 +124,10 @@ impl Conn {
             ));
         }
         let failed = |e: brokerbench_driver::tls::TlsError| {
-            let hint = e.hint(
+            ConnectError::Tls(e.with_hint(
                 "tls: {ca_file: …} in the driver file",
                 "tls: {cert_file: …, key_file: …} in the driver file",
-            );
-            ConnectError::Tls(if hint.is_empty() {
-                e.to_string()
-            } else {
-                format!("{e}; {hint}")
-            })
+            ))
         };
         let config = settings.client_config().map_err(failed)?;
         let raw = self

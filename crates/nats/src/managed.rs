@@ -290,22 +290,13 @@ impl ManagedBroker for ManagedNats {
     }
 
     fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
-        if let Some(pid) = self.daemon.running_pid() {
-            let running_tls = self.running_tls();
-            if running_tls != on {
-                return Err(BrokerError::TlsMismatch {
-                    broker: NAME,
-                    pid,
-                    state: if running_tls {
-                        "with TLS"
-                    } else {
-                        "without TLS"
-                    },
-                    flag: if on { " --tls" } else { " --no-tls" },
-                });
-            }
-        }
-        self.tls().set_enabled(on)
+        self.tls().switch(
+            NAME,
+            self.daemon
+                .running_pid()
+                .map(|pid| (pid, self.running_tls())),
+            on,
+        )
     }
 
     fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {

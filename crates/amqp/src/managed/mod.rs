@@ -818,22 +818,12 @@ impl brokerbench_brokers::ManagedBroker for RabbitMq {
         lines
     }
     fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
-        if let Some(pid) = self.running_pid() {
-            let running_tls = self.running_tls_port().is_some();
-            if running_tls != on {
-                return Err(BrokerError::TlsMismatch {
-                    broker: NAME,
-                    pid,
-                    state: if running_tls {
-                        "with TLS"
-                    } else {
-                        "without TLS"
-                    },
-                    flag: if on { " --tls" } else { " --no-tls" },
-                });
-            }
-        }
-        self.tls().set_enabled(on)
+        self.tls().switch(
+            NAME,
+            self.running_pid()
+                .map(|pid| (pid, self.running_tls_port().is_some())),
+            on,
+        )
     }
     fn driver_file(&self, _status: &BrokerStatus) -> Result<String, BrokerError> {
         let Some(tls_port) = self.running_tls_port() else {
