@@ -761,7 +761,7 @@ fn an_openmessaging_benchmark_driver_file_runs_unchanged_once_the_cluster_can_gi
     let d = &ran.manifest()["driver"];
     assert_eq!(d["replication_factor"], 1, "{d:#}");
     assert_eq!(d["producer_config"]["acks"], "all");
-    assert_eq!(d["producer_config"]["client.id"], "omb-test");
+    assert_eq!(d["common_config"]["client.id"], "omb-test");
     assert_eq!(
         d["consumer_config"]["max.partition.fetch.bytes"],
         "10485760"

@@ -105,23 +105,46 @@ fn kafka_runs_over_sasl_ssl_with_each_mechanism_and_over_ssl_are_clean() {
             "{mechanism}: {s:#}"
         );
     }
-    // The SSL listener (no SASL) is on the port before SASL_SSL's.
-    let sasl_port: u16 = driver
+    // The SSL listener (no SASL), with the client certificate, as the driver file's comment
+    // gives it.
+    let ssl = driver
         .lines()
-        .find_map(|line| line.strip_prefix("bootstrap_servers: 127.0.0.1:"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let ca = driver
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("ssl.ca.location: "))
-        .unwrap();
-    let ssl = format!(
-        "driver: kafka\nbootstrap_servers: 127.0.0.1:{}\ncommon_config: {{security.protocol: SSL, ssl.ca.location: '{ca}'}}\nproducer_config: {{acks: '1'}}\n",
-        sasl_port - 1
+        .filter_map(|line| line.strip_prefix("#   "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        ssl.contains("security.protocol: SSL") && ssl.contains("ssl.certificate.location"),
+        "{driver}"
     );
-    assert_lossless(&run_with(&ssl, &[]));
+    assert_lossless(&run_with(
+        &format!("driver: kafka\n{ssl}\nproducer_config: {{acks: '1'}}\n"),
+        &[],
+    ));
+    // A client certificate from another CA is refused by that listener.
+    let other = tempfile::tempdir().unwrap();
+    let foreign = brokerbench_brokers::tls::TlsFiles::of(other.path());
+    foreign.generate_once().unwrap();
+    let home_tls = brokerbench_brokers::home().join("kafka").join("tls");
+    let impostor = ssl
+        .replace(
+            &home_tls.join("client.pem").display().to_string(),
+            &foreign.client_certificate().display().to_string(),
+        )
+        .replace(
+            &home_tls.join("client-key.pem").display().to_string(),
+            &foreign.client_key().display().to_string(),
+        );
+    assert_ne!(impostor, ssl);
+    let run = run_with(
+        &format!("driver: kafka\n{impostor}\nproducer_config: {{acks: '1'}}\n"),
+        &[],
+    );
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("TLS handshake failed"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

@@ -260,6 +260,13 @@ impl KafkaDriver {
                     ),
                 })
             }
+            // The broker's alert about the client's certificate arrives as a failed read.
+            _ if reason.contains("SSL alert") => Some(DriverError::Unreachable {
+                broker: "kafka",
+                address: self.bootstrap.clone(),
+                reason: format!("the TLS handshake failed: {reason}"),
+                hint: "the broker refused the client's certificate: set ssl.certificate.location and ssl.key.location in common_config to a certificate signed by a CA the broker trusts (the managed broker's: `brokerbench broker status kafka --driver-file` names them)".into(),
+            }),
             RDKafkaErrorCode::SSL => {
                 let hint = if reason.contains("certificate verify failed")
                     || reason.contains("could not be verified")

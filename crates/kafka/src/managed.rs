@@ -377,6 +377,7 @@ impl Kafka {
             tls::write_private(&self.keystore_file(), &keystore)?;
             Some(TlsListeners {
                 keystore: self.keystore_file(),
+                ca: files.ca(),
                 password: files.password()?,
             })
         } else {
@@ -698,13 +699,18 @@ group.initial.rebalance.delay.ms=0
 # TLS (`brokerbench broker up kafka --tls`): a throwaway CA's certificate, see tls/.
 ssl.keystore.type=PEM
 ssl.keystore.location={keystore}
+ssl.truststore.type=PEM
+ssl.truststore.location={ca}
 ssl.client.auth=none
+# The SSL listener takes clients by their certificate (mutual TLS, signed by the CA above).
+listener.name.ssl.ssl.client.auth=required
 sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
 listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_{user}=\"{password}\";
 listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 ",
-            keystore = tls.keystore.display()
+            keystore = tls.keystore.display(),
+            ca = tls.ca.display()
         ));
     }
     properties
@@ -714,6 +720,8 @@ listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.se
 struct TlsListeners {
     /// Key and certificate chain, PEM.
     keystore: PathBuf,
+    /// The CA that signs client certificates the SSL listener takes, PEM.
+    ca: PathBuf,
     /// The PLAIN user's password (SCRAM credentials are set through the admin API).
     password: String,
 }
@@ -958,7 +966,7 @@ impl brokerbench_brokers::ManagedBroker for Kafka {
         )
     }
     fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
-        let Some((_, sasl_port)) = self.running_tls_ports() else {
+        let Some((ssl_port, sasl_port)) = self.running_tls_ports() else {
             return Ok(format!(
                 "\
 # The managed Kafka's PLAINTEXT listener (`brokerbench broker status kafka --driver-file`).
@@ -977,7 +985,9 @@ producer_config: {{acks: \"1\"}}
 # The managed Kafka's SASL_SSL listener (`brokerbench broker status kafka --driver-file`).
 # It holds the password of the user `{user}`: keep it private. brokerbench writes it into no
 # result, log or report. With bootstrap_servers set, a run samples the broker's process when
-# given --broker-process kafka.Kafka.
+# given --broker-process kafka.Kafka. The SSL listener, with the client certificate instead:
+#   bootstrap_servers: 127.0.0.1:{ssl_port}
+#   common_config: {{security.protocol: SSL, ssl.ca.location: {ca}, ssl.certificate.location: {certificate}, ssl.key.location: {key}}}
 driver: kafka
 bootstrap_servers: 127.0.0.1:{sasl_port}
 replication_factor: 1
@@ -992,6 +1002,8 @@ producer_config: {{acks: \"1\"}}
             user = tls::USER,
             password = files.password()?,
             ca = files.ca().display(),
+            certificate = files.client_certificate().display(),
+            key = files.client_key().display(),
         ))
     }
 }
@@ -1039,6 +1051,7 @@ mod tests {
     fn with_tls_the_properties_add_ssl_and_sasl_ssl_listeners_and_keep_plaintext() {
         let tls = TlsListeners {
             keystore: PathBuf::from("/h/kafka/tls/kafka-keystore.pem"),
+            ca: PathBuf::from("/h/kafka/tls/ca.pem"),
             password: "Pw0rd".into(),
         };
         let text = server_properties(19092, Path::new("/h/kafka/data"), Some(&tls));
@@ -1058,6 +1071,8 @@ mod tests {
             ("inter.broker.listener.name", "PLAINTEXT"),
             ("ssl.keystore.type", "PEM"),
             ("ssl.keystore.location", "/h/kafka/tls/kafka-keystore.pem"),
+            ("ssl.truststore.location", "/h/kafka/tls/ca.pem"),
+            ("listener.name.ssl.ssl.client.auth", "required"),
             ("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"),
             (
                 "listener.name.sasl_ssl.plain.sasl.jaas.config",
