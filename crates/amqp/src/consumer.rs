@@ -67,8 +67,27 @@ fn consuming_channel(
             .call(qos, id::BASIC_QOS_OK, ADMIN_TIMEOUT)
             .map_err(failed)?;
     }
+    channel
+        .call(
+            consume_frame(channel.number(), queue, consumer_tag, config),
+            id::BASIC_CONSUME_OK,
+            ADMIN_TIMEOUT,
+        )
+        .map_err(failed)?;
+    Ok(channel)
+}
+
+/// basic.consume of `queue` as `consumer_tag` on channel `number`, with the ack mode and the
+/// queue type's arguments of `config`.
+fn consume_frame(
+    number: u16,
+    queue: &str,
+    consumer_tag: &str,
+    config: &RabbitMqDriverConfig,
+) -> Vec<u8> {
+    let manual = config.ack.mode == AckMode::Manual;
     let mut consume = Vec::new();
-    wire::method(&mut consume, channel.number(), id::BASIC_CONSUME, |out| {
+    wire::method(&mut consume, number, id::BASIC_CONSUME, |out| {
         out.extend_from_slice(&0u16.to_be_bytes());
         wire::put_short_string(out, queue);
         wire::put_short_string(out, consumer_tag);
@@ -76,10 +95,7 @@ fn consuming_channel(
         out.push(if manual { 0 } else { 0b10 });
         wire::put_arguments(out, &consume_arguments(&config.queue));
     });
-    channel
-        .call(consume, id::BASIC_CONSUME_OK, ADMIN_TIMEOUT)
-        .map_err(failed)?;
-    Ok(channel)
+    consume
 }
 
 impl AmqpConsumer {
@@ -118,16 +134,7 @@ impl AmqpConsumer {
         let number = self.channel.number();
         let mut frame = Vec::new();
         let reply = if consuming {
-            let manual = self.manual;
-            let config = &self.dialer.config;
-            let (queue, tag) = (&self.queue, &self.consumer_tag);
-            wire::method(&mut frame, number, id::BASIC_CONSUME, |out| {
-                out.extend_from_slice(&0u16.to_be_bytes());
-                wire::put_short_string(out, queue);
-                wire::put_short_string(out, tag);
-                out.push(if manual { 0 } else { 0b10 });
-                wire::put_arguments(out, &consume_arguments(&config.queue));
-            });
+            frame = consume_frame(number, &self.queue, &self.consumer_tag, &self.dialer.config);
             id::BASIC_CONSUME_OK
         } else {
             let tag = &self.consumer_tag;
