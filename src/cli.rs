@@ -33,6 +33,21 @@ pub enum Command {
         #[arg(long, short = 'o')]
         out: Option<PathBuf>,
     },
+    /// Merge the results folders of a run's shards (`run --shard I/N`) into one: latency
+    /// histograms added, counts summed, delivery ledgers joined, a table of the shards.
+    Merge {
+        /// Every shard's results folder.
+        #[arg(required = true)]
+        folders: Vec<PathBuf>,
+        /// The merged folder. Default: WORKLOAD-RUNID-merged beside the first folder.
+        #[arg(long, short = 'o')]
+        out: Option<PathBuf>,
+    },
+    /// Kubernetes: manifests that run a workload as shards of an Indexed Job.
+    K8s {
+        #[command(subcommand)]
+        command: K8sCommand,
+    },
     /// Check workload and driver files without running anything.
     Validate {
         /// Workload or driver files (a file with a `driver:` field is a driver file).
@@ -114,6 +129,27 @@ pub struct RunArgs {
     /// Serve live figures in the Prometheus format at this address (e.g. 127.0.0.1:9464).
     #[arg(long, value_name = "ADDRESS")]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Run shard I of N of the workload: producers and consumers numbered n with n mod N = I
+    /// (the rate follows the producers). Every shard needs the same files, --run-id and
+    /// --coordinator; `brokerbench merge` joins their folders into one run.
+    #[arg(long, value_name = "I/N", value_parser = brokerbench_engine::shard::Shard::parse, conflicts_with = "shards")]
+    pub shard: Option<brokerbench_engine::shard::Shard>,
+    /// Run one of N shards, its index from JOB_COMPLETION_INDEX (as in a Kubernetes Indexed
+    /// Job) or BROKERBENCH_SHARD_INDEX.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u32>,
+    /// The run id the shards share (topic, queue and group names carry it); letters, digits,
+    /// `-` and `_`, at most 40. Default for a single run: a random one.
+    #[arg(long, value_name = "ID", env = "BROKERBENCH_RUN_ID")]
+    pub run_id: Option<String>,
+    /// HOST:PORT at which the shards reach shard 0, which coordinates their start (shard 0
+    /// listens on it: on that address when HOST is an IP address, else on every interface).
+    #[arg(long, value_name = "HOST:PORT", env = "BROKERBENCH_COORDINATOR")]
+    pub coordinator: Option<String>,
+    /// How long shards wait for each other before the start, and shard 0 for the others to
+    /// finish.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub shard_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]
@@ -183,6 +219,46 @@ fn broker_names() -> clap::builder::PossibleValuesParser {
             .iter()
             .map(|family| clap::builder::PossibleValue::new(family.name()).help(family.about())),
     )
+}
+
+#[derive(Debug, Subcommand)]
+pub enum K8sCommand {
+    /// Write the manifests: the files (a ConfigMap, the driver file as a Secret), a results
+    /// volume, a headless Service and an Indexed Job of N shards, and a merge Job to apply
+    /// once the shards are done. Prints the kubectl commands.
+    Render {
+        /// Number of shards (pods), each running its share of producers and consumers.
+        #[arg(long)]
+        shards: u32,
+        /// The workload file.
+        workload: PathBuf,
+        /// The driver file; it must name the broker as the pods reach it.
+        driver: PathBuf,
+        /// Change a workload or driver field on every shard (as for `run`).
+        #[arg(long = "set", short = 's', value_name = "FIELD=VALUE")]
+        overrides: Vec<String>,
+        /// Where to write the manifests. Default: deploy/kubernetes/NAME.
+        #[arg(long, short = 'o')]
+        out: Option<PathBuf>,
+        /// The container image with brokerbench (deploy/kubernetes/Dockerfile builds one).
+        #[arg(long, default_value = concat!("brokerbench:", env!("CARGO_PKG_VERSION")))]
+        image: String,
+        /// Name of the Job and its objects. Default: brokerbench-WORKLOAD.
+        #[arg(long)]
+        name: Option<String>,
+        /// Namespace of the objects (default: kubectl's).
+        #[arg(long)]
+        namespace: Option<String>,
+        /// Storage class of the results volume, which every shard writes (ReadWriteMany).
+        #[arg(long)]
+        storage_class: Option<String>,
+        /// Size of the results volume.
+        #[arg(long, default_value = "1Gi")]
+        results_size: String,
+        /// CPU each shard requests.
+        #[arg(long, default_value = "1")]
+        cpu: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,6 +6,7 @@ pub mod cli;
 mod commands;
 pub mod families;
 mod monitoring;
+pub mod shards;
 
 use std::process::ExitCode;
 

@@ -3,6 +3,8 @@
 mod broker;
 mod compare;
 mod data;
+mod k8s;
+mod merge;
 mod report;
 mod run;
 mod study;
@@ -11,7 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::cli::{Cli, Command, DataCommand};
+use crate::cli::{Cli, Command, DataCommand, K8sCommand};
 
 /// Reads and parses a JSON file of a results or study folder, naming the file on error.
 pub(crate) fn read_json(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
@@ -27,6 +29,35 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare::compare(&args.inputs, args.json),
         Command::Report { folders, out } => report::report(&folders, out.as_deref()),
         Command::Validate { files } => validate(&files),
+        Command::Merge { folders, out } => merge::merge(&folders, out.as_deref()),
+        Command::K8s {
+            command:
+                K8sCommand::Render {
+                    shards,
+                    workload,
+                    driver,
+                    overrides,
+                    out,
+                    image,
+                    name,
+                    namespace,
+                    storage_class,
+                    results_size,
+                    cpu,
+                },
+        } => k8s::render(k8s::RenderArgs {
+            shards,
+            workload: &workload,
+            driver: &driver,
+            overrides: &overrides,
+            out: out.as_deref(),
+            image: &image,
+            name: name.as_deref(),
+            namespace: namespace.as_deref(),
+            storage_class: storage_class.as_deref(),
+            results_size: &results_size,
+            cpu: &cpu,
+        }),
         Command::Broker {
             action,
             broker,

@@ -82,6 +82,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         })?;
     }
 
+    let sharding = resolve_sharding(&args, &workload, &specs.workload_source)?;
+
     let BrokerTarget {
         mut driver,
         broker,
@@ -92,16 +94,33 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } = broker_target(&specs.driver, &args)?;
     let metrics = metrics_scraper(&specs, &args, metrics_url, metrics)?;
     driver.connect()?;
+    let mut gate = match &sharding {
+        Some(s) => Some(crate::shards::TcpGate::new(
+            crate::shards::GateSettings {
+                shard: s.shard,
+                run_id: s.run_id.clone(),
+                coordinator: s.coordinator.clone(),
+                timeout: args.shard_timeout,
+                identity: crate::shards::identity(&serde_json::to_value(&workload)?, driver.name()),
+            },
+            None,
+        )?),
+        None => None,
+    };
 
     let clock = Clock::process();
     let started_ns = clock.now_ns();
     let out = args.out.clone().unwrap_or_else(|| {
-        free_folder(
-            &PathBuf::from("results"),
-            &folder_name(started_ns, &workload.name),
-        )
+        let mut name = folder_name(started_ns, &workload.name);
+        if let Some(s) = &sharding {
+            name.push_str(&format!("-shard-{}-of-{}", s.shard.index, s.shard.count));
+        }
+        free_folder(&PathBuf::from("results"), &name)
     });
-    let run_id = run_id(started_ns);
+    let run_id = match &args.run_id {
+        Some(id) => id.clone(),
+        None => run_id(started_ns),
+    };
     let mut manifest = Manifest::new(env!("CARGO_PKG_VERSION"), run_id.clone(), started_ns);
     manifest.command = std::env::args().map(|a| redact_assignment(&a)).collect();
     manifest.workload = serde_json::to_value(&workload)?;
@@ -206,7 +225,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             observers.push(m);
         }
         let mut tee = Tee::new(observers);
-        brokerbench_engine::run(&workload, driver.as_mut(), &mut tee, &control)
+        let sharding = match (&sharding, gate.as_mut()) {
+            (Some(s), Some(gate)) => Some(brokerbench_engine::Sharding {
+                shard: s.shard,
+                gate,
+            }),
+            _ => None,
+        };
+        brokerbench_engine::run_shard(&workload, driver.as_mut(), &mut tee, &control, sharding)
     };
     live.finish();
     let outcome = match result {
@@ -219,7 +245,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut outcome = outcome;
-    let mut measured = brokerbench_engine::Measured::default();
+    let mut measured = brokerbench_engine::Measured {
+        sharded: sharding.is_some(),
+        ..Default::default()
+    };
     if args.count_allocations {
         let summary = &outcome.summary;
         measured.allocations_per_message =
@@ -250,6 +279,38 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("warning: {e}");
         }
     }
+    if let (Some(s), Some(gate)) = (&sharding, &gate) {
+        let window = phases.window();
+        let shard_file = ShardFile {
+            shard: s.shard.index,
+            shards: s.shard.count,
+            run_id: control.run_id.clone(),
+            coordinator: s.coordinator.clone(),
+            clock: gate.clock(),
+            host: brokerbench_report::Host::detect().hostname,
+            producers: outcome.ledger.producers.iter().map(|p| p.id).collect(),
+            consumers: outcome
+                .ledger
+                .consumers
+                .iter()
+                .map(|c| [c.topic, c.subscription, c.member])
+                .collect(),
+            started_ns: outcome.started_ns,
+            window_start_ns: window.as_ref().map(|w| w.start),
+            window_end_ns: window.as_ref().map(|w| w.end),
+            lost_shards: gate.lost(),
+        };
+        for (name, value) in [
+            (SHARD_FILE, serde_json::to_value(&shard_file)?),
+            (LEDGER_FILE, serde_json::to_value(&outcome.ledger)?),
+        ] {
+            let mut bytes = serde_json::to_vec(&value)?;
+            bytes.push(b'\n');
+            if let Err(e) = folder.write_file(name, &bytes) {
+                eprintln!("warning: {e}");
+            }
+        }
+    }
     write_omb_result(
         &folder,
         &omb,
@@ -273,6 +334,121 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         RunStatus::Interrupted => exit::INTERRUPTED,
         _ if summary.is_clean() => exit::CLEAN,
         _ => exit::WITH_ERRORS,
+    }))
+}
+
+/// shard.json: which shard a folder is, and what `brokerbench merge` needs beside the
+/// ordinary files.
+pub const SHARD_FILE: &str = "shard.json";
+/// ledger.json: a shard's delivery ledger (acknowledged and received sequences as ranges).
+pub const LEDGER_FILE: &str = "ledger.json";
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ShardFile {
+    pub shard: u32,
+    pub shards: u32,
+    pub run_id: String,
+    pub coordinator: String,
+    /// This shard's clock against shard 0's.
+    pub clock: crate::shards::ClockEstimate,
+    pub host: String,
+    /// Global producer ids this shard ran.
+    pub producers: Vec<u32>,
+    /// (topic, subscription, member) of each consumer this shard ran.
+    pub consumers: Vec<[u32; 3]>,
+    /// Start of warm-up, ns since the UNIX epoch on this shard's clock.
+    pub started_ns: u64,
+    /// The measurement window on this shard's clock.
+    pub window_start_ns: Option<u64>,
+    pub window_end_ns: Option<u64>,
+    /// Shards that left before they finished (written by shard 0).
+    #[serde(default)]
+    pub lost_shards: Vec<u32>,
+}
+
+/// The shard this run is, from the flags and the environment; None for a whole run.
+struct ShardPlan {
+    shard: brokerbench_engine::shard::Shard,
+    run_id: String,
+    coordinator: String,
+}
+
+fn resolve_sharding(
+    args: &RunArgs,
+    workload: &brokerbench_model::Workload,
+    source: &str,
+) -> anyhow::Result<Option<ShardPlan>> {
+    use brokerbench_engine::shard::Shard;
+    if let Some(id) = &args.run_id {
+        let fine = !id.is_empty()
+            && id.len() <= 40
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !fine {
+            return Err(BadInput(format!(
+                "--run-id '{id}': topic, queue and group names carry it, so give 1 to 40 letters, digits, '-' or '_'"
+            ))
+            .into());
+        }
+    }
+    let shard = match (args.shard, args.shards) {
+        (Some(shard), _) => shard,
+        (None, None) => return Ok(None),
+        (None, Some(count)) => {
+            let (variable, value) = ["JOB_COMPLETION_INDEX", "BROKERBENCH_SHARD_INDEX"]
+                .iter()
+                .find_map(|v| std::env::var(v).ok().map(|value| (*v, value)))
+                .ok_or_else(|| {
+                    BadInput(format!(
+                        "--shards {count}: which shard is this? Set JOB_COMPLETION_INDEX (a Kubernetes Indexed Job does) or BROKERBENCH_SHARD_INDEX, or give --shard I/{count}"
+                    ))
+                })?;
+            Shard::parse(&format!("{}/{count}", value.trim()))
+                .map_err(|e| BadInput(format!("--shards {count} with {variable}={value}: {e}")))?
+        }
+    };
+    let Some(run_id) = args.run_id.clone() else {
+        return Err(BadInput(format!(
+            "--shard {shard}: give every shard the same --run-id (or BROKERBENCH_RUN_ID), e.g. --run-id {}, so that they use the same topics and groups",
+            run_id(Clock::process().now_ns())
+        ))
+        .into());
+    };
+    let coordinator = match (&args.coordinator, shard.count) {
+        (Some(c), _) => c.clone(),
+        (None, 1) => "127.0.0.1:0".to_string(),
+        (None, _) => {
+            return Err(BadInput(format!(
+                "--shard {shard}: give every shard --coordinator HOST:PORT (or BROKERBENCH_COORDINATOR), where shard 0 listens and the others reach it, e.g. --coordinator 127.0.0.1:7878"
+            ))
+            .into())
+        }
+    };
+    if workload.backlog.is_some() {
+        return Err(BadInput(format!(
+            "{source}: field `backlog`: backlog mode pauses every consumer at once, which shards do not do yet; run it as one process (drop --shard)"
+        ))
+        .into());
+    }
+    let producers = shard.share_of(workload.producer_count() as usize);
+    let slots = workload.topics as usize
+        * workload.subscriptions_per_topic.max(1) as usize
+        * workload.consumers_per_topic as usize;
+    let consumers = shard.share_of(slots);
+    if producers == 0 && consumers == 0 {
+        return Err(BadInput(format!(
+            "--shard {shard}: this shard would have nothing to do: the workload has {} producers and {slots} consumers, shared out one by one over {} shards; use at most {} shards",
+            workload.producer_count(),
+            shard.count,
+            (workload.producer_count() as usize).max(slots)
+        ))
+        .into());
+    }
+    Ok(Some(ShardPlan {
+        shard,
+        run_id,
+        coordinator,
     }))
 }
 

@@ -122,6 +122,7 @@ fn main() {
             partitions_per_topic: 1,
             consumers_per_topic: o.consumers,
             subscriptions_per_topic: 1,
+            shard: None,
         })
         .unwrap_or_else(|e| usage(&e.to_string()));
     let counters = Arc::new(Counters::default());

@@ -125,6 +125,8 @@ pub struct AmqpDriver {
     created_queues: Vec<String>,
     /// Connections for producers and consumers, from `prepare` on.
     dialer: Option<Arc<Dialer>>,
+    /// Whether `cleanup` may delete what the run declared (false on shards other than 0).
+    removes: bool,
 }
 
 impl std::fmt::Debug for AmqpDriver {
@@ -148,6 +150,7 @@ impl AmqpDriver {
             created_exchanges: Vec::new(),
             created_queues: Vec::new(),
             dialer: None,
+            removes: true,
         }
     }
 
@@ -354,6 +357,7 @@ impl Driver for AmqpDriver {
             }
         }
         self.run_id = topology.run_id.clone();
+        self.removes = topology.removes();
         self.topics = (0..topology.topics)
             .map(|i| TopicNames::new(&self.config, &topology.workload, &topology.run_id, i))
             .collect();
@@ -426,6 +430,7 @@ impl Driver for AmqpDriver {
             dialer.consumers.release();
         }
         if !self.config.delete_queues
+            || !self.removes
             || (self.created_queues.is_empty() && self.created_exchanges.is_empty())
         {
             return Ok(());
@@ -604,6 +609,7 @@ mod tests {
                 partitions_per_topic: 4,
                 consumers_per_topic: 1,
                 subscriptions_per_topic: 1,
+                shard: None,
             })
             .unwrap_err()
             .to_string();

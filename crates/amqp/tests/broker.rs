@@ -346,6 +346,7 @@ fn a_queue_declared_again_with_other_arguments_is_refused_with_the_brokers_reaso
         partitions_per_topic: 1,
         consumers_per_topic: 1,
         subscriptions_per_topic: 1,
+        shard: None,
     };
     let driver = |text: &str| {
         let config: RabbitMqDriverConfig = brokerbench_model::yaml::from_str(text).unwrap();

@@ -62,6 +62,17 @@ pub struct Topology {
     /// Subscriptions per topic the workload asks for (a driver may have its own setting, e.g.
     /// RabbitMQ's `queues_per_topic`); [`Driver::subscriptions_per_topic`] says what it made.
     pub subscriptions_per_topic: u32,
+    /// (index, count) when this process is one shard of a run: every shard prepares the same
+    /// names (what another shard created already is the run's own), and only shard 0 removes
+    /// them at the end, after every shard has finished.
+    pub shard: Option<(u32, u32)>,
+}
+
+impl Topology {
+    /// Whether this process removes what the run created (the only process, or shard 0).
+    pub fn removes(&self) -> bool {
+        self.shard.is_none_or(|(index, _)| index == 0)
+    }
 }
 
 /// Identifies a consumer: which topic, which subscription of it, and its number inside it.

@@ -9,6 +9,7 @@ mod recorder;
 mod run;
 pub mod schedule;
 pub mod sensor;
+pub mod shard;
 
 pub use brokerbench_driver::Clock;
-pub use run::{complete, run, EngineError, Measured, RunControl, RunOutcome};
+pub use run::{complete, run, run_shard, EngineError, Measured, RunControl, RunOutcome, Sharding};

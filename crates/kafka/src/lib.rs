@@ -87,6 +87,11 @@ pub struct KafkaDriver {
     /// Consumer groups per topic (the workload's `subscriptions_per_topic`).
     subscriptions: u32,
     run_id: String,
+    /// Whether `cleanup` may delete what the run created (false on shards other than 0).
+    removes: bool,
+    /// This process is one shard of a run: a topic of the run another shard created is the
+    /// run's own.
+    sharded: bool,
     /// The one producer client every producer task uses (`producer_clients: shared`), made
     /// with the first producer.
     shared_client: Mutex<Option<Arc<ProducerClient>>>,
@@ -107,6 +112,8 @@ impl KafkaDriver {
             partitions: 1,
             subscriptions: 1,
             run_id: String::new(),
+            removes: true,
+            sharded: false,
             shared_client: Mutex::new(None),
             routers: Mutex::new(Vec::new()),
             revoked: Arc::new(Mutex::new(Vec::new())),
@@ -496,6 +503,8 @@ impl Driver for KafkaDriver {
         self.partitions = topology.partitions_per_topic;
         self.subscriptions = topology.subscriptions_per_topic.max(1);
         self.run_id = topology.run_id.clone();
+        self.removes = topology.removes();
+        self.sharded = topology.shard.is_some();
         self.topics = (0..topology.topics)
             .map(|i| {
                 if self.config.unique_topics {
@@ -530,7 +539,13 @@ impl Driver for KafkaDriver {
         for result in results {
             match result {
                 Ok(name) => self.created.push(name),
-                Err((name, RDKafkaErrorCode::TopicAlreadyExists)) => self.check_existing(&admin, &name)?,
+                Err((name, RDKafkaErrorCode::TopicAlreadyExists)) => {
+                    self.check_existing(&admin, &name)?;
+                    // Named after the run: another shard of it created the topic.
+                    if self.sharded && self.config.unique_topics {
+                        self.created.push(name);
+                    }
+                }
                 Err((name, code)) => {
                     return Err(DriverError::Other(format!(
                         "creating topic '{name}' failed: {code} (check replication_factor against the number of brokers, and topic_config names)"
@@ -652,7 +667,7 @@ impl Driver for KafkaDriver {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        if !self.config.delete_topics || self.created.is_empty() {
+        if !self.config.delete_topics || self.created.is_empty() || !self.removes {
             return Ok(());
         }
         let admin = self.admin()?;

@@ -38,6 +38,8 @@ pub struct NatsDriver {
     /// Durable consumers per stream (the workload's `subscriptions_per_topic`).
     subscriptions: u32,
     version: Option<String>,
+    /// Whether `cleanup` may delete the run's streams (false on shards other than 0).
+    removes: bool,
 }
 
 impl NatsDriver {
@@ -52,6 +54,7 @@ impl NatsDriver {
             partitions: 1,
             subscriptions: 1,
             version: None,
+            removes: true,
         }
     }
 
@@ -254,6 +257,7 @@ impl Driver for NatsDriver {
         if self.admin.is_none() {
             self.connect()?;
         }
+        self.removes = topology.removes();
         self.partitions = topology.partitions_per_topic.max(1);
         self.subscriptions = topology.subscriptions_per_topic.max(1);
         for topic in 0..topology.topics {
@@ -336,7 +340,7 @@ impl Driver for NatsDriver {
     }
 
     fn cleanup(&mut self) -> Result<(), DriverError> {
-        if !self.config.delete_streams {
+        if !self.config.delete_streams || !self.removes {
             return Ok(());
         }
         let streams = std::mem::take(&mut self.streams);

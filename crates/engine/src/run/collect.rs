@@ -95,13 +95,12 @@ pub(super) fn collect(
     workload: &Workload,
     shared: &Shared,
     times: Times,
-    slots: &[ConsumerSlot],
-    subscriptions: u32,
+    (producer_count, slots, subscriptions): (usize, &[ConsumerSlot], u32),
     reports: mpsc::Receiver<Report>,
     observer: &mut dyn RunObserver,
+    mut gate: Option<&mut (dyn Gate + '_)>,
 ) -> Collected {
     let clock = shared.clock;
-    let producer_count = workload.producer_count() as usize;
     let tasks = producer_count + slots.len();
     let mut progress = vec![0u64; tasks];
     let mut pending: BTreeMap<u64, Interval> = BTreeMap::new();
@@ -166,8 +165,10 @@ pub(super) fn collect(
             }
             observer.phase_started(phase, times.warmup_end_ns);
         }
-        let producers_done = producers.iter().all(Option::is_some);
         let measure_end_ns = shared.measure_end();
+        // A shard may have no producers: it measures until the window's end.
+        let producers_done = producers.iter().all(Option::is_some)
+            && (!producers.is_empty() || now >= measure_end_ns);
         if phase != Phase::Drain && (now >= measure_end_ns || producers_done) {
             if phase == Phase::Measurement {
                 cpu = cpu_start.map(|start| (start, rusage()));
@@ -184,15 +185,30 @@ pub(super) fn collect(
             drain_progress.observe(now, received_unique(shared));
         }
         if producers_done && !shared.consumers_stop.load(Ordering::Relaxed) {
-            let caught_up = (0..workload.topics).all(|topic| {
-                let received: u64 = slots
+            let received: Vec<u64> = (0..workload.topics)
+                .map(|topic| {
+                    slots
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, s)| s.topic == topic)
+                        .map(|(i, _)| shared.unique[i].load(Ordering::Relaxed))
+                        .sum()
+                })
+                .collect();
+            let caught_up = match gate.as_mut() {
+                // Consumers of one shard receive what others' producers sent.
+                Some(gate) => {
+                    let expected: Vec<u64> = acknowledged_per_topic
+                        .iter()
+                        .map(|&a| a * subscriptions as u64)
+                        .collect();
+                    gate.drained(true, &expected, &received)
+                }
+                None => received
                     .iter()
-                    .enumerate()
-                    .filter(|(_, s)| s.topic == topic)
-                    .map(|(i, _)| shared.unique[i].load(Ordering::Relaxed))
-                    .sum();
-                received >= acknowledged_per_topic[topic as usize] * subscriptions as u64
-            });
+                    .zip(&acknowledged_per_topic)
+                    .all(|(&r, &a)| r >= a * subscriptions as u64),
+            };
             let deadline = shared.drain_deadline(drain_started_ns.unwrap_or(now));
             if caught_up || now >= deadline {
                 if !caught_up && !slots.is_empty() {

@@ -11,7 +11,7 @@ pub(super) struct ConsumerTask {
 
 pub(super) fn consumer_loop(
     mut task: ConsumerTask,
-    producers: u32,
+    (producers, producer_ids): (u32, u32),
     shared: Arc<Shared>,
     reports: mpsc::Sender<Report>,
 ) {
@@ -26,7 +26,7 @@ pub(super) fn consumer_loop(
         .slots
         .iter()
         .map(|&(number, slot)| {
-            ConsumerRecorder::new(number, slot, producers, placeholder, reports.clone())
+            ConsumerRecorder::new(number, slot, producer_ids, placeholder, reports.clone())
         })
         .collect();
     drop(reports);

@@ -41,6 +41,7 @@ use crate::recorder::{
     ConsumerRecorder, ConsumerResult, Interval, ProducerRecorder, ProducerResult, Report, Times,
 };
 use crate::schedule::Schedule;
+use crate::shard::{Assignments, Gate, LedgerFile, Shard};
 use brokerbench_driver::Clock;
 
 const SECOND_NS: u64 = 1_000_000_000;
@@ -76,6 +77,9 @@ pub enum EngineError {
     Interrupted,
     #[error("a {0} task panicked: {1}")]
     TaskPanicked(&'static str, String),
+    /// The shards of a run did not meet (one never arrived, or they disagree).
+    #[error("{0}")]
+    Shards(String),
 }
 
 /// Inputs that control a run from outside.
@@ -97,6 +101,14 @@ pub struct RunOutcome {
     pub started_ns: u64,
     /// When the last task finished, ns since the UNIX epoch.
     pub ended_ns: u64,
+    /// What each producer had acknowledged and each consumer received, for a merge.
+    pub ledger: LedgerFile,
+}
+
+/// A shard's part of a run: which shard, and the gate it passes with the others.
+pub struct Sharding<'a> {
+    pub shard: Shard,
+    pub gate: &'a mut dyn Gate,
 }
 
 /// State shared between the collector and the tasks; all of it off the per-message path.
@@ -144,6 +156,18 @@ pub fn run(
     observer: &mut dyn RunObserver,
     control: &RunControl,
 ) -> Result<RunOutcome, EngineError> {
+    run_shard(workload, driver, observer, control, None)
+}
+
+/// Runs shard `sharding.shard` of the workload: its share of the producers and consumers,
+/// starting with the other shards through the gate. Without sharding, the whole workload.
+pub fn run_shard(
+    workload: &Workload,
+    driver: &mut dyn Driver,
+    observer: &mut dyn RunObserver,
+    control: &RunControl,
+    mut sharding: Option<Sharding<'_>>,
+) -> Result<RunOutcome, EngineError> {
     let clock = Clock::process();
     let run_floor_ns = clock.now_ns();
     let topology = Topology {
@@ -153,6 +177,7 @@ pub fn run(
         partitions_per_topic: workload.partitions_per_topic,
         consumers_per_topic: workload.consumers_per_topic,
         subscriptions_per_topic: workload.subscriptions_per_topic,
+        shard: sharding.as_ref().map(|s| (s.shard.index, s.shard.count)),
     };
     let payload = SharedPayload::prepare(&workload.payload, workload.message_size, workload.seed)?;
     driver.prepare(&topology)?;
@@ -161,10 +186,14 @@ pub fn run(
         driver,
         observer,
         control,
-        clock,
-        run_floor_ns,
+        (clock, run_floor_ns),
         &payload,
+        sharding.as_mut(),
     );
+    if let (Ok(_), Some(sharding)) = (&outcome, sharding.as_mut()) {
+        // The shard that removes what the run created waits for the others to finish.
+        sharding.gate.finish();
+    }
     observer.drained(clock.now_ns());
     let cleanup = driver.cleanup();
     let mut outcome = outcome?;
@@ -179,11 +208,17 @@ fn run_prepared(
     driver: &mut dyn Driver,
     observer: &mut dyn RunObserver,
     control: &RunControl,
-    clock: Clock,
-    run_floor_ns: u64,
+    (clock, run_floor_ns): (Clock, u64),
     payload: &SharedPayload,
+    mut sharding: Option<&mut Sharding<'_>>,
 ) -> Result<RunOutcome, EngineError> {
+    // Producer ids and consumer slots are the whole workload's; a shard runs those it takes.
     let producer_count = workload.producer_count();
+    let takes = |n: usize| sharding.as_ref().is_none_or(|s| s.shard.takes(n));
+    let producer_ids: Vec<u32> = (0..producer_count)
+        .filter(|&id| takes(id as usize))
+        .collect();
+    let local_producers = producer_ids.len() as u32;
     let subscriptions = if workload.consumers_per_topic == 0 {
         0
     } else {
@@ -201,6 +236,12 @@ fn run_prepared(
             }
         }
     }
+    let slots: Vec<ConsumerSlot> = slots
+        .into_iter()
+        .enumerate()
+        .filter(|&(n, _)| takes(n))
+        .map(|(_, slot)| slot)
+        .collect();
     // A slot's task number follows the producers' and does not depend on how the driver
     // groups the slots.
     let consumer_tasks: Vec<ConsumerTask> = if slots.is_empty() {
@@ -213,7 +254,7 @@ fn run_prepared(
         slots: group
             .slots
             .iter()
-            .map(|&i| (producer_count as usize + i, slots[i]))
+            .map(|&i| (local_producers as usize + i, slots[i]))
             .collect(),
         consumer: group.consumer,
     })
@@ -236,19 +277,27 @@ fn run_prepared(
     for task in consumer_tasks {
         let shared = shared.clone();
         let reports = reports.clone();
-        let producers = producer_count;
+        let producers = (local_producers, producer_count);
         handles.push((
             "consumer",
             std::thread::Builder::new()
                 .name(format!(
                     "consumer-{}",
-                    task.slots.first().map_or(0, |s| s.0)
+                    task.slots
+                        .first()
+                        .map_or(0, |s| s.0 - local_producers as usize)
                 ))
                 .spawn(move || consumer_loop(task, producers, shared, reports))
                 .expect("spawn consumer thread"),
         ));
     }
-    if let Err(e) = wait_for_consumers(driver, workload, &slots, &shared) {
+    let waited = if sharding.is_some() {
+        // The gate waits for every shard's consumers together.
+        Ok(())
+    } else {
+        wait_for_consumers(driver, workload, &slots, &shared)
+    };
+    if let Err(e) = waited {
         shared.consumers_stop.store(true, Ordering::SeqCst);
         drop(reports);
         for (_, h) in handles {
@@ -262,6 +311,9 @@ fn run_prepared(
     for topic in 0..workload.topics {
         for n in 0..workload.producers_per_topic {
             let id = topic * workload.producers_per_topic + n;
+            if !takes(id as usize) {
+                continue;
+            }
             let body = payload.source(id, workload.seed)?;
             let producer = driver.producer(topic, id)?;
             confirms &= producer.confirms();
@@ -269,7 +321,34 @@ fn run_prepared(
         }
     }
 
-    let start_ns = clock.now_ns() + 50_000_000;
+    let start_ns = match sharding.as_mut() {
+        None => clock.now_ns() + 50_000_000,
+        Some(sharding) => {
+            let mut local = || {
+                let mut assigned: Assignments = BTreeMap::new();
+                for (i, slot) in slots.iter().enumerate() {
+                    assigned
+                        .entry((slot.topic, slot.subscription))
+                        .or_default()
+                        .push(shared.assigned[i].load(Ordering::Relaxed));
+                }
+                assigned
+            };
+            let ready = |topic: u32, assigned: &[usize]| driver.subscription_ready(topic, assigned);
+            match sharding.gate.start(&mut local, &ready, &control.stop) {
+                Ok(start) => start,
+                Err(e) => {
+                    shared.consumers_stop.store(true, Ordering::SeqCst);
+                    drop(reports);
+                    drop(producers);
+                    for (_, h) in handles {
+                        let _ = h.join();
+                    }
+                    return Err(EngineError::Shards(e));
+                }
+            }
+        }
+    };
     let times = Times {
         start_ns,
         warmup_end_ns: start_ns + workload.warmup.as_nanos() as u64,
@@ -291,7 +370,7 @@ fn run_prepared(
         && producers.len() > threads
         && producers.iter().all(|p| p.2.stamps_acknowledgements());
     let mut groups: Vec<Vec<ProducerTask>> = (0..threads).map(|_| Vec::new()).collect();
-    for (id, topic, producer, body) in producers {
+    for (task_number, (id, topic, producer, body)) in producers.into_iter().enumerate() {
         let schedule = rate_per_producer.map(|rate| {
             // Stagger producers evenly inside one gap so that they do not send in bursts together.
             let offset = (id as f64 / producer_count as f64 * 1e9 / rate) as u64;
@@ -303,7 +382,7 @@ fn run_prepared(
             )
         });
         let recorder = ProducerRecorder::new(
-            id as usize,
+            task_number,
             topic,
             producer.confirms(),
             times,
@@ -322,7 +401,7 @@ fn run_prepared(
             shared: shared.clone(),
         };
         if grouped {
-            groups[id as usize % threads].push(task);
+            groups[task_number % threads].push(task);
             continue;
         }
         handles.push((
@@ -351,10 +430,10 @@ fn run_prepared(
         workload,
         &shared,
         times,
-        &slots,
-        subscriptions,
+        (local_producers as usize, &slots, subscriptions),
         collector,
         observer,
+        sharding.as_mut().map(|s| &mut *s.gate),
     );
     let mut panicked = None;
     for (kind, handle) in handles {
@@ -377,12 +456,21 @@ fn run_prepared(
         confirms,
         events: driver.client_events(),
     };
-    let (summary, histograms) = summarize(workload, &policy, control, times, collected);
+    let shard = sharding.as_ref().map(|s| s.shard);
+    let (summary, histograms, ledger) = summarize(
+        workload,
+        &policy,
+        control,
+        times,
+        collected,
+        (&producer_ids, shard),
+    );
     Ok(RunOutcome {
         summary,
         histograms,
         started_ns: start_ns,
         ended_ns,
+        ledger,
     })
 }
 

@@ -20,7 +20,17 @@ pub(super) fn summarize(
     control: &RunControl,
     times: Times,
     collected: Collected,
-) -> (Summary, WindowHistograms) {
+    (producer_ids, shard): (&[u32], Option<Shard>),
+) -> (Summary, WindowHistograms, LedgerFile) {
+    let mut ledger = LedgerFile {
+        producers: collected
+            .producers
+            .iter()
+            .zip(producer_ids)
+            .map(|(p, &id)| LedgerFile::producer(id, &p.ledger))
+            .collect(),
+        ..LedgerFile::default()
+    };
     let mut publish = brokerbench_model::new_histogram();
     let mut service_time = brokerbench_model::new_histogram();
     let mut schedule_lag = brokerbench_model::new_histogram();
@@ -94,6 +104,10 @@ pub(super) fn summarize(
         total.add(&c.total);
         add_errors(&c.errors);
         foreign += c.foreign;
+        ledger.consumers.push(LedgerFile::consumer(
+            (c.topic, c.subscription, c.member),
+            &c.ledger,
+        ));
         subscriptions
             .entry((c.topic, c.subscription))
             .or_insert_with(|| SubscriptionLedger {
@@ -109,7 +123,21 @@ pub(super) fn summarize(
         .map(|p| p.ledger.clone())
         .collect();
     let subscriptions: Vec<_> = subscriptions.into_values().collect();
+    ledger.foreign = foreign;
     let mut integrity = reconcile(&ledgers, &subscriptions, foreign);
+    if let Some(shard) = shard {
+        // One shard's consumers receive other shards' messages: only the joined ledgers say
+        // what was lost.
+        integrity = brokerbench_model::Integrity {
+            checked: false,
+            unacknowledged: integrity.unacknowledged,
+            foreign,
+            ..Default::default()
+        };
+        notes.push(format!(
+            "shard {shard}: lost, duplicated and out-of-order messages are counted across all shards by `brokerbench merge` (this shard's ledger is in ledger.json)"
+        ));
+    }
     if let (Some(recent), true) = (collected.drain_cut_off, integrity.lost > 0) {
         let drain = format!(
             "the drain ended at its timeout (drain_timeout: {:?})",
@@ -250,7 +278,11 @@ pub(super) fn summarize(
             ));
             ("max-rate", None)
         }
-        Rate::PerSecond(rate) => ("open-loop", Some(rate)),
+        // A shard's target is its producers' share.
+        Rate::PerSecond(rate) => (
+            "open-loop",
+            Some(rate * producer_ids.len() as f64 / workload.producer_count().max(1) as f64),
+        ),
     };
     if broker_bound {
         notes.push(format!(
@@ -275,7 +307,7 @@ pub(super) fn summarize(
             ));
         }
     }
-    if !integrity.checked {
+    if !integrity.checked && shard.is_none() {
         notes.push("no consumers: loss, duplicates and order were not checked".into());
     }
     if integrity.foreign > 0 {
@@ -334,7 +366,7 @@ pub(super) fn summarize(
         service_time,
         schedule_lag,
     };
-    (summary, histograms)
+    (summary, histograms, ledger)
 }
 
 /// What is measured outside the engine and belongs in the summary.
@@ -346,6 +378,8 @@ pub struct Measured {
     pub resources: Option<brokerbench_model::resources::ResourceSummary>,
     /// The broker's own figures, and its count set against brokerbench's.
     pub broker_metrics: Option<brokerbench_model::BrokerMetricsSummary>,
+    /// One shard of a run: the broker counts every shard's messages, this shard only its own.
+    pub sharded: bool,
 }
 
 /// Completes `summary` with what was measured outside the engine and the notes it calls for;
@@ -369,7 +403,12 @@ pub fn complete(summary: &mut Summary, measured: Measured) {
     }
     if let Some(m) = &measured.broker_metrics {
         if let (Some(apart), Some(broker_count)) = (m.disagreement_pct, m.messages_in) {
-            if apart > 1.0 {
+            if apart > 1.0 && measured.sharded {
+                summary.notes.push(format!(
+                    "the broker counted {broker_count} messages written, every shard's; this shard acknowledged {} (`brokerbench merge` sets the broker's count against all shards')",
+                    m.messages_counted_by_brokerbench
+                ));
+            } else if apart > 1.0 {
                 summary.notes.push(format!(
                     "the broker counted {broker_count} messages written and brokerbench {}: {apart:.1}% apart (other clients, or messages the broker wrote but did not acknowledge?)",
                     m.messages_counted_by_brokerbench

@@ -4,6 +4,7 @@
 //! so they can be built for old results too.
 
 mod data;
+pub use data::read_hlog;
 mod run;
 mod study;
 

@@ -1,0 +1,312 @@
+//! One workload from many processes: which producers and consumers a shard runs, the gate
+//! the shards pass together, and the ledger a shard writes for `brokerbench merge`.
+//!
+//! Producer `id` (topic × producers_per_topic + n) goes to shard `id % N`; consumer slot `s`
+//! (topics × subscriptions × members, in that order) to shard `s % N`. Producer ids stay
+//! global, so a message carries the same producer id whichever shard sent it, and a ledger
+//! joined across shards counts it once.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ledger::{ConsumerLedger, ProducerLedger, SequenceSet, SubscriptionLedger};
+
+/// Shard `index` of `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    /// Parses `I/N` (0 ≤ I < N).
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let usage = "give it as I/N: shard I of N, counted from 0 (e.g. --shard 0/4)";
+        let (i, n) = text
+            .split_once('/')
+            .ok_or_else(|| format!("'{text}' is not a shard; {usage}"))?;
+        let parse = |s: &str| s.trim().parse::<u32>().ok();
+        match (parse(i), parse(n)) {
+            (Some(index), Some(count)) if count > 0 && index < count => Ok(Shard { index, count }),
+            (Some(index), Some(count)) if count > 0 => Err(format!(
+                "shard {index} of {count} does not exist: shards are counted from 0 to {}; {usage}",
+                count - 1
+            )),
+            _ => Err(format!("'{text}' is not a shard; {usage}")),
+        }
+    }
+
+    /// Whether item `n` (a producer id or a consumer slot number) is this shard's.
+    pub fn takes(&self, n: usize) -> bool {
+        n % self.count as usize == self.index as usize
+    }
+
+    /// How many of `total` items are this shard's.
+    pub fn share_of(&self, total: usize) -> usize {
+        (0..total).filter(|&n| self.takes(n)).count()
+    }
+
+    pub fn is_coordinator(&self) -> bool {
+        self.index == 0
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// Assigned partitions or queues per consumer, by (topic, subscription).
+pub type Assignments = BTreeMap<(u32, u32), Vec<usize>>;
+
+/// How shards meet: before warm-up (every shard's consumers ready, one start time), during
+/// the drain (every shard's consumers caught up with every shard's producers) and at the end
+/// (every shard finished, so that one of them may remove what the run created).
+pub trait Gate: Send {
+    /// Returns the common start, ns since the UNIX epoch on this process's clock, once every
+    /// shard has arrived and `ready(topic, assigned)` holds for every subscription's
+    /// consumers of all shards. `local` gives this shard's consumers' assignments now.
+    fn start(
+        &mut self,
+        local: &mut dyn FnMut() -> Assignments,
+        ready: &dyn Fn(u32, &[usize]) -> bool,
+        stop: &AtomicBool,
+    ) -> Result<u64, String>;
+
+    /// This shard's progress in the drain: whether its producers are done, and per topic
+    /// the messages its consumers are to receive for what its producers had acknowledged
+    /// (acknowledged × subscriptions) and what they received (distinct). Returns
+    /// whether every shard's consumers have received what every shard's producers had
+    /// acknowledged. Called often; it must not block.
+    fn drained(&mut self, producers_done: bool, acknowledged: &[u64], received: &[u64]) -> bool;
+
+    /// This shard's tasks have ended. Returns once every shard's have, or at a timeout.
+    fn finish(&mut self);
+}
+
+/// A set of sequence numbers as ranges `[from, to)`: compact for the mostly contiguous sets
+/// a run leaves.
+pub fn ranges(set: &SequenceSet) -> Vec<[u64; 2]> {
+    let mut out: Vec<[u64; 2]> = Vec::new();
+    set.for_each_run(|from, to| out.push([from, to]));
+    out
+}
+
+/// The set `ranges` describes.
+pub fn from_ranges(ranges: &[[u64; 2]]) -> SequenceSet {
+    let mut set = SequenceSet::default();
+    for &[from, to] in ranges {
+        set.insert_range(from, to);
+    }
+    set
+}
+
+/// What `brokerbench merge` needs of one shard's ledger (ledger.json).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LedgerFile {
+    pub producers: Vec<ProducerEntry>,
+    pub consumers: Vec<ConsumerEntry>,
+    /// Messages read that no producer of the run sent.
+    pub foreign: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProducerEntry {
+    /// Global producer id (the one in each message's envelope).
+    pub id: u32,
+    pub topic: u32,
+    pub acknowledged: Vec<[u64; 2]>,
+    /// Sent and neither acknowledged nor failed when the producer gave up.
+    pub unacknowledged: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConsumerEntry {
+    pub topic: u32,
+    pub subscription: u32,
+    pub member: u32,
+    /// Received sequences by producer id (only producers it received from).
+    pub received: BTreeMap<u32, Vec<[u64; 2]>>,
+    /// Repeats this consumer saw itself.
+    pub duplicated: u64,
+    /// Sequences older than one already received from the same producer on the same
+    /// partition or queue.
+    pub out_of_order: u64,
+}
+
+impl LedgerFile {
+    pub(crate) fn producer(id: u32, ledger: &ProducerLedger) -> ProducerEntry {
+        ProducerEntry {
+            id,
+            topic: ledger.topic,
+            acknowledged: ranges(&ledger.acknowledged),
+            unacknowledged: ledger.unacknowledged,
+        }
+    }
+
+    pub(crate) fn consumer(
+        (topic, subscription, member): (u32, u32, u32),
+        ledger: &ConsumerLedger,
+    ) -> ConsumerEntry {
+        ConsumerEntry {
+            topic,
+            subscription,
+            member,
+            received: ledger
+                .received
+                .iter()
+                .enumerate()
+                .filter(|(_, set)| !set.is_empty())
+                .map(|(p, set)| (p as u32, ranges(set)))
+                .collect(),
+            duplicated: ledger.duplicated,
+            out_of_order: ledger.out_of_order,
+        }
+    }
+
+    /// The ledgers of many shards as one run's: producers by id (a producer missing from
+    /// every file acknowledged nothing), consumers grouped by subscription.
+    pub fn join(files: &[LedgerFile]) -> (Vec<ProducerLedger>, Vec<SubscriptionLedger>, u64) {
+        let count = files
+            .iter()
+            .flat_map(|f| f.producers.iter().map(|p| p.id as usize + 1))
+            .max()
+            .unwrap_or(0);
+        let mut producers = vec![ProducerLedger::default(); count];
+        let mut subscriptions: BTreeMap<(u32, u32), SubscriptionLedger> = BTreeMap::new();
+        let mut foreign = 0;
+        for file in files {
+            foreign += file.foreign;
+            for p in &file.producers {
+                producers[p.id as usize] = ProducerLedger {
+                    topic: p.topic,
+                    acknowledged: from_ranges(&p.acknowledged),
+                    unacknowledged: p.unacknowledged,
+                };
+            }
+            for c in &file.consumers {
+                let mut ledger = ConsumerLedger::default();
+                ledger.duplicated = c.duplicated;
+                ledger.out_of_order = c.out_of_order;
+                for (&producer, ranges) in &c.received {
+                    let producer = producer as usize;
+                    if ledger.received.len() <= producer {
+                        ledger
+                            .received
+                            .resize_with(producer + 1, SequenceSet::default);
+                    }
+                    ledger.received[producer] = from_ranges(ranges);
+                }
+                subscriptions
+                    .entry((c.topic, c.subscription))
+                    .or_insert_with(|| SubscriptionLedger {
+                        topic: c.topic,
+                        members: Vec::new(),
+                    })
+                    .members
+                    .push(ledger);
+            }
+        }
+        // A producer id no file names (a shard without producers leaves no gap, but a
+        // missing file would): its topic is unknown; give it one no subscription has.
+        (producers, subscriptions.into_values().collect(), foreign)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::reconcile;
+    use brokerbench_driver::Envelope;
+
+    #[test]
+    fn shards_parse_and_split_every_item_once() {
+        assert_eq!(Shard::parse("1/4").unwrap(), Shard { index: 1, count: 4 });
+        for bad in ["4/4", "1", "a/2", "0/0", "-1/2"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+        assert!(Shard::parse("4/4").unwrap_err().contains("from 0 to 3"));
+        // 10 producers over 4 shards: 3, 3, 2, 2; each exactly once.
+        let shards: Vec<Shard> = (0..4).map(|index| Shard { index, count: 4 }).collect();
+        assert_eq!(
+            shards.iter().map(|s| s.share_of(10)).collect::<Vec<_>>(),
+            [3, 3, 2, 2]
+        );
+        for n in 0..10 {
+            assert_eq!(shards.iter().filter(|s| s.takes(n)).count(), 1);
+        }
+    }
+
+    #[test]
+    fn ranges_round_trip() {
+        let mut set = SequenceSet::default();
+        for q in (0..1000).chain(1001..1003).chain([5000, 5001, 7000]) {
+            set.insert(q);
+        }
+        let r = ranges(&set);
+        assert_eq!(r, vec![[0, 1000], [1001, 1003], [5000, 5002], [7000, 7001]]);
+        assert_eq!(from_ranges(&r), set);
+        assert!(ranges(&SequenceSet::default()).is_empty());
+    }
+
+    fn env(producer: u32, sequence: u64) -> Envelope {
+        Envelope {
+            producer,
+            sequence,
+            intended_ns: 0,
+        }
+    }
+
+    #[test]
+    fn a_message_sent_on_one_shard_and_received_on_another_counts_once() {
+        // Producer 0 on shard 0, producer 1 on shard 1; one subscription of two members,
+        // member 0 on shard 0 receiving producer 1's messages, member 1 on shard 1 receiving
+        // producer 0's — and one of producer 0's twice (after a rebalance), one never.
+        let acked = |topic, n: u64| {
+            let mut p = ProducerLedger {
+                topic,
+                ..Default::default()
+            };
+            for q in 0..n {
+                p.acknowledged.insert(q);
+            }
+            p
+        };
+        let (mut m0, mut m1) = (ConsumerLedger::default(), ConsumerLedger::default());
+        for q in 0..100 {
+            m0.record(1, &env(1, q));
+        }
+        for q in 0..99 {
+            m1.record(0, &env(0, q));
+        }
+        m0.record(0, &env(0, 7));
+        let shard0 = LedgerFile {
+            producers: vec![LedgerFile::producer(0, &acked(0, 100))],
+            consumers: vec![LedgerFile::consumer((0, 0, 0), &m0)],
+            foreign: 1,
+        };
+        let shard1 = LedgerFile {
+            producers: vec![LedgerFile::producer(1, &acked(0, 100))],
+            consumers: vec![LedgerFile::consumer((0, 0, 1), &m1)],
+            foreign: 0,
+        };
+        let text = serde_json::to_string(&shard1).unwrap();
+        let shard1: LedgerFile = serde_json::from_str(&text).unwrap();
+        let (producers, subscriptions, foreign) = LedgerFile::join(&[shard1, shard0]);
+        let i = reconcile(&producers, &subscriptions, foreign);
+        assert_eq!(
+            (
+                i.lost,
+                i.duplicated,
+                i.out_of_order,
+                i.foreign,
+                i.received_unacknowledged
+            ),
+            (1, 1, 0, 1, 0),
+            "{i:?}"
+        );
+    }
+}

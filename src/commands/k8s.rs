@@ -1,0 +1,308 @@
+//! `brokerbench k8s render`: Kubernetes manifests that run a workload as N shards of an
+//! Indexed Job (each pod one `brokerbench run --shards N`, its index from
+//! JOB_COMPLETION_INDEX), shard 0 reachable through a headless Service, every shard writing
+//! to one results volume, and a Job that merges them afterwards.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use brokerbench_model::load_specs;
+use serde_json::{json, Value};
+
+use crate::families::REGISTRY;
+use crate::BadInput;
+
+/// The coordinator's port in the pods.
+const COORDINATOR_PORT: u16 = 7878;
+/// Where the files and results are mounted in the pods.
+const FILES: &str = "/etc/brokerbench";
+const RESULTS: &str = "/results";
+const DRIVER: &str = "/etc/brokerbench-driver";
+
+pub struct RenderArgs<'a> {
+    pub shards: u32,
+    pub workload: &'a Path,
+    pub driver: &'a Path,
+    pub overrides: &'a [String],
+    pub out: Option<&'a Path>,
+    pub image: &'a str,
+    pub name: Option<&'a str>,
+    pub namespace: Option<&'a str>,
+    pub storage_class: Option<&'a str>,
+    pub results_size: &'a str,
+    pub cpu: &'a str,
+}
+
+pub fn render(args: RenderArgs<'_>) -> anyhow::Result<ExitCode> {
+    if args.shards == 0 {
+        return Err(
+            BadInput("--shards 0: give the number of load generators, 1 or more".into()).into(),
+        );
+    }
+    // The files must be valid here, with the same --set, before anything is written.
+    let specs = load_specs(
+        &REGISTRY.schemas(),
+        Some(args.workload),
+        Some(args.driver),
+        args.overrides,
+    )?;
+    let family = REGISTRY
+        .get(specs.driver.name())
+        .expect("a validated driver file names a registered family");
+    if family.address(&specs.driver)?.is_none() {
+        return Err(BadInput(format!(
+            "{}: the driver file names no broker, so a run would start a local one; in Kubernetes every shard must reach the same broker: set `{}` to its address as the pods see it",
+            args.driver.display(),
+            family.address_field()
+        ))
+        .into());
+    }
+    let workload = &specs.workload;
+    let producers = workload.producer_count() as usize;
+    let slots = workload.topics as usize
+        * workload.subscriptions_per_topic.max(1) as usize
+        * workload.consumers_per_topic as usize;
+    if args.shards as usize > producers.max(slots) {
+        return Err(BadInput(format!(
+            "--shards {}: the workload has {producers} producers and {slots} consumers, shared out one by one, so at most {} shards have something to do",
+            args.shards,
+            producers.max(slots)
+        ))
+        .into());
+    }
+    if workload.backlog.is_some() {
+        return Err(BadInput(format!(
+            "{}: field `backlog`: backlog mode does not run as shards yet; run it as one process",
+            args.workload.display()
+        ))
+        .into());
+    }
+    let name = match args.name {
+        Some(n) => n.to_string(),
+        None => dns_label(&format!("brokerbench-{}", workload.name)),
+    };
+    if !is_dns_label(&name) || name.len() > 52 {
+        return Err(BadInput(format!(
+            "--name {name}: Kubernetes names here are lower-case letters, digits and '-', starting with a letter, at most 52 characters (the Job adds a suffix per pod)"
+        ))
+        .into());
+    }
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    };
+    let workload_text = read(args.workload)?;
+    let driver_text = read(args.driver)?;
+    let out = args
+        .out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("deploy/kubernetes").join(&name));
+    std::fs::create_dir_all(out.join("merge"))
+        .with_context(|| format!("creating {}", out.display()))?;
+
+    let meta = |object: &str| {
+        let mut m = json!({"name": object, "labels": {"app.kubernetes.io/name": "brokerbench", "app.kubernetes.io/instance": name}});
+        if let Some(ns) = args.namespace {
+            m["namespace"] = json!(ns);
+        }
+        m
+    };
+    let files = format!("{name}-files");
+    let driver_secret = format!("{name}-driver");
+    let claim = format!("{name}-results");
+    let volumes = json!([
+        {"name": "files", "configMap": {"name": files}},
+        {"name": "driver", "secret": {"secretName": driver_secret}},
+        {"name": "results", "persistentVolumeClaim": {"claimName": claim}},
+    ]);
+    let mounts = json!([
+        {"name": "files", "mountPath": FILES, "readOnly": true},
+        // Beside the ConfigMap, not inside it: its volume is read-only.
+        {"name": "driver", "mountPath": DRIVER, "readOnly": true},
+        {"name": "results", "mountPath": RESULTS},
+    ]);
+    let resources =
+        json!({"requests": {"cpu": args.cpu, "memory": "256Mi"}, "limits": {"memory": "2Gi"}});
+
+    let config_map = json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(&files),
+        "data": {"workload.yaml": workload_text},
+    });
+    // The driver file may hold credentials: a Secret, not a ConfigMap.
+    let secret = json!({
+        "apiVersion": "v1", "kind": "Secret", "metadata": meta(&driver_secret),
+        "type": "Opaque",
+        "stringData": {"driver.yaml": driver_text},
+    });
+    let mut pvc_spec = json!({
+        "accessModes": ["ReadWriteMany"],
+        "resources": {"requests": {"storage": args.results_size}},
+    });
+    if let Some(class) = args.storage_class {
+        pvc_spec["storageClassName"] = json!(class);
+    }
+    let pvc = json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta(&claim),
+        "spec": pvc_spec,
+    });
+    let service = json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": meta(&name),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": true,
+            "selector": {"job-name": name},
+            "ports": [{"name": "coordinator", "port": COORDINATOR_PORT, "targetPort": COORDINATOR_PORT}],
+        },
+    });
+    let mut run_args: Vec<String> = vec![
+        "run".into(),
+        "--workload".into(),
+        format!("{FILES}/workload.yaml"),
+        "--driver".into(),
+        format!("{DRIVER}/driver.yaml"),
+        "--shards".into(),
+        args.shards.to_string(),
+        "--coordinator".into(),
+        format!("{name}-0.{name}:{COORDINATOR_PORT}"),
+        "--out".into(),
+        format!("{RESULTS}/{name}/$(BROKERBENCH_RUN_ID)/shard-$(JOB_COMPLETION_INDEX)"),
+    ];
+    for assignment in args.overrides {
+        run_args.push("--set".into());
+        run_args.push(assignment.clone());
+    }
+    let job = json!({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": meta(&name),
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": args.shards,
+            "parallelism": args.shards,
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"labels": {"app.kubernetes.io/name": "brokerbench", "app.kubernetes.io/instance": name}},
+                "spec": {
+                    "subdomain": name,
+                    "restartPolicy": "Never",
+                    "containers": [{
+                        "name": "brokerbench",
+                        "image": args.image,
+                        "command": ["brokerbench"],
+                        "args": run_args,
+                        "env": [{
+                            // Every pod of one Job has its uid: one run id for the shards,
+                            // another for the next Job.
+                            "name": "BROKERBENCH_RUN_ID",
+                            "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/controller-uid']"}},
+                        }],
+                        "ports": [{"name": "coordinator", "containerPort": COORDINATOR_PORT}],
+                        "resources": resources,
+                        "volumeMounts": mounts,
+                    }],
+                    "volumes": volumes,
+                },
+            },
+        },
+    });
+    let merge = json!({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": meta(&format!("{name}-merge")),
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"labels": {"app.kubernetes.io/name": "brokerbench", "app.kubernetes.io/instance": name}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{
+                        "name": "merge",
+                        "image": args.image,
+                        "command": ["brokerbench"],
+                        // The newest run's shards under the folder, merged beside them.
+                        "args": ["merge", format!("{RESULTS}/{name}")],
+                        "volumeMounts": [{"name": "results", "mountPath": RESULTS}],
+                    }],
+                    "volumes": [{"name": "results", "persistentVolumeClaim": {"claimName": claim}}],
+                },
+            },
+        },
+    });
+    let reader = json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": meta(&format!("{name}-results")),
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "results",
+                "image": args.image,
+                "command": ["sleep", "3600"],
+                "volumeMounts": [{"name": "results", "mountPath": RESULTS, "readOnly": true}],
+            }],
+            "volumes": [{"name": "results", "persistentVolumeClaim": {"claimName": claim, "readOnly": true}}],
+        },
+    });
+    let written = [
+        ("00-files.yaml", vec![config_map, secret]),
+        ("10-results.yaml", vec![pvc]),
+        ("20-shards.yaml", vec![service, job]),
+        ("merge/30-merge.yaml", vec![merge]),
+        ("merge/40-results-pod.yaml", vec![reader]),
+    ];
+    for (file, documents) in &written {
+        let mut text = format!(
+            "# Rendered by `brokerbench k8s render --shards {}` from {} and {}.\n",
+            args.shards,
+            args.workload.display(),
+            args.driver.display()
+        );
+        for document in documents {
+            text.push_str("---\n");
+            text.push_str(&to_yaml(document)?);
+        }
+        let path = out.join(file);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    println!(
+        "wrote {} ({} shards of '{}' against {}):",
+        out.display(),
+        args.shards,
+        workload.name,
+        family.title()
+    );
+    let ns = args
+        .namespace
+        .map(|n| format!(" -n {n}"))
+        .unwrap_or_default();
+    println!("  kubectl apply{ns} -f {}", out.display());
+    println!("  kubectl wait{ns} --for=condition=complete job/{name} --timeout=30m");
+    println!("  kubectl apply{ns} -f {}", out.join("merge").display());
+    println!("  kubectl wait{ns} --for=condition=complete job/{name}-merge --timeout=10m");
+    println!("  kubectl logs{ns} job/{name}-merge");
+    println!(
+        "  kubectl cp{ns} {name}-results:{RESULTS}/{name} ./{name}-results   # the merged folder and report.html"
+    );
+    println!(
+        "the driver file is in {} as a Secret; keep that file private",
+        out.join("00-files.yaml").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn to_yaml(value: &Value) -> anyhow::Result<String> {
+    serde_saphyr::to_string(value).map_err(|e| anyhow::anyhow!("writing YAML: {e}"))
+}
+
+fn is_dns_label(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_lowercase())
+        && !name.ends_with('-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// `text` as a DNS label: lower case, other characters as '-', at most 52 characters.
+fn dns_label(text: &str) -> String {
+    let mut label: String = text
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    label.truncate(52);
+    label.trim_end_matches('-').to_string()
+}
