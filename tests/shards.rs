@@ -1,5 +1,5 @@
 //! One workload from several processes (`run --shard I/N`), merged exactly (`merge`), against
-//! the real managed Kafka and RabbitMQ; the Kubernetes manifests checked offline.
+//! the real managed Kafka, RabbitMQ and NATS; the Kubernetes manifests checked offline.
 
 mod common;
 
@@ -315,6 +315,24 @@ fn rabbitmq_shards_merge_exactly() {
             "duration=2s",
         ],
         Some(RABBITMQ_DRIVER),
+    );
+}
+
+#[test]
+fn nats_shards_merge_exactly() {
+    let _turn = serial();
+    nats();
+    shards_merge_exactly(
+        2,
+        &[
+            "partitions_per_topic=2",
+            "producers_per_topic=2",
+            "consumers_per_topic=2",
+            "rate=2000",
+            "warmup=1s",
+            "duration=2s",
+        ],
+        Some(NATS_DRIVER),
     );
 }
 
