@@ -72,7 +72,12 @@ fn read_shard(dir: &Path) -> anyhow::Result<ShardFolder> {
         brokerbench_report::html::read_hlog(&file(name))
             .ok_or_else(|| anyhow::anyhow!("{}: cannot read it", file(name).display()))
     };
-    let window = hlog("window.hlog")?;
+    // A shard stopped before its window closed has no window histograms: none to add.
+    let window = if !file("window.hlog").exists() && manifest.status == RunStatus::Interrupted {
+        Vec::new()
+    } else {
+        hlog("window.hlog")?
+    };
     let publish = hlog("publish.hlog")?
         .into_iter()
         .map(|(_, _, h)| h)
@@ -372,6 +377,12 @@ fn merged_summary(shards: &[ShardFolder], histograms: &WindowHistograms) -> Summ
             ));
         }
     }
+    for s in shards.iter().filter(|s| s.window.is_empty()) {
+        notes.push(format!(
+            "shard {} was interrupted before its measurement window ended: its latencies are not in the window's percentiles (its counts are)",
+            s.shard.shard
+        ));
+    }
     // Each shard's own notes, said once with the shards that gave them.
     let mut by_text: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     for s in shards {
@@ -385,7 +396,8 @@ fn merged_summary(shards: &[ShardFolder], histograms: &WindowHistograms) -> Summ
     }
     for (text, from) in by_text {
         let from: Vec<String> = from.iter().map(u32::to_string).collect();
-        notes.push(format!("shard {}: {text}", from.join(", ")));
+        let which = if from.len() > 1 { "shards" } else { "shard" };
+        notes.push(format!("{which} {}: {text}", from.join(", ")));
     }
     let mut broker_metrics = base.broker_metrics.clone();
     if let Some(m) = broker_metrics.as_mut() {
