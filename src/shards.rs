@@ -426,6 +426,7 @@ fn serve_member(stream: TcpStream, settings: &GateSettings, state: &Mutex<State>
                 run_id,
                 identity,
             } => {
+                let Ok(mut s) = state.lock() else { return };
                 let problem = if shards != settings.shard.count || run_id != settings.run_id {
                     Some(format!(
                         "a shard {index}/{shards} of run '{run_id}' connected to shard 0 of run '{}' with {} shards; give every shard the same --run-id and --shard I/N",
@@ -439,24 +440,14 @@ fn serve_member(stream: TcpStream, settings: &GateSettings, state: &Mutex<State>
                     Some(format!(
                         "a second shard 0 or shard {index} of {shards} connected"
                     ))
+                } else if s.members.contains_key(&index) {
+                    Some(format!(
+                        "shard {index} connected twice; is it running twice?"
+                    ))
                 } else {
                     None
                 };
-                let Ok(mut s) = state.lock() else { return };
                 if let Some(problem) = problem {
-                    if let Ok(mut w) = writer.lock() {
-                        let _ = send(
-                            &mut w,
-                            &Message::Abort {
-                                reason: problem.clone(),
-                            },
-                        );
-                    }
-                    s.refused.get_or_insert(problem);
-                    return;
-                }
-                if s.members.contains_key(&index) {
-                    let problem = format!("shard {index} connected twice; is it running twice?");
                     if let Ok(mut w) = writer.lock() {
                         let _ = send(
                             &mut w,
@@ -532,6 +523,22 @@ pub struct Member {
 }
 
 impl Member {
+    /// Err when interrupted, or past `deadline` (with `late()`'s message).
+    fn keep_waiting(
+        &self,
+        stop: &AtomicBool,
+        deadline: Instant,
+        late: impl FnOnce() -> String,
+    ) -> Result<(), String> {
+        if stop.load(Ordering::Relaxed) {
+            return Err(format!("shard {} was interrupted", self.settings.shard));
+        }
+        if Instant::now() > deadline {
+            return Err(late());
+        }
+        Ok(())
+    }
+
     fn coordinator_gone(&self) -> String {
         format!(
             "shard 0 (the coordinator at {}) closed the connection",
@@ -560,15 +567,12 @@ impl Member {
                 Ok(stream) => break stream,
                 Err(e) => last_error = e,
             }
-            if stop.load(Ordering::Relaxed) {
-                return Err(format!("shard {} was interrupted", self.settings.shard));
-            }
-            if Instant::now() > deadline {
-                return Err(format!(
+            self.keep_waiting(stop, deadline, || {
+                format!(
                     "shard {} could not reach shard 0 (the coordinator) at {address} within {:?}: {last_error}; start shard 0 with the same --coordinator, or check the address",
                     self.settings.shard, self.settings.timeout
-                ));
-            }
+                )
+            })?;
             std::thread::sleep(Duration::from_millis(200));
         };
         let _ = stream.set_nodelay(true);
@@ -666,15 +670,12 @@ impl Member {
                 Ok(_) | Err(TryRecvError::Empty) => {}
                 Err(TryRecvError::Disconnected) => return Err(self.coordinator_gone()),
             }
-            if stop.load(Ordering::Relaxed) {
-                return Err(format!("shard {} was interrupted", self.settings.shard));
-            }
-            if Instant::now() > deadline {
-                return Err(format!(
+            self.keep_waiting(stop, deadline, || {
+                format!(
                     "shard 0 (the coordinator at {}) did not start the run within {:?}",
                     self.settings.coordinator, self.settings.timeout
-                ));
-            }
+                )
+            })?;
             std::thread::sleep(Duration::from_millis(20));
         }
     }

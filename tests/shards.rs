@@ -50,6 +50,19 @@ fn finish(child: Child, began: Instant, limit: Duration) -> (i32, String, Durati
     )
 }
 
+/// Runs a command that must exit 0; its stdout.
+fn succeeds(command: &mut assert_cmd::Command) -> String {
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
 fn json(path: &Path) -> Value {
     serde_json::from_str(
         &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
@@ -95,19 +108,12 @@ fn shards_merge_exactly(count: u32, sets: &[&str], driver: Option<&str>) -> Valu
         .map(|i| dir.path().join(format!("shard-{i}")))
         .collect();
     let merged = dir.path().join("merged");
-    let output = brokerbench()
-        .arg("merge")
-        .args(&folders)
-        .arg("-o")
-        .arg(&merged)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
+    let stdout = succeeds(
+        brokerbench()
+            .arg("merge")
+            .args(&folders)
+            .arg("-o")
+            .arg(&merged),
     );
     assert!(
         stdout.contains("(lossless)") && stdout.contains("shards "),
@@ -263,18 +269,12 @@ fn shards_merge_exactly(count: u32, sets: &[&str], driver: Option<&str>) -> Valu
     assert_eq!(not_a_shard.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("no shard folders"), "{stderr}");
     // A results volume: the folder that holds them is enough.
-    let from_parent = brokerbench()
-        .arg("merge")
-        .arg(dir.path())
-        .arg("-o")
-        .arg(dir.path().join("again"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        from_parent.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&from_parent.stderr)
+    succeeds(
+        brokerbench()
+            .arg("merge")
+            .arg(dir.path())
+            .arg("-o")
+            .arg(dir.path().join("again")),
     );
     assert_eq!(
         json(&dir.path().join("again/summary.json"))["total"],
@@ -427,26 +427,19 @@ fn shard_flags_are_checked_before_anything_starts() {
 fn kubernetes_manifests_are_rendered_as_committed_and_valid() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = tempfile::tempdir().unwrap();
-    let output = brokerbench()
-        .current_dir(root)
-        .args([
-            "k8s",
-            "render",
-            "--shards",
-            "4",
-            "deploy/kubernetes/scale-out.yaml",
-            "deploy/kubernetes/kafka.yaml",
-            "-o",
-        ])
-        .arg(out.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
+    let stdout = succeeds(
+        brokerbench()
+            .current_dir(root)
+            .args([
+                "k8s",
+                "render",
+                "--shards",
+                "4",
+                "deploy/kubernetes/scale-out.yaml",
+                "deploy/kubernetes/kafka.yaml",
+                "-o",
+            ])
+            .arg(out.path()),
     );
     assert!(stdout.contains("kubectl apply -f"), "{stdout}");
     let committed = root.join("deploy/kubernetes/brokerbench-scale-out");

@@ -224,6 +224,23 @@ pub struct SubscriptionLedger {
     pub members: Vec<ConsumerLedger>,
 }
 
+impl SubscriptionLedger {
+    /// Adds `member` to the ledger of its (topic, subscription) in `all`.
+    pub fn add_member(
+        all: &mut std::collections::BTreeMap<(u32, u32), SubscriptionLedger>,
+        (topic, subscription): (u32, u32),
+        member: ConsumerLedger,
+    ) {
+        all.entry((topic, subscription))
+            .or_insert_with(|| SubscriptionLedger {
+                topic,
+                members: Vec::new(),
+            })
+            .members
+            .push(member);
+    }
+}
+
 /// Compares what was acknowledged with what every subscription received.
 /// `foreign` counts messages read that this run did not send.
 pub fn reconcile(

@@ -200,14 +200,11 @@ impl LedgerFile {
                     }
                     ledger.received[producer] = from_ranges(ranges);
                 }
-                subscriptions
-                    .entry((c.topic, c.subscription))
-                    .or_insert_with(|| SubscriptionLedger {
-                        topic: c.topic,
-                        members: Vec::new(),
-                    })
-                    .members
-                    .push(ledger);
+                SubscriptionLedger::add_member(
+                    &mut subscriptions,
+                    (c.topic, c.subscription),
+                    ledger,
+                );
             }
         }
         // A producer id no file names (a shard without producers leaves no gap, but a

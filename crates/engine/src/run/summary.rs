@@ -108,14 +108,7 @@ pub(super) fn summarize(
             (c.topic, c.subscription, c.member),
             &c.ledger,
         ));
-        subscriptions
-            .entry((c.topic, c.subscription))
-            .or_insert_with(|| SubscriptionLedger {
-                topic: c.topic,
-                members: Vec::new(),
-            })
-            .members
-            .push(c.ledger);
+        SubscriptionLedger::add_member(&mut subscriptions, (c.topic, c.subscription), c.ledger);
     }
     let ledgers: Vec<_> = collected
         .producers
