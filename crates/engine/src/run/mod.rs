@@ -61,6 +61,9 @@ const CONSUMER_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Share of the window a producer must have waited for room in its client's buffer, on
 /// average, for growing schedule lag to be put down to slow acknowledgements.
 const BROKER_BOUND_SHARE: f64 = 0.2;
+/// How far behind this process's clock another shard's may be before its messages would
+/// count as older than the run (foreign).
+const SHARD_CLOCK_GRACE_NS: u64 = 60 * SECOND_NS;
 /// After Ctrl-C the drain lasts at most this long.
 const INTERRUPTED_DRAIN: Duration = Duration::from_secs(2);
 
@@ -169,7 +172,14 @@ pub fn run_shard(
     mut sharding: Option<Sharding<'_>>,
 ) -> Result<RunOutcome, EngineError> {
     let clock = Clock::process();
-    let run_floor_ns = clock.now_ns();
+    // Another shard's messages carry its clock's send times, which may be behind this one's
+    // (hosts' clocks differ): a minute's grace before they would count as foreign.
+    let run_floor_ns = clock.now_ns()
+        - if sharding.is_some() {
+            SHARD_CLOCK_GRACE_NS
+        } else {
+            0
+        };
     let topology = Topology {
         run_id: control.run_id.clone(),
         workload: workload.name.clone(),
