@@ -36,7 +36,8 @@ pub enum Command {
     /// Merge the results folders of a run's shards (`run --shard I/N`) into one: latency
     /// histograms added, counts summed, delivery ledgers joined, a table of the shards.
     Merge {
-        /// Every shard's results folder.
+        /// Every shard's results folder, or a folder holding them (the newest run's shards
+        /// in it and two levels below).
         #[arg(required = true)]
         folders: Vec<PathBuf>,
         /// The merged folder. Default: WORKLOAD-RUNID-merged beside the first folder.
