@@ -43,6 +43,9 @@ pub enum Command {
         /// The merged folder. Default: WORKLOAD-RUNID-merged beside the first folder.
         #[arg(long, short = 'o')]
         out: Option<PathBuf>,
+        /// Exit 0 when the merged run has errors or lost messages (they are in its results).
+        #[arg(long)]
+        exit_zero_on_errors: bool,
     },
     /// Kubernetes: manifests that run a workload as shards of an Indexed Job.
     K8s {
@@ -151,6 +154,10 @@ pub struct RunArgs {
     /// finish.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub shard_timeout: std::time::Duration,
+    /// Exit 0 when the run completed with errors or lost messages (they are in its results),
+    /// for job runners that count any other exit as a failure (a Kubernetes Job).
+    #[arg(long)]
+    pub exit_zero_on_errors: bool,
 }
 
 #[derive(Debug, Args)]

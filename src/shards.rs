@@ -274,7 +274,7 @@ impl Coordinator {
         loop {
             let mine = local();
             let (present, waiting, refused) = {
-                let state = self.state.lock().map_err(|e| e.to_string())?;
+                let mut state = self.state.lock().map_err(|e| e.to_string())?;
                 let present: Vec<u32> = (1..count)
                     .filter(|i| state.assigned.contains_key(i))
                     .collect();
@@ -294,6 +294,13 @@ impl Coordinator {
                         format!("topic {topic} subscription {subscription} (assigned per consumer: {assigned:?})")
                     })
                     .collect();
+                // Decided under the lock: a shard that leaves from now on is lost, not late.
+                if state.refused.is_none()
+                    && present.len() as u32 == count - 1
+                    && waiting.is_empty()
+                {
+                    state.started = true;
+                }
                 (present, waiting, state.refused.clone())
             };
             if let Some(reason) = refused {
@@ -301,9 +308,6 @@ impl Coordinator {
             }
             if present.len() as u32 == count - 1 && waiting.is_empty() {
                 let at_ns = Clock::process().now_ns() + START_AFTER.as_nanos() as u64;
-                if let Ok(mut state) = self.state.lock() {
-                    state.started = true;
-                }
                 self.broadcast(&Message::Start { at_ns });
                 return Ok(at_ns);
             }
@@ -439,6 +443,10 @@ fn serve_member(stream: TcpStream, settings: &GateSettings, state: &Mutex<State>
                 } else if index == 0 || index >= shards {
                     Some(format!(
                         "a second shard 0 or shard {index} of {shards} connected"
+                    ))
+                } else if s.started {
+                    Some(format!(
+                        "shard {index} arrived after the run had started; start every shard within --shard-timeout of the others"
                     ))
                 } else if s.members.contains_key(&index) {
                     Some(format!(
@@ -604,7 +612,13 @@ impl Member {
         .map_err(|e| e.to_string())?;
         let wait = |rx: &Receiver<Message>| {
             rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .map_err(|_| self.coordinator_gone())
+                .map_err(|e| match e {
+                    mpsc::RecvTimeoutError::Timeout => format!(
+                        "shard 0 (the coordinator at {}) did not answer within {:?}",
+                        self.settings.coordinator, self.settings.timeout
+                    ),
+                    mpsc::RecvTimeoutError::Disconnected => self.coordinator_gone(),
+                })
         };
         match wait(&rx)? {
             Message::Welcome => {}

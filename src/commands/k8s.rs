@@ -60,12 +60,15 @@ pub fn render(args: RenderArgs<'_>) -> anyhow::Result<ExitCode> {
     }
     let workload = &specs.workload;
     let producers = workload.producer_count() as usize;
-    let slots = workload.topics as usize
-        * workload.subscriptions_per_topic.max(1) as usize
-        * workload.consumers_per_topic as usize;
+    // The driver's own subscriptions (e.g. RabbitMQ's queues_per_topic) count: nothing is
+    // connected to.
+    let subscriptions = family
+        .driver(&specs.driver, None)?
+        .subscriptions_per_topic();
+    let slots = brokerbench_engine::shard::consumer_slots(workload, subscriptions);
     if args.shards as usize > producers.max(slots) {
         return Err(BadInput(format!(
-            "--shards {}: the workload has {producers} producers and {slots} consumers, shared out one by one, so at most {} shards have something to do",
+            "--shards {}: the workload has {producers} producer(s) and {slots} consumer(s), shared out one by one, so at most {} shard(s) have something to do",
             args.shards,
             producers.max(slots)
         ))
@@ -154,23 +157,7 @@ pub fn render(args: RenderArgs<'_>) -> anyhow::Result<ExitCode> {
             "ports": [{"name": "coordinator", "port": COORDINATOR_PORT, "targetPort": COORDINATOR_PORT}],
         },
     });
-    let mut run_args: Vec<String> = vec![
-        "run".into(),
-        "--workload".into(),
-        format!("{FILES}/workload.yaml"),
-        "--driver".into(),
-        format!("{DRIVER}/driver.yaml"),
-        "--shards".into(),
-        args.shards.to_string(),
-        "--coordinator".into(),
-        format!("{name}-0.{name}:{COORDINATOR_PORT}"),
-        "--out".into(),
-        format!("{RESULTS}/{name}/$(BROKERBENCH_RUN_ID)/shard-$(JOB_COMPLETION_INDEX)"),
-    ];
-    for assignment in args.overrides {
-        run_args.push("--set".into());
-        run_args.push(assignment.clone());
-    }
+    let run_args = shard_args(&name, args.shards, args.overrides);
     let job = json!({
         "apiVersion": "batch/v1", "kind": "Job", "metadata": meta(&name),
         "spec": {
@@ -216,7 +203,7 @@ pub fn render(args: RenderArgs<'_>) -> anyhow::Result<ExitCode> {
                         "image": args.image,
                         "command": ["brokerbench"],
                         // The newest run's shards under the folder, merged beside them.
-                        "args": ["merge", format!("{RESULTS}/{name}")],
+                        "args": merge_args(&name),
                         "volumeMounts": [{"name": "results", "mountPath": RESULTS}],
                     }],
                     "volumes": [{"name": "results", "persistentVolumeClaim": {"claimName": claim}}],
@@ -284,6 +271,42 @@ pub fn render(args: RenderArgs<'_>) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What each shard's pod runs: its share of the workload, results on the volume. A run with
+/// lost messages or errors still exits 0 (they are in its results), so that the Job
+/// completes and the merge follows; pods are scheduled and pull the image at different times,
+/// hence a long wait for each other.
+fn shard_args(name: &str, shards: u32, overrides: &[String]) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "run".into(),
+        format!("{FILES}/workload.yaml"),
+        "--driver".into(),
+        format!("{DRIVER}/driver.yaml"),
+        "--shards".into(),
+        shards.to_string(),
+        "--coordinator".into(),
+        format!("{name}-0.{name}:{COORDINATOR_PORT}"),
+        "--shard-timeout".into(),
+        "10m".into(),
+        "--exit-zero-on-errors".into(),
+        "--out".into(),
+        format!("{RESULTS}/{name}/$(BROKERBENCH_RUN_ID)/shard-$(JOB_COMPLETION_INDEX)"),
+    ];
+    for assignment in overrides {
+        args.push("--set".into());
+        args.push(assignment.clone());
+    }
+    args
+}
+
+/// What the merge Job runs: the newest run's shards under the folder, merged beside them.
+fn merge_args(name: &str) -> Vec<String> {
+    vec![
+        "merge".into(),
+        format!("{RESULTS}/{name}"),
+        "--exit-zero-on-errors".into(),
+    ]
+}
+
 fn to_yaml(value: &Value) -> anyhow::Result<String> {
     serde_saphyr::to_string(value).map_err(|e| anyhow::anyhow!("writing YAML: {e}"))
 }
@@ -305,4 +328,29 @@ fn dns_label(text: &str) -> String {
         .collect();
     label.truncate(52);
     label.trim_end_matches('-').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn the_pods_arguments_are_ones_brokerbench_takes() {
+        let overrides = ["rate=1000".to_string()];
+        for args in [shard_args("bb", 4, &overrides), merge_args("bb")] {
+            // Kubernetes replaces $(VAR) with the container's variable before the start.
+            let args: Vec<String> = args
+                .iter()
+                .map(|a| {
+                    a.replace("$(BROKERBENCH_RUN_ID)", "uid")
+                        .replace("$(JOB_COMPLETION_INDEX)", "0")
+                })
+                .collect();
+            let parsed = crate::cli::Cli::try_parse_from(
+                std::iter::once("brokerbench".to_string()).chain(args.iter().cloned()),
+            );
+            assert!(parsed.is_ok(), "{args:?}: {}", parsed.unwrap_err());
+        }
+    }
 }

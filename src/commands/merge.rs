@@ -167,7 +167,11 @@ fn shard_folders_under(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         .collect())
 }
 
-pub fn merge(given: &[PathBuf], out: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub fn merge(
+    given: &[PathBuf],
+    out: Option<&Path>,
+    exit_zero_on_errors: bool,
+) -> anyhow::Result<ExitCode> {
     // A folder that is no shard's may hold them (a results volume).
     let mut folders = Vec::new();
     for dir in given {
@@ -244,7 +248,7 @@ pub fn merge(given: &[PathBuf], out: Option<&Path>) -> anyhow::Result<ExitCode> 
                 .map_err(|e| anyhow::anyhow!("adding {tag} of shard {}: {e:?}", s.shard.shard))?;
         }
     }
-    let summary = merged_summary(&shards, &histograms);
+    let summary = merged_summary(&shards, &histograms)?;
 
     let base = &shards[0];
     let mut manifest = base.manifest.clone();
@@ -300,13 +304,16 @@ pub fn merge(given: &[PathBuf], out: Option<&Path>) -> anyhow::Result<ExitCode> 
     }
     Ok(ExitCode::from(match summary.status {
         RunStatus::Interrupted => crate::exit::INTERRUPTED,
-        _ if summary.is_clean() => crate::exit::CLEAN,
+        _ if summary.is_clean() || exit_zero_on_errors => crate::exit::CLEAN,
         _ => crate::exit::WITH_ERRORS,
     }))
 }
 
 /// The summary of the whole run from its shards'.
-fn merged_summary(shards: &[ShardFolder], histograms: &WindowHistograms) -> Summary {
+fn merged_summary(
+    shards: &[ShardFolder],
+    histograms: &WindowHistograms,
+) -> anyhow::Result<Summary> {
     let base = &shards[0].summary;
     let mut window = Counts::default();
     let mut total = Counts::default();
@@ -326,9 +333,31 @@ fn merged_summary(shards: &[ShardFolder], histograms: &WindowHistograms) -> Summ
         system += summary.client.cpu_system_s;
         rss = rss.max(summary.client.peak_rss_bytes);
         consumers.extend(summary.consumers.iter().cloned());
-        outages.extend(summary.outages.iter().cloned());
-        stalls.extend(summary.stalls.iter().cloned());
-        blocks.extend(summary.blocks.iter().cloned());
+        // One broker event seen by several shards is one event.
+        for o in &summary.outages {
+            if !outages
+                .iter()
+                .any(|x: &brokerbench_model::Outage| same_second(x.start_s, o.start_s))
+            {
+                outages.push(o.clone());
+            }
+        }
+        for t in &summary.stalls {
+            if !stalls
+                .iter()
+                .any(|x: &brokerbench_model::Stall| same_second(x.start_s, t.start_s))
+            {
+                stalls.push(t.clone());
+            }
+        }
+        for b in &summary.blocks {
+            if !blocks
+                .iter()
+                .any(|x: &brokerbench_model::Block| same_second(x.start_s, b.start_s))
+            {
+                blocks.push(b.clone());
+            }
+        }
         if summary.status == RunStatus::Interrupted || s.manifest.status == RunStatus::Interrupted {
             status = RunStatus::Interrupted;
         }
@@ -352,7 +381,8 @@ fn merged_summary(shards: &[ShardFolder], histograms: &WindowHistograms) -> Summ
         window.sent
     };
     let ledgers: Vec<LedgerFile> = shards.iter().map(|s| s.ledger.clone()).collect();
-    let (producers, subscriptions, foreign) = LedgerFile::join(&ledgers);
+    let (producers, subscriptions, foreign) =
+        LedgerFile::join(&ledgers).map_err(|e| anyhow::anyhow!("{LEDGER_FILE}: {e}"))?;
     let mut integrity = reconcile(&producers, &subscriptions, foreign);
     let mut notes = Vec::new();
     notes.push(format!(
@@ -360,9 +390,39 @@ fn merged_summary(shards: &[ShardFolder], histograms: &WindowHistograms) -> Summ
         shards.len(),
         shards[0].shard.run_id
     ));
-    if integrity.lost > 0 && base.notes.iter().any(|n| n.contains("by policy")) {
+    let cut_off: Vec<(u32, u64)> = shards
+        .iter()
+        .filter_map(|s| s.ledger.drain_cut_off.map(|recent| (s.shard.shard, recent)))
+        .collect();
+    if integrity.lost > 0 && !cut_off.is_empty() {
+        let still = cut_off.iter().filter(|(_, recent)| *recent > 0).count();
+        let which: Vec<String> = cut_off.iter().map(|(i, _)| i.to_string()).collect();
+        notes.push(format!(
+            "the drain of shard {} ended at its timeout{}: some of the {} acknowledged messages not received may only have been late; a longer drain_timeout tells them apart",
+            which.join(", "),
+            if still > 0 { " while its consumers were still receiving" } else { "" },
+            integrity.lost
+        ));
+    }
+    if let Some(reason) = shards.iter().find_map(|s| s.ledger.drop_policy.clone()) {
+        if integrity.lost > 0 {
+            notes.push(format!(
+                "{} messages acknowledged and never received were dropped by the broker by policy ({reason}), not lost by brokerbench",
+                integrity.lost
+            ));
+        }
         integrity.dropped_by_broker = integrity.lost;
         integrity.lost = 0;
+    }
+    let lost_shards: Vec<String> = shards
+        .iter()
+        .flat_map(|s| s.shard.lost_shards.iter().map(u32::to_string))
+        .collect();
+    if !lost_shards.is_empty() {
+        notes.push(format!(
+            "shard 0 lost the connection to shard {} before it finished: the drain did not wait for its messages, and what its consumers did not receive counts as lost",
+            lost_shards.join(", ")
+        ));
     }
     let worst = shards
         .iter()
@@ -418,7 +478,7 @@ fn merged_summary(shards: &[ShardFolder], histograms: &WindowHistograms) -> Summ
             "resources are shard 0's view (the broker, its host, its own client); every shard's client CPU and memory: shards.csv".into(),
         );
     }
-    Summary {
+    Ok(Summary {
         status,
         workload: base.workload.clone(),
         driver: base.driver.clone(),
@@ -466,7 +526,12 @@ fn merged_summary(shards: &[ShardFolder], histograms: &WindowHistograms) -> Summ
         outages,
         stalls,
         blocks,
-    }
+    })
+}
+
+/// Whether two events of different shards (seconds since the common start) are one.
+fn same_second(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1.0
 }
 
 /// One row per second over all shards: counts summed, latency histograms of the second

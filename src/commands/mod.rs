@@ -29,7 +29,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare::compare(&args.inputs, args.json),
         Command::Report { folders, out } => report::report(&folders, out.as_deref()),
         Command::Validate { files } => validate(&files),
-        Command::Merge { folders, out } => merge::merge(&folders, out.as_deref()),
+        Command::Merge {
+            folders,
+            out,
+            exit_zero_on_errors,
+        } => merge::merge(&folders, out.as_deref(), exit_zero_on_errors),
         Command::K8s {
             command:
                 K8sCommand::Render {

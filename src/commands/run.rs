@@ -92,6 +92,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         metrics_url,
         metrics,
     } = broker_target(&specs.driver, &args)?;
+    if let Some(s) = &sharding {
+        check_share(s.shard, &workload, driver.subscriptions_per_topic())?;
+    }
     let metrics = metrics_scraper(&specs, &args, metrics_url, metrics)?;
     driver.connect()?;
     let mut gate = match &sharding {
@@ -130,6 +133,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     manifest.broker = Some(broker);
     let mut folder = ResultsFolder::create(&out, manifest)
         .with_context(|| format!("creating the results folder '{}'", out.display()))?;
+    if let Some(s) = &sharding {
+        // At once, so that the folder of a shard that fails is known as one.
+        write_json(&folder, SHARD_FILE, &s.file(&run_id))?;
+    }
 
     let mut monitoring = if args.no_monitor {
         None
@@ -282,12 +289,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let (Some(s), Some(gate)) = (&sharding, &gate) {
         let window = phases.window();
         let shard_file = ShardFile {
-            shard: s.shard.index,
-            shards: s.shard.count,
-            run_id: control.run_id.clone(),
-            coordinator: s.coordinator.clone(),
             clock: gate.clock(),
-            host: brokerbench_report::Host::detect().hostname,
             producers: outcome.ledger.producers.iter().map(|p| p.id).collect(),
             consumers: outcome
                 .ledger
@@ -299,17 +301,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             window_start_ns: window.as_ref().map(|w| w.start),
             window_end_ns: window.as_ref().map(|w| w.end),
             lost_shards: gate.lost(),
+            ..s.file(&control.run_id)
         };
-        for (name, value) in [
-            (SHARD_FILE, serde_json::to_value(&shard_file)?),
-            (LEDGER_FILE, serde_json::to_value(&outcome.ledger)?),
-        ] {
-            let mut bytes = serde_json::to_vec(&value)?;
-            bytes.push(b'\n');
-            if let Err(e) = folder.write_file(name, &bytes) {
-                eprintln!("warning: {e}");
-            }
-        }
+        write_json(&folder, LEDGER_FILE, &outcome.ledger)?;
+        write_json(&folder, SHARD_FILE, &shard_file)?;
     }
     write_omb_result(
         &folder,
@@ -332,7 +327,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::from(match summary.status {
         RunStatus::Interrupted => exit::INTERRUPTED,
-        _ if summary.is_clean() => exit::CLEAN,
+        _ if summary.is_clean() || args.exit_zero_on_errors => exit::CLEAN,
         _ => exit::WITH_ERRORS,
     }))
 }
@@ -340,7 +335,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 /// shard.json: which shard a folder is, and what `brokerbench merge` needs beside the
 /// ordinary files.
 pub const SHARD_FILE: &str = "shard.json";
-/// ledger.json: a shard's delivery ledger (acknowledged and received sequences as ranges).
+/// ledger.json: a shard's delivery ledger (acknowledged and received sequences, as bits).
 pub const LEDGER_FILE: &str = "ledger.json";
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -371,6 +366,58 @@ struct ShardPlan {
     shard: brokerbench_engine::shard::Shard,
     run_id: String,
     coordinator: String,
+}
+
+impl ShardPlan {
+    /// shard.json as known before the run.
+    fn file(&self, run_id: &str) -> ShardFile {
+        ShardFile {
+            shard: self.shard.index,
+            shards: self.shard.count,
+            run_id: run_id.to_string(),
+            coordinator: self.coordinator.clone(),
+            clock: Default::default(),
+            host: brokerbench_report::Host::detect().hostname,
+            producers: Vec::new(),
+            consumers: Vec::new(),
+            started_ns: 0,
+            window_start_ns: None,
+            window_end_ns: None,
+            lost_shards: Vec::new(),
+        }
+    }
+}
+
+/// A shard with no producer and no consumer of the workload is a mistake in N.
+fn check_share(
+    shard: brokerbench_engine::shard::Shard,
+    workload: &brokerbench_model::Workload,
+    subscriptions: u32,
+) -> anyhow::Result<()> {
+    let (producers, consumers) = shard.share(workload, subscriptions);
+    if producers == 0 && consumers == 0 {
+        let slots = brokerbench_engine::shard::consumer_slots(workload, subscriptions);
+        let most = (workload.producer_count() as usize).max(slots);
+        return Err(BadInput(format!(
+            "--shard {shard}: this shard would have nothing to do: the workload has {} producer(s) and {slots} consumer(s), shared out one by one over {} shards; use at most {most} shard(s)",
+            workload.producer_count(),
+            shard.count,
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Writes `value` as one line of JSON into the results folder.
+fn write_json(
+    folder: &ResultsFolder,
+    name: &str,
+    value: &impl serde::Serialize,
+) -> anyhow::Result<()> {
+    let mut bytes = serde_json::to_vec(value)?;
+    bytes.push(b'\n');
+    folder.write_file(name, &bytes)?;
+    Ok(())
 }
 
 fn resolve_sharding(
@@ -428,20 +475,6 @@ fn resolve_sharding(
     if workload.backlog.is_some() {
         return Err(BadInput(format!(
             "{source}: field `backlog`: backlog mode pauses every consumer at once, which shards do not do yet; run it as one process (drop --shard)"
-        ))
-        .into());
-    }
-    let producers = shard.share_of(workload.producer_count() as usize);
-    let slots = workload.topics as usize
-        * workload.subscriptions_per_topic.max(1) as usize
-        * workload.consumers_per_topic as usize;
-    let consumers = shard.share_of(slots);
-    if producers == 0 && consumers == 0 {
-        return Err(BadInput(format!(
-            "--shard {shard}: this shard would have nothing to do: the workload has {} producers and {slots} consumers, shared out one by one over {} shards; use at most {} shards",
-            workload.producer_count(),
-            shard.count,
-            (workload.producer_count() as usize).max(slots)
         ))
         .into());
     }

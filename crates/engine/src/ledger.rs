@@ -39,59 +39,19 @@ impl SequenceSet {
         fresh
     }
 
-    /// Adds every sequence in `[from, to)`, whole words at once.
-    pub fn insert_range(&mut self, from: u64, to: u64) {
-        let mut q = from;
-        while q < to {
-            if q.is_multiple_of(64) && to - q >= 64 {
-                let word = q / 64;
-                if word >= self.full {
-                    let index = (word - self.full) as usize;
-                    if index >= self.words.len() {
-                        self.words.resize(index + 1, 0);
-                    }
-                    self.words[index] = u64::MAX;
-                }
-                q += 64;
-            } else {
-                self.insert(q);
-                q += 1;
-            }
-        }
-        self.compact();
+    /// The set as (leading full words, the words after them).
+    pub fn parts(&self) -> (u64, Vec<u64>) {
+        (self.full, self.words.iter().copied().collect())
     }
 
-    /// Calls `f(from, to)` for each run `[from, to)` of consecutive members, in order.
-    pub fn for_each_run(&self, mut f: impl FnMut(u64, u64)) {
-        let mut start = (self.full > 0).then_some(0u64);
-        for (i, &w) in self.words.iter().enumerate() {
-            let base = (self.full + i as u64) * 64;
-            match w {
-                u64::MAX => {
-                    start.get_or_insert(base);
-                }
-                0 => {
-                    if let Some(s) = start.take() {
-                        f(s, base);
-                    }
-                }
-                _ => {
-                    for bit in 0..64 {
-                        match (w >> bit & 1 == 1, start) {
-                            (true, None) => start = Some(base + bit),
-                            (false, Some(s)) => {
-                                f(s, base + bit);
-                                start = None;
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(s) = start {
-            f(s, self.word_count() * 64);
-        }
+    /// The set of [`SequenceSet::parts`].
+    pub fn from_parts(full: u64, words: Vec<u64>) -> SequenceSet {
+        let mut set = SequenceSet {
+            full,
+            words: words.into(),
+        };
+        set.compact();
+        set
     }
 
     /// Moves full leading words into the count.

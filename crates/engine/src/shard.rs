@@ -48,6 +48,19 @@ impl Shard {
         (0..total).filter(|&n| self.takes(n)).count()
     }
 
+    /// (producers, consumers) of this shard for a workload whose driver makes
+    /// `subscriptions` subscriptions per topic.
+    pub fn share(
+        &self,
+        workload: &brokerbench_model::Workload,
+        subscriptions: u32,
+    ) -> (usize, usize) {
+        (
+            self.share_of(workload.producer_count() as usize),
+            self.share_of(consumer_slots(workload, subscriptions)),
+        )
+    }
+
     pub fn is_coordinator(&self) -> bool {
         self.index == 0
     }
@@ -57,6 +70,14 @@ impl std::fmt::Display for Shard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.index, self.count)
     }
+}
+
+/// Consumer slots of a workload whose driver makes `subscriptions` subscriptions per topic
+/// (its own setting, e.g. RabbitMQ's queues_per_topic, may ask for more than the workload).
+pub fn consumer_slots(workload: &brokerbench_model::Workload, subscriptions: u32) -> usize {
+    workload.topics as usize
+        * subscriptions.max(workload.subscriptions_per_topic).max(1) as usize
+        * workload.consumers_per_topic as usize
 }
 
 /// Assigned partitions or queues per consumer, by (topic, subscription).
@@ -87,21 +108,41 @@ pub trait Gate: Send {
     fn finish(&mut self);
 }
 
-/// A set of sequence numbers as ranges `[from, to)`: compact for the mostly contiguous sets
-/// a run leaves.
-pub fn ranges(set: &SequenceSet) -> Vec<[u64; 2]> {
-    let mut out: Vec<[u64; 2]> = Vec::new();
-    set.for_each_run(|from, to| out.push([from, to]));
-    out
+/// A set of sequence numbers in ledger.json: sequences below `full × 64` are all there;
+/// `words` is base64 of the 64-bit words after them, little-endian, bit i of word k standing
+/// for sequence (full + k) × 64 + i. One bit per sequence where a set has gaps (a consumer
+/// sharing partitions or a queue with others), a few bytes where it has none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EncodedSet {
+    pub full: u64,
+    pub words: String,
 }
 
-/// The set `ranges` describes.
-pub fn from_ranges(ranges: &[[u64; 2]]) -> SequenceSet {
-    let mut set = SequenceSet::default();
-    for &[from, to] in ranges {
-        set.insert_range(from, to);
+impl EncodedSet {
+    pub fn of(set: &SequenceSet) -> EncodedSet {
+        use base64::Engine;
+        let (full, words) = set.parts();
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        EncodedSet {
+            full,
+            words: base64::engine::general_purpose::STANDARD.encode(bytes),
+        }
     }
-    set
+
+    pub fn decode(&self) -> Result<SequenceSet, String> {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&self.words)
+            .map_err(|e| format!("a sequence set's words are not base64: {e}"))?;
+        if bytes.len() % 8 != 0 {
+            return Err("a sequence set's words are not whole 64-bit words".into());
+        }
+        let words = bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        Ok(SequenceSet::from_parts(self.full, words))
+    }
 }
 
 /// What `brokerbench merge` needs of one shard's ledger (ledger.json).
@@ -111,6 +152,14 @@ pub struct LedgerFile {
     pub consumers: Vec<ConsumerEntry>,
     /// Messages read that no producer of the run sent.
     pub foreign: u64,
+    /// The driver's reason the broker may drop messages by policy, if it may: what is lost
+    /// is then dropped by the broker.
+    #[serde(default)]
+    pub drop_policy: Option<String>,
+    /// The shard's drain ended at its timeout with consumers still receiving this many in its
+    /// last seconds (0: they had stopped).
+    #[serde(default)]
+    pub drain_cut_off: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -118,7 +167,7 @@ pub struct ProducerEntry {
     /// Global producer id (the one in each message's envelope).
     pub id: u32,
     pub topic: u32,
-    pub acknowledged: Vec<[u64; 2]>,
+    pub acknowledged: EncodedSet,
     /// Sent and neither acknowledged nor failed when the producer gave up.
     pub unacknowledged: u64,
 }
@@ -129,7 +178,7 @@ pub struct ConsumerEntry {
     pub subscription: u32,
     pub member: u32,
     /// Received sequences by producer id (only producers it received from).
-    pub received: BTreeMap<u32, Vec<[u64; 2]>>,
+    pub received: BTreeMap<u32, EncodedSet>,
     /// Repeats this consumer saw itself.
     pub duplicated: u64,
     /// Sequences older than one already received from the same producer on the same
@@ -142,7 +191,7 @@ impl LedgerFile {
         ProducerEntry {
             id,
             topic: ledger.topic,
-            acknowledged: ranges(&ledger.acknowledged),
+            acknowledged: EncodedSet::of(&ledger.acknowledged),
             unacknowledged: ledger.unacknowledged,
         }
     }
@@ -160,7 +209,7 @@ impl LedgerFile {
                 .iter()
                 .enumerate()
                 .filter(|(_, set)| !set.is_empty())
-                .map(|(p, set)| (p as u32, ranges(set)))
+                .map(|(p, set)| (p as u32, EncodedSet::of(set)))
                 .collect(),
             duplicated: ledger.duplicated,
             out_of_order: ledger.out_of_order,
@@ -169,7 +218,9 @@ impl LedgerFile {
 
     /// The ledgers of many shards as one run's: producers by id (a producer missing from
     /// every file acknowledged nothing), consumers grouped by subscription.
-    pub fn join(files: &[LedgerFile]) -> (Vec<ProducerLedger>, Vec<SubscriptionLedger>, u64) {
+    pub fn join(
+        files: &[LedgerFile],
+    ) -> Result<(Vec<ProducerLedger>, Vec<SubscriptionLedger>, u64), String> {
         let count = files
             .iter()
             .flat_map(|f| f.producers.iter().map(|p| p.id as usize + 1))
@@ -183,7 +234,7 @@ impl LedgerFile {
             for p in &file.producers {
                 producers[p.id as usize] = ProducerLedger {
                     topic: p.topic,
-                    acknowledged: from_ranges(&p.acknowledged),
+                    acknowledged: p.acknowledged.decode()?,
                     unacknowledged: p.unacknowledged,
                 };
             }
@@ -191,14 +242,14 @@ impl LedgerFile {
                 let mut ledger = ConsumerLedger::default();
                 ledger.duplicated = c.duplicated;
                 ledger.out_of_order = c.out_of_order;
-                for (&producer, ranges) in &c.received {
+                for (&producer, set) in &c.received {
                     let producer = producer as usize;
                     if ledger.received.len() <= producer {
                         ledger
                             .received
                             .resize_with(producer + 1, SequenceSet::default);
                     }
-                    ledger.received[producer] = from_ranges(ranges);
+                    ledger.received[producer] = set.decode()?;
                 }
                 SubscriptionLedger::add_member(
                     &mut subscriptions,
@@ -207,9 +258,8 @@ impl LedgerFile {
                 );
             }
         }
-        // A producer id no file names (a shard without producers leaves no gap, but a
-        // missing file would): its topic is unknown; give it one no subscription has.
-        (producers, subscriptions.into_values().collect(), foreign)
+        // Every producer id is in some file when every shard's is given (merge checks).
+        Ok((producers, subscriptions.into_values().collect(), foreign))
     }
 }
 
@@ -238,15 +288,27 @@ mod tests {
     }
 
     #[test]
-    fn ranges_round_trip() {
+    fn sets_survive_their_encoding() {
         let mut set = SequenceSet::default();
         for q in (0..1000).chain(1001..1003).chain([5000, 5001, 7000]) {
             set.insert(q);
         }
-        let r = ranges(&set);
-        assert_eq!(r, vec![[0, 1000], [1001, 1003], [5000, 5002], [7000, 7001]]);
-        assert_eq!(from_ranges(&r), set);
-        assert!(ranges(&SequenceSet::default()).is_empty());
+        let encoded = EncodedSet::of(&set);
+        assert_eq!(encoded.full, 15, "0..960 as a count");
+        assert_eq!(encoded.decode().unwrap(), set);
+        // In order: a count and nothing more, however long the run.
+        let mut long = SequenceSet::default();
+        for q in 0..1_000_000 {
+            long.insert(q);
+        }
+        assert!(EncodedSet::of(&long).words.len() <= 12);
+        assert_eq!(EncodedSet::of(&long).decode().unwrap(), long);
+        assert!(EncodedSet {
+            full: 0,
+            words: "AAA".into()
+        }
+        .decode()
+        .is_err());
     }
 
     fn env(producer: u32, sequence: u64) -> Envelope {
@@ -284,15 +346,16 @@ mod tests {
             producers: vec![LedgerFile::producer(0, &acked(0, 100))],
             consumers: vec![LedgerFile::consumer((0, 0, 0), &m0)],
             foreign: 1,
+            ..Default::default()
         };
         let shard1 = LedgerFile {
             producers: vec![LedgerFile::producer(1, &acked(0, 100))],
             consumers: vec![LedgerFile::consumer((0, 0, 1), &m1)],
-            foreign: 0,
+            ..Default::default()
         };
         let text = serde_json::to_string(&shard1).unwrap();
         let shard1: LedgerFile = serde_json::from_str(&text).unwrap();
-        let (producers, subscriptions, foreign) = LedgerFile::join(&[shard1, shard0]);
+        let (producers, subscriptions, foreign) = LedgerFile::join(&[shard1, shard0]).unwrap();
         let i = reconcile(&producers, &subscriptions, foreign);
         assert_eq!(
             (

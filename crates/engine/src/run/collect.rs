@@ -166,9 +166,11 @@ pub(super) fn collect(
             observer.phase_started(phase, times.warmup_end_ns);
         }
         let measure_end_ns = shared.measure_end();
-        // A shard may have no producers: it measures until the window's end.
+        // A shard may have no producers: it measures until the window's end (or Ctrl-C).
         let producers_done = producers.iter().all(Option::is_some)
-            && (!producers.is_empty() || now >= measure_end_ns);
+            && (!producers.is_empty()
+                || now >= measure_end_ns
+                || shared.stop.load(Ordering::Relaxed));
         if phase != Phase::Drain && (now >= measure_end_ns || producers_done) {
             if phase == Phase::Measurement {
                 cpu = cpu_start.map(|start| (start, rusage()));

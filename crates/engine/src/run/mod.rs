@@ -293,9 +293,7 @@ fn run_prepared(
             std::thread::Builder::new()
                 .name(format!(
                     "consumer-{}",
-                    task.slots
-                        .first()
-                        .map_or(0, |s| s.0 - local_producers as usize)
+                    task.slots.first().map_or(0, |s| s.0)
                 ))
                 .spawn(move || consumer_loop(task, producers, shared, reports))
                 .expect("spawn consumer thread"),

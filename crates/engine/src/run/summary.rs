@@ -22,15 +22,18 @@ pub(super) fn summarize(
     collected: Collected,
     (producer_ids, shard): (&[u32], Option<Shard>),
 ) -> (Summary, WindowHistograms, LedgerFile) {
-    let mut ledger = LedgerFile {
-        producers: collected
+    // A shard's ledger, for the merge (a whole run reconciles its own and keeps none).
+    let mut ledger = LedgerFile::default();
+    if shard.is_some() {
+        ledger.producers = collected
             .producers
             .iter()
             .zip(producer_ids)
             .map(|(p, &id)| LedgerFile::producer(id, &p.ledger))
-            .collect(),
-        ..LedgerFile::default()
-    };
+            .collect();
+        ledger.drop_policy = driver.drops.clone();
+        ledger.drain_cut_off = collected.drain_cut_off;
+    }
     let mut publish = brokerbench_model::new_histogram();
     let mut service_time = brokerbench_model::new_histogram();
     let mut schedule_lag = brokerbench_model::new_histogram();
@@ -104,10 +107,12 @@ pub(super) fn summarize(
         total.add(&c.total);
         add_errors(&c.errors);
         foreign += c.foreign;
-        ledger.consumers.push(LedgerFile::consumer(
-            (c.topic, c.subscription, c.member),
-            &c.ledger,
-        ));
+        if shard.is_some() {
+            ledger.consumers.push(LedgerFile::consumer(
+                (c.topic, c.subscription, c.member),
+                &c.ledger,
+            ));
+        }
         SubscriptionLedger::add_member(&mut subscriptions, (c.topic, c.subscription), c.ledger);
     }
     let ledgers: Vec<_> = collected
@@ -272,10 +277,11 @@ pub(super) fn summarize(
             ("max-rate", None)
         }
         // A shard's target is its producers' share.
-        Rate::PerSecond(rate) => (
+        Rate::PerSecond(rate) if shard.is_some() => (
             "open-loop",
             Some(rate * producer_ids.len() as f64 / workload.producer_count().max(1) as f64),
         ),
+        Rate::PerSecond(rate) => ("open-loop", Some(rate)),
     };
     if broker_bound {
         notes.push(format!(
