@@ -16,6 +16,11 @@ fn bundled(name: &str) -> PathBuf {
 
 /// Runs a bundled study with --quick; returns its folder and what it printed.
 fn run_quick(name: &str) -> (tempfile::TempDir, PathBuf, String) {
+    run_quick_with(name, &[])
+}
+
+/// `run_quick` with `--set` overrides (they win over --quick's durations).
+fn run_quick_with(name: &str, sets: &[&str]) -> (tempfile::TempDir, PathBuf, String) {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join(name);
     let output = brokerbench()
@@ -24,6 +29,7 @@ fn run_quick(name: &str) -> (tempfile::TempDir, PathBuf, String) {
         .arg(bundled(name))
         .args(["--quick", "--out"])
         .arg(&folder)
+        .args(sets.iter().flat_map(|s| ["--set", s]))
         .timeout(Duration::from_secs(900))
         .output()
         .unwrap();
@@ -40,7 +46,12 @@ fn run_quick(name: &str) -> (tempfile::TempDir, PathBuf, String) {
 /// Runs a bundled study with --quick and checks that every planned run completed and was
 /// tabled.
 fn quick(name: &str, runs: usize) {
-    let (_dir, folder, stdout) = run_quick(name);
+    quick_with(name, runs, &[]);
+}
+
+/// `quick` with `--set` overrides.
+fn quick_with(name: &str, runs: usize, sets: &[&str]) {
+    let (_dir, folder, stdout) = run_quick_with(name, sets);
     let mut reader = csv::Reader::from_path(folder.join("runs.csv")).unwrap();
     let status = reader
         .headers()
@@ -63,14 +74,15 @@ fn quick(name: &str, runs: usize) {
 fn hesse_insert() {
     let _s = serial();
     kafka();
-    quick("hesse-insert", 18);
+    // Many cells: 1 s of measurement each is enough to see every run complete.
+    quick_with("hesse-insert", 18, &["duration=1s"]);
 }
 
 #[test]
 fn rabiee_kafka() {
     let _s = serial();
     kafka();
-    quick("rabiee-kafka", 48);
+    quick_with("rabiee-kafka", 48, &["duration=1s"]);
 }
 
 #[test]

@@ -166,10 +166,11 @@ pub fn plan_runs(
         }
         base.push(assignment(path, value));
     }
-    base.extend(cli_sets.iter().filter(|s| !is_rate_find(s)).cloned());
+    // The command line's own settings win over --quick's.
     if quick {
         base.extend(QUICK_SETS.iter().map(|s| s.to_string()));
     }
+    base.extend(cli_sets.iter().filter(|s| !is_rate_find(s)).cloned());
 
     // Cells: the last axis varies fastest.
     let mut cells: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
@@ -327,6 +328,10 @@ mod tests {
         let runs = plan_runs(&s, &[], true).unwrap();
         assert_eq!(runs.len(), 2);
         assert!(runs[0].overrides.iter().any(|o| o == "duration=2s"));
+        // A --set of the command line comes after --quick's, so it wins.
+        let runs = plan_runs(&s, &["duration=1s".into()], true).unwrap();
+        let at = |text: &str| runs[0].overrides.iter().position(|o| o == text).unwrap();
+        assert!(at("duration=1s") > at("duration=2s"));
     }
 
     #[test]
