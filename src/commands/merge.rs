@@ -405,14 +405,7 @@ fn merged_summary(
         ));
     }
     if let Some(reason) = shards.iter().find_map(|s| s.ledger.drop_policy.clone()) {
-        if integrity.lost > 0 {
-            notes.push(format!(
-                "{} messages acknowledged and never received were dropped by the broker by policy ({reason}), not lost by brokerbench",
-                integrity.lost
-            ));
-        }
-        integrity.dropped_by_broker = integrity.lost;
-        integrity.lost = 0;
+        notes.extend(integrity.dropped_by_policy(&reason));
     }
     let lost_shards: Vec<String> = shards
         .iter()

@@ -223,6 +223,20 @@ impl Integrity {
     pub fn is_clean(&self) -> bool {
         self.lost == 0 && self.duplicated == 0 && self.out_of_order == 0 && self.unacknowledged == 0
     }
+
+    /// The broker discards messages by policy (`reason`): what was acknowledged and never
+    /// received was dropped by it, not lost. Returns the note that says so, when any was.
+    pub fn dropped_by_policy(&mut self, reason: &str) -> Option<String> {
+        let note = (self.lost > 0).then(|| {
+            format!(
+                "{} messages acknowledged and never received were dropped by the broker by policy ({reason}), not lost by brokerbench",
+                self.lost
+            )
+        });
+        self.dropped_by_broker = self.lost;
+        self.lost = 0;
+        note
+    }
 }
 
 /// What the run cost the client (this process).

@@ -154,14 +154,7 @@ pub(super) fn summarize(
         });
     }
     if let Some(reason) = &driver.drops {
-        if integrity.lost > 0 {
-            notes.push(format!(
-                "{} messages acknowledged and never received were dropped by the broker by policy ({reason}), not lost by brokerbench",
-                integrity.lost
-            ));
-        }
-        integrity.dropped_by_broker = integrity.lost;
-        integrity.lost = 0;
+        notes.extend(integrity.dropped_by_policy(reason));
     }
     if !driver.confirms {
         notes.push(
