@@ -306,11 +306,7 @@ fn run_prepared(
         wait_for_consumers(driver, workload, &slots, &shared)
     };
     if let Err(e) = waited {
-        shared.consumers_stop.store(true, Ordering::SeqCst);
-        drop(reports);
-        for (_, h) in handles {
-            let _ = h.join();
-        }
+        stop_consumers(&shared, reports, handles);
         return Err(e);
     }
 
@@ -332,26 +328,13 @@ fn run_prepared(
     let start_ns = match sharding.as_mut() {
         None => clock.now_ns() + 50_000_000,
         Some(sharding) => {
-            let mut local = || {
-                let mut assigned: Assignments = BTreeMap::new();
-                for (i, slot) in slots.iter().enumerate() {
-                    assigned
-                        .entry((slot.topic, slot.subscription))
-                        .or_default()
-                        .push(shared.assigned[i].load(Ordering::Relaxed));
-                }
-                assigned
-            };
+            let mut local = || assignments(&slots, &shared);
             let ready = |topic: u32, assigned: &[usize]| driver.subscription_ready(topic, assigned);
             match sharding.gate.start(&mut local, &ready, &control.stop) {
                 Ok(start) => start,
                 Err(e) => {
-                    shared.consumers_stop.store(true, Ordering::SeqCst);
-                    drop(reports);
                     drop(producers);
-                    for (_, h) in handles {
-                        let _ = h.join();
-                    }
+                    stop_consumers(&shared, reports, handles);
                     return Err(EngineError::Shards(e));
                 }
             }
@@ -482,6 +465,31 @@ fn run_prepared(
     })
 }
 
+/// Partitions or queues assigned to each consumer now, by (topic, subscription).
+fn assignments(slots: &[ConsumerSlot], shared: &Shared) -> Assignments {
+    let mut assigned: Assignments = BTreeMap::new();
+    for (i, slot) in slots.iter().enumerate() {
+        assigned
+            .entry((slot.topic, slot.subscription))
+            .or_default()
+            .push(shared.assigned[i].load(Ordering::Relaxed));
+    }
+    assigned
+}
+
+/// Ends the consumer tasks of a run that cannot start.
+fn stop_consumers(
+    shared: &Shared,
+    reports: mpsc::Sender<Report>,
+    handles: Vec<(&'static str, JoinHandle<()>)>,
+) {
+    shared.consumers_stop.store(true, Ordering::SeqCst);
+    drop(reports);
+    for (_, h) in handles {
+        let _ = h.join();
+    }
+}
+
 fn wait_for_consumers(
     driver: &dyn Driver,
     workload: &Workload,
@@ -493,14 +501,7 @@ fn wait_for_consumers(
     }
     let deadline = std::time::Instant::now() + CONSUMER_READY_TIMEOUT;
     loop {
-        let mut groups: BTreeMap<(u32, u32), Vec<usize>> = BTreeMap::new();
-        for (i, slot) in slots.iter().enumerate() {
-            groups
-                .entry((slot.topic, slot.subscription))
-                .or_default()
-                .push(shared.assigned[i].load(Ordering::Relaxed));
-        }
-        if groups
+        if assignments(slots, shared)
             .iter()
             .all(|(&(topic, _), assigned)| driver.subscription_ready(topic, assigned))
         {
