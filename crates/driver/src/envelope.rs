@@ -30,6 +30,7 @@ pub enum EnvelopeError {
 
 impl Envelope {
     /// Writes the header into the first [`ENVELOPE_HEADER_LEN`] bytes of `buffer`.
+    #[inline]
     pub fn write(&self, buffer: &mut [u8]) {
         let header = &mut buffer[..ENVELOPE_HEADER_LEN];
         header[0] = ENVELOPE_VERSION;
@@ -40,6 +41,7 @@ impl Envelope {
     }
 
     /// Reads the header at the start of `payload`.
+    #[inline]
     pub fn read(payload: &[u8]) -> Result<Envelope, EnvelopeError> {
         if payload.len() < ENVELOPE_HEADER_LEN {
             return Err(EnvelopeError::TooShort(payload.len()));

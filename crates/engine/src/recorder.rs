@@ -71,11 +71,12 @@ impl Latencies {
     #[inline]
     pub fn record(&mut self, nanos: u64) {
         match self {
+            Latencies::Many(histogram) => record_clamped(histogram, nanos),
             Latencies::Few(values) if values.len() < FEW_LATENCIES => values.push(nanos.clamp(
                 brokerbench_model::HISTOGRAM_LOW,
                 brokerbench_model::HISTOGRAM_HIGH,
             )),
-            _ => record_clamped(self.histogram(), nanos),
+            Latencies::Few(_) => record_clamped(self.histogram(), nanos),
         }
     }
 

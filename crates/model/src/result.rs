@@ -20,6 +20,7 @@ pub fn new_histogram() -> Histogram<u64> {
 }
 
 /// Records a value, clamping it to the trackable range so a stall is never dropped.
+#[inline]
 pub fn record_clamped(histogram: &mut Histogram<u64>, nanos: u64) {
     histogram.saturating_record(nanos.clamp(HISTOGRAM_LOW, HISTOGRAM_HIGH));
 }
