@@ -131,17 +131,20 @@ fn three_partitions_are_shared_by_three_consumers() {
 }
 
 #[test]
-fn producers_of_many_topics_share_one_client_and_keep_their_own_acknowledgements() {
+fn producers_of_many_topics_share_a_few_clients_and_keep_their_own_acknowledgements() {
     let _turn = serial();
     kafka();
-    // 12 topics × 2 producers: 24 producer tasks on one librdkafka client, each task's
-    // acknowledgements routed back to it (the ledger checks every sequence of every task).
+    // 12 topics × 2 producers: 24 producer tasks on 4 producer threads, the 6 tasks of each
+    // thread sending through a librdkafka client of its own (`producer_clients: per_thread`),
+    // each task's acknowledgements routed back to it (the ledger checks every sequence of
+    // every task). The 40-topic run below has the default, one client for all.
     let mut sets = short("4800", 3);
     sets.extend(
         [
             "topics=12",
             "producers_per_topic=2",
             "consumers_per_topic=2",
+            "producer_clients=per_thread",
         ]
         .map(String::from),
     );
@@ -158,14 +161,15 @@ fn producers_of_many_topics_share_one_client_and_keep_their_own_acknowledgements
         .collect();
     assert_eq!(busy_members.len(), 2, "{consumers:#?}");
 
-    // 40 topics, a producer and a consumer each: the client's librdkafka threads do not grow
+    // 40 topics, a producer and a consumer each: the clients' librdkafka threads do not grow
     // with the topics (a client has a handful of threads; one per producer and per consumer
-    // would add some 300). The engine keeps a thread per producer task; the shared consumer
-    // serves all 40 topics' slots from one thread.
+    // would add some 300). 4 producer threads share one client; the shared consumer serves
+    // all 40 topics' slots from one thread.
     let mut sets = short("4000", 2);
     sets.push("topics=40".into());
     let shared = run(&with_sets(&sets, &[]));
     assert_lossless(&shared);
+    assert_eq!(shared.manifest()["driver"]["producer_clients"], "shared");
     let threads = |run: &Run| {
         run.summary()["resources"]["client"]["threads_max"]
             .as_u64()

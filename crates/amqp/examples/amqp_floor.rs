@@ -152,7 +152,7 @@ fn main() {
     let mut producers = Vec::new();
     for topic in 0..o.topics {
         let mut producer = driver
-            .producer(topic, topic)
+            .producer(topic, topic, topic)
             .unwrap_or_else(|e| usage(&e.to_string()));
         let counters = counters.clone();
         let (size, min_sleep, max_outstanding, topics) =

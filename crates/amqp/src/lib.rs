@@ -388,7 +388,12 @@ impl Driver for AmqpDriver {
         self.config.queues_per_topic
     }
 
-    fn producer(&self, topic: u32, _producer: u32) -> Result<Box<dyn Producer>, DriverError> {
+    fn producer(
+        &self,
+        topic: u32,
+        _producer: u32,
+        _thread: u32,
+    ) -> Result<Box<dyn Producer>, DriverError> {
         let names = self.topic(topic)?;
         Ok(Box::new(producer::AmqpProducer::new(
             self.dialer()?.clone(),

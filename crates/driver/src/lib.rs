@@ -247,8 +247,15 @@ pub trait Driver: Send + Sync {
     fn subscriptions_per_topic(&self) -> u32 {
         1
     }
-    /// A producer for topic `topic`; `producer` is its run-wide id.
-    fn producer(&self, topic: u32, producer: u32) -> Result<Box<dyn Producer>, DriverError>;
+    /// A producer for topic `topic`; `producer` is its run-wide id, `thread` the engine's
+    /// producer thread that will serve it (0 to the workload's `producer_threads` − 1): a
+    /// driver may give the producers of one thread one client.
+    fn producer(
+        &self,
+        topic: u32,
+        producer: u32,
+        thread: u32,
+    ) -> Result<Box<dyn Producer>, DriverError>;
     /// A consumer for a slot.
     fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError>;
     /// Consumers for all of a run's slots: each slot in exactly one group. By default one

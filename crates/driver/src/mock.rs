@@ -112,7 +112,12 @@ impl Driver for MockDriver {
     fn subscriptions_per_topic(&self) -> u32 {
         self.subscriptions
     }
-    fn producer(&self, topic: u32, _producer: u32) -> Result<Box<dyn Producer>, DriverError> {
+    fn producer(
+        &self,
+        topic: u32,
+        _producer: u32,
+        _thread: u32,
+    ) -> Result<Box<dyn Producer>, DriverError> {
         Ok(Box::new(MockProducer {
             topic,
             subscriptions: self.subscriptions,

@@ -4,10 +4,11 @@
 //!
 //! Usage: floor BOOTSTRAP (--topics T1,T2,... | --create N:PARTITIONS) [--rate MSG_PER_S | max] [--seconds S]
 //!        [--size BYTES] [--producers N] [--consumers N] [--keys none|random]
-//!        [--min-sleep-us US] [-P key=value]... [-C key=value]...
+//!        [--min-sleep-us US] [--clients N] [-P key=value]... [-C key=value]...
 //!
-//! One producer client serves every producer thread (brokerbench's `producer_clients:
-//! shared`); producer thread i sends to topic i mod T (T topics, N >= T producers) or to
+//! Producer thread i sends through producer client i mod N (`--clients`, default 1: one
+//! client for all, as brokerbench's default `producer_clients: shared`; 4 is `per_thread`
+//! with 4 producer threads); producer thread i sends to topic i mod T (T topics, N >= T producers) or to
 //! topics i, i+N, ... in turn (N < T), at rate/N, sleeping at
 //! least `--min-sleep-us` (brokerbench's schedule resolution) and then sending what has come
 //! due. `--create N:P` makes N topics of P partitions for the run and deletes them after it.
@@ -58,6 +59,8 @@ struct Options {
     consumers: usize,
     random_keys: bool,
     min_sleep: Duration,
+    /// Producer clients; producer thread i sends through client i mod this.
+    clients: usize,
     producer_config: Vec<(String, String)>,
     consumer_config: Vec<(String, String)>,
 }
@@ -67,7 +70,7 @@ fn usage(problem: &str) -> ! {
     eprintln!(
         "usage: floor BOOTSTRAP --topics T1,T2,... [--rate N|max] [--seconds S] [--size BYTES] \
          [--producers N] [--consumers N] [--keys none|random] [--min-sleep-us US] \
-         [-P key=value]... [-C key=value]..."
+         [--clients N] [-P key=value]... [-C key=value]..."
     );
     std::process::exit(2);
 }
@@ -85,6 +88,7 @@ fn parse() -> Options {
         consumers: 0,
         random_keys: false,
         min_sleep: Duration::from_micros(100),
+        clients: 1,
         producer_config: Vec::new(),
         consumer_config: Vec::new(),
     };
@@ -128,6 +132,7 @@ fn parse() -> Options {
             "--min-sleep-us" => {
                 options.min_sleep = Duration::from_micros(number("--min-sleep-us") as u64)
             }
+            "--clients" => options.clients = (number("--clients") as usize).max(1),
             "-P" => options.producer_config.push(pair()),
             "-C" => options.consumer_config.push(pair()),
             other => usage(&format!("unknown flag {other}")),
@@ -163,11 +168,15 @@ fn main() {
     for (k, v) in &options.producer_config {
         config.set(k, v);
     }
-    let producer: Arc<BaseProducer<Counter>> = Arc::new(
-        config
-            .create_with_context(Counter::default())
-            .expect("producer"),
-    );
+    let clients: Vec<Arc<BaseProducer<Counter>>> = (0..options.clients.min(options.producers))
+        .map(|_| {
+            Arc::new(
+                config
+                    .create_with_context(Counter::default())
+                    .expect("producer"),
+            )
+        })
+        .collect();
     let done = Arc::new(AtomicBool::new(false));
     let consumed = Arc::new(AtomicU64::new(0));
     let consumers: Vec<_> = (0..options.consumers)
@@ -179,15 +188,22 @@ fn main() {
     let started = Instant::now();
     let senders: Vec<_> = (0..options.producers)
         .map(|index| {
-            let (options, producer) = (options.clone(), producer.clone());
+            let (options, producer) = (options.clone(), clients[index % clients.len()].clone());
             std::thread::spawn(move || send(&options, &producer, index, started))
         })
         .collect();
     let sent: u64 = senders.into_iter().map(|s| s.join().expect("sender")).sum();
-    producer.flush(Duration::from_secs(60)).expect("flush");
+    for producer in &clients {
+        producer.flush(Duration::from_secs(60)).expect("flush");
+    }
     let seconds = started.elapsed().as_secs_f64();
-    let counter = producer.context();
-    let delivered = counter.delivered.load(Ordering::Relaxed);
+    let count = |of: fn(&Counter) -> &AtomicU64| -> u64 {
+        clients
+            .iter()
+            .map(|c| of(c.context()).load(Ordering::Relaxed))
+            .sum()
+    };
+    let delivered = count(|c| &c.delivered);
     // Consumers read until they have what was delivered, or give up after 10 s.
     let deadline = Instant::now() + Duration::from_secs(10);
     while !consumers.is_empty()
@@ -206,7 +222,7 @@ fn main() {
     }
     println!(
         "sent={sent} delivered={delivered} failed={} consumed={} seconds={seconds:.3} msg_per_s={:.0}",
-        counter.failed.load(Ordering::Relaxed),
+        count(|c| &c.failed),
         consumed.load(Ordering::Relaxed),
         delivered as f64 / seconds
     );

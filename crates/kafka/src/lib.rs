@@ -92,9 +92,9 @@ pub struct KafkaDriver {
     /// This process is one shard of a run: a topic of the run another shard created is the
     /// run's own.
     sharded: bool,
-    /// The one producer client every producer task uses (`producer_clients: shared`), made
-    /// with the first producer.
-    shared_client: Mutex<Option<Arc<ProducerClient>>>,
+    /// The producer clients tasks share (`producer_clients: per_thread`, by thread; `shared`,
+    /// all under 0), each made with its first producer.
+    shared_clients: Mutex<BTreeMap<u32, Arc<ProducerClient>>>,
     /// Every producer client's router, for the requests each retried.
     routers: Mutex<Vec<Arc<producer_client::AckRouter>>>,
     /// When consumers had partitions taken away (rebalances), ns since the UNIX epoch.
@@ -114,7 +114,7 @@ impl KafkaDriver {
             run_id: String::new(),
             removes: true,
             sharded: false,
-            shared_client: Mutex::new(None),
+            shared_clients: Mutex::new(BTreeMap::new()),
             routers: Mutex::new(Vec::new()),
             revoked: Arc::new(Mutex::new(Vec::new())),
         }
@@ -556,17 +556,34 @@ impl Driver for KafkaDriver {
         self.wait_for_leaders(&admin)
     }
 
-    fn producer(&self, topic: u32, producer: u32) -> Result<Box<dyn Producer>, DriverError> {
-        let (client, shared) = match self.config.producer_clients {
-            ProducerClients::Shared => {
-                let mut shared = self.shared_client.lock().unwrap_or_else(|e| e.into_inner());
-                let client = match &*shared {
+    fn producer(
+        &self,
+        topic: u32,
+        producer: u32,
+        thread: u32,
+    ) -> Result<Box<dyn Producer>, DriverError> {
+        let key = match self.config.producer_clients {
+            ProducerClients::PerThread => Some(thread),
+            ProducerClients::Shared => Some(0),
+            ProducerClients::PerProducer => None,
+        };
+        let (client, shared) = match key {
+            Some(key) => {
+                let mut clients = self
+                    .shared_clients
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                let client = match clients.get(&key) {
                     Some(client) => client.clone(),
-                    None => shared.insert(self.new_producer_client()?).clone(),
+                    None => {
+                        let client = self.new_producer_client()?;
+                        clients.insert(key, client.clone());
+                        client
+                    }
                 };
                 (client, true)
             }
-            ProducerClients::PerProducer => (self.new_producer_client()?, false),
+            None => (self.new_producer_client()?, false),
         };
         let slot = client.router().register(producer);
         let topic = TopicHandle::new(client.client(), &self.topics[topic as usize])
@@ -662,11 +679,11 @@ impl Driver for KafkaDriver {
     }
 
     fn cleanup(&mut self) -> Result<(), DriverError> {
-        // The producer tasks have ended: the last of them destroys the shared client.
-        self.shared_client
+        // The producer tasks have ended: the last of them destroys each shared client.
+        self.shared_clients
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .take();
+            .clear();
         if !self.config.delete_topics || self.created.is_empty() || !self.removes {
             return Ok(());
         }

@@ -302,7 +302,12 @@ impl Driver for NatsDriver {
         Ok(())
     }
 
-    fn producer(&self, topic: u32, producer: u32) -> Result<Box<dyn Producer>, DriverError> {
+    fn producer(
+        &self,
+        topic: u32,
+        producer: u32,
+        _thread: u32,
+    ) -> Result<Box<dyn Producer>, DriverError> {
         let stream = self
             .streams
             .get(topic as usize)

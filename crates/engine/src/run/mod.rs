@@ -312,6 +312,9 @@ fn run_prepared(
 
     let mut producers: Vec<(u32, u32, Box<dyn Producer>, BodySource)> = Vec::new();
     let mut confirms = true;
+    // Task n runs on producer thread n mod `producer_threads` when tasks share threads (see
+    // below); the driver may give each such thread's tasks one client.
+    let threads = workload.producer_threads.max(1);
     for topic in 0..workload.topics {
         for n in 0..workload.producers_per_topic {
             let id = topic * workload.producers_per_topic + n;
@@ -319,7 +322,8 @@ fn run_prepared(
                 continue;
             }
             let body = payload.source(id, workload.seed)?;
-            let producer = driver.producer(topic, id)?;
+            let thread = producers.len() as u32 % threads;
+            let producer = driver.producer(topic, id, thread)?;
             confirms &= producer.confirms();
             producers.push((id, topic, producer, body));
         }
@@ -356,7 +360,7 @@ fn run_prepared(
     let rate_per_producer = workload.rate_per_producer();
     // Open-loop tasks whose client stamps acknowledgements share at most `producer_threads`
     // threads; otherwise each task has its own.
-    let threads = workload.producer_threads.max(1) as usize;
+    let threads = threads as usize;
     let grouped = rate_per_producer.is_some()
         && producers.len() > threads
         && producers.iter().all(|p| p.2.stamps_acknowledgements());
