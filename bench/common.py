@@ -29,6 +29,35 @@ class Usage:
         return self.user + self.system
 
 
+def host_busy(seconds=1.0):
+    """The share of the host's CPU time (all cores) that was busy over the next `seconds`."""
+    def sample():
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+        idle = fields[3] + fields[4]  # idle + iowait
+        return sum(fields), idle
+    import time
+    total0, idle0 = sample()
+    time.sleep(seconds)
+    total1, idle1 = sample()
+    total = total1 - total0
+    return 1.0 - (idle1 - idle0) / total if total else 0.0
+
+
+def settle(limit=0.15, timeout=30.0):
+    """Waits until the host is quiet (at most `limit` of its CPU busy over a second; at most
+    `timeout` seconds), so that a tool is not measured while the broker is still working off
+    the previous tool's load (flushing, deleting its topic, collecting garbage): run right
+    after another max-rate run, a tool paid for it — up to 40% more CPU per message."""
+    import time
+    deadline = time.monotonic() + timeout
+    busy = host_busy()
+    while busy > limit and time.monotonic() < deadline:
+        busy = host_busy()
+    if busy > limit:
+        print(f"note: the host was still {busy:.0%} busy after {timeout:.0f} s of waiting", file=sys.stderr)
+
+
 def timed(cmd, merge=True):
     """Runs cmd to its end; returns a Usage of that child alone (the kernel's rusage via wait4).
     Exits naming the command if it fails. merge=False leaves stderr out of the text."""

@@ -12,7 +12,8 @@ Each is one process; its CPU (user and system, from the kernel's rusage of that 
 wait4, start-up included) is divided by the messages it had acknowledged. Prints, per case,
 msg/s, CPU-s per million messages (user, system, total), peak RSS, and brokerbench's ratio to
 the floor and to the peer; --markdown prints the table for the README; --json FILE keeps all
-figures. Rounds alternate the order of the tools; medians over the rounds.
+figures. Rounds alternate the order of the tools; medians over the rounds. Before each tool runs,
+the host must be quiet (at most 15% of its CPU busy over a second; up to 30 s of waiting).
 
 Usage: bench/cost_matrix.py [--seconds 10] [--rounds 1] [--cases omb-latency,max-1p,...]
        [--markdown] [--json FILE] [--list]
@@ -31,7 +32,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import BIN, ROOT, kafka_classpath, perftest_classpath, timed  # noqa: E402
+from common import BIN, ROOT, kafka_classpath, perftest_classpath, settle, timed  # noqa: E402
 
 FLOOR = os.path.join(ROOT, "target", "release", "examples", "floor")
 AMQP_FLOOR = os.path.join(ROOT, "target", "release", "examples", "amqp_floor")
@@ -45,7 +46,8 @@ MAX_RATE = {"acks": "1", "linger.ms": "5", "batch.size": "1000000"}
 PERFTEST_VERSION = "2.22.1"
 
 # name: (family, description, shape). Shape: topics, partitions, producers and consumers per
-# topic, message size in bytes, rate (None = max), keys, producer settings.
+# topic, message size in bytes, rate (None = max), keys, producer settings, producer clients
+# (brokerbench's `producer_clients`, default shared; the floor gets as many clients).
 CASES = {
     "omb-latency": ("kafka", "OMB kafka-latency settings, 1 partition, 1p+1c, 100 B, 50,000 msg/s",
                     dict(topics=1, partitions=1, producers=1, consumers=1, size=100, rate=50000, props=OMB_LATENCY)),
@@ -58,6 +60,11 @@ CASES = {
                dict(topics=1, partitions=1, producers=1, consumers=0, size=100, rate=None, props=MAX_RATE)),
     "max-16p": ("kafka", "max rate, 16 partitions, same settings",
                 dict(topics=1, partitions=16, producers=1, consumers=0, size=100, rate=None, props=MAX_RATE)),
+    "max-4x4p": ("kafka", "max rate, 4 producers, 4 partitions, same settings",
+                 dict(topics=1, partitions=4, producers=4, consumers=0, size=100, rate=None, props=MAX_RATE)),
+    "max-4x4p-per-thread": ("kafka", "same, producer_clients: per_thread (the floor: 4 clients)",
+                            dict(topics=1, partitions=4, producers=4, consumers=0, size=100, rate=None,
+                                 props=MAX_RATE, clients="per_thread")),
     "max-1kb": ("kafka", "max rate, 1 partition, 1 KB",
                 dict(topics=1, partitions=1, producers=1, consumers=0, size=1024, rate=None, props=MAX_RATE)),
     "max-64kb": ("kafka", "max rate, 1 partition, 64 KB",
@@ -98,7 +105,8 @@ def brokerbench(family, shape, seconds):
     args = [BIN, "run", "--json", "--quiet"]
     if family == "kafka":
         sets += [f"partitions_per_topic={shape['partitions']}", f"keys={shape.get('keys', 'none')}",
-                 f"bootstrap_servers={KAFKA}", *[f"producer_config.{k}={v}" for k, v in shape["props"].items()]]
+                 f"bootstrap_servers={KAFKA}", f"producer_clients={shape.get('clients', 'shared')}",
+                 *[f"producer_config.{k}={v}" for k, v in shape["props"].items()]]
     else:
         args += ["--driver", os.path.join(ROOT, "workloads", "drivers", "rabbitmq.yaml")]
         sets += RABBITMQ_SETTINGS
@@ -123,7 +131,8 @@ def floor(shape, seconds):
             "--rate", str(shape["rate"] or "max"), "--seconds", str(seconds), "--size", str(shape["size"]),
             "--producers", str(shape["producers"] * shape["topics"]),
             "--consumers", str(shape["consumers"]),
-            "--keys", shape.get("keys", "none")]
+            "--keys", shape.get("keys", "none"),
+            "--clients", "4" if shape.get("clients") == "per_thread" else "1"]
     for k, v in shape["props"].items():
         args += ["-P", f"{k}={v}"]
     usage = timed(args)
@@ -274,6 +283,7 @@ def main():
             # first round (the peer's message count at max rate follows brokerbench's rate).
             order = list(tools) if r % 2 == 0 else list(reversed(tools))
             for tool in order:
+                settle()
                 runs[tool].append(tools[tool](a.seconds))
                 x = runs[tool][-1]
                 print(f"{name:20} round {r + 1} {tool:11} {x['msg_per_s']:11,.0f} msg/s {x['cpu']:7.2f} CPU-s/M "
