@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "brokerbench")
@@ -36,7 +37,6 @@ def host_busy(seconds=1.0):
             fields = [int(v) for v in f.readline().split()[1:]]
         idle = fields[3] + fields[4]  # idle + iowait
         return sum(fields), idle
-    import time
     total0, idle0 = sample()
     time.sleep(seconds)
     total1, idle1 = sample()
@@ -49,7 +49,6 @@ def settle(limit=0.15, timeout=30.0):
     `timeout` seconds), so that a tool is not measured while the broker is still working off
     the previous tool's load (flushing, deleting its topic, collecting garbage): run right
     after another max-rate run, a tool paid for it — up to 40% more CPU per message."""
-    import time
     deadline = time.monotonic() + timeout
     busy = host_busy()
     while busy > limit and time.monotonic() < deadline:

@@ -4,11 +4,11 @@
 //!
 //! Usage: floor BOOTSTRAP (--topics T1,T2,... | --create N:PARTITIONS) [--rate MSG_PER_S | max] [--seconds S]
 //!        [--size BYTES] [--producers N] [--consumers N] [--keys none|random]
-//!        [--min-sleep-us US] [--clients N] [-P key=value]... [-C key=value]...
+//!        [--min-sleep-us US] [--clients C] [-P key=value]... [-C key=value]...
 //!
-//! Producer thread i sends through producer client i mod N (`--clients`, default 1: one
+//! Producer thread i sends through producer client i mod C (`--clients`, default 1: one
 //! client for all, as brokerbench's default `producer_clients: shared`; 4 is `per_thread`
-//! with 4 producer threads); producer thread i sends to topic i mod T (T topics, N >= T producers) or to
+//! with 4 producer threads), to topic i mod T (T topics, N >= T producers) or to
 //! topics i, i+N, ... in turn (N < T), at rate/N, sleeping at
 //! least `--min-sleep-us` (brokerbench's schedule resolution) and then sending what has come
 //! due. `--create N:P` makes N topics of P partitions for the run and deletes them after it.
@@ -70,7 +70,7 @@ fn usage(problem: &str) -> ! {
     eprintln!(
         "usage: floor BOOTSTRAP --topics T1,T2,... [--rate N|max] [--seconds S] [--size BYTES] \
          [--producers N] [--consumers N] [--keys none|random] [--min-sleep-us US] \
-         [--clients N] [-P key=value]... [-C key=value]..."
+         [--clients C] [-P key=value]... [-C key=value]..."
     );
     std::process::exit(2);
 }

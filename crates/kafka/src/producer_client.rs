@@ -4,8 +4,9 @@
 //! times out or is purged). The time is read once per response, when librdkafka has received
 //! it (an `on_response_received` interceptor, called on the same thread just before the
 //! response's messages are acknowledged): every message of a response arrived with it, and a
-//! response of thousands of messages no longer reads the clock thousands of times. The delivery reports that follow only carry the messages back to
-//! be freed, by a producer task serving the queue when it polls anyway: no thread of ours
+//! response of thousands of messages no longer reads the clock thousands of times. The
+//! delivery reports that follow only carry the messages back to be freed, by a producer task
+//! serving the queue when it polls anyway: no thread of ours
 //! waits for them (rust-rdkafka's `ThreadedProducer` woke a polling thread for every batch of
 //! reports, and the broker thread paid a futex wake-up to rouse it).
 //!
