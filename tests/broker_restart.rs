@@ -98,10 +98,7 @@ fn assert_survived(run: &Run, killed: u32) -> serde_json::Value {
         1,
         "{notes:#?}"
     );
-    assert!(
-        !notes.iter().any(|n| n.contains("CLIENT-BOUND")) && s["client_bound"] == false,
-        "{notes:#?}"
-    );
+    assert_not_client_bound(run, &s, "a restarted broker is not the client's fault");
     assert!(
         notes
             .iter()
@@ -217,8 +214,11 @@ fn assert_stalled_once(run: &Run) {
     let stalls = s["stalls"].as_array().unwrap();
     assert_eq!(stalls.len(), 1, "{s:#}");
     let seconds = stalls[0]["seconds"].as_f64().unwrap();
-    assert!((2.0..=4.0).contains(&seconds), "{s:#}");
-    assert_eq!(s["client_bound"], false, "{s:#}");
+    assert!(
+        (2.0..=4.0 + run.late.as_secs_f64()).contains(&seconds),
+        "{s:#}"
+    );
+    assert_not_client_bound(run, &s, "a stalled broker is not the client's fault");
     let notes = s["notes"].to_string();
     // The acknowledgements late after the pause are the stall's: no second cause for them.
     assert!(
@@ -297,7 +297,7 @@ fn a_kafka_paused_a_quarter_second_at_a_time_is_slow_not_stalled() {
     assert_eq!(s["integrity"]["lost"], 0, "{s:#}");
     assert_eq!(s["stalls"], serde_json::json!([]), "{s:#}");
     assert_eq!(s["outages"], serde_json::json!([]), "{s:#}");
-    assert_eq!(s["client_bound"], false, "{s:#}");
+    assert_not_client_bound(&run, &s, "a slow broker is not the client's fault");
     let slow: Vec<String> = s["notes"]
         .as_array()
         .unwrap()
@@ -370,7 +370,7 @@ fn a_silent_rabbitmq_is_found_gone_within_two_heartbeat_intervals() {
         .unwrap();
     let found = first_row + outages[0]["start_s"].as_f64().unwrap() - paused_at;
     assert!(
-        (1.0..=3.0).contains(&found),
+        (1.0..=3.0 + run.late.as_secs_f64()).contains(&found),
         "found gone {found:.2} s after the broker went silent (heartbeat 1 s: within 2 intervals): {s:#}"
     );
     assert!(

@@ -17,7 +17,8 @@ fn quickstart_at_a_modest_rate_is_lossless_and_writes_every_result_file() {
         serde_json::from_str(&run.stdout).expect("--json prints the summary");
     assert_eq!(printed, s);
     assert!(
-        (s["throughput"]["acknowledged_per_s"].as_f64().unwrap() - 5000.0).abs() < 250.0,
+        (s["throughput"]["acknowledged_per_s"].as_f64().unwrap() - 5000.0).abs()
+            < rate_slack(&s, 5000.0),
         "{s:#}"
     );
     assert_eq!(s["mode"], "open-loop");
@@ -345,10 +346,7 @@ fn a_one_second_broker_pause_shows_in_publish_p99_and_max() {
         "p99 {p99} ns must show the stall: {publish:#}"
     );
     assert!(s["latency"]["end_to_end"]["max_ns"].as_u64().unwrap() >= 900_000_000);
-    assert_eq!(
-        s["client_bound"], false,
-        "a broker stall is not the client's fault"
-    );
+    assert_not_client_bound(&run, &s, "a broker stall is not the client's fault");
 }
 
 /// Starts `brokerbench run --quiet` with `sets` writing into a new folder; the child, the
@@ -453,6 +451,7 @@ fn a_second_ctrl_c_while_draining_ends_the_run_at_once() {
         "producer_config.linger.ms=5000",
     ]);
     assert!(wait_for_first_row(&folder), "the run never wrote a row");
+    let lateness = WakeupLateness::start();
     std::thread::sleep(Duration::from_secs(2));
     // SAFETY: kill(2) on the child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -465,9 +464,10 @@ fn a_second_ctrl_c_while_draining_ends_the_run_at_once() {
     // SAFETY: as above.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
+    let late = lateness.worst();
     assert!(
-        second.elapsed() < Duration::from_secs(2),
-        "took {:?}",
+        second.elapsed() < Duration::from_secs(2) + late * 4,
+        "took {:?} (the host woke threads up to {late:?} late)",
         second.elapsed()
     );
     assert_eq!(status.code(), Some(130));

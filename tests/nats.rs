@@ -95,22 +95,34 @@ fn partitions_memory_storage_msg_ids_and_two_members_stay_lossless() {
 #[test]
 fn a_stream_limit_with_discard_old_counts_drops_by_policy_not_losses() {
     let _turn = serial();
-    // One message per pull keeps the consumer behind; the stream keeps only 100.
+    // The backlog is made by construction, not by hoping the consumer is slow: consumers stop
+    // pulling until 5,000 messages wait for them, while the stream keeps only the newest 100.
+    // Whatever the machine's speed, at least 4,900 acknowledged messages are discarded by the
+    // stream's limit before the consumer resumes.
     let run = nats_run(&sets(
-        "10000",
+        "5000",
         2,
         &[
             "max_msgs=100",
-            "pull_batch=1",
-            "max_ack_pending=1",
+            "message_size=100B",
+            "pull_batch=10",
+            "backlog.size=500KB",
+            "backlog.drain_ratio=0",
             "drain_timeout=3s",
         ],
     ));
     let s = run.summary();
     assert_eq!(s["status"], "complete", "{}", run.stderr);
+    assert!(
+        s["backlog"]["built_messages"].as_u64().unwrap_or(0) >= 5000,
+        "the consumers waited for the backlog: {s:#}"
+    );
     assert_eq!(s["integrity"]["lost"], 0, "{s:#}");
     let dropped = s["integrity"]["dropped_by_broker"].as_u64().unwrap_or(0);
-    assert!(dropped > 1000, "the stream discarded old messages: {s:#}");
+    assert!(
+        dropped >= 4000,
+        "the stream discarded old messages while the consumers waited: {s:#}"
+    );
     assert_eq!(
         s["total"]["received"].as_u64().unwrap() + dropped,
         s["total"]["acknowledged"].as_u64().unwrap(),

@@ -97,6 +97,7 @@ fn shards_merge_exactly(count: u32, sets: &[&str], driver: Option<&str>) -> Valu
         common.extend(["--set".into(), s.to_string()]);
     }
     let began = Instant::now();
+    let lateness = WakeupLateness::start();
     let children: Vec<Child> = (0..count)
         .map(|i| start_shard(dir.path(), i, count, &common))
         .collect();
@@ -104,6 +105,7 @@ fn shards_merge_exactly(count: u32, sets: &[&str], driver: Option<&str>) -> Valu
         let (code, stderr, _) = finish(child, began, Duration::from_secs(120));
         assert_eq!(code, 0, "shard {i}: {stderr}");
     }
+    let late = lateness.worst();
     let folders: Vec<PathBuf> = (0..count)
         .map(|i| dir.path().join(format!("shard-{i}")))
         .collect();
@@ -236,7 +238,11 @@ fn shards_merge_exactly(count: u32, sets: &[&str], driver: Option<&str>) -> Valu
         .map(|s| s["window_start_ns"].as_i64().unwrap() + s["clock"]["offset_ns"].as_i64().unwrap())
         .collect();
     let spread = starts.iter().max().unwrap() - starts.iter().min().unwrap();
-    assert!(spread < 5_000_000, "windows start {spread} ns apart");
+    // Each shard wakes for its start on its own: a busy host wakes one of them late.
+    assert!(
+        spread < 5_000_000 + late.as_nanos() as i64,
+        "windows start {spread} ns apart; the host woke threads up to {late:?} late"
+    );
 
     // The shards table, and a report a browser can open.
     let table = std::fs::read_to_string(merged.join("shards.csv")).unwrap();

@@ -499,6 +499,10 @@ fn merged_summary(
         integrity,
         consumers,
         errors,
+        not_sent_at_window_end: shards
+            .iter()
+            .map(|s| s.summary.not_sent_at_window_end)
+            .sum(),
         client: ClientCost {
             cpu_user_s: user,
             cpu_system_s: system,

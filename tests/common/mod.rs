@@ -8,6 +8,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
+pub use brokerbench_driver::lateness::WakeupLateness;
 use brokerbench_model::Phase;
 use brokerbench_report::{TIMESERIES_COLUMNS, TIMESERIES_FILE};
 
@@ -58,6 +59,10 @@ pub struct Run {
     pub stdout: String,
     pub stderr: String,
     pub folder: PathBuf,
+    /// How late the host woke a sleeping thread, at worst, while the run went: the slack a
+    /// test adds to a time or rate it checks, so that a busy host widens the window it allows
+    /// (an idle one keeps it as written).
+    pub late: Duration,
     _dir: tempfile::TempDir,
 }
 
@@ -78,8 +83,9 @@ impl Run {
     }
 }
 
-fn finish(output: Output, dir: tempfile::TempDir, folder: PathBuf) -> Run {
+fn finish(output: Output, dir: tempfile::TempDir, folder: PathBuf, late: Duration) -> Run {
     Run {
+        late,
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
@@ -97,6 +103,7 @@ pub fn run(args: &[&str]) -> Run {
 /// folder while the run goes.
 pub fn run_in(dir: tempfile::TempDir, args: &[&str]) -> Run {
     let folder = results_folder(dir.path());
+    let lateness = WakeupLateness::start();
     let output = brokerbench()
         .arg("run")
         .args(args)
@@ -106,7 +113,7 @@ pub fn run_in(dir: tempfile::TempDir, args: &[&str]) -> Run {
         .timeout(Duration::from_secs(180))
         .output()
         .unwrap();
-    finish(output, dir, folder)
+    finish(output, dir, folder, lateness.worst())
 }
 
 /// The results folder `run_in(dir, ...)` writes.
@@ -292,4 +299,27 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// How far a rate measured over a run's window may be from `rate`: 5%, and the messages that
+/// lateness can move across the window's two edges (those of the run's longest schedule lag
+/// and publish latency).
+pub fn rate_slack(s: &serde_json::Value, rate: f64) -> f64 {
+    let max_ns = |what: &str| s["latency"][what]["max_ns"].as_f64().unwrap_or(0.0);
+    let late_s = (max_ns("schedule_lag") + max_ns("publish")) / 1e9;
+    let window_s = s["measurement_s"].as_f64().unwrap_or(1.0).max(0.1);
+    rate * 0.05 + 2.0 * rate * late_s / window_s
+}
+
+/// Wake-ups this late mean a host busy enough that a generator may really have fallen
+/// behind its schedule (then `client_bound` is the truth, not a fault of the run).
+pub const BUSY_HOST: Duration = Duration::from_millis(50);
+
+/// Asserts the run was not client-bound, unless the host was so busy that it may have been.
+pub fn assert_not_client_bound(run: &Run, s: &serde_json::Value, why: &str) {
+    assert!(
+        s["client_bound"] == false || run.late >= BUSY_HOST,
+        "{why}: client-bound, though the host woke threads at most {:?} late: {s:#}",
+        run.late
+    );
 }

@@ -5,6 +5,7 @@
 mod clock;
 mod envelope;
 pub mod family;
+pub mod lateness;
 pub mod mock;
 mod redial;
 pub mod tls;

@@ -254,6 +254,9 @@ pub(crate) struct ProducerResult {
     pub buffer_full_ns: u64,
     /// Time in the window sends waited for the client to reconnect, ns.
     pub unavailable_ns: u64,
+    /// Max rate: messages whose send was under way (the client's buffer full, or the client
+    /// reconnecting) when the window and its grace ended; never handed to the client.
+    pub unsent_at_window_end: u64,
     /// The client's outages, in order.
     pub outages: Vec<OutageSpan>,
     /// Times the broker blocked publishing, in order.
@@ -387,6 +390,7 @@ impl ProducerRecorder {
                 closed_by_broker: None,
                 buffer_full_ns: 0,
                 unavailable_ns: 0,
+                unsent_at_window_end: 0,
                 outages: Vec::new(),
                 blocks: Vec::new(),
             },
@@ -510,6 +514,12 @@ impl ProducerRecorder {
     /// Messages the schedule had due in the window that the producer never got to send.
     pub fn not_sent(&mut self, count: u64) {
         *self.result.errors.entry(NOT_SENT.to_string()).or_default() += count;
+    }
+
+    /// Max rate: the window closed while a message's send was under way; it is not sent, and
+    /// is no error (there was no schedule to be behind).
+    pub fn unsent_at_window_end(&mut self) {
+        self.result.unsent_at_window_end += 1;
     }
 
     /// The broker's answer for one message arrived at `now_ns`.

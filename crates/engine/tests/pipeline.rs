@@ -1,11 +1,12 @@
 //! The engine end to end over the in-memory mock driver: phases, rows, counts and the ledger.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
+use brokerbench_driver::lateness::WakeupLateness;
 use brokerbench_driver::mock::{MockDriver, MockFaults};
 use brokerbench_engine::{run, RunControl};
-use brokerbench_model::{IntervalRow, Phase, RunObserver, RunStatus, Workload};
+use brokerbench_model::{IntervalRow, Phase, RunObserver, RunStatus, Summary, Workload};
 
 #[derive(Default)]
 struct Rows(Vec<(u64, Phase, u64, u64, Option<i64>)>, Vec<Phase>);
@@ -29,6 +30,22 @@ fn workload(yaml: &str) -> Workload {
     brokerbench_model::yaml::from_str(yaml).unwrap()
 }
 
+/// Tests that check times and rates take turns (the binary runs two tests at once), and
+/// measure meanwhile how late the host wakes a thread, to widen their windows by it.
+fn timed() -> (MutexGuard<'static, ()>, WakeupLateness) {
+    static TURN: Mutex<()> = Mutex::new(());
+    let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    (turn, WakeupLateness::start())
+}
+
+/// How far a rate measured over the window may be from `rate`: 2%, and the messages that
+/// lateness can move across the window's two edges (those of the longest schedule lag and
+/// publish latency seen).
+fn rate_slack(s: &Summary, rate: f64) -> f64 {
+    let late_s = (s.latency.schedule_lag.max_ns + s.latency.publish.max_ns) as f64 / 1e9;
+    rate * 0.02 + 2.0 * rate * late_s / s.measurement_s
+}
+
 fn control() -> RunControl {
     RunControl {
         run_id: "test".into(),
@@ -41,7 +58,9 @@ fn clean_run_counts_everything_once() {
     let w = workload("rate: 2000\nwarmup: 1s\nduration: 2s\ndrain_timeout: 2s\nproducers_per_topic: 2\nconsumers_per_topic: 1");
     let mut driver = MockDriver::new(MockFaults::default(), 1);
     let mut rows = Rows::default();
+    let turn = timed();
     let out = run(&w, &mut driver, &mut rows, &control()).unwrap();
+    drop(turn);
     let s = &out.summary;
     assert_eq!(s.status, RunStatus::Complete);
     assert!(
@@ -53,9 +72,10 @@ fn clean_run_counts_everything_once() {
     assert_eq!(s.total.acknowledged, s.total.sent);
     assert_eq!(s.total.received, s.total.sent);
     assert!(
-        (s.throughput.acknowledged_per_s - 2000.0).abs() < 100.0,
-        "{:?}",
-        s.throughput
+        (s.throughput.acknowledged_per_s - 2000.0).abs() < rate_slack(s, 2000.0),
+        "{:?} {:?}",
+        s.throughput,
+        s.latency
     );
     assert_eq!(s.latency.publish.count, 4000, "measurement window only");
     assert!(s.latency.end_to_end.count > 3900);
@@ -456,7 +476,10 @@ fn many_producer_tasks_share_a_few_threads_and_keep_their_own_counts() {
     };
     let mut driver = MockDriver::new(faults, 1);
     let mut threads = ProducerThreads::default();
+    let (turn, lateness) = timed();
     let out = run(&w, &mut driver, &mut threads, &control()).unwrap();
+    let late = lateness.worst();
+    drop(turn);
     let s = &out.summary;
     assert_eq!(threads.0, 3, "20 producer tasks on 3 threads");
     assert!(
@@ -467,14 +490,16 @@ fn many_producer_tasks_share_a_few_threads_and_keep_their_own_counts() {
     assert_eq!(s.total.sent, 12_000, "3 s at 4,000 msg/s");
     assert_eq!(s.total.received, s.total.sent);
     assert!(
-        (s.throughput.acknowledged_per_s - 4000.0).abs() < 100.0,
-        "{:?}",
-        s.throughput
+        (s.throughput.acknowledged_per_s - 4000.0).abs() < rate_slack(s, 4000.0),
+        "{:?} {:?}",
+        s.throughput,
+        s.latency
     );
-    // Sends keep their schedule: the thread sends each task's messages when due.
+    // Sends keep their schedule: the thread sends each task's messages when due, late by no
+    // more than the host wakes any thread late.
     assert!(
-        s.latency.schedule_lag.p99_ns < 20_000_000,
-        "{:?}",
+        s.latency.schedule_lag.p99_ns < 20_000_000 + late.as_nanos() as u64,
+        "{:?}; the host woke threads up to {late:?} late",
         s.latency.schedule_lag
     );
     // A client that does not stamp acknowledgements keeps a thread per task.
@@ -511,7 +536,10 @@ fn an_outage_is_waited_out_reported_once_and_its_messages_sent_late() {
     };
     let mut driver = MockDriver::new(faults, 1);
     let mut rows = Disconnected::default();
+    let (turn, lateness) = timed();
     let out = run(&w, &mut driver, &mut rows, &control()).unwrap();
+    let late = lateness.worst().as_secs_f64();
+    drop(turn);
     let s = &out.summary;
     assert_eq!(
         s.outages.len(),
@@ -521,9 +549,13 @@ fn an_outage_is_waited_out_reported_once_and_its_messages_sent_late() {
     );
     let o = &s.outages[0];
     assert_eq!(o.producers, 2, "{o:?}");
-    assert!(o.start_s > 0.5 && o.start_s < 1.5, "{o:?}");
+    // Late wake-ups on a busy host move the ends later, never earlier.
+    assert!(
+        o.start_s > 0.5 && o.start_s < 1.5 + late,
+        "{o:?}, {late} s late"
+    );
     let d = o.duration_s().expect("acknowledged again");
-    assert!(d > 0.5 && d < 1.3, "{o:?}");
+    assert!(d > 0.5 && d < 1.3 + late, "{o:?}, {late} s late");
     let failed = s.errors.get("connection_lost").copied().unwrap_or(0);
     assert_eq!(o.failed, failed, "{:?}", s.errors);
     assert_eq!(s.total.failed, failed);
@@ -687,14 +719,17 @@ fn a_broker_that_stops_acknowledging_while_connected_is_a_stall_not_client_bound
     };
     let mut driver = MockDriver::new(faults, 1);
     let mut rows = Rows::default();
+    let (turn, lateness) = timed();
     let out = run(&w, &mut driver, &mut rows, &control()).unwrap();
+    let late = lateness.worst().as_secs_f64();
+    drop(turn);
     let s = &out.summary;
     assert!(s.outages.is_empty(), "{:?}", s.outages);
     assert_eq!(s.stalls.len(), 1, "{:?} {:?}", s.stalls, s.notes);
     let stall = &s.stalls[0];
     assert!(
-        (2.0..=3.0).contains(&stall.seconds) && (1.0..=3.0).contains(&stall.start_s),
-        "{stall:?}"
+        (2.0..=3.0 + late).contains(&stall.seconds) && (1.0..=3.0 + late).contains(&stall.start_s),
+        "{stall:?}, {late} s late"
     );
     assert!(!s.client_bound && !s.broker_bound, "{:?}", s.notes);
     assert_eq!(
@@ -713,4 +748,39 @@ fn a_broker_that_stops_acknowledging_while_connected_is_a_stall_not_client_bound
         s.notes
     );
     assert!(s.integrity.is_clean(), "{:?}", s.integrity);
+}
+
+#[test]
+fn at_max_rate_a_send_under_way_when_the_window_closes_is_not_an_error() {
+    // The broker stops acknowledging half a second before the window ends and stays silent
+    // past its end: the client's buffer fills, and the producer's last send is still waiting
+    // for room when the window (and its grace) closes. At max rate there is no schedule to be
+    // behind, so that message is counted apart, and the run is clean.
+    let w = workload(
+        "rate: max\nwarmup: 0s\nduration: 2s\ndrain_timeout: 5s\nmax_in_flight: 1000\nconsumers_per_topic: 1",
+    );
+    let faults = MockFaults {
+        stall: Some((
+            std::time::Duration::from_millis(1500),
+            std::time::Duration::from_millis(1500),
+        )),
+        buffer: Some(50),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let turn = timed();
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    drop(turn);
+    let s = &out.summary;
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(s.not_sent_at_window_end, 1, "{:?}", s.notes);
+    assert!(s.integrity.is_clean(), "{:?}", s.integrity);
+    assert!(s.is_clean(), "{s:?}");
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("under way when the window closed")),
+        "{:?}",
+        s.notes
+    );
 }

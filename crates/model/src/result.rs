@@ -363,6 +363,11 @@ pub struct Summary {
     pub consumers: Vec<ConsumerShare>,
     /// Failures by kind (e.g. `msg_timed_out`, `queue_full`), whole run.
     pub errors: BTreeMap<String, u64>,
+    /// Max rate: messages whose send was under way when the window closed (the client's
+    /// buffer full, or the client reconnecting, past the window's end and its grace): never
+    /// handed to the client, so neither sent nor an error.
+    #[serde(default)]
+    pub not_sent_at_window_end: u64,
     pub client: ClientCost,
     /// Broker, client and host resources over the measurement window; None when resource
     /// monitoring was off.

@@ -162,6 +162,12 @@ impl Backlog {
         self.size_bytes / message_size.max(1)
     }
 
+    /// Whether the window waits for the backlog to drain at all (`drain_ratio` 0: it does not,
+    /// which also serves a broker that drops what waits, whose backlog never drains).
+    pub fn waits_for_drain(&self) -> bool {
+        self.drain_ratio > 0.0
+    }
+
     /// The most messages that may still wait for the backlog to count as drained.
     pub fn drained_at(&self, message_size: u64) -> u64 {
         let left = ((1.0 - self.drain_ratio) * self.messages(message_size) as f64) as u64;

@@ -336,17 +336,37 @@ fn a_target_that_exits_is_reported_lost_and_sampling_goes_on() {
 }
 
 #[test]
-fn host_cpu_shares_add_up_to_100() {
+fn host_cpu_shares_show_a_busy_loop_of_this_process() {
+    let _turn = one_at_a_time();
+    // This process's own CPU time, read by the procfs crate (not by the monitor), in seconds.
+    let own_cpu_s = || {
+        let stat = procfs::process::Process::myself().unwrap().stat().unwrap();
+        (stat.utime + stat.stime) as f64 / procfs::ticks_per_second() as f64
+    };
     let mut sampler = Sampler::new(Vec::new()).unwrap();
+    let (before, started) = (own_cpu_s(), Instant::now());
     sampler.sample(system_clock_ns());
-    std::thread::sleep(Duration::from_millis(300));
+    let busy_until = Instant::now() + Duration::from_millis(500);
+    let mut spin = 0u64;
+    while Instant::now() < busy_until {
+        spin = std::hint::black_box(spin.wrapping_add(1));
+    }
     let sample = sampler.sample(system_clock_ns());
+    let (own_s, elapsed_s) = (own_cpu_s() - before, started.elapsed().as_secs_f64());
     let cpu = sample.host.cpu.expect("host CPU after two samples");
-    eprintln!("host CPU: {cpu:?}");
+    let cores = sample.host.cpu_count as f64;
+    // The host was at least as busy as this process alone: its share of all cores' time.
+    let own_pct = own_s / (elapsed_s * cores) * 100.0;
+    let busy_pct = 100.0 - cpu.idle_pct - cpu.iowait_pct;
+    eprintln!("host CPU: {cpu:?}; this process {own_pct:.1}% of {cores} cores");
     assert!(
-        (cpu.total_pct() - 100.0).abs() < 0.01,
-        "{}",
-        cpu.total_pct()
+        own_pct > 25.0 / cores,
+        "the loop ran on at least a quarter of a core: {own_pct:.1}%"
+    );
+    // Clock ticks are 10 ms: a few points of slack for what the two readings round.
+    assert!(
+        busy_pct >= own_pct - 5.0,
+        "the host's busy share {busy_pct:.1}% is below this process's {own_pct:.1}%: {cpu:?}"
     );
     for share in [cpu.user_pct, cpu.system_pct, cpu.idle_pct, cpu.iowait_pct] {
         assert!((0.0..=100.0).contains(&share));

@@ -86,6 +86,7 @@ pub(crate) fn summary() -> Summary {
             received: 1_800_000,
         }],
         errors: BTreeMap::new(),
+        not_sent_at_window_end: 0,
         client: ClientCost {
             cpu_user_s: 3.0,
             cpu_system_s: 0.78,

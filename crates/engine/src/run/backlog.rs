@@ -85,7 +85,7 @@ impl BacklogControl {
             Stage::Draining {
                 row_end_ns: resumed_row_end,
                 received,
-            } if waiting <= self.report.drained_at_messages => {
+            } if !self.backlog.waits_for_drain() || waiting <= self.report.drained_at_messages => {
                 self.report.drained_s = Some(self.seconds(now_ns));
                 let seconds = row_end_ns.saturating_sub(resumed_row_end) as f64 / 1e9;
                 if seconds > 0.0 {

@@ -94,8 +94,15 @@ impl ProducerTask {
                 clock,
                 &self.shared,
             ) {
-                // The next turn counts what else was due and ends.
-                SendOutcome::Handed | SendOutcome::Failed | SendOutcome::WindowOver => {}
+                SendOutcome::Handed | SendOutcome::Failed => {}
+                // On a schedule the message was due in the window and is counted with what
+                // else was due (the next turn counts that and ends); at max rate there is no
+                // schedule to be behind, and the window simply closed while it was under way.
+                SendOutcome::WindowOver if self.schedule.is_some() => recorder.not_sent(1),
+                SendOutcome::WindowOver => {
+                    recorder.unsent_at_window_end();
+                    break 'send;
+                }
                 SendOutcome::Stopped | SendOutcome::PayloadFailed => break 'send,
             }
             since_poll += 1;
@@ -129,7 +136,7 @@ pub(super) enum SendOutcome {
     /// Ctrl-C while the client's buffer was full.
     Stopped,
     /// The window ended (with its grace) while the client's buffer was full or it was
-    /// reconnecting: the message is counted as not sent.
+    /// reconnecting: the message was not sent (the caller counts it, as its mode says).
     WindowOver,
     /// The data file could not be read any more (counted as an error): the producer ends.
     PayloadFailed,
@@ -213,7 +220,6 @@ pub(super) fn send_message(
                         .saturating_add(BEHIND_SCHEDULE_GRACE_NS)
                 {
                     account(recorder, sent_ns, waited_for_connection);
-                    recorder.not_sent(1);
                     return SendOutcome::WindowOver;
                 }
             }

@@ -115,8 +115,9 @@ impl ProducerGroup {
                 &shared,
             );
             match sent {
-                // After WindowOver the task's next turn counts what else was due.
-                SendOutcome::Handed | SendOutcome::Failed | SendOutcome::WindowOver => {}
+                SendOutcome::Handed | SendOutcome::Failed => {}
+                // Due in the window and not sent; the task's next turn counts what else was due.
+                SendOutcome::WindowOver => task.recorder.not_sent(1),
                 SendOutcome::Stopped => break,
                 // This task ends; the others go on.
                 SendOutcome::PayloadFailed => continue,

@@ -153,6 +153,16 @@ pub(super) fn summarize(
             )
         });
     }
+    let not_sent_at_window_end: u64 = collected
+        .producers
+        .iter()
+        .map(|p| p.unsent_at_window_end)
+        .sum();
+    if not_sent_at_window_end > 0 {
+        notes.push(format!(
+            "{not_sent_at_window_end} message(s) whose send was under way when the window closed (the client's buffer was full) were not sent: at max rate there is no schedule to be behind, so this is no error"
+        ));
+    }
     if let Some(reason) = &driver.drops {
         notes.extend(integrity.dropped_by_policy(reason));
     }
@@ -341,6 +351,7 @@ pub(super) fn summarize(
         integrity,
         consumers,
         errors,
+        not_sent_at_window_end,
         client,
         resources: None,
         broker_metrics: None,
