@@ -554,7 +554,7 @@ struct Inputs {
     driver: Option<String>,
 }
 
-/// The first line of an inline input written to the study folder.
+/// The first lines of an inline input written to the study folder.
 const INPUT_HEADER: &str = "# Written by brokerbench study from the study file's inline map, credentials replaced\n# by ***. Its runs read an inline driver on standard input (brokerbench run --driver -).\n";
 
 fn write_inline_inputs(study: &Study, dir: &Path) -> anyhow::Result<Inputs> {
@@ -961,8 +961,8 @@ fn spawn_and_wait(
     let mut child = command.spawn().context("starting brokerbench run")?;
     if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
         use std::io::Write as _;
-        // A driver file is far smaller than a pipe's buffer: this does not block. A run that
-        // exits before reading it says why in its log.
+        // The run reads it before anything else; one that exits before reading it says why
+        // in its log (the failed write is then of no consequence).
         let _ = stdin.write_all(text.as_bytes());
     }
     let mut forwarded = 0;
