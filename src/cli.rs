@@ -89,7 +89,8 @@ pub struct RunArgs {
     /// Workload file (YAML): brokerbench's, or an OpenMessaging Benchmark workload file
     /// unchanged. Default: the built-in quickstart.
     pub workload: Option<PathBuf>,
-    /// Driver file (YAML). Default: Kafka on the managed local broker.
+    /// Driver file (YAML); `-` reads it from standard input (how a study hands its runs an
+    /// inline driver that holds credentials). Default: Kafka on the managed local broker.
     #[arg(long, short = 'd')]
     pub driver: Option<PathBuf>,
     /// Override a field of either file, e.g. `--set rate=20000 --set producer_config.acks=all`.

@@ -67,6 +67,24 @@ fn a_bad_override_exits_2() {
 }
 
 #[test]
+fn a_driver_on_standard_input_is_checked_like_a_driver_file() {
+    brokerbench()
+        .args(["run", "--driver", "-"])
+        .write_stdin("driver: nats\nstorage: flie\n")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("driver file on standard input"))
+        .stderr(predicates::str::contains("storage"));
+    brokerbench()
+        .args(["run", "--driver", "-"])
+        .write_stdin("driver: [nats\n")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--driver -"))
+        .stderr(predicates::str::contains("not valid YAML"));
+}
+
+#[test]
 fn a_missing_data_file_exits_2_before_touching_a_broker() {
     brokerbench()
         .args([

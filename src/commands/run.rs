@@ -11,7 +11,9 @@ use brokerbench_driver::Driver;
 use brokerbench_engine::{Clock, RunControl};
 use brokerbench_metrics::{Endpoint, EndpointSettings, MetricSet, Scraper};
 use brokerbench_model::redact::redact_assignment;
-use brokerbench_model::{load_specs, DriverConfig, Payload, RunStatus, WindowHistograms};
+use brokerbench_model::{
+    load_specs_from, DriverConfig, Payload, RunStatus, SpecInput, WindowHistograms,
+};
 use brokerbench_report::{
     folder_name, terminal_summary, BrokerInfo, LiveLine, Manifest, OmbHeader, OmbResult,
     ResultsFolder, Tee, OMB_RESULT_FILE,
@@ -26,10 +28,21 @@ use brokerbench_metrics::MetricsServer;
 use brokerbench_model::{Phase, RunObserver};
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let specs = load_specs(
+    let from_stdin = match &args.driver {
+        Some(path) if path.as_os_str() == STDIN_DRIVER => Some(driver_from_stdin()?),
+        _ => None,
+    };
+    let driver = match (&from_stdin, &args.driver) {
+        (Some(value), _) => SpecInput::Inline {
+            name: STDIN_DRIVER_NAME,
+            value,
+        },
+        (None, path) => path.as_deref().into(),
+    };
+    let specs = load_specs_from(
         &REGISTRY.schemas(),
-        args.workload.as_deref(),
-        args.driver.as_deref(),
+        args.workload.as_deref().into(),
+        driver,
         &args.overrides,
     )?;
     let workload = specs.workload.clone();
@@ -418,6 +431,27 @@ fn write_json(
     bytes.push(b'\n');
     folder.write_file(name, &bytes)?;
     Ok(())
+}
+
+/// `--driver -`: the driver file is read from standard input.
+pub const STDIN_DRIVER: &str = "-";
+/// How a driver read from standard input is named in messages and in the manifest.
+const STDIN_DRIVER_NAME: &str = "driver file on standard input";
+
+/// Reads the driver file's text from standard input. A study hands a driver that holds
+/// credentials to its runs this way, so that they are never written to a file.
+fn driver_from_stdin() -> anyhow::Result<brokerbench_model::yaml::Value> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("--driver -: reading the driver file from standard input")?;
+    brokerbench_model::yaml::from_str(&text).map_err(|e| {
+        BadInput(format!(
+            "--driver -: the {STDIN_DRIVER_NAME} is not valid YAML: {e}"
+        ))
+        .into()
+    })
 }
 
 fn resolve_sharding(

@@ -17,6 +17,7 @@ use brokerbench_report::{folder_name, rfc3339_utc, Host, Tool};
 use brokerbench_study::metrics::{self, HEADLINE};
 use brokerbench_study::plan::is_rate_find;
 use brokerbench_study::search::{backlog_points, drive, judge, FindSpec, Search, Step};
+use brokerbench_study::secrets::{redacted_definition, redacted_value, SecretSources};
 use brokerbench_study::stats::Stats;
 use brokerbench_study::tables::{
     cell_stats, cells_table, runs_table, write_atomically, CellStats, RunRecord,
@@ -55,7 +56,21 @@ struct StudyState {
     /// The axes' names (paths joined with `+` when zipped), first axis first.
     #[serde(default)]
     axes: Vec<String>,
+    /// Where the runs' credentials come from, so that resuming can ask for them again.
+    #[serde(default)]
+    secrets: SecretSources,
     runs: Vec<RunRecord>,
+}
+
+/// Environment variables that may hold credentials for the runs (which inherit them).
+const SECRET_VARIABLES: &[&str] = &[
+    brokerbench_metrics::ENV_USERNAME,
+    brokerbench_metrics::ENV_PASSWORD,
+    brokerbench_metrics::ENV_BEARER_TOKEN,
+];
+
+fn variable_is_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty())
 }
 
 const STUDY_FILE: &str = "study.json";
@@ -84,12 +99,17 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
         }
         keys.push(RunKey::of(&specs, run.repetition));
     }
-    // The study file's keys, and the command line's settings beside them.
+    // The study file's keys, and the command line's settings beside them; credentials
+    // redacted, as everything the study writes.
     let mut definition = study.definition.clone();
     if let Json::Object(map) = &mut definition {
-        map.insert("--set".into(), Json::from(args.overrides.clone()));
+        map.insert(
+            brokerbench_study::secrets::COMMAND_LINE_SETS.into(),
+            Json::from(args.overrides.clone()),
+        );
         map.insert("--quick".into(), Json::from(args.quick));
     }
+    let definition = redacted_definition(&definition);
 
     if args.dry_run {
         print_plan(&study, &runs, &keys, search.as_ref());
@@ -119,6 +139,7 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
             .map(|s| serde_json::to_value(s).unwrap_or_default()),
         runs: Vec::new(),
         axes: study.axes.iter().map(|a| a.name()).collect(),
+        secrets: SecretSources::of(&study, SECRET_VARIABLES, variable_is_set),
     };
     let earlier: Vec<RunRecord> = previous.map(|p| p.runs).unwrap_or_default();
     if !earlier.is_empty() {
@@ -427,13 +448,24 @@ fn study_folder(
         let previous: StudyState = serde_json::from_value(read_json(&dir.join(STUDY_FILE))?)
             .with_context(|| format!("reading {}", dir.join(STUDY_FILE).display()))?;
         let mut changed = Vec::new();
-        diff_paths("", &previous.definition, definition, &mut changed);
+        // Folders of earlier versions kept credentials in their definition.
+        let before = redacted_definition(&previous.definition);
+        diff_paths("", &before, definition, &mut changed);
         if !changed.is_empty() {
             return Err(BadInput(format!(
                 "{}: the study changed since {} was started ({}); run it with --fresh to start a new study folder, or restore the file to resume",
                 study.file.display(),
                 dir.display(),
                 changed.join(", ")
+            ))
+            .into());
+        }
+        let missing = previous.secrets.missing(variable_is_set);
+        if !missing.is_empty() {
+            return Err(BadInput(format!(
+                "{}: cannot resume, credentials are missing (a study folder never keeps them): {}; supply them and run the study again, or start anew with --fresh",
+                dir.display(),
+                missing.join("; ")
             ))
             .into());
         }
@@ -512,29 +544,39 @@ fn short_json(v: &Json) -> String {
     }
 }
 
-/// Inline workload or driver maps become files in the study folder, so that every run is an
-/// ordinary `brokerbench run FILE --driver FILE` that can be repeated by hand.
+/// Inline workload or driver maps become files in the study folder, so that every run can be
+/// read and repeated by hand. Those files are redacted like everything the study writes: a
+/// driver that holds credentials reaches its runs on their standard input instead
+/// (`brokerbench run --driver -`), read from the study file by each invocation.
 struct Inputs {
     workload: Option<PathBuf>,
-    driver: Option<PathBuf>,
+    /// The inline driver as YAML, credentials included: never written to a file.
+    driver: Option<String>,
 }
 
+/// The first lines of an inline input written to the study folder.
+const INPUT_HEADER: &str = "# Written by brokerbench study from the study file's inline map, credentials replaced\n# by ***. Its runs read an inline driver on standard input (brokerbench run --driver -).\n";
+
 fn write_inline_inputs(study: &Study, dir: &Path) -> anyhow::Result<Inputs> {
-    let write =
-        |name: &str, input: &brokerbench_study::StudyInput| -> anyhow::Result<Option<PathBuf>> {
-            let brokerbench_study::StudyInput::Inline(value) = input else {
-                return Ok(None);
-            };
-            let folder = dir.join("inputs");
-            fs::create_dir_all(&folder)?;
-            let path = folder.join(name);
-            fs::write(&path, brokerbench_model::yaml::to_string(value)?)
-                .with_context(|| format!("writing {}", path.display()))?;
-            Ok(Some(path))
+    // The record of an inline map, and the map as YAML with its credentials.
+    let write = |name: &str,
+                 input: &brokerbench_study::StudyInput|
+     -> anyhow::Result<Option<(PathBuf, String)>> {
+        let brokerbench_study::StudyInput::Inline(value) = input else {
+            return Ok(None);
         };
+        let folder = dir.join("inputs");
+        fs::create_dir_all(&folder)?;
+        let path = folder.join(name);
+        let shown = brokerbench_model::yaml::to_string(&redacted_value("", value))?;
+        fs::write(&path, format!("{INPUT_HEADER}{shown}"))
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(Some((path, brokerbench_model::yaml::to_string(value)?)))
+    };
     Ok(Inputs {
-        workload: write("workload.yaml", &study.workload)?,
-        driver: write("driver.yaml", &study.driver)?,
+        // A workload has no credential fields: its record is what the runs read.
+        workload: write("workload.yaml", &study.workload)?.map(|(path, _)| path),
+        driver: write("driver.yaml", &study.driver)?.map(|(_, text)| text),
     })
 }
 
@@ -639,7 +681,7 @@ impl Executor<'_> {
             values: run
                 .values
                 .iter()
-                .map(|(p, v)| (p.clone(), serde_json::to_value(v).unwrap_or_default()))
+                .map(|(p, v)| (p.clone(), redacted_value(p, v)))
                 .collect(),
             step: step.map(|(s, _, _)| s),
             sustainable: None,
@@ -687,8 +729,8 @@ impl Executor<'_> {
             _ => {}
         }
         match (&self.inputs.driver, &run.driver) {
-            (Some(inline), _) => {
-                command.arg("--driver").arg(inline);
+            (Some(_), _) => {
+                command.arg("--driver").arg(super::run::STDIN_DRIVER);
             }
             (None, brokerbench_study::StudyInput::File(p)) => {
                 command.arg("--driver").arg(p);
@@ -707,12 +749,9 @@ impl Executor<'_> {
         if self.no_monitor {
             command.arg("--no-monitor");
         }
-        command
-            .stdin(std::process::Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log);
+        command.stdout(log.try_clone()?).stderr(log);
         let started = Instant::now();
-        let status = spawn_and_wait(command, &self.signals)?;
+        let status = spawn_and_wait(command, self.inputs.driver.as_deref(), &self.signals)?;
         self.executed += 1;
         self.time_spent += started.elapsed();
 
@@ -897,9 +936,11 @@ fn set_aside(folder: &Path, log: &Path) -> anyhow::Result<()> {
 }
 
 /// Starts the run in its own process group (so the terminal's Ctrl-C reaches only the study,
-/// which forwards it once), tied to the study's life (a killed study kills its run).
+/// which forwards it once), tied to the study's life (a killed study kills its run); `input`
+/// is written to its standard input.
 fn spawn_and_wait(
     mut command: Command,
+    input: Option<&str>,
     signals: &Signals,
 ) -> anyhow::Result<std::process::ExitStatus> {
     use std::os::unix::process::CommandExt;
@@ -913,7 +954,17 @@ fn spawn_and_wait(
             Ok(())
         });
     }
+    command.stdin(match input {
+        Some(_) => std::process::Stdio::piped(),
+        None => std::process::Stdio::null(),
+    });
     let mut child = command.spawn().context("starting brokerbench run")?;
+    if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+        use std::io::Write as _;
+        // The run reads it before anything else; one that exits before reading it says why
+        // in its log (the failed write is then of no consequence).
+        let _ = stdin.write_all(text.as_bytes());
+    }
     let mut forwarded = 0;
     loop {
         if let Some(status) = child.try_wait()? {
@@ -992,7 +1043,7 @@ fn write_state(
 fn search_json(run: &PlannedRun, search: &Search, status: &str) -> Json {
     serde_json::json!({
         "cell": run.cell + 1,
-        "axes": run.values.iter().map(|(p, v)| (p.clone(), serde_json::to_value(v).unwrap_or_default())).collect::<serde_json::Map<_, _>>(),
+        "axes": run.values.iter().map(|(p, v)| (p.clone(), redacted_value(p, v))).collect::<serde_json::Map<_, _>>(),
         "repetition": run.repetition,
         "status": status,
         "found_rate": search.found_rate(),

@@ -19,7 +19,9 @@ pub fn is_secret_key(key: &str) -> bool {
     SECRET_WORDS.iter().any(|w| key.contains(w))
 }
 
-/// Replaces the password in `scheme://user:password@host` with `***`.
+/// Replaces the password in `scheme://user:password@host` with `***`, and a user given
+/// without a password (`scheme://TOKEN@host`, how NATS and many HTTP endpoints take a token)
+/// with `***` as a whole.
 pub fn redact_uri(text: &str) -> String {
     if let Some(scheme_end) = text.find("://") {
         let rest = &text[scheme_end + 3..];
@@ -27,14 +29,11 @@ pub fn redact_uri(text: &str) -> String {
         let authority_end = rest.find('/').unwrap_or(rest.len());
         if let Some(at) = rest[..authority_end].rfind('@') {
             let userinfo = &rest[..at];
-            if let Some(colon) = userinfo.find(':') {
-                return format!(
-                    "{}://{}:***@{}",
-                    &text[..scheme_end],
-                    &userinfo[..colon],
-                    &rest[at + 1..]
-                );
-            }
+            let shown = match userinfo.find(':') {
+                Some(colon) => format!("{}:***", &userinfo[..colon]),
+                None => "***".to_string(),
+            };
+            return format!("{}://{shown}@{}", &text[..scheme_end], &rest[at + 1..]);
         }
     }
     text.to_string()
@@ -45,16 +44,22 @@ pub fn redact_json(value: &mut serde_json::Value) {
     match value {
         serde_json::Value::Object(map) => {
             for (key, v) in map.iter_mut() {
-                if is_secret_key(key) && !v.is_null() {
-                    *v = serde_json::Value::String("***".into());
-                } else {
-                    redact_json(v);
-                }
+                redact_setting(key, v);
             }
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(redact_json),
         serde_json::Value::String(s) => *s = redact_uri(s),
         _ => {}
+    }
+}
+
+/// Redacts the value of one setting: all of it when its key or path (`sasl.password`,
+/// `producer_config.sasl.password`) names a secret, else the secrets inside it.
+pub fn redact_setting(key: &str, value: &mut serde_json::Value) {
+    if is_secret_key(key) && !value.is_null() {
+        *value = serde_json::Value::String("***".into());
+    } else {
+        redact_json(value);
     }
 }
 
@@ -107,9 +112,25 @@ mod tests {
                 "broker_metrics=***",
             ),
             ("rate=1000", "rate=1000"),
+            ("servers=nats://s3cr3t@h:4222", "servers=nats://***@h:4222"),
         ] {
             assert_eq!(redact_assignment(given), shown);
         }
+    }
+
+    #[test]
+    fn a_user_without_a_password_is_a_token_and_is_replaced() {
+        for (given, shown) in [
+            ("https://TOKEN@host/metrics", "https://***@host/metrics"),
+            ("nats://s3cr3t@127.0.0.1:4222", "nats://***@127.0.0.1:4222"),
+            ("http://a@b@host/", "http://***@host/"),
+            ("https://@host/", "https://***@host/"),
+        ] {
+            assert_eq!(redact_uri(given), shown);
+        }
+        let mut v = serde_json::json!({"broker_metrics": {"url": "https://TOKEN@h/m"}});
+        redact_json(&mut v);
+        assert!(!v.to_string().contains("TOKEN"), "{v}");
     }
 
     #[test]
@@ -130,6 +151,7 @@ mod tests {
             "producer_config.sasl.password=***"
         );
         assert_eq!(redact_uri("http://host:1"), "http://host:1");
+        assert_eq!(redact_uri("http://h/a@b"), "http://h/a@b");
         assert_eq!(
             redact_uri("amqp://u:p@ss@h:5672/%2f"),
             "amqp://u:***@h:5672/%2f"

@@ -260,7 +260,8 @@ impl NatsUrl {
         let scheme = if self.tls.is_some() { "tls" } else { "nats" };
         match (&self.user, &self.password) {
             (Some(u), Some(_)) => format!("{scheme}://{u}:***@{}", self.address()),
-            (Some(u), None) => format!("{scheme}://{u}@{}", self.address()),
+            // A user without a password is how NATS URLs carry a token.
+            (Some(_), None) => format!("{scheme}://***@{}", self.address()),
             _ => format!("{scheme}://{}", self.address()),
         }
     }
@@ -317,6 +318,12 @@ mod tests {
                 !shown.contains("s3cret") && shown.contains("bench:***@"),
                 "{shown}"
             );
+        }
+        // A user without a password is a token: hidden whole.
+        let token = NatsUrl::parse("nats://t0ken@127.0.0.1:4300").unwrap();
+        for shown in [format!("{token:?}"), token.to_string()] {
+            assert!(!shown.contains("t0ken"), "{shown}");
+            assert!(shown.contains("nats://***@127.0.0.1:4300"), "{shown}");
         }
         let secure = NatsUrl::parse("tls://bench:s3cret@h:1").unwrap();
         assert_eq!(secure.tls, Some(Default::default()));

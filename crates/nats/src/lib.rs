@@ -69,11 +69,14 @@ impl NatsDriver {
             ConnectError::Authentication(reason) => DriverError::Authentication {
                 broker: "nats",
                 address: self.url.to_string(),
-                reason: match &self.url.user {
-                    Some(user) => format!(
+                reason: match (&self.url.user, self.url.password()) {
+                    (Some(_), None) => format!(
+                        "{reason} (a token given as the URL's user); check the token in servers"
+                    ),
+                    (Some(user), Some(_)) => format!(
                         "{reason} (user '{user}'); check the user and password in servers"
                     ),
-                    None => format!(
+                    (None, _) => format!(
                         "{reason} (no user given); the server wants one: servers: nats://user:password@host:port"
                     ),
                 },

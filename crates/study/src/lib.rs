@@ -8,6 +8,7 @@ pub mod file;
 pub mod metrics;
 pub mod plan;
 pub mod search;
+pub mod secrets;
 pub mod stats;
 pub mod tables;
 

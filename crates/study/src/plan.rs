@@ -31,7 +31,8 @@ pub struct PlannedRun {
 }
 
 impl PlannedRun {
-    /// The cell's axis values as `path=value` text, e.g. `producer_config.acks=all`.
+    /// The cell's axis values as `path=value` text, e.g. `producer_config.acks=all`, with
+    /// credentials redacted (it is printed and written).
     pub fn cell_label(&self) -> String {
         if self.values.is_empty() {
             return "(single cell)".into();
@@ -46,7 +47,7 @@ impl PlannedRun {
                         .unwrap_or_else(|| f.clone()),
                     _ => key_text(v),
                 };
-                format!("{p}={v}")
+                brokerbench_model::redact::redact_assignment(&format!("{p}={v}"))
             })
             .collect::<Vec<_>>()
             .join(", ")
@@ -340,6 +341,25 @@ mod tests {
         let runs = plan_runs(&s, &[], false).unwrap();
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[1].cell_label(), "message_size=1KiB, rate=20");
+    }
+
+    #[test]
+    fn cell_labels_hide_credentials() {
+        let s = study(
+            "name: t\naxes:\n  servers: [\"nats://u:pw1@h:1\", \"nats://t0k@h:1\"]\n  broker_metrics.password: [pw2]\n",
+        );
+        let labels: Vec<String> = plan_runs(&s, &[], false)
+            .unwrap()
+            .iter()
+            .map(PlannedRun::cell_label)
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "servers=nats://u:***@h:1, broker_metrics.password=***",
+                "servers=nats://***@h:1, broker_metrics.password=***"
+            ]
+        );
     }
 
     #[test]
