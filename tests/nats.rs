@@ -68,8 +68,13 @@ fn backlog_mode_stops_pulling_builds_and_drains_losslessly() {
 }
 
 #[test]
-fn partitions_memory_storage_msg_ids_and_two_members_stay_lossless() {
+fn partitions_memory_storage_msg_ids_and_two_members_stay_lossless_and_the_server_has_them() {
     let _turn = serial();
+    // The stream is kept (delete_streams=false) so the server can say what it made: its
+    // storage and duplicate window (NATS's defaults: file, 2 min), and whether the first
+    // message it stored carries a Nats-Msg-Id header.
+    let prefix = format!("readback{}", std::process::id());
+    let stream_prefix = format!("stream_prefix={prefix}");
     let run = nats_run(&sets(
         "4000",
         2,
@@ -81,14 +86,34 @@ fn partitions_memory_storage_msg_ids_and_two_members_stay_lossless() {
             "msg_id=true",
             "duplicate_window=1m",
             "ack_policy=none",
+            "delete_streams=false",
+            &stream_prefix,
         ],
     ));
+    let streams = take_nats_streams(&format!("{prefix}-"));
     let s = assert_lossless(&run);
     let shares = received_per_consumer(&s);
     assert_eq!(shares.len(), 2, "{s:#}");
     assert!(
         shares.iter().all(|&n| n > 0),
         "both members of the pull consumer receive: {shares:?}"
+    );
+    assert_eq!(streams.len(), 1, "the run's one stream");
+    let (info, first, headers) = &streams[0];
+    let config = &info["config"];
+    assert_eq!(config["storage"], "memory", "{info:#}");
+    assert_eq!(
+        config["duplicate_window"].as_u64(),
+        Some(Duration::from_secs(60).as_nanos() as u64),
+        "{info:#}"
+    );
+    assert_eq!(
+        info["state"]["messages"], s["total"]["acknowledged"],
+        "the stream holds what was acknowledged: {info:#}"
+    );
+    assert!(
+        headers.contains("Nats-Msg-Id: "),
+        "the first stored message's headers: {headers:?} ({first:#})"
     );
 }
 

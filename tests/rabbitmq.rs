@@ -113,11 +113,61 @@ fn auto_ack_consumers_are_lossless() {
 }
 
 #[test]
-fn lazy_and_quorum_queues_are_lossless() {
+fn lazy_quorum_and_stream_queues_are_lossless_and_the_broker_says_it_made_them_so() {
     let _turn = serial();
-    for queue in [&["queue.lazy=true"][..], &["queue.type=quorum"][..]] {
-        let run = rabbit_run(&sets("1000", 2, queue));
-        assert_lossless(&run);
+    // The broker's word, not the driver's: the runs keep their queues, which the management
+    // API then describes (the type, and a classic queue process's own mode) before they are
+    // deleted. A plain classic queue is the control: mode "default".
+    let cases = [
+        ("queue.type=classic", "classic", Some("default")),
+        ("queue.lazy=true", "classic", Some("lazy")),
+        ("queue.type=quorum", "quorum", None),
+        ("queue.type=stream", "stream", None),
+    ];
+    let prefix = format!("readback-{}-", std::process::id());
+    let runs: Vec<Run> = (0..cases.len())
+        .map(|i| {
+            let exchange = format!("exchange.name={prefix}{i}");
+            rabbit_run(&sets(
+                "1000",
+                1,
+                &[cases[i].0, "delete_queues=false", &exchange],
+            ))
+        })
+        .collect();
+    let queues = queues_with_statistics(&prefix);
+    delete_rabbitmq_objects(&prefix);
+    for (i, (run, (setting, kind, mode))) in runs.iter().zip(cases).enumerate() {
+        assert_lossless(run);
+        let own = format!("{prefix}{i}-");
+        let queue = queues
+            .iter()
+            .find(|q| q["name"].as_str().unwrap().starts_with(&own))
+            .unwrap_or_else(|| panic!("{setting}: no queue {own}* in {queues:#?}"));
+        assert_eq!(queue["type"], kind, "{setting}: {queue:#}");
+        if let Some(mode) = mode {
+            assert_eq!(
+                queue["backing_queue_status"]["mode"], mode,
+                "{setting}: {queue:#}"
+            );
+        }
+    }
+}
+
+/// The queues named `prefix*` once every classic one has reported its statistics (with its
+/// mode): queues send them every 5 s (RabbitMQ's collect_statistics_interval), so a queue
+/// of a run that just ended may not have yet. What there is after 30 s otherwise.
+fn queues_with_statistics(prefix: &str) -> Vec<serde_json::Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let queues = rabbitmq_queues(prefix);
+        let waiting = queues
+            .iter()
+            .any(|q| q["type"] == "classic" && q["backing_queue_status"].is_null());
+        if !waiting || Instant::now() > deadline {
+            return queues;
+        }
+        std::thread::sleep(Duration::from_millis(250));
     }
 }
 

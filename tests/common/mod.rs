@@ -323,3 +323,127 @@ pub fn assert_not_client_bound(run: &Run, s: &serde_json::Value, why: &str) {
         run.late
     );
 }
+
+/// A request to the managed RabbitMQ's management API (HTTP on loopback, as guest, which
+/// RabbitMQ lets in from loopback): the answer's JSON, `null` when it has no body. Panics on
+/// a status other than 2xx, with the answer.
+pub fn rabbitmq_api(method: &str, path: &str) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let rabbit = brokerbench_amqp::managed::RabbitMq::new(&brokerbench_brokers::home());
+    let port = rabbit.management_port();
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))
+        .unwrap_or_else(|e| panic!("the management API on 127.0.0.1:{port}: {e}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    // guest:guest in base64.
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Basic Z3Vlc3Q6Z3Vlc3Q=\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head.split(' ').nth(1).unwrap_or("none");
+    assert!(status.starts_with('2'), "{method} {path}: {answer}");
+    if body.trim().is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{method} {path}: {e}: {body}"))
+    }
+}
+
+/// The queues of the default vhost whose names start with `prefix`, as the management API
+/// describes them: type, arguments, and (once the queue has sent its statistics) a classic
+/// queue process's own `backing_queue_status`.
+pub fn rabbitmq_queues(prefix: &str) -> Vec<serde_json::Value> {
+    named(rabbitmq_api("GET", "/api/queues/%2f"), prefix)
+}
+
+/// Deletes the queues and exchanges of the default vhost whose names start with `prefix`:
+/// what runs with `delete_queues=false` kept.
+pub fn delete_rabbitmq_objects(prefix: &str) {
+    for kind in ["queues", "exchanges"] {
+        for object in named(rabbitmq_api("GET", &format!("/api/{kind}/%2f")), prefix) {
+            let name = object["name"].as_str().unwrap();
+            rabbitmq_api("DELETE", &format!("/api/{kind}/%2f/{name}"));
+        }
+    }
+}
+
+/// The objects of a JSON list whose `name` starts with `prefix`.
+fn named(list: serde_json::Value, prefix: &str) -> Vec<serde_json::Value> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .filter(|o| o["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+        .cloned()
+        .collect()
+}
+
+/// A JetStream API request to the managed NATS server, over a connection of its own: the
+/// reply's JSON (which carries `error` when the server refused).
+pub fn jetstream(subject: &str, body: serde_json::Value) -> serde_json::Value {
+    use brokerbench_nats::{config::NatsUrl, conn::Conn};
+    let url = NatsUrl::parse(&format!("nats://{}", nats())).unwrap();
+    let mut conn = Conn::connect(&url, Duration::from_secs(10)).expect("connecting to NATS");
+    let inbox = format!("_INBOX.readback{}", std::process::id());
+    conn.subscribe(&inbox, 1);
+    conn.publish(
+        subject.as_bytes(),
+        Some(inbox.as_bytes()),
+        None,
+        body.to_string().as_bytes(),
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut reply = None;
+    while reply.is_none() && Instant::now() < deadline {
+        conn.poll(Duration::from_millis(200), &mut |msg, _| {
+            reply = Some(serde_json::from_slice(msg.payload).unwrap());
+        })
+        .unwrap();
+    }
+    reply.unwrap_or_else(|| panic!("no answer to {subject} within 10 s"))
+}
+
+/// The JetStream streams whose names start with `prefix`: for each its `STREAM.INFO` and its
+/// first message (`STREAM.MSG.GET`) with the headers decoded as text; deletes them, so a run
+/// kept with `delete_streams=false` leaves nothing behind.
+pub fn take_nats_streams(prefix: &str) -> Vec<(serde_json::Value, serde_json::Value, String)> {
+    use base64::Engine;
+    let names = jetstream("$JS.API.STREAM.NAMES", serde_json::json!({}));
+    let names: Vec<String> = names["streams"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{names}"))
+        .iter()
+        .filter_map(|n| n.as_str())
+        .filter(|n| n.starts_with(prefix))
+        .map(str::to_string)
+        .collect();
+    let mut streams = Vec::new();
+    for name in names {
+        let info = jetstream(
+            &format!("$JS.API.STREAM.INFO.{name}"),
+            serde_json::json!({}),
+        );
+        let first = jetstream(
+            &format!("$JS.API.STREAM.MSG.GET.{name}"),
+            serde_json::json!({"seq": 1}),
+        );
+        let headers = first["message"]["hdrs"]
+            .as_str()
+            .map_or(String::new(), |h| {
+                let bytes = base64::engine::general_purpose::STANDARD.decode(h).unwrap();
+                String::from_utf8_lossy(&bytes).into_owned()
+            });
+        let deleted = jetstream(
+            &format!("$JS.API.STREAM.DELETE.{name}"),
+            serde_json::json!({}),
+        );
+        assert_eq!(deleted["success"], true, "deleting {name}: {deleted}");
+        streams.push((info, first, headers));
+    }
+    streams
+}

@@ -41,6 +41,11 @@ fn run_id() -> String {
 
 /// Runs `workload` against the broker with the driver file `driver`.
 fn run_with(uri: &AmqpUri, driver: &str, workload: &str) -> Summary {
+    run_as(uri, driver, workload, &run_id())
+}
+
+/// `run_with` under the run id `run_id`, which names the run's exchanges and queues.
+fn run_as(uri: &AmqpUri, driver: &str, workload: &str, run_id: &str) -> Summary {
     let config: RabbitMqDriverConfig = brokerbench_model::yaml::from_str(driver).unwrap();
     config.validate().unwrap();
     let workload: Workload = brokerbench_model::yaml::from_str(workload).unwrap();
@@ -54,7 +59,7 @@ fn run_with(uri: &AmqpUri, driver: &str, workload: &str) -> Summary {
         driver.broker_version()
     );
     let control = RunControl {
-        run_id: run_id(),
+        run_id: run_id.to_string(),
         stop: Arc::new(AtomicBool::new(false)),
     };
     let outcome = run(&workload, &mut driver, &mut Quiet, &control).unwrap();
@@ -250,16 +255,91 @@ fn a_drop_head_queue_reports_broker_drops_not_loss() {
 
 #[test]
 #[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
-fn lazy_quorum_and_stream_queues_lose_nothing() {
+fn lazy_quorum_and_stream_queues_lose_nothing_and_the_broker_lists_them_so() {
     let uri = broker_uri();
-    for driver in [
-        "queue: {type: classic, lazy: true}",
-        "queue: {type: quorum}",
-        "queue: {type: stream}",
-    ] {
-        let s = run_with(&uri, driver, SMALL);
-        assert_lossless(&s, 1);
+    // Each run keeps its queue (delete_queues: false), so that rabbitmqctl can say what the
+    // broker made of it; a plain classic queue is the control (no x-queue-mode).
+    let cases = [
+        ("queue: {type: classic}", "classic", None),
+        (
+            "queue: {type: classic, lazy: true}",
+            "classic",
+            Some("lazy"),
+        ),
+        ("queue: {type: quorum}", "quorum", None),
+        ("queue: {type: stream}", "stream", None),
+    ];
+    let mut runs = Vec::new();
+    for (queue, _, _) in cases {
+        let driver = format!("{queue}\ndelete_queues: false");
+        let id = run_id();
+        let s = run_as(&uri, &driver, SMALL, &id);
+        runs.push((driver, id, s));
     }
+    let listed = list_queues();
+    for (driver, id, _) in &runs {
+        remove_queues(&uri, driver, id);
+    }
+    for ((driver, id, s), (_, kind, mode)) in runs.iter().zip(cases) {
+        assert_lossless(s, 1);
+        let config: RabbitMqDriverConfig = brokerbench_model::yaml::from_str(driver).unwrap();
+        let name = &brokerbench_amqp::TopicNames::new(&config, "amqptest", id, 0).queues[0];
+        let queue = listed
+            .iter()
+            .find(|q| q["name"] == name.as_str())
+            .unwrap_or_else(|| panic!("{driver}: no queue {name} in {listed:#?}"));
+        assert_eq!(queue["type"], kind, "{driver}: {queue}");
+        assert_eq!(
+            argument(queue, "x-queue-mode").as_deref(),
+            mode,
+            "{driver}: {queue}"
+        );
+    }
+}
+
+/// The broker's queues with their type and arguments, from `rabbitmqctl list_queues`.
+fn list_queues() -> Vec<serde_json::Value> {
+    let command = format!("{} list_queues --formatter json name type arguments", ctl());
+    let output = std::process::Command::new("sh")
+        .args(["-c", &command])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{command}: {output:?}");
+    serde_json::from_slice::<serde_json::Value>(&output.stdout)
+        .unwrap_or_else(|e| panic!("{command}: {e}: {output:?}"))
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A queue argument's value as `rabbitmqctl --formatter json` lists it: `[[key, type, value]]`.
+fn argument(queue: &serde_json::Value, key: &str) -> Option<String> {
+    queue["arguments"]
+        .as_array()?
+        .iter()
+        .find(|a| a[0] == key)
+        .and_then(|a| a[2].as_str())
+        .map(str::to_string)
+}
+
+/// Deletes what the run `run_id` with the driver file `driver` kept: the driver declares the
+/// same names again (the same arguments, so the broker accepts it) and cleans them up.
+fn remove_queues(uri: &AmqpUri, driver: &str, run_id: &str) {
+    let mut config: RabbitMqDriverConfig = brokerbench_model::yaml::from_str(driver).unwrap();
+    config.delete_queues = true;
+    let mut driver = AmqpDriver::new(config, uri.clone());
+    driver.connect().unwrap();
+    let topology = brokerbench_driver::Topology {
+        run_id: run_id.to_string(),
+        workload: "amqptest".into(),
+        topics: 1,
+        partitions_per_topic: 1,
+        consumers_per_topic: 1,
+        subscriptions_per_topic: 1,
+        shard: None,
+    };
+    driver.prepare(&topology).unwrap();
+    driver.cleanup().unwrap();
 }
 
 #[test]
@@ -593,13 +673,17 @@ fn publish_latency_is_not_inflated_by_the_gap_between_sends() {
 /// for the managed node).
 const CTL_VARIABLE: &str = "BROKERBENCH_TEST_AMQP_CTL";
 
+fn ctl() -> String {
+    std::env::var(CTL_VARIABLE).unwrap_or_else(|_| {
+        panic!("set {CTL_VARIABLE} to rabbitmqctl for the test broker's node (scripts/test does)")
+    })
+}
+
 #[test]
 #[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
 fn a_memory_alarm_is_reported_as_publishing_blocked_with_the_reason() {
     let uri = broker_uri();
-    let ctl = std::env::var(CTL_VARIABLE).unwrap_or_else(|_| {
-        panic!("set {CTL_VARIABLE} to rabbitmqctl for the test broker's node (scripts/test does)")
-    });
+    let ctl = ctl();
     let sh = move |args: &str| {
         let status = std::process::Command::new("sh")
             .args(["-c", &format!("{ctl} {args}")])
@@ -649,9 +733,7 @@ fn a_memory_alarm_is_reported_as_publishing_blocked_with_the_reason() {
 #[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
 fn a_message_above_the_brokers_limit_stops_the_run_with_the_brokers_reason() {
     let uri = broker_uri();
-    let ctl = std::env::var(CTL_VARIABLE).unwrap_or_else(|_| {
-        panic!("set {CTL_VARIABLE} to rabbitmqctl for the test broker's node (scripts/test does)")
-    });
+    let ctl = ctl();
     let set_limit = move |bytes: u64| {
         let command =
             format!("{ctl} eval 'application:set_env(rabbit, max_message_size, {bytes}).'");
