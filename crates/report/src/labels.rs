@@ -140,7 +140,7 @@ fn numbered_where_repeated(labels: Vec<String>) -> Vec<String> {
 /// differ between the runs; empty strings when nothing does. A driver's settings are compared
 /// only between runs of one family: across families they have different keys anyway, and the
 /// family's name says it.
-pub fn difference_labels(manifests: &[&Json]) -> Vec<String> {
+pub(crate) fn difference_labels(manifests: &[&Json]) -> Vec<String> {
     let text_at = |m: &Json, a: &str, b: &str| m[a][b].as_str().unwrap_or("?").to_string();
     let families: Vec<String> = manifests
         .iter()

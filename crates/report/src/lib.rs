@@ -27,8 +27,7 @@ pub use folder::{
 };
 pub use hlog::HistogramLogWriter;
 pub use labels::{
-    check_given_labels, comparison_labels, difference_labels, generated_folder_name, LabelError,
-    RunToName,
+    check_given_labels, comparison_labels, generated_folder_name, LabelError, RunToName,
 };
 pub use live::LiveLine;
 pub use manifest::{folder_name, BrokerInfo, Host, Manifest, Tool, CLOCK_NOTE, TOOL_NAME};
