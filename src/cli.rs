@@ -32,6 +32,12 @@ pub enum Command {
         /// comparison.html for several.
         #[arg(long, short = 'o')]
         out: Option<PathBuf>,
+        /// A comparison's name for each run, given once per folder in the folders' order
+        /// (`--label acks-1 --label acks-all`). Default: the folder names when they differ
+        /// and were not made by brokerbench, else what differs between the runs' manifests
+        /// (family, workload, settings).
+        #[arg(long = "label", value_name = "NAME")]
+        labels: Vec<String>,
     },
     /// Merge the results folders of a run's shards (`run --shard I/N`) into one: latency
     /// histograms added, counts summed, delivery ledgers joined, a table of the shards.
@@ -197,6 +203,12 @@ pub struct CompareArgs {
     /// Print the comparison as JSON.
     #[arg(long)]
     pub json: bool,
+    /// A name for each input, given once per input in the inputs' order
+    /// (`--label acks-1 --label acks-all`). Default: the folder names when they differ and
+    /// were not made by brokerbench, else what differs between the runs' manifests (family,
+    /// workload, settings).
+    #[arg(long = "label", value_name = "NAME")]
+    pub labels: Vec<String>,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {

@@ -112,3 +112,37 @@ fn data_generate_writes_sensor_records() {
     assert_eq!(text.lines().count(), 100);
     assert!(text.lines().all(|l| l.split('\t').count() == 66));
 }
+
+#[test]
+fn a_label_count_that_does_not_match_the_inputs_exits_2_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cmp.html");
+    let (a, b) = (dir.path().join("A/out"), dir.path().join("B/out"));
+    let output = brokerbench()
+        .arg("report")
+        .arg(&a)
+        .arg(&b)
+        .args(["--label", "only-one", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("2 inputs but 1 --label"), "{stderr}");
+    assert!(!out.exists(), "nothing is written");
+    brokerbench()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--label", "x", "--label", "y", "--label", "z"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("2 inputs but 3 --label"));
+    brokerbench()
+        .arg("report")
+        .arg(&a)
+        .args(["--label", "x"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("two or more run folders"));
+}

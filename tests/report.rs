@@ -154,6 +154,17 @@ fn parse_shown(text: &str) -> f64 {
     }
 }
 
+/// The text of the headline table's header cells.
+fn header_cells(dom: &str) -> Vec<String> {
+    let start = dom.find("id=\"headline\"").expect("the headline table");
+    let head = &dom[start..start + dom[start..].find("</thead>").unwrap()];
+    let cells: Vec<&str> = head.split("</th>").collect();
+    cells[..cells.len() - 1]
+        .iter()
+        .map(|piece| piece[piece.rfind('>').unwrap() + 1..].to_string())
+        .collect()
+}
+
 fn value_at(doc: &serde_json::Value, path: &str) -> f64 {
     path.split('.')
         .fold(doc, |n, p| &n[p])
@@ -194,7 +205,8 @@ fn run_study_search_and_comparison_reports_render_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
 
     // A run: written at the end of the run, every chart drawn, headline numbers as summary.json.
-    let a = short_run(dir.path(), "a", 5000);
+    // Both folders called `out`, as `--out` makes them: the comparison must still tell them apart.
+    let a = short_run(dir.path(), "a/out", 5000);
     let report = a.join("report.html");
     assert!(report.exists(), "the run wrote report.html");
     let page = open(&report, "run.png");
@@ -233,7 +245,7 @@ fn run_study_search_and_comparison_reports_render_in_chromium() {
     assert!(a.join("window.hlog").exists());
 
     // `brokerbench report` rebuilds it; a comparison of two runs.
-    let b = short_run(dir.path(), "b", 8000);
+    let b = short_run(dir.path(), "b/out", 8000);
     let out = brokerbench().arg("report").arg(&a).output().unwrap();
     assert!(out.status.success());
     let comparison = dir.path().join("comparison.html");
@@ -254,6 +266,57 @@ fn run_study_search_and_comparison_reports_render_in_chromium() {
     let ids = check_page(&page, "comparison report");
     assert!(ids.iter().any(|i| i == "chart-spectrum-publish"), "{ids:?}");
     assert!(page.dom.contains("×)"), "ratios to the first run");
+    // Each run named by the setting that differs, in the table's header and every legend.
+    let charts = ids.len();
+    assert_eq!(
+        header_cells(&page.dom),
+        ["number", "rate=5000", "rate=8000"]
+    );
+    for label in ["rate=5000", "rate=8000"] {
+        let legends = page
+            .dom
+            .matches(&format!("class=\"u-label\">{label}<"))
+            .count();
+        assert_eq!(legends, charts, "{label} in every chart's legend");
+    }
+    assert!(
+        !page.dom.contains("class=\"u-label\">out<"),
+        "no legend says `out`"
+    );
+    // The terminal table names its columns the same way.
+    let out = brokerbench()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let header = text.lines().find(|l| l.starts_with("number")).unwrap();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["number", "rate=5000", "rate=8000"],
+        "{text}"
+    );
+    // Names given with --label, one per folder.
+    let labelled = dir.path().join("labelled.html");
+    let out = brokerbench()
+        .arg("report")
+        .arg(&a)
+        .arg(&b)
+        .args(["--label", "slow", "--label", "fast", "-o"])
+        .arg(&labelled)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = open(&labelled, "comparison-labelled.png");
+    check_page(&page, "labelled comparison report");
+    assert_eq!(header_cells(&page.dom), ["number", "slow", "fast"]);
+    assert_eq!(page.dom.matches("class=\"u-label\">fast<").count(), charts);
 
     // A study: 2 × 2 grid, 2 repetitions; charts against the first axis with CI whiskers.
     let file = write(

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use brokerbench_model::units::{format_nanos, format_rate};
+use brokerbench_report::{check_given_labels, comparison_labels, RunToName, MANIFEST_FILE};
 use brokerbench_study::metrics::{self, HEADLINE};
 use brokerbench_study::stats::{welch_differs, Stats};
 use serde_json::Value as Json;
@@ -13,9 +14,14 @@ use serde_json::Value as Json;
 use super::read_json;
 use crate::BadInput;
 
-/// One side of the comparison: a label and the summaries of its runs.
+/// One side of the comparison: what names it and the summaries of its runs.
 struct Side {
-    label: String,
+    /// The input as given on the command line.
+    input: String,
+    /// Where it is and, for a study cell, the cell's values: for the list above the table.
+    description: String,
+    /// What the comparison's labels are made from.
+    to_name: RunToName,
     summaries: Vec<Json>,
 }
 
@@ -40,67 +46,86 @@ const SHOWN: &[&str] = &[
     "resources.broker.disk_written_mb",
 ];
 
-pub fn compare(inputs: &[String], json: bool) -> anyhow::Result<ExitCode> {
+pub fn compare(inputs: &[String], labels: &[String], json: bool) -> anyhow::Result<ExitCode> {
+    check_given_labels(labels, inputs.len()).map_err(|e| BadInput(e.to_string()))?;
     let sides = inputs
         .iter()
         .map(|i| side(i))
         .collect::<anyhow::Result<Vec<Side>>>()?;
-    let stats: Vec<Vec<Option<Stats>>> = sides
+    let to_name: Vec<RunToName> = sides.iter().map(|s| s.to_name.clone()).collect();
+    let labels = comparison_labels(&to_name, labels).map_err(|e| BadInput(e.to_string()))?;
+    let stats: Vec<Vec<Option<Stats>>> = sides.iter().map(headline_stats).collect();
+    if json {
+        print_json(&sides, &labels, &stats)?;
+    } else {
+        print_table(&sides, &labels, &stats);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Mean, spread and count of every headline number over one side's runs.
+fn headline_stats(side: &Side) -> Vec<Option<Stats>> {
+    HEADLINE
         .iter()
-        .map(|s| {
-            HEADLINE
+        .map(|p| {
+            let values: Vec<f64> = side
+                .summaries
                 .iter()
-                .map(|p| {
-                    let values: Vec<f64> = s
-                        .summaries
-                        .iter()
-                        .filter_map(|sum| metrics::value(sum, p))
-                        .collect();
-                    Stats::of(&values)
-                })
-                .collect()
+                .filter_map(|sum| metrics::value(sum, p))
+                .collect();
+            Stats::of(&values)
+        })
+        .collect()
+}
+
+fn print_json(
+    sides: &[Side],
+    labels: &[String],
+    stats: &[Vec<Option<Stats>>],
+) -> anyhow::Result<()> {
+    let doc: Vec<Json> = HEADLINE
+        .iter()
+        .enumerate()
+        .map(|(m, path)| {
+            let base = stats[0][m].as_ref();
+            serde_json::json!({
+                "number": path,
+                "sides": sides.iter().zip(labels).zip(stats).map(|((side, label), st)| {
+                    let s = st[m].as_ref();
+                    serde_json::json!({
+                        "input": side.input,
+                        "label": label,
+                        "stats": s,
+                        "ratio_to_first": ratio(base, s),
+                        "beyond_noise": match (base, s) { (Some(a), Some(b)) => welch_differs(a, b), _ => None },
+                    })
+                }).collect::<Vec<_>>(),
+            })
         })
         .collect();
-    if json {
-        let doc: Vec<Json> = HEADLINE
-            .iter()
-            .enumerate()
-            .map(|(m, path)| {
-                let base = stats[0][m].as_ref();
-                serde_json::json!({
-                    "number": path,
-                    "sides": sides.iter().zip(&stats).map(|(side, st)| {
-                        let s = st[m].as_ref();
-                        serde_json::json!({
-                            "input": side.label,
-                            "stats": s,
-                            "ratio_to_first": ratio(base, s),
-                            "beyond_noise": match (base, s) { (Some(a), Some(b)) => welch_differs(a, b), _ => None },
-                        })
-                    }).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&serde_json::json!({
+            "test": "Welch's t-test, two-sided, 95%; null when a side has fewer than 2 runs",
+            "numbers": doc,
+        }))?
+    );
+    Ok(())
+}
+
+/// Which input is which, then the table: a row per number, a column per input.
+fn print_table(sides: &[Side], labels: &[String], stats: &[Vec<Option<Stats>>]) {
+    for (i, (side, label)) in sides.iter().zip(labels).enumerate() {
+        let runs = side.summaries.len();
         println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "test": "Welch's t-test, two-sided, 95%; null when a side has fewer than 2 runs",
-                "numbers": doc,
-            }))?
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    for (i, side) in sides.iter().enumerate() {
-        println!(
-            "{}: {} ({} run{})",
-            letter(i),
-            side.label,
-            side.summaries.len(),
-            if side.summaries.len() == 1 { "" } else { "s" }
+            "{}. {label}: {} ({runs} run{})",
+            i + 1,
+            side.description,
+            if runs == 1 { "" } else { "s" }
         );
     }
     let mut rows: Vec<Vec<String>> = vec![std::iter::once("number".to_string())
-        .chain((0..sides.len()).map(|i| letter(i).to_string()))
+        .chain(labels.iter().cloned())
         .collect()];
     for path in SHOWN {
         let m = HEADLINE
@@ -112,26 +137,10 @@ pub fn compare(inputs: &[String], json: bool) -> anyhow::Result<ExitCode> {
         }
         let mut row = vec![label(path).to_string()];
         for (i, st) in stats.iter().enumerate() {
-            let Some(s) = &st[m] else {
-                row.push("—".into());
-                continue;
-            };
-            let mut text = show(path, s.mean);
-            if let Some(h) = s.ci95_half() {
-                text.push_str(&format!(" ± {}", show(path, h)));
-            }
-            if i > 0 {
-                if let Some(r) = ratio(stats[0][m].as_ref(), Some(s)) {
-                    text.push_str(&format!(" ({r:.2}×"));
-                    match stats[0][m].as_ref().and_then(|a| welch_differs(a, s)) {
-                        Some(true) => text.push_str(", beyond noise"),
-                        Some(false) => text.push_str(", within noise"),
-                        None => {}
-                    }
-                    text.push(')');
-                }
-            }
-            row.push(text);
+            row.push(match &st[m] {
+                Some(s) => cell(path, s, (i > 0).then(|| stats[0][m].as_ref()).flatten()),
+                None => "—".into(),
+            });
         }
         rows.push(row);
     }
@@ -147,12 +156,25 @@ pub fn compare(inputs: &[String], json: bool) -> anyhow::Result<ExitCode> {
             .collect();
         println!("{}", cells.join("  ").trim_end());
     }
-    println!("\nmean ± 95% CI over repetitions; ratio to A; noise by Welch's t-test at 95% where both sides have ≥ 2 runs");
-    Ok(ExitCode::SUCCESS)
+    println!("\nmean ± 95% CI over repetitions; ratio to the first ({}); noise by Welch's t-test at 95% where both sides have ≥ 2 runs", labels[0]);
 }
 
-fn letter(i: usize) -> char {
-    (b'A' + (i % 26) as u8) as char
+/// One number of one side: mean, CI and, against the first side (`base`), ratio and noise.
+fn cell(path: &str, s: &Stats, base: Option<&Stats>) -> String {
+    let mut text = show(path, s.mean);
+    if let Some(h) = s.ci95_half() {
+        text.push_str(&format!(" ± {}", show(path, h)));
+    }
+    if let Some(r) = ratio(base, Some(s)) {
+        text.push_str(&format!(" ({r:.2}×"));
+        match base.and_then(|a| welch_differs(a, s)) {
+            Some(true) => text.push_str(", beyond noise"),
+            Some(false) => text.push_str(", within noise"),
+            None => {}
+        }
+        text.push(')');
+    }
+    text
 }
 
 fn ratio(base: Option<&Stats>, other: Option<&Stats>) -> Option<f64> {
@@ -213,7 +235,9 @@ fn side(input: &str) -> anyhow::Result<Side> {
     if cell.is_none() && dir.join(brokerbench_report::SUMMARY_FILE).exists() {
         let summary = read_json(&dir.join(brokerbench_report::SUMMARY_FILE))?;
         return Ok(Side {
-            label: dir.display().to_string(),
+            input: input.to_string(),
+            description: dir.display().to_string(),
+            to_name: RunToName::folder(&dir, read_json(&dir.join(MANIFEST_FILE)).ok()),
             summaries: vec![summary],
         });
     }
@@ -255,6 +279,7 @@ fn side(input: &str) -> anyhow::Result<Side> {
         }
     };
     let mut summaries = Vec::new();
+    let mut manifest = None;
     let mut values = String::new();
     for r in complete
         .iter()
@@ -278,12 +303,25 @@ fn side(input: &str) -> anyhow::Result<Side> {
         }
         let folder = dir.join(r.get("results").and_then(Json::as_str).unwrap_or_default());
         summaries.push(read_json(&folder.join(brokerbench_report::SUMMARY_FILE))?);
+        if manifest.is_none() {
+            manifest = read_json(&folder.join(MANIFEST_FILE)).ok();
+        }
     }
     if summaries.is_empty() {
         return Err(BadInput(format!("{input}: cell {} has no complete run", cell + 1)).into());
     }
+    let study_name = dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     Ok(Side {
-        label: if values.is_empty() {
+        input: input.to_string(),
+        to_name: RunToName {
+            name: format!("{study_name}#{}", cell + 1),
+            generated: true,
+            manifest,
+        },
+        description: if values.is_empty() {
             format!("{} cell {}", dir.display(), cell + 1)
         } else {
             format!("{} cell {} ({values})", dir.display(), cell + 1)

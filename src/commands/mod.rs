@@ -26,8 +26,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Study(args) => study::study(args),
-        Command::Compare(args) => compare::compare(&args.inputs, args.json),
-        Command::Report { folders, out } => report::report(&folders, out.as_deref()),
+        Command::Compare(args) => compare::compare(&args.inputs, &args.labels, args.json),
+        Command::Report {
+            folders,
+            out,
+            labels,
+        } => report::report(&folders, out.as_deref(), &labels),
         Command::Validate { files } => validate(&files),
         Command::Merge {
             folders,

@@ -9,7 +9,19 @@ use brokerbench_report::html::{comparison_report, folder_report, REPORT_FILE};
 
 use crate::BadInput;
 
-pub fn report(folders: &[PathBuf], out: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub fn report(
+    folders: &[PathBuf],
+    out: Option<&Path>,
+    labels: &[String],
+) -> anyhow::Result<ExitCode> {
+    if folders.len() == 1 && !labels.is_empty() {
+        return Err(BadInput(
+            "--label names the runs of a comparison; give it with two or more run folders, once per folder".into(),
+        )
+        .into());
+    }
+    brokerbench_report::check_given_labels(labels, folders.len())
+        .map_err(|e| BadInput(e.to_string()))?;
     for f in folders {
         if !f.is_dir() {
             return Err(BadInput(format!(
@@ -34,7 +46,7 @@ pub fn report(folders: &[PathBuf], out: Option<&Path>) -> anyhow::Result<ExitCod
                 .into());
             }
             (
-                comparison_report(many).map_err(|e| BadInput(e.to_string()))?,
+                comparison_report(many, labels).map_err(|e| BadInput(e.to_string()))?,
                 PathBuf::from("comparison.html"),
             )
         }

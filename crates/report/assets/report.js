@@ -54,6 +54,66 @@
     return (Math.round(p * 1000) / 1000) + "%";
   }
 
+  // Log axes: splits and labels at whole decades only, the scale widened to whole decades so
+  // there are always at least two labels, and 2…9 × 10^k as short light ticks (minorTickPlugin):
+  // a label or a grid line at every minor step is a comb that runs into the decade labels.
+  function decades(min, max) {
+    const out = [];
+    if (!(min > 0) || !(max > 0)) return out;
+    for (let k = Math.floor(Math.log10(min) + 1e-9); Math.pow(10, k) <= max * (1 + 1e-9); k++) {
+      const v = Math.pow(10, k);
+      if (v >= min * (1 - 1e-9)) out.push(v);
+    }
+    return out;
+  }
+  function decadeRange(u, min, max) {
+    if (!(min > 0) || !(max > 0)) return [1, 10];
+    const low = Math.pow(10, Math.floor(Math.log10(min) + 1e-9));
+    const high = Math.pow(10, Math.ceil(Math.log10(max) - 1e-9));
+    return [low, high > low ? high : low * 10];
+  }
+  // Height of one decade on a log scale, in CSS pixels.
+  function decadeHeight(u, scale) {
+    return Math.abs(u.valToPos(1, scale) - u.valToPos(10, scale));
+  }
+  // On a short chart over many decades, every decade's label would touch the next: label
+  // every second (or third…) decade only.
+  const MIN_LABEL_GAP = 24;
+  function thinDecades(u, vs, axisIdx) {
+    const step = Math.ceil(MIN_LABEL_GAP / Math.max(1e-9, decadeHeight(u, u.axes[axisIdx].scale)));
+    return vs.map((v) => (step <= 1 || Math.round(Math.log10(v)) % step === 0 ? v : null));
+  }
+  function minorTickPlugin(scale) {
+    return {
+      hooks: {
+        draw: (u) => {
+          const { min, max } = u.scales[scale];
+          if (!(min > 0) || !(max > 0)) return;
+          // 2…9 where a decade is tall enough to show them apart, else 2 and 5, else none.
+          const height = decadeHeight(u, scale);
+          const multiples = height >= 40 ? [2, 3, 4, 5, 6, 7, 8, 9] : height >= 12 ? [2, 5] : [];
+          const ctx = u.ctx;
+          const x = u.bbox.left;
+          const length = 4 * devicePixelRatio;
+          ctx.save();
+          ctx.strokeStyle = "rgba(0,0,0,0.3)";
+          ctx.lineWidth = devicePixelRatio;
+          ctx.beginPath();
+          for (let k = Math.floor(Math.log10(min)); Math.pow(10, k) < max; k++) {
+            for (const m of multiples) {
+              const v = m * Math.pow(10, k);
+              if (v <= min || v >= max) continue;
+              const y = Math.round(u.valToPos(v, scale, true)) + 0.5;
+              ctx.moveTo(x - length, y); ctx.lineTo(x, y);
+            }
+          }
+          ctx.stroke();
+          ctx.restore();
+        },
+      },
+    };
+  }
+
   // Shades of the phases, outages and stalls on time charts.
   const PHASE_FILL = {
     warmup: "rgba(255,200,0,0.12)",
@@ -178,15 +238,17 @@
             ? { label: spec.xLabel, splits: () => xs, values: (u, vs) => vs.map((v) => fmtNum(v)) }
             : { label: spec.xLabel, incrs: spec.x === "time" ? TIME_STEPS : undefined,
               values: (u, vs) => vs.map((v) => (spec.xUnit ? fmt(spec.xUnit)(v) : fmtNum(v))) },
-      { label: spec.yLabel, values: (u, vs) => vs.map((v) => fmt(unitY)(v)), size: 70,
-        ticks: { show: !spec.logY },
-        incrs: !spec.logY && (unitY === "count" || unitY === "bytes") ? WHOLE_STEPS : undefined },
+      spec.logY
+        ? { label: spec.yLabel, size: 70, splits: (u, i, min, max) => decades(min, max), filter: (u, vs, i) => thinDecades(u, vs, i),
+            values: (u, vs) => vs.map((v) => (v == null ? "" : fmt(unitY)(v))), ticks: { size: 8, stroke: "rgba(0,0,0,0.45)", width: 1 } }
+        : { label: spec.yLabel, values: (u, vs) => vs.map((v) => (v == null ? "" : fmt(unitY)(v))), size: 70,
+            incrs: unitY === "count" || unitY === "bytes" ? WHOLE_STEPS : undefined },
     ];
     const scales = {
       x: spec.x === "spectrum" ? { time: false, distr: 3, log: 10, range: [1, spec.xMax || 1e5] }
         : spec.xLabels ? { time: false, range: [-0.5, xs.length - 0.5] }
         : spec.logX ? { time: false, distr: 3, log: 10 } : { time: false },
-      y: spec.logY ? { distr: 3, log: 10 } : { range: (u, min, max) => [Math.min(0, min), max > 0 ? max * 1.05 : 1] },
+      y: spec.logY ? { distr: 3, log: 10, range: decadeRange } : { range: (u, min, max) => [Math.min(0, min), max > 0 ? max * 1.05 : 1] },
     };
     if (spec.series.some((s) => s.axis === 1)) {
       axes.push({ scale: "y2", side: 1, label: spec.y2Label, grid: { show: false },
@@ -196,6 +258,7 @@
     }
     const plugins = [];
     if (spec.x === "time") plugins.push(phasePlugin(phases));
+    if (spec.logY) plugins.push(minorTickPlugin("y"));
     if (spec.series.some((s) => s.low)) plugins.push(whiskerPlugin(spec));
     if (spec.markers) plugins.push(markerPlugin(spec.markers));
     const opts = { width, height: spec.height || 260, series, axes, scales, plugins,

@@ -10,6 +10,7 @@ mod export;
 mod folder;
 mod hlog;
 pub mod html;
+mod labels;
 mod live;
 mod manifest;
 mod omb;
@@ -25,6 +26,9 @@ pub use folder::{
     WINDOW_HLOG_FILE,
 };
 pub use hlog::HistogramLogWriter;
+pub use labels::{
+    check_given_labels, comparison_labels, generated_folder_name, LabelError, RunToName,
+};
 pub use live::LiveLine;
 pub use manifest::{folder_name, BrokerInfo, Host, Manifest, Tool, CLOCK_NOTE, TOOL_NAME};
 pub use omb::{OmbHeader, OmbResult, OMB_RESULT_FILE};

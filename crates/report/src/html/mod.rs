@@ -3,6 +3,7 @@
 //! opens from `file://` with no network. Reports read results folders only, never the engine,
 //! so they can be built for old results too.
 
+mod comparison;
 mod data;
 pub use data::read_hlog;
 mod run;
@@ -31,6 +32,8 @@ pub const UPLOT_VERSION: &str = "1.6.32";
 pub enum HtmlError {
     #[error("{path}: {message}")]
     Input { path: PathBuf, message: String },
+    #[error(transparent)]
+    Labels(crate::labels::LabelError),
 }
 
 impl HtmlError {
@@ -52,9 +55,10 @@ pub fn folder_report(dir: &Path) -> Result<String, HtmlError> {
 }
 
 /// A comparison of several run folders: spectra and time series overlaid, and a table of
-/// headline numbers with ratios to the first.
-pub fn comparison_report(dirs: &[PathBuf]) -> Result<String, HtmlError> {
-    run::comparison_report(dirs)
+/// headline numbers with ratios to the first. `labels` name the runs, one per folder in
+/// order; when empty, each run is named by what sets it apart ([`crate::comparison_labels`]).
+pub fn comparison_report(dirs: &[PathBuf], labels: &[String]) -> Result<String, HtmlError> {
+    comparison::comparison_report(dirs, labels)
 }
 
 /// Builds the report of a folder and writes it there as report.html (atomically).

@@ -1,4 +1,4 @@
-//! The run report (one results folder) and the comparison report (several).
+//! The run report: one results folder.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -69,7 +69,7 @@ pub(crate) fn show(value: f64, unit: &str) -> String {
 }
 
 /// Whether a latency group was measured at all (its histogram had values).
-fn measured(summary: &Json, path: &str) -> bool {
+pub(super) fn measured(summary: &Json, path: &str) -> bool {
     match path.strip_prefix("latency.") {
         Some(rest) => {
             let group = rest.split('.').next().unwrap_or_default();
@@ -80,17 +80,17 @@ fn measured(summary: &Json, path: &str) -> bool {
 }
 
 /// Everything read from one results folder.
-struct RunFolder {
-    dir: PathBuf,
-    manifest: Json,
-    summary: Option<Json>,
-    timeseries: Option<Columns>,
+pub(super) struct RunFolder {
+    pub(super) dir: PathBuf,
+    pub(super) manifest: Json,
+    pub(super) summary: Option<Json>,
+    pub(super) timeseries: Option<Columns>,
     /// Run start, seconds since the UNIX epoch.
     start_s: f64,
 }
 
 impl RunFolder {
-    fn read(dir: &Path) -> Result<RunFolder, HtmlError> {
+    pub(super) fn read(dir: &Path) -> Result<RunFolder, HtmlError> {
         let manifest = read_json(&dir.join(MANIFEST_FILE)).ok_or_else(|| {
             HtmlError::input(
                 dir,
@@ -107,15 +107,8 @@ impl RunFolder {
         })
     }
 
-    fn label(&self) -> String {
-        self.dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| self.dir.display().to_string())
-    }
-
     /// Seconds since the run started, per timeseries row.
-    fn seconds(&self) -> Vec<f64> {
+    pub(super) fn seconds(&self) -> Vec<f64> {
         self.timeseries
             .as_ref()
             .and_then(|t| t.get("second"))
@@ -174,7 +167,7 @@ impl RunFolder {
 
     /// The four whole-window histograms for spectra: from window.hlog, or (older folders)
     /// summed from the per-second logs' measurement seconds.
-    fn window_histograms(&self) -> Vec<(&'static str, hdrhistogram::Histogram<u64>)> {
+    pub(super) fn window_histograms(&self) -> Vec<(&'static str, hdrhistogram::Histogram<u64>)> {
         let names = [
             ("publish", "publish"),
             ("end_to_end", "end-to-end"),
@@ -717,159 +710,6 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
         charts,
         run.phases(),
     ))
-}
-
-/// Several runs overlaid.
-pub(crate) fn comparison_report(dirs: &[PathBuf]) -> Result<String, HtmlError> {
-    let runs = dirs
-        .iter()
-        .map(|d| RunFolder::read(d))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut body = format!(
-        "<h1>Comparison of {} runs</h1><p class=\"sub\">ratios are to the first run</p><ol>",
-        runs.len()
-    );
-    for r in &runs {
-        let _ = write!(
-            body,
-            "<li><code>{}</code>: {} on {}, {}</li>",
-            esc(&r.dir.display().to_string()),
-            esc(r.manifest["workload"]["name"].as_str().unwrap_or("?")),
-            esc(r
-                .summary
-                .as_ref()
-                .and_then(|s| s["driver"].as_str())
-                .unwrap_or("?")),
-            esc(r.manifest["started_at"].as_str().unwrap_or("?"))
-        );
-    }
-    body.push_str("</ol><h2>Headline numbers</h2><div class=\"scroll\"><table class=\"sortable\"><thead><tr><th class=\"text\">number</th>");
-    for r in &runs {
-        let _ = write!(body, "<th>{}</th>", esc(&r.label()));
-    }
-    body.push_str("</tr></thead><tbody>");
-    for (path, label, unit) in HEADLINE {
-        let values: Vec<Option<f64>> = runs
-            .iter()
-            .map(|r| {
-                r.summary
-                    .as_ref()
-                    .and_then(|s| number_at(s, path).filter(|_| measured(s, path)))
-            })
-            .collect();
-        if values.iter().all(Option::is_none) {
-            continue;
-        }
-        let _ = write!(
-            body,
-            "<tr data-key=\"{path}\"><td class=\"text\">{}</td>",
-            esc(label)
-        );
-        for (i, v) in values.iter().enumerate() {
-            match v {
-                Some(v) => {
-                    let ratio = match (i, values[0]) {
-                        (0, _) => String::new(),
-                        (_, Some(base)) if base != 0.0 => format!(" ({:.2}×)", v / base),
-                        _ => String::new(),
-                    };
-                    let _ = write!(
-                        body,
-                        "<td data-value=\"{v}\">{}{}</td>",
-                        esc(&show(*v, unit)),
-                        ratio
-                    );
-                }
-                None => body.push_str("<td>—</td>"),
-            }
-        }
-        body.push_str("</tr>");
-    }
-    body.push_str("</tbody></table></div>");
-    let mut charts = Vec::new();
-    let sx = spectrum_xs();
-    for (id, which, title) in [
-        (
-            "spectrum-publish",
-            "publish",
-            "Publish latency by percentile",
-        ),
-        (
-            "spectrum-e2e",
-            "end-to-end",
-            "End-to-end latency by percentile",
-        ),
-    ] {
-        let series: Vec<Json> = runs
-            .iter()
-            .filter_map(|r| {
-                let h = r
-                    .window_histograms()
-                    .into_iter()
-                    .find(|(l, _)| *l == which)?
-                    .1;
-                (!h.is_empty())
-                    .then(|| json!({"label": r.label(), "values": json_series(&spectrum(&h, &sx))}))
-            })
-            .collect();
-        if series.is_empty() {
-            continue;
-        }
-        charts.push(json!({"id": id, "x": "spectrum", "xLabel": "percentile", "xMax": 1e5, "xs": json_xs(&sx),
-            "yLabel": "latency", "unitY": "ns", "logY": true, "series": series}));
-        body.push_str(&chart_div(
-            id,
-            title,
-            "whole measurement-window histograms, x on a 1/(1−p) scale",
-        ));
-    }
-    // Time series overlaid on a shared axis: seconds since each run's start.
-    let longest = runs.iter().map(|r| r.seconds().len()).max().unwrap_or(0);
-    let xs: Vec<f64> = (0..longest).map(|i| i as f64).collect();
-    for (id, column, title, unit, scale, how) in [
-        (
-            "acknowledged",
-            "acknowledged",
-            "Acknowledged per second",
-            "count",
-            1.0,
-            Reduce::Mean,
-        ),
-        (
-            "publish-p99",
-            "publish_p99_us",
-            "Publish p99 per second (log scale)",
-            "ns",
-            1e3,
-            Reduce::Max,
-        ),
-        (
-            "e2e-p99",
-            "e2e_p99_us",
-            "End-to-end p99 per second (log scale)",
-            "ns",
-            1e3,
-            Reduce::Max,
-        ),
-    ] {
-        let series: Vec<(String, Vec<Option<f64>>)> = runs
-            .iter()
-            .filter_map(|r| {
-                let mut v = r.timeseries.as_ref()?.scaled(column, scale)?;
-                v.resize(longest, None);
-                v.iter().any(Option::is_some).then(|| (r.label(), v))
-            })
-            .collect();
-        if series.is_empty() {
-            continue;
-        }
-        let (rx, rs) = reduce(&xs, series.iter().map(|(_, v)| (v.clone(), how)).collect());
-        charts.push(json!({"id": id, "x": "time", "xLabel": "seconds since each run's start", "xs": json_xs(&rx),
-            "yLabel": title, "unitY": unit, "logY": unit == "ns",
-            "series": series.iter().zip(rs).map(|((l, _), v)| json!({"label": l, "values": json_series(&v)})).collect::<Vec<_>>()}));
-        body.push_str(&chart_div(id, title, ""));
-    }
-    Ok(page("brokerbench: comparison", &body, charts, json!([])))
 }
 
 /// The shards of a merged run (shards.csv): each one's rate, cost, schedule lag and clock.
