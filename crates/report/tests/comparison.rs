@@ -56,6 +56,7 @@ fn summary(rate: f64) -> Summary {
         integrity: Integrity::default(),
         consumers: vec![],
         errors: BTreeMap::new(),
+        not_sent_at_window_end: 0,
         client: ClientCost::default(),
         resources: None,
         broker_metrics: None,
