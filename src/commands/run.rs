@@ -130,6 +130,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     manifest.driver = specs.driver.redacted();
     manifest.workload_source = specs.workload_source.clone();
     manifest.driver_source = specs.driver_source.clone();
+    manifest.input_notes = specs.notes.clone();
     manifest.broker = Some(broker);
     let mut folder = ResultsFolder::create(&out, manifest)
         .with_context(|| format!("creating the results folder '{}'", out.display()))?;
