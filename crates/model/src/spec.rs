@@ -360,13 +360,19 @@ fn omb_driver_family<'a>(
                 .iter()
                 .flat_map(|f| f.omb_driver_classes().iter().copied())
                 .collect();
+            let message = families
+                .iter()
+                .find_map(|f| f.omb_driver_refusal(class))
+                .unwrap_or_else(|| {
+                    format!(
+                        "`{class}` is not an OpenMessaging Benchmark driver brokerbench reads; it reads {}",
+                        known.join(", ")
+                    )
+                });
             SpecError::Field {
                 file: source.name.clone(),
                 field: "driverClass".into(),
-                message: format!(
-                    "`{class}` is not an OpenMessaging Benchmark driver brokerbench reads; it reads {}",
-                    known.join(", ")
-                ),
+                message,
             }
         })
 }
