@@ -3,6 +3,7 @@
 mod broker;
 mod compare;
 mod data;
+mod find_study;
 mod k8s;
 mod merge;
 mod report;

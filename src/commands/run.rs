@@ -26,6 +26,9 @@ use brokerbench_metrics::MetricsServer;
 use brokerbench_model::{Phase, RunObserver};
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if let Some(refusal) = super::find_study::rate_find_is_a_study(&args) {
+        return Err(refusal.into());
+    }
     let specs = load_specs(
         &REGISTRY.schemas(),
         args.workload.as_deref(),
