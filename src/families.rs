@@ -115,6 +115,33 @@ mod tests {
             "workload"
         );
     }
+
+    #[test]
+    fn a_nats_streaming_driver_file_is_refused_with_what_to_run_instead() {
+        // OMB's driver-nats-streaming file, in its format.
+        let f = file("name: Nats Streaming\ndriverClass: io.openmessaging.benchmark.driver.natsStreaming.NatsStreamingBenchmarkDriver\nnatsHostUrl: nats://localhost:4222\nclusterId: mycluster\n");
+        let err = validate_file(&REGISTRY.schemas(), &f.0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("field `driverClass`")
+                && err.contains("NATS Streaming (STAN)")
+                && err.contains("driver-nats/nats.yaml"),
+            "{err}"
+        );
+        let err = load_specs(None, Some(&f.0), &[]).unwrap_err().to_string();
+        assert!(err.contains("--set driver=nats"), "{err}");
+        // Any other unknown class still lists the classes brokerbench reads.
+        let f =
+            file("driverClass: io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver\n");
+        let err = validate_file(&REGISTRY.schemas(), &f.0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("it reads") && err.contains("NatsBenchmarkDriver"),
+            "{err}"
+        );
+    }
     fn rabbit(specs: &Specs) -> RabbitMqDriverConfig {
         assert_eq!(specs.driver.name(), "rabbitmq");
         specs.driver.parse().unwrap()

@@ -146,3 +146,60 @@ fn a_label_count_that_does_not_match_the_inputs_exits_2_before_writing() {
         .code(2)
         .stderr(predicates::str::contains("two or more run folders"));
 }
+
+#[test]
+fn rate_find_on_run_prints_the_study_that_searches_and_that_study_plans() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let dir = tempfile::tempdir().unwrap();
+    let workload = format!("{root}/workloads/quickstart.yaml");
+    let driver = format!("{root}/workloads/drivers/kafka.yaml");
+    for files in [vec![], vec![workload.as_str(), "--driver", driver.as_str()]] {
+        let output = brokerbench()
+            .current_dir(dir.path())
+            .arg("run")
+            .args(&files)
+            .args(["--set", "rate=find", "--set", "duration=2s"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("is a study, not one run"), "{stderr}");
+        let (_, rest) = stderr.split_once("in this folder:\n\n").expect(&stderr);
+        let (lines, command) = rest.split_once("\n\nand run: ").expect(&stderr);
+        let study: String = lines
+            .lines()
+            .map(|l| format!("{}\n", l.trim_start()))
+            .collect();
+        assert!(study.contains("set: {rate: find}"), "{study}");
+        assert_eq!(
+            study.contains("workload:") && study.contains("driver:"),
+            !files.is_empty(),
+            "{study}"
+        );
+        let command = command.lines().next().unwrap();
+        assert_eq!(
+            command,
+            "brokerbench study find-rate.yaml --set duration=2s"
+        );
+        write(dir.path(), "find-rate.yaml", &study);
+        // The printed study, saved where it says, plans one search (no broker needed).
+        let planned = brokerbench()
+            .current_dir(dir.path())
+            .args([
+                "study",
+                "find-rate.yaml",
+                "--set",
+                "duration=2s",
+                "--dry-run",
+            ])
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&planned.stdout);
+        assert!(
+            planned.status.success(),
+            "{study}{out}{}",
+            String::from_utf8_lossy(&planned.stderr)
+        );
+        assert!(out.contains("1 searches"), "{out}");
+    }
+}

@@ -729,6 +729,41 @@ fn an_openmessaging_benchmark_workload_file_runs_unchanged() {
 }
 
 #[test]
+fn omb_java_client_settings_run_in_librdkafkas_terms_and_the_manifest_says_so() {
+    let _turn = serial();
+    kafka();
+    let dir = tempfile::tempdir().unwrap();
+    // The settings of OMB's kafka-big-batches and kafka-throughput driver files, in OMB's
+    // format: a Java property librdkafka names otherwise, and a timeout past librdkafka's
+    // range. No bootstrap.servers: the managed local Kafka.
+    let driver = write(
+        dir.path(),
+        "kafka-big-throughput.yaml",
+        "name: Kafka\ndriverClass: io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver\nreplicationFactor: 1\ntopicConfig: |\n  min.insync.replicas=1\ncommonConfig: |\n  default.api.timeout.ms=1200000\n  request.timeout.ms=1200000\nproducerConfig: |\n  acks=all\n  linger.ms=100\n  batch.size=1048576\n  max.request.size=4194304\nconsumerConfig: |\n  auto.offset.reset=earliest\n  enable.auto.commit=false\n  max.partition.fetch.bytes=10485760\n",
+    );
+    let ran = run(&with_sets(
+        &short("2000", 2),
+        &["--driver", driver.to_str().unwrap()],
+    ));
+    assert_lossless(&ran);
+    let manifest = ran.manifest();
+    let d = &manifest["driver"];
+    assert_eq!(
+        d["producer_config"]["message.max.bytes"], "4194304",
+        "{d:#}"
+    );
+    assert!(d["producer_config"].get("max.request.size").is_none());
+    assert_eq!(d["common_config"]["request.timeout.ms"], "900000");
+    let notes = manifest["input_notes"].to_string();
+    for said in [
+        "max.request.size=4194304 is the Java client's name for the largest produce request: passed to librdkafka as message.max.bytes",
+        "request.timeout.ms=1200000 is above librdkafka's range for request.timeout.ms (1..900000): clamped to 900000",
+    ] {
+        assert!(notes.contains(said), "{said}: {notes}");
+    }
+}
+
+#[test]
 fn an_openmessaging_benchmark_driver_file_runs_unchanged_once_the_cluster_can_give_it() {
     let _turn = serial();
     kafka();

@@ -3,6 +3,7 @@
 mod broker;
 mod compare;
 mod data;
+mod find_study;
 mod k8s;
 mod merge;
 mod report;
@@ -88,9 +89,14 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 
 fn validate(files: &[std::path::PathBuf]) -> anyhow::Result<ExitCode> {
     for file in files {
-        let kind =
-            brokerbench_model::spec::validate_file(&crate::families::REGISTRY.schemas(), file)
-                .with_context(|| format!("validating '{}'", file.display()))?;
+        let (kind, notes) = brokerbench_model::spec::validate_file_noting(
+            &crate::families::REGISTRY.schemas(),
+            file,
+        )
+        .with_context(|| format!("validating '{}'", file.display()))?;
+        for note in notes {
+            eprintln!("note: {note}");
+        }
         println!("{}: valid {kind} file", file.display());
     }
     Ok(ExitCode::SUCCESS)

@@ -28,6 +28,9 @@ use brokerbench_metrics::MetricsServer;
 use brokerbench_model::{Phase, RunObserver};
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if let Some(refusal) = super::find_study::rate_find_is_a_study(&args) {
+        return Err(refusal.into());
+    }
     let from_stdin = match &args.driver {
         Some(path) if path.as_os_str() == STDIN_DRIVER => Some(driver_from_stdin()?),
         _ => None,
@@ -143,6 +146,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     manifest.driver = specs.driver.redacted();
     manifest.workload_source = specs.workload_source.clone();
     manifest.driver_source = specs.driver_source.clone();
+    manifest.input_notes = specs.notes.clone();
     manifest.broker = Some(broker);
     let mut folder = ResultsFolder::create(&out, manifest)
         .with_context(|| format!("creating the results folder '{}'", out.display()))?;

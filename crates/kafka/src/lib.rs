@@ -22,6 +22,7 @@ use brokerbench_driver::{
 pub mod config;
 mod family;
 mod in_flight;
+pub mod java_client;
 mod mailbox;
 pub mod managed;
 pub mod omb;

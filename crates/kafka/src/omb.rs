@@ -3,15 +3,17 @@
 //! the Java properties blocks `topicConfig`, `commonConfig`, `producerConfig` and
 //! `consumerConfig`, mapped onto brokerbench's Kafka driver file and librdkafka. As OMB's
 //! driver does, the common properties go to producers and consumers, and a block's own
-//! setting wins; `bootstrap.servers` becomes `bootstrap_servers`. Properties only the Java
-//! client has (serializers, `buffer.memory`, …) are left out with a note; a property
-//! librdkafka does not know stops the run before it starts, named.
+//! setting wins; `bootstrap.servers` becomes `bootstrap_servers`. Java client properties are
+//! put in librdkafka's terms by [`crate::java_client`] (renamed, left out, or clamped to
+//! librdkafka's range, each with a note); a property librdkafka still does not take stops the
+//! run before it starts, named.
 
 use brokerbench_model::family::OmbDriver;
 use brokerbench_model::omb::{check_driver_keys, java_properties};
 use brokerbench_model::yaml::{Mapping, Value};
 use brokerbench_model::SpecError;
-use rdkafka::config::ClientConfig;
+
+use crate::java_client::{self, JAVA_ONLY};
 
 /// OMB's Kafka driver class.
 pub const OMB_DRIVER_CLASS: &str = "io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver";
@@ -25,22 +27,6 @@ pub const OMB_DRIVER_FIELDS: &[&str] = &[
     "commonConfig",
     "producerConfig",
     "consumerConfig",
-];
-
-/// Java client settings with no librdkafka counterpart: the Java client's classes and its
-/// own buffer and blocking limits. Left out, with a note.
-const JAVA_ONLY: &[&str] = &[
-    "key.serializer",
-    "value.serializer",
-    "key.deserializer",
-    "value.deserializer",
-    "buffer.memory",
-    "max.block.ms",
-    "interceptor.classes",
-    "partitioner.class",
-    "metric.reporters",
-    "client.dns.lookup",
-    "default.api.timeout.ms",
 ];
 
 /// Translates an OMB Kafka driver file into brokerbench's Kafka driver mapping.
@@ -105,19 +91,6 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
             shared.push((key, value));
         }
     }
-    let client_map = |own: Vec<(String, String)>, block: &str| -> Result<Value, SpecError> {
-        let mut map = Mapping::new();
-        for (key, value) in own {
-            if key == "bootstrap.servers" {
-                continue;
-            }
-            for (key, value) in java_security(file, block, key, value)? {
-                check_property(file, block, &key, &value)?;
-                map.insert(key, Value::from(value));
-            }
-        }
-        Ok(Value::Object(map))
-    };
     let mut out = Mapping::new();
     out.insert("driver".into(), Value::from("kafka"));
     if let Some(servers) = &bootstrap {
@@ -133,21 +106,19 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
                 .collect(),
         ),
     );
-    // As OMB's driver gives its common properties to every client, so does common_config:
-    // the admin client that creates the topics too (it needs the same security settings).
-    out.insert("common_config".into(), client_map(shared, "commonConfig")?);
-    out.insert(
-        "producer_config".into(),
-        client_map(producer, "producerConfig")?,
-    );
-    out.insert(
-        "consumer_config".into(),
-        client_map(consumer, "consumerConfig")?,
-    );
-
     let mut notes = vec![format!(
         "{file} is an OpenMessaging Benchmark Kafka driver file: replicationFactor {replication}, its properties passed to librdkafka"
     )];
+    // As OMB's driver gives its common properties to every client, so does common_config:
+    // the admin client that creates the topics too (it needs the same security settings).
+    let mut client_map =
+        |own: Vec<(String, String)>, block: &str| client_properties(file, block, own, &mut notes);
+    let common = client_map(shared, "commonConfig")?;
+    let producer = client_map(producer, "producerConfig")?;
+    let consumer = client_map(consumer, "consumerConfig")?;
+    out.insert("common_config".into(), common);
+    out.insert("producer_config".into(), producer);
+    out.insert("consumer_config".into(), consumer);
     match &bootstrap {
         Some(servers) => notes.push(format!(
             "bootstrap.servers={servers}: the run uses the broker there (`brokerbench broker up kafka` starts the managed one at 127.0.0.1:9092)"
@@ -164,6 +135,74 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
         map: Value::Object(out),
         notes,
     })
+}
+
+/// One block's properties in librdkafka's terms: Java security settings translated, Java
+/// names renamed, numbers outside librdkafka's range clamped (each with a note), then every
+/// property checked with librdkafka. `bootstrap.servers` is the run's, not a block's.
+fn client_properties(
+    file: &str,
+    block: &str,
+    own: Vec<(String, String)>,
+    notes: &mut Vec<String>,
+) -> Result<Value, SpecError> {
+    let mut map = Mapping::new();
+    // librdkafka's name → the name the file used, to catch one setting given twice.
+    let mut written_as: Vec<(String, String)> = Vec::new();
+    for (key, value) in own {
+        if key == "bootstrap.servers" {
+            continue;
+        }
+        for (key, value) in java_security(file, block, key, value)? {
+            let (name, value) = librdkafka_terms(block, &key, value, notes);
+            if let Some((_, earlier)) = written_as.iter().find(|(n, k)| *n == name && *k != key) {
+                if map.get(&name).and_then(Value::as_str) != Some(value.as_str()) {
+                    return Err(SpecError::field(
+                        file,
+                        &format!("{block}.{key}"),
+                        format!(
+                            "sets librdkafka's {name}, as {block}.{earlier} does, to another value; keep one of them"
+                        ),
+                    ));
+                }
+            }
+            check_as(file, &format!("{block}.{key}"), &name, &value)?;
+            written_as.push((name.clone(), key));
+            map.insert(name, Value::from(value));
+        }
+    }
+    Ok(Value::Object(map))
+}
+
+/// `key=value` under librdkafka's name and within its range, with a note for each change.
+fn librdkafka_terms(
+    block: &str,
+    key: &str,
+    value: String,
+    notes: &mut Vec<String>,
+) -> (String, String) {
+    let name = match java_client::renamed(key) {
+        Some(r) => {
+            notes.push(format!(
+                "{block}.{key}={value} is the Java client's name for {}: passed to librdkafka as {}",
+                r.meaning, r.librdkafka
+            ));
+            r.librdkafka.to_string()
+        }
+        None => key.to_string(),
+    };
+    match java_client::clamp(&name, &value) {
+        Some(c) => {
+            notes.push(format!(
+                "{block}.{key}={value} is {} librdkafka's range for {name} ({}): clamped to {}",
+                if c.above { "above" } else { "below" },
+                c.range,
+                c.value
+            ));
+            (name, c.value)
+        }
+        None => (name, value),
+    }
 }
 
 /// Java client security settings in librdkafka's terms: `sasl.jaas.config` with a PLAIN or
@@ -229,28 +268,23 @@ fn jaas_option(line: &str, name: &str) -> Option<String> {
 /// Fails when librdkafka does not take `key=value` (an unknown property or a bad value),
 /// naming the field; the value is not repeated (it may be a secret).
 pub fn check_property(file: &str, block: &str, key: &str, value: &str) -> Result<(), SpecError> {
-    let mut config = ClientConfig::new();
-    config.set(key, value);
-    match config.create_native_config() {
-        Ok(_) => Ok(()),
-        Err(e) => {
-            // librdkafka's own words, without rust-rdkafka's echo of the key and value.
-            let reason = match &e {
-                rdkafka::error::KafkaError::ClientConfig(_, description, _, _) => {
-                    description.clone()
-                }
-                other => other.to_string(),
-            };
-            let reason = reason.replace(&format!("\"{value}\""), "\"…\"");
-            Err(SpecError::field(
-                file,
-                &format!("{block}.{key}"),
-                format!(
-                    "librdkafka does not take it: {reason} (see librdkafka's CONFIGURATION.md for its property names)"
-                ),
-            ))
-        }
-    }
+    check_as(file, &format!("{block}.{key}"), key, value)
+}
+
+/// As [`check_property`], for a property the file wrote as `field` (its Java name).
+fn check_as(file: &str, field: &str, key: &str, value: &str) -> Result<(), SpecError> {
+    let Some(reason) = java_client::refusal(key, value) else {
+        return Ok(());
+    };
+    let reason = reason.replace(&format!("\"{value}\""), "\"…\"");
+    Err(SpecError::field(
+        file,
+        field,
+        format!(
+            "librdkafka does not take it: {} (see librdkafka's CONFIGURATION.md for its property names)",
+            reason.trim_end()
+        ),
+    ))
 }
 
 #[cfg(test)]
@@ -354,6 +388,54 @@ mod tests {
             .to_string();
         assert!(
             e.contains("producerConfig.acks") && !e.contains("sometimes"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn java_names_are_renamed_and_values_past_librdkafkas_range_clamped_with_notes() {
+        // OMB's kafka-big-batches and kafka-throughput settings.
+        let file = FILE
+            .replace("  linger.ms=1\n", "  linger.ms=1\n  max.request.size=4194304\n")
+            .replace(
+                "  client.id=bench\n",
+                "  client.id=bench\n  default.api.timeout.ms=1200000\n  request.timeout.ms=1200000\n",
+            );
+        let d = omb(&file).unwrap();
+        let m = &d.map;
+        assert_eq!(m["producer_config"]["message.max.bytes"], "4194304");
+        assert!(m["producer_config"].get("max.request.size").is_none());
+        assert_eq!(m["common_config"]["request.timeout.ms"], "900000");
+        assert!(m["common_config"].get("default.api.timeout.ms").is_none());
+        let notes = d.notes.join("\n");
+        for said in [
+            "producerConfig.max.request.size=4194304 is the Java client's name for the largest produce request: passed to librdkafka as message.max.bytes",
+            "commonConfig.request.timeout.ms=1200000 is above librdkafka's range for request.timeout.ms (1..900000): clamped to 900000",
+            "default.api.timeout.ms",
+        ] {
+            assert!(notes.contains(said), "{said}:\n{notes}");
+        }
+        // A renamed property is checked under librdkafka's name, named as the file wrote it.
+        let e = omb(&file.replace("max.request.size=4194304", "max.request.size=big"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("producerConfig.max.request.size") && e.contains("message.max.bytes"),
+            "{e}"
+        );
+        // Both names of one setting: the same value is one setting, two values are refused.
+        let both = |value: &str| {
+            omb(&file.replace(
+                "  max.request.size=4194304\n",
+                &format!("  max.request.size=4194304\n  message.max.bytes={value}\n"),
+            ))
+        };
+        assert!(both("4194304").is_ok());
+        let e = both("2000000").unwrap_err().to_string();
+        assert!(
+            e.contains("producerConfig.message.max.bytes")
+                && e.contains("producerConfig.max.request.size")
+                && e.contains("keep one"),
             "{e}"
         );
     }

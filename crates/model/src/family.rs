@@ -34,6 +34,13 @@ pub trait DriverSchema: Sync {
     fn omb_driver_classes(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Why this family cannot run an OMB driver class it knows of but does not read (say the
+    /// driver of a retired predecessor of its broker), with what to use instead; None for any
+    /// other class.
+    fn omb_driver_refusal(&self, class: &str) -> Option<String> {
+        let _ = class;
+        None
+    }
     /// Every top-level field of such an OMB driver file: `--set` edits the file with these
     /// names before it is translated.
     fn omb_driver_fields(&self) -> &'static [&'static str] {

@@ -360,13 +360,19 @@ fn omb_driver_family<'a>(
                 .iter()
                 .flat_map(|f| f.omb_driver_classes().iter().copied())
                 .collect();
+            let message = families
+                .iter()
+                .find_map(|f| f.omb_driver_refusal(class))
+                .unwrap_or_else(|| {
+                    format!(
+                        "`{class}` is not an OpenMessaging Benchmark driver brokerbench reads; it reads {}",
+                        known.join(", ")
+                    )
+                });
             SpecError::Field {
                 file: source.name.clone(),
                 field: "driverClass".into(),
-                message: format!(
-                    "`{class}` is not an OpenMessaging Benchmark driver brokerbench reads; it reads {}",
-                    known.join(", ")
-                ),
+                message,
             }
         })
 }
@@ -376,6 +382,15 @@ pub fn validate_file(
     families: &[&dyn DriverSchema],
     path: &Path,
 ) -> Result<&'static str, SpecError> {
+    validate_file_noting(families, path).map(|(kind, _)| kind)
+}
+
+/// As [`validate_file`], with what reading the file chose (an OpenMessaging Benchmark file's
+/// translation), as a run prints it with `note:`.
+pub fn validate_file_noting(
+    families: &[&dyn DriverSchema],
+    path: &Path,
+) -> Result<(&'static str, Vec<String>), SpecError> {
     let source = read_source(Some(path), "", "")?;
     if source.value.get("driverClass").is_some() {
         let family = omb_driver_family(families, &source)?;
@@ -387,10 +402,10 @@ pub fn validate_file(
                 ..source
             },
         )?;
-        Ok("OpenMessaging Benchmark driver")
+        Ok(("OpenMessaging Benchmark driver", translated.notes))
     } else if source.value.get("driver").is_some() {
         driver_from(families, &source)?;
-        Ok("driver")
+        Ok(("driver", Vec::new()))
     } else if crate::omb::is_omb_workload(&source.value) {
         let translated =
             crate::omb::translate(&source.name, source.base.as_deref(), &source.value, &[])?;
@@ -398,10 +413,10 @@ pub fn validate_file(
             value: translated.workload,
             ..source
         })?;
-        Ok("OpenMessaging Benchmark workload")
+        Ok(("OpenMessaging Benchmark workload", translated.notes))
     } else {
         workload_from(&source)?;
-        Ok("workload")
+        Ok(("workload", Vec::new()))
     }
 }
 

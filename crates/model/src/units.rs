@@ -95,6 +95,9 @@ pub fn parse_rate(text: &str) -> Result<Option<f64>, String> {
     } else {
         (text, 1.0)
     };
+    if text == "find" {
+        return Err("'find' is a search for the highest sustainable rate, which takes a run per rate it tries: a study, not one run; write `set: {rate: find}` in a study file (with `name:`, and `workload:` naming this file) and run `brokerbench study FILE`".into());
+    }
     let value: f64 = number.replace('_', "").parse().map_err(|_| {
         format!("'{text}' is not a rate; write messages per second (50000, 10k) or max")
     })?;
@@ -204,6 +207,9 @@ mod tests {
         assert_eq!(parse_rate("10k"), Ok(Some(10000.0)));
         assert_eq!(parse_rate("2M"), Ok(Some(2e6)));
         assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("find")
+            .unwrap_err()
+            .contains("set: {rate: find}"));
     }
 
     #[test]

@@ -76,6 +76,9 @@ impl DriverSchema for NatsFamily {
     fn omb_driver_classes(&self) -> &'static [&'static str] {
         &[crate::omb::OMB_DRIVER_CLASS]
     }
+    fn omb_driver_refusal(&self, class: &str) -> Option<String> {
+        (class == crate::omb::OMB_STREAMING_DRIVER_CLASS).then(crate::omb::streaming_refusal)
+    }
     fn omb_driver_fields(&self) -> &'static [&'static str] {
         crate::omb::OMB_DRIVER_FIELDS
     }

@@ -11,6 +11,18 @@ use brokerbench_model::SpecError;
 /// OMB's NATS (JetStream) driver class.
 pub const OMB_DRIVER_CLASS: &str = "io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver";
 
+/// OMB's NATS Streaming (STAN) driver class: a separate server and protocol on top of NATS,
+/// deprecated by its authors (fixes ended in June 2023) in favour of JetStream.
+pub const OMB_STREAMING_DRIVER_CLASS: &str =
+    "io.openmessaging.benchmark.driver.natsStreaming.NatsStreamingBenchmarkDriver";
+
+/// Why a NATS Streaming driver file is not run, and what to run instead.
+pub fn streaming_refusal() -> String {
+    format!(
+        "`{OMB_STREAMING_DRIVER_CLASS}` is OMB's NATS Streaming (STAN) driver: NATS Streaming is its own server and protocol, deprecated by its authors (fixes ended in June 2023), and brokerbench does not speak it; running this file on JetStream instead would measure another broker under this file's name. For NATS with persistence, use OMB's JetStream driver file, driver-nats/nats.yaml (driverClass: {OMB_DRIVER_CLASS}), or leave out --driver and add --set driver=nats for brokerbench's JetStream driver on the managed nats-server"
+    )
+}
+
 /// Every field of an OMB NATS driver file.
 pub const OMB_DRIVER_FIELDS: &[&str] = &[
     "name",
@@ -38,6 +50,10 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
             } else {
                 format!("nats://{url}")
             };
+            notes.push(format!(
+                "natsHostUrl={}: the run uses the server there (the managed nats-server listens on its own port, which `brokerbench broker up nats` prints: --set servers=nats://127.0.0.1:PORT runs on it)",
+                brokerbench_model::redact::redact_uri(&url)
+            ));
             out.insert("servers".into(), Value::from(url));
         }
         Some(_) => {
@@ -108,6 +124,19 @@ mod tests {
         assert_eq!(d.map["replicas"], 3);
         assert_eq!(d.map["storage"], "memory");
         assert_eq!(d.map["max_bytes"], 1048576);
+        assert!(
+            d.notes
+                .iter()
+                .any(|n| n.contains("natsHostUrl=nats://localhost:4222")),
+            "{:?}",
+            d.notes
+        );
+        let d = omb("driverClass: io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver\nnatsHostUrl: nats://u:hunter2@localhost:4222\n").unwrap();
+        assert!(
+            !format!("{:?}", d.notes).contains("hunter2"),
+            "{:?}",
+            d.notes
+        );
         let e = omb("driverClass: io.openmessaging.benchmark.driver.nats.NatsBenchmarkDriver\nstorageType: Disk\n").unwrap_err().to_string();
         assert!(
             e.contains("`storageType`") && e.contains("File, Memory"),

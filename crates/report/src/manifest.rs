@@ -4,7 +4,7 @@
 
 use std::fs;
 
-use brokerbench_model::redact::redact_json;
+use brokerbench_model::redact::{redact_json, redact_uri};
 use brokerbench_model::RunStatus;
 use serde::{Deserialize, Serialize};
 
@@ -116,6 +116,11 @@ pub struct Manifest {
     pub workload_source: String,
     /// Where the driver configuration came from: a file path, or `defaults`.
     pub driver_source: String,
+    /// What brokerbench chose in reading the workload and driver files, as printed with
+    /// `note:` before the run: an OpenMessaging Benchmark file's translation (properties
+    /// renamed, left out, or clamped to the client library's range) and defaults it filled in.
+    #[serde(default)]
+    pub input_notes: Vec<String>,
     /// The client machine.
     pub host: Host,
     /// The broker, when known.
@@ -147,6 +152,7 @@ impl Manifest {
             driver: serde_json::Value::Null,
             workload_source: String::new(),
             driver_source: String::new(),
+            input_notes: Vec::new(),
             host: Host::detect(),
             broker: None,
             started_at: rfc3339_utc(started_at_ns),
@@ -164,6 +170,9 @@ impl Manifest {
     pub(crate) fn prepare_for_start(&mut self) {
         redact_json(&mut self.workload);
         redact_json(&mut self.driver);
+        for note in &mut self.input_notes {
+            *note = redact_uri(note);
+        }
         self.started_at = rfc3339_utc(self.started_at_ns);
         self.ended_at = None;
         self.ended_at_ns = None;
@@ -242,6 +251,7 @@ mod tests {
         let mut manifest = Manifest::new("0.1.0", "r1", 0);
         manifest.driver = serde_json::json!({"producer_config": {"sasl.password": "hunter2"}});
         manifest.workload = serde_json::json!({"uri": "amqp://u:hunter2@host/"});
+        manifest.input_notes = vec!["natsHostUrl=nats://u:hunter2@host:4222: the server".into()];
         manifest.prepare_for_start();
         let text = serde_json::to_string(&manifest).unwrap();
         assert!(!text.contains("hunter2"), "{text}");
