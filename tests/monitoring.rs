@@ -127,12 +127,107 @@ fn the_brokers_message_count_matches_what_brokerbench_acknowledged() {
         (broker - acknowledged).abs() / acknowledged < 0.01,
         "MessagesInPerSec counted {broker}, brokerbench acknowledged {acknowledged}"
     );
-    let rate = m["means"]["messages_in_per_s"].as_f64().unwrap();
+    let rate = m["means"]["messages_in_per_second"].as_f64().unwrap();
     assert!(
         (8_000.0..12_000.0).contains(&rate),
         "the broker's rate during the window: {rate}"
     );
     assert!(run.file("broker-metrics.csv").lines().count() >= 4);
+}
+
+/// The columns of `broker-metrics.csv` by name, the rows inside the run's measurement
+/// (strictly between its first and last second in timeseries.csv) only.
+fn measured_broker_columns(run: &Run) -> std::collections::BTreeMap<String, Vec<f64>> {
+    let series = run.file("timeseries.csv");
+    let measured: Vec<f64> = series
+        .lines()
+        .skip(1)
+        .filter(|l| l.split(',').nth(1) == Some("measurement"))
+        .filter_map(|l| l.split(',').nth(2)?.parse().ok())
+        .collect();
+    let (first, last) = (measured[0], measured[measured.len() - 1]);
+    let text = run.file("broker-metrics.csv");
+    let mut lines = text.lines();
+    let names: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let mut columns = std::collections::BTreeMap::<String, Vec<f64>>::new();
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        let time: f64 = cells[0].parse().unwrap();
+        if time <= first || time >= last {
+            continue;
+        }
+        for (name, cell) in names.iter().zip(&cells).skip(1) {
+            if let Ok(v) = cell.parse() {
+                columns.entry(name.to_string()).or_default().push(v);
+            }
+        }
+    }
+    columns
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// A steady run's broker figures: ratios within 0–1 and flat, messages in agreeing with
+/// brokerbench's count; returns the columns and the broker's CPU (% of a core, user + system).
+fn steady_kafka_run(rate: &str) -> (std::collections::BTreeMap<String, Vec<f64>>, f64) {
+    let sets = short(rate, 6);
+    let run = run(&with_sets(&sets, &[]));
+    let s = assert_lossless(&run);
+    let columns = measured_broker_columns(&run);
+    for (name, values) in columns.iter().filter(|(n, _)| n.ends_with("_ratio")) {
+        assert!(values.len() >= 4, "{name}: {values:?}");
+        assert!(
+            values.iter().all(|v| (0.0..=1.0).contains(v)),
+            "{name} is a ratio: {values:?}"
+        );
+        // Flat load, flat figure: the two halves of the window differ by no more than the
+        // figure moves within a half (a steady creep, as a long-run average makes, does not
+        // pass: its halves differ by more than either half's own range).
+        let (a, b) = values.split_at(values.len() / 2);
+        let range = |v: &[f64]| {
+            v.iter().copied().fold(f64::MIN, f64::max) - v.iter().copied().fold(f64::MAX, f64::min)
+        };
+        assert!(
+            (mean(a) - mean(b)).abs() <= range(a).max(range(b)) + 1e-3,
+            "{name} creeps through a steady window: {values:?}"
+        );
+    }
+    let ledger = s["throughput"]["acknowledged_per_s"].as_f64().unwrap();
+    let broker = &columns["messages_in_per_second"];
+    assert!(
+        (mean(broker) - ledger).abs() / ledger < 0.03,
+        "the broker's messages in per second {broker:?}, brokerbench acknowledged {ledger}/s"
+    );
+    let r = &s["resources"]["broker"];
+    let cpu = r["cpu_user_pct_mean"].as_f64().unwrap() + r["cpu_system_pct_mean"].as_f64().unwrap();
+    (columns, cpu)
+}
+
+#[test]
+fn broker_metrics_mean_what_they_say() {
+    let _turn = serial();
+    kafka();
+    let (low, low_cpu) = steady_kafka_run("1000");
+    let (high, high_cpu) = steady_kafka_run("50000");
+    assert!(
+        high_cpu > low_cpu,
+        "the broker works harder at 50,000 msg/s: {low_cpu}% then {high_cpu}% of a core"
+    );
+    for name in ["request_handler_idle_ratio", "network_processor_idle_ratio"] {
+        assert!(
+            mean(&high[name]) < mean(&low[name]),
+            "{name} falls as the broker's CPU rises ({low_cpu}% → {high_cpu}%): {:?} then {:?}",
+            low[name],
+            high[name]
+        );
+    }
+    let names: Vec<&String> = high.keys().collect();
+    assert!(
+        names.iter().all(|n| brokerbench_metrics::follows_naming(n)),
+        "{names:?}"
+    );
 }
 
 /// `promtool check metrics` (Debian's prometheus package) reports no problem in a scrape.
@@ -208,8 +303,8 @@ fn live_figures_of_a_rabbitmq_run_pass_promtool_and_cover_the_dashboard() {
     // Kafka's own broker metrics are not served for RabbitMQ.
     let kafka_only = [
         "brokerbench_broker_messages_in_per_second",
-        "brokerbench_broker_request_handler_idle_percent",
-        "brokerbench_broker_network_processor_idle_percent",
+        "brokerbench_broker_request_handler_idle_ratio",
+        "brokerbench_broker_network_processor_idle_ratio",
         "brokerbench_broker_request_queue_size",
         "brokerbench_broker_under_replicated_partitions",
         "brokerbench_broker_jvm_heap_used_bytes",

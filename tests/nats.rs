@@ -39,7 +39,10 @@ fn a_jetstream_run_is_lossless_and_the_server_counts_the_same() {
     );
     let csv = run.file("broker-metrics.csv");
     assert!(
-        csv.lines().next().unwrap().contains("server_msgs_in_per_s"),
+        csv.lines()
+            .next()
+            .unwrap()
+            .contains("server_messages_in_per_second"),
         "{csv}"
     );
     assert!(csv.lines().count() > 2, "{csv}");

@@ -39,9 +39,17 @@ const NATS_SPECS: &[MetricSpec] = &[
             None,
         ))
     },
-    json(counter("server_msgs_in_per_s", "varz.in_msgs", None)),
-    json(counter("server_msgs_out_per_s", "varz.out_msgs", None)),
-    json(counter("server_bytes_in_per_s", "varz.in_bytes", None)),
+    json(counter(
+        "server_messages_in_per_second",
+        "varz.in_msgs",
+        None,
+    )),
+    json(counter(
+        "server_messages_out_per_second",
+        "varz.out_msgs",
+        None,
+    )),
+    json(counter("server_bytes_in_per_second", "varz.in_bytes", None)),
     json(gauge("stream_messages", "jsz.messages", None, 1.0)),
     json(gauge("stream_bytes", "jsz.bytes", None, 1.0)),
     json(gauge("jetstream_memory_bytes", "jsz.memory", None, 1.0)),
