@@ -139,3 +139,19 @@ impl Family for NatsFamily {
         Some(&NATS_METRICS)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_key_follows_the_naming_scheme() {
+        for spec in NATS_SPECS {
+            assert!(
+                brokerbench_metrics::follows_naming(spec.key),
+                "{}",
+                spec.key
+            );
+        }
+    }
+}
