@@ -1154,6 +1154,24 @@ mod tests {
     }
 
     #[test]
+    fn an_outdated_exporter_configuration_is_rewritten_and_a_missing_one_left_missing() {
+        let home = tempfile::tempdir().unwrap();
+        let kafka = Kafka::new(home.path());
+        kafka.refresh_exporter_config().unwrap();
+        assert!(
+            !kafka.jmx_exporter_config().exists(),
+            "a broker started without the agent has none"
+        );
+        fs::create_dir_all(kafka.dir()).unwrap();
+        fs::write(kafka.jmx_exporter_config(), "rules:\n  - pattern: \".*\"\n").unwrap();
+        kafka.refresh_exporter_config().unwrap();
+        assert_eq!(
+            fs::read_to_string(kafka.jmx_exporter_config()).unwrap(),
+            JMX_EXPORTER_CONFIG
+        );
+    }
+
+    #[test]
     fn the_metrics_agent_is_loaded_on_loopback_when_installed() {
         let home = tempfile::tempdir().unwrap();
         let kafka = Kafka::new(home.path()).with_port(19_500);
