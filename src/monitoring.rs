@@ -59,7 +59,7 @@ fn messages_in_total(reading: &Reading, metrics: &BrokerMetrics) -> Option<f64> 
     let i = metrics
         .specs()
         .iter()
-        .position(|s| s.key == "messages_in_per_s")?;
+        .position(|s| s.key == brokerbench_metrics::MESSAGES_IN)?;
     reading.totals.get(i).copied().flatten()
 }
 
@@ -134,15 +134,15 @@ impl Monitoring {
                             let _ = csv.write_record(std::iter::once(time_s).chain(cells));
                             let _ = csv.flush();
                             for (spec, value) in metrics.specs().iter().zip(&reading.values) {
+                                // The CSV column's name, so one name means one figure.
                                 if let Some(v) = value {
-                                    let (name, factor) =
-                                        brokerbench_metrics::exposition_name(spec.key);
                                     live.push((
-                                        format!("broker_{name}"),
-                                        "The broker's own metric, from its metrics endpoint."
+                                        format!("broker_{}", spec.key),
+                                        "The broker's own metric, from its metrics endpoint \
+                                         (docs/broker-metrics.md)."
                                             .into(),
                                         String::new(),
-                                        *v * factor,
+                                        *v,
                                     ));
                                 }
                             }

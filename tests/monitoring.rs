@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::*;
@@ -127,12 +128,150 @@ fn the_brokers_message_count_matches_what_brokerbench_acknowledged() {
         (broker - acknowledged).abs() / acknowledged < 0.01,
         "MessagesInPerSec counted {broker}, brokerbench acknowledged {acknowledged}"
     );
-    let rate = m["means"]["messages_in_per_s"].as_f64().unwrap();
+    let rate = m["means"]["messages_in_per_second"].as_f64().unwrap();
     assert!(
         (rate - 10_000.0).abs() < 2_000.0 + rate_slack(&s, 10_000.0),
         "the broker's rate during the window: {rate}"
     );
     assert!(run.file("broker-metrics.csv").lines().count() >= 4);
+}
+
+/// The columns of `broker-metrics.csv` by name, the rows inside the run's measurement
+/// (strictly between its first and last second in timeseries.csv) only.
+fn measured_broker_columns(run: &Run) -> BTreeMap<String, Vec<f64>> {
+    let series = run.file("timeseries.csv");
+    let measured: Vec<f64> = series
+        .lines()
+        .skip(1)
+        .filter(|l| l.split(',').nth(1) == Some("measurement"))
+        .filter_map(|l| l.split(',').nth(2)?.parse().ok())
+        .collect();
+    let (first, last) = (measured[0], measured[measured.len() - 1]);
+    let text = run.file("broker-metrics.csv");
+    let mut lines = text.lines();
+    let names: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let mut columns = BTreeMap::<String, Vec<f64>>::new();
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        let time: f64 = cells[0].parse().unwrap();
+        if time <= first || time >= last {
+            continue;
+        }
+        for (name, cell) in names.iter().zip(&cells).skip(1) {
+            if let Ok(v) = cell.parse() {
+                columns.entry(name.to_string()).or_default().push(v);
+            }
+        }
+    }
+    columns
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// A steady run's broker figures: ratios within 0–1 and flat, messages in agreeing with
+/// brokerbench's count; returns the columns and the broker's CPU (% of a core, user + system).
+fn steady_kafka_run(rate: &str, extra: &[&str]) -> (BTreeMap<String, Vec<f64>>, f64) {
+    let sets = short(rate, 8);
+    let run = run(&with_sets(&sets, extra));
+    let s = assert_lossless(&run);
+    let columns = measured_broker_columns(&run);
+    for (name, values) in columns.iter().filter(|(n, _)| n.ends_with("_ratio")) {
+        assert!(values.len() >= 6, "{name}: {values:?}");
+        assert!(
+            values.iter().all(|v| (0.0..=1.0).contains(v)),
+            "{name} is a ratio: {values:?}"
+        );
+        // Flat load, flat figure: a long-run average read as a per-second value creeps one
+        // way through the whole window (never turning back); noise around a level turns.
+        // Seven rows at random are monotone with a chance of 2 in 5040.
+        let rises = values.windows(2).any(|w| w[1] > w[0]);
+        let falls = values.windows(2).any(|w| w[1] < w[0]);
+        assert!(
+            rises == falls,
+            "{name} creeps through a steady window: {values:?}"
+        );
+    }
+    let ledger = s["throughput"]["acknowledged_per_s"].as_f64().unwrap();
+    let broker = &columns["messages_in_per_second"];
+    assert!(
+        (mean(broker) - ledger).abs() / ledger < 0.05,
+        "the broker's messages in per second {broker:?}, brokerbench acknowledged {ledger}/s"
+    );
+    let r = &s["resources"]["broker"];
+    let cpu = r["cpu_user_pct_mean"].as_f64().unwrap() + r["cpu_system_pct_mean"].as_f64().unwrap();
+    (columns, cpu)
+}
+
+#[test]
+fn broker_metrics_mean_what_they_say() {
+    let _turn = serial();
+    kafka();
+    // One produce request per message, so that the broker's threads have work to show
+    // without a load this shared host cannot offer.
+    let managed = brokerbench_kafka::managed::Kafka::new(&brokerbench_brokers::home());
+    let address = managed.status().unwrap().expect("running").address;
+    let url = managed
+        .metrics_url()
+        .expect("the managed Kafka serves its metrics");
+    let dir = tempfile::tempdir().unwrap();
+    let driver = write(
+        dir.path(),
+        "unbatched.yaml",
+        &format!(
+            "driver: kafka\nbootstrap_servers: {address}\nreplication_factor: 1\n\
+             producer_config: {{acks: \"1\", linger.ms: \"0\", batch.size: \"1\"}}\n"
+        ),
+    );
+    let driver = driver.to_str().unwrap();
+    let extra = [
+        "--driver",
+        driver,
+        "--broker-metrics",
+        url.as_str(),
+        "--broker-process",
+        "kafka.Kafka",
+    ];
+    let (low, low_cpu) = steady_kafka_run("200", &extra);
+    let (high, high_cpu) = steady_kafka_run("5000", &extra);
+    assert!(
+        high_cpu > low_cpu,
+        "the broker works harder at 5000 requests/s: {low_cpu}% then {high_cpu}% of a core"
+    );
+    let name = "network_processor_idle_ratio";
+    assert!(
+        mean(&high[name]) < mean(&low[name]),
+        "{name} falls as the broker's CPU rises ({low_cpu}% → {high_cpu}%): {:?} then {:?}",
+        low[name],
+        high[name]
+    );
+    // The request handlers do little of the broker's work here (a few percent busy), less
+    // than a second's noise: they must not look busier at the low rate beyond that noise.
+    let name = "request_handler_idle_ratio";
+    let noise = |v: &[f64]| {
+        v.iter().copied().fold(f64::MIN, f64::max) - v.iter().copied().fold(f64::MAX, f64::min)
+    };
+    assert!(
+        mean(&high[name]) <= mean(&low[name]) + noise(&low[name]),
+        "{name} rises with the broker's CPU ({low_cpu}% → {high_cpu}%): {:?} then {:?}",
+        low[name],
+        high[name]
+    );
+    // A ratio pinned at its ceiling while threads work measures nothing (the pools' summed
+    // meter of a combined node, unhalved, reads 1 throughout).
+    for name in ["request_handler_idle_ratio", "network_processor_idle_ratio"] {
+        assert!(
+            high[name].iter().any(|v| *v < 1.0),
+            "{name}: {:?}",
+            high[name]
+        );
+    }
+    let names: Vec<&String> = high.keys().collect();
+    assert!(
+        names.iter().all(|n| brokerbench_metrics::follows_naming(n)),
+        "{names:?}"
+    );
 }
 
 /// `promtool check metrics` (Debian's prometheus package) reports no problem in a scrape.
@@ -208,8 +347,8 @@ fn live_figures_of_a_rabbitmq_run_pass_promtool_and_cover_the_dashboard() {
     // Kafka's own broker metrics are not served for RabbitMQ.
     let kafka_only = [
         "brokerbench_broker_messages_in_per_second",
-        "brokerbench_broker_request_handler_idle_percent",
-        "brokerbench_broker_network_processor_idle_percent",
+        "brokerbench_broker_request_handler_idle_ratio",
+        "brokerbench_broker_network_processor_idle_ratio",
         "brokerbench_broker_request_queue_size",
         "brokerbench_broker_under_replicated_partitions",
         "brokerbench_broker_jvm_heap_used_bytes",

@@ -37,9 +37,13 @@ fn a_jetstream_run_is_lossless_and_the_server_counts_the_same() {
         broker["messages_in"], s["total"]["acknowledged"],
         "the streams stored exactly what was acknowledged: {broker:#}"
     );
+    assert_broker_rate_agrees(&s, "messages_in_per_second", "acknowledged_per_s");
     let csv = run.file("broker-metrics.csv");
     assert!(
-        csv.lines().next().unwrap().contains("server_msgs_in_per_s"),
+        csv.lines()
+            .next()
+            .unwrap()
+            .contains("server_messages_in_per_second"),
         "{csv}"
     );
     assert!(csv.lines().count() > 2, "{csv}");

@@ -447,3 +447,16 @@ pub fn take_nats_streams(prefix: &str) -> Vec<(serde_json::Value, serde_json::Va
     }
     streams
 }
+
+/// The broker's mean `key` over the measurement window (its per-second figure) agrees with
+/// brokerbench's own count of the same thing per second, `ledger` (a `throughput` key).
+pub fn assert_broker_rate_agrees(summary: &serde_json::Value, key: &str, ledger: &str) {
+    let broker = summary["broker_metrics"]["means"][key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {key}: {:#}", summary["broker_metrics"]));
+    let counted = summary["throughput"][ledger].as_f64().unwrap();
+    assert!(
+        (broker - counted).abs() / counted < 0.05,
+        "the broker's {key} {broker}, brokerbench's {ledger} {counted}"
+    );
+}

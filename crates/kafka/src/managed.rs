@@ -51,7 +51,12 @@ const EXPORTER_PORT_WAIT: Duration = Duration::from_secs(5);
 /// The exporter listens on the broker port plus this (9404 for 9092).
 const METRICS_PORT_OFFSET: u16 = 312;
 /// Exporter configuration: only the MBeans brokerbench reads (the full set is ~12,000 lines
-/// a scrape), named in lower case.
+/// a scrape), named in lower case. Of the socket server's per-processor metrics only each
+/// network thread's cumulative select() wait (`io-wait-time-ns-total`, named without the
+/// `_total` the exporter would drop from an untyped sample); the controller's
+/// ActiveControllerCount tells a combined node (two request handler pools) apart.
+/// NetworkProcessorAvgIdlePercent is not read any more; it stays for brokerbench builds that
+/// still read it from a broker this one refreshed.
 const JMX_EXPORTER_CONFIG: &str = "\
 lowercaseOutputName: true
 includeObjectNames:
@@ -59,11 +64,18 @@ includeObjectNames:
   - \"kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec\"
   - \"kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent\"
   - \"kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent\"
+  - \"kafka.server:type=socket-server-metrics,listener=*,networkProcessor=*\"
+  - \"kafka.controller:type=KafkaController,name=ActiveControllerCount\"
   - \"kafka.network:type=RequestChannel,name=RequestQueueSize\"
   - \"kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions\"
   - \"kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs\"
 rules:
-  - pattern: \".*\"
+  - pattern: \"kafka.server<type=socket-server-metrics, listener=(.+), networkProcessor=(.+)><>io-wait-time-ns-total\"
+    name: kafka_server_socket_server_metrics_io_wait_time_ns
+    labels:
+      listener: \"$1\"
+      networkProcessor: \"$2\"
+  - pattern: \"^(?!kafka.server<type=socket-server-metrics).*\"
 ";
 const DEFAULT_PORT: u16 = 9092;
 const PORT_VARIABLE: &str = "BROKERBENCH_KAFKA_PORT";
@@ -388,6 +400,19 @@ impl Kafka {
         tls::write_private(&self.properties_file(), properties.as_bytes())?;
         process::write_atomically(&self.log4j2_file(), LOG4J2_PROPERTIES.as_bytes())?;
         process::write_atomically(&self.jmx_exporter_config(), JMX_EXPORTER_CONFIG.as_bytes())
+    }
+
+    /// Rewrites the exporter's configuration of a running broker when it is not what this
+    /// brokerbench reads: the exporter rereads its file when it changes, so a broker started
+    /// by an older brokerbench serves the metrics this one expects without a restart.
+    fn refresh_exporter_config(&self) -> Result<(), BrokerError> {
+        let path = self.jmx_exporter_config();
+        match fs::read(&path) {
+            Ok(current) if current != JMX_EXPORTER_CONFIG.as_bytes() => {
+                process::write_atomically(&path, JMX_EXPORTER_CONFIG.as_bytes())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Formats `data/` for KRaft the first time only; later starts reuse it.
@@ -866,6 +891,7 @@ impl Lifecycle for Kafka {
     }
 
     fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
+        self.refresh_exporter_config()?;
         self.wait_until_ready(status, None)
     }
 
@@ -1125,6 +1151,24 @@ mod tests {
         let kafka = Kafka::new(home.path()).with_port(19992);
         assert!(!kafka.is_installed());
         test_support::assert_up_fails_saying(&kafka, "brokerbench broker install kafka");
+    }
+
+    #[test]
+    fn an_outdated_exporter_configuration_is_rewritten_and_a_missing_one_left_missing() {
+        let home = tempfile::tempdir().unwrap();
+        let kafka = Kafka::new(home.path());
+        kafka.refresh_exporter_config().unwrap();
+        assert!(
+            !kafka.jmx_exporter_config().exists(),
+            "a broker started without the agent has none"
+        );
+        fs::create_dir_all(kafka.dir()).unwrap();
+        fs::write(kafka.jmx_exporter_config(), "rules:\n  - pattern: \".*\"\n").unwrap();
+        kafka.refresh_exporter_config().unwrap();
+        assert_eq!(
+            fs::read_to_string(kafka.jmx_exporter_config()).unwrap(),
+            JMX_EXPORTER_CONFIG
+        );
     }
 
     #[test]

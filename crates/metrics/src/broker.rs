@@ -1,6 +1,10 @@
 //! Broker metrics: which samples of a broker's Prometheus endpoint mean what, and how to turn
 //! them into per-second figures on brokerbench's timeline. Counters become rates from the
-//! difference between two scrapes; gauges are reported as read.
+//! difference between two scrapes; gauges are reported as read. Each key is the one name of a
+//! figure everywhere: a `broker-metrics.csv` column, a `summary.json` key, a report chart and,
+//! prefixed `brokerbench_broker_`, a live gauge; so keys follow Prometheus's conventions (base
+//! units spelled out: `_per_second`, `_ratio` for 0–1, `_seconds`, `_bytes`). What each one
+//! means is written in docs/broker-metrics.md.
 
 use crate::scrape::{ScrapeError, Scraper};
 use crate::text::{parse, Sample};
@@ -17,7 +21,8 @@ pub enum MetricKind {
 /// One figure brokerbench reports, and where it comes from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MetricSpec {
-    /// brokerbench's name for it, e.g. `messages_in_per_s` (a CSV column and summary key).
+    /// brokerbench's name for it, e.g. `messages_in_per_second` (a CSV column, summary key,
+    /// report chart and live gauge).
     pub key: &'static str,
     /// Prometheus sample name.
     pub metric: &'static str,
@@ -25,12 +30,32 @@ pub struct MetricSpec {
     pub label: Option<(&'static str, &'static str)>,
     /// A label that must be absent (e.g. `topic`, to take the all-topics series only).
     pub without_label: Option<&'static str>,
+    /// A label value whose series are left out (e.g. a controller's listener).
+    pub excluded_label: Option<(&'static str, &'static str)>,
     pub kind: MetricKind,
+    /// How the matching series combine: summed (a total over topics or collectors) or
+    /// averaged (a ratio per thread, the same for one thread as for eight).
+    pub combine: Combine,
+    /// A sample (name, label) whose presence means that two sources feed this one series as
+    /// if each were alone (two thread pools marking one meter, each pool's share already
+    /// divided by its own size): the figure is halved to their mean.
+    pub halved_when: Option<(&'static str, (&'static str, &'static str))>,
+    /// The most the figure can be (1 for a ratio of time: a wait is counted when it ends,
+    /// so an interval can be credited with part of a wait that began before it).
+    pub ceiling: Option<f64>,
     /// Factor applied to the value (or rate), e.g. 100 for a fraction shown as percent.
     pub scale: f64,
     /// A counter whose samples are all absent counts as 0 rather than unknown (a sum over
     /// streams the run creates: none exist before it starts).
     pub absent_is_zero: bool,
+}
+
+/// How the series a spec matches make one figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Combine {
+    Sum,
+    /// The sum divided by the number of series (of the latest scrape).
+    Mean,
 }
 
 /// How a broker serves its metrics.
@@ -69,9 +94,27 @@ pub const fn counter(
             None => None,
         },
         without_label: Some("topic"),
+        excluded_label: None,
         kind: MetricKind::Counter,
+        combine: Combine::Sum,
+        halved_when: None,
+        ceiling: None,
         scale: 1.0,
         absent_is_zero: false,
+    }
+}
+
+/// The fraction of time a cumulative busy- or idle-time counter `metric` (in nanoseconds
+/// of time per thread) advanced over each scrape interval: a ratio, 0 to 1 per series.
+pub const fn time_ratio(
+    key: &'static str,
+    metric: &'static str,
+    name: Option<&'static str>,
+) -> MetricSpec {
+    MetricSpec {
+        scale: 1e-9,
+        ceiling: Some(1.0),
+        ..counter(key, metric, name)
     }
 }
 
@@ -90,9 +133,11 @@ pub const fn gauge(
 }
 
 /// The key of the broker's own count of messages written, compared with brokerbench's count.
-pub const MESSAGES_IN: &str = "messages_in_per_s";
+pub const MESSAGES_IN: &str = "messages_in_per_second";
 
-/// Kafka through the Prometheus JMX exporter (lowercase output names).
+/// Kafka (4.1, KRaft) through the Prometheus JMX exporter (lowercase output names). Only
+/// cumulative counts are turned into figures where Kafka offers them: its meters' one-minute
+/// rates and its own windowed ratios are long-run averages, not what happened in a second.
 pub const KAFKA: &[MetricSpec] = &[
     counter(
         MESSAGES_IN,
@@ -100,24 +145,38 @@ pub const KAFKA: &[MetricSpec] = &[
         Some("MessagesInPerSec"),
     ),
     counter(
-        "bytes_in_per_s",
+        "bytes_in_per_second",
         "kafka_server_brokertopicmetrics_count",
         Some("BytesInPerSec"),
     ),
-    // Kafka's own one-minute rate of the idle meter; in combined KRaft mode the broker's and
-    // the controller's handler pools add up, so it can exceed 100.
-    gauge(
-        "request_handler_idle_pct",
-        "kafka_server_kafkarequesthandlerpool_oneminuterate",
-        Some("RequestHandlerAvgIdlePercent"),
-        100.0,
-    ),
-    gauge(
-        "network_processor_idle_pct",
-        "kafka_network_socketserver_value",
-        Some("NetworkProcessorAvgIdlePercent"),
-        100.0,
-    ),
+    // The idle meter's count: nanoseconds each handler waited for a request, divided by its
+    // pool's size. In combined mode the broker's and the controller's pools mark the same
+    // meter (Kafka 4.1), so its rate runs to 2; the controller's metrics give that away.
+    MetricSpec {
+        halved_when: Some((
+            "kafka_controller_kafkacontroller_value",
+            ("name", "ActiveControllerCount"),
+        )),
+        ..time_ratio(
+            "request_handler_idle_ratio",
+            "kafka_server_kafkarequesthandlerpool_count",
+            Some("RequestHandlerAvgIdlePercent"),
+        )
+    },
+    // Each network processor's cumulative time waiting in select(), the brokers' listeners
+    // only: Kafka's NetworkProcessorAvgIdlePercent gauge is a 30-second-window average, capped
+    // at 1 per processor, and in combined mode it is the controller listener's.
+    MetricSpec {
+        label: None,
+        without_label: None,
+        excluded_label: Some(("listener", "CONTROLLER")),
+        combine: Combine::Mean,
+        ..time_ratio(
+            "network_processor_idle_ratio",
+            "kafka_server_socket_server_metrics_io_wait_time_ns",
+            None,
+        )
+    },
     gauge(
         "request_queue_size",
         "kafka_network_requestchannel_value",
@@ -131,22 +190,23 @@ pub const KAFKA: &[MetricSpec] = &[
         1.0,
     ),
     counter(
-        "log_flushes_per_s",
+        "log_flushes_per_second",
         "kafka_log_logflushstats_count",
         Some("LogFlushRateAndTimeMs"),
     ),
+    // Kafka's timer keeps no sum, only a mean over every flush since the broker started.
     gauge(
-        "log_flush_time_ms_mean",
+        "log_flush_seconds_mean_since_start",
         "kafka_log_logflushstats_mean",
         Some("LogFlushRateAndTimeMs"),
-        1.0,
+        1e-3,
     ),
     MetricSpec {
         label: Some(("area", "heap")),
         ..gauge("jvm_heap_used_bytes", "jvm_memory_used_bytes", None, 1.0)
     },
     counter(
-        "jvm_gc_seconds_per_s",
+        "jvm_gc_seconds_per_second",
         "jvm_gc_collection_seconds_sum",
         None,
     ),
@@ -174,17 +234,17 @@ pub const RABBITMQ_METRICS: MetricSet = MetricSet {
 pub const RABBITMQ: &[MetricSpec] = &[
     counter(MESSAGES_IN, "rabbitmq_global_messages_received_total", None),
     counter(
-        "messages_confirmed_per_s",
+        "messages_confirmed_per_second",
         "rabbitmq_global_messages_confirmed_total",
         None,
     ),
     counter(
-        "messages_delivered_per_s",
+        "messages_delivered_per_second",
         "rabbitmq_global_messages_delivered_total",
         None,
     ),
     counter(
-        "messages_routed_per_s",
+        "messages_routed_per_second",
         "rabbitmq_global_messages_routed_total",
         None,
     ),
@@ -196,6 +256,23 @@ pub const RABBITMQ: &[MetricSpec] = &[
         1.0,
     ),
 ];
+
+/// Whether a key follows the one naming scheme of broker figures: a Prometheus metric name
+/// (lower case, digits, underscores) whose units are base units spelled out, never
+/// abbreviated (`_per_s`, `_pct`, `_ms`) nor a percentage (ratios are 0–1, `_ratio`).
+pub fn follows_naming(key: &str) -> bool {
+    let charset = key
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && key.starts_with(|c: char| c.is_ascii_lowercase());
+    let words: Vec<&str> = key.split('_').collect();
+    let abbreviated = ["pct", "percent", "ms", "msgs"]
+        .iter()
+        .any(|w| words.contains(w))
+        || key.ends_with("_per_s")
+        || key.contains("_per_s_");
+    charset && !abbreviated && !key.contains("__")
+}
 
 /// One scrape turned into figures, in the order of the specs.
 #[derive(Debug, Clone, PartialEq)]
@@ -295,11 +372,7 @@ impl BrokerMetrics {
         for (i, spec) in self.set.specs.iter().enumerate() {
             let matching: Vec<f64> = samples
                 .iter()
-                .filter(|s| {
-                    s.name == spec.metric
-                        && spec.label.is_none_or_match(s)
-                        && spec.without_label.none_or(|l| s.label(l).is_none())
-                })
+                .filter(|s| spec.matches(s))
                 .map(|s| s.value)
                 .collect();
             if matching.is_empty() && !spec.absent_is_zero {
@@ -308,16 +381,18 @@ impl BrokerMetrics {
                 continue;
             }
             let sum: f64 = matching.iter().sum();
+            let share = spec.share(samples, matching.len());
             match spec.kind {
                 MetricKind::Gauge => {
-                    values.push(Some(sum * spec.scale));
+                    values.push(Some(sum * spec.scale * share));
                     totals.push(None);
                 }
                 MetricKind::Counter => {
                     let rate = self.previous.as_ref().and_then(|p| {
                         let before = p.totals.get(i).copied().flatten()?;
                         let seconds = now_ns.checked_sub(p.time_ns)? as f64 / 1e9;
-                        (seconds > 0.0).then(|| (sum - before).max(0.0) / seconds * spec.scale)
+                        let rate = (sum - before).max(0.0) / seconds * spec.scale * share;
+                        (seconds > 0.0).then(|| spec.ceiling.map_or(rate, |c| rate.min(c)))
                     });
                     values.push(rate);
                     totals.push(Some(sum));
@@ -328,6 +403,33 @@ impl BrokerMetrics {
             time_ns: now_ns,
             values,
             totals,
+        }
+    }
+}
+
+impl MetricSpec {
+    fn matches(&self, s: &Sample) -> bool {
+        s.name == self.metric
+            && self.label.is_none_or_match(s)
+            && self.without_label.none_or(|l| s.label(l).is_none())
+            && self.excluded_label.none_or(|(k, v)| s.label(k) != Some(v))
+    }
+
+    /// The factor that turns the sum of `series` matching series into the figure.
+    fn share(&self, samples: &[Sample], series: usize) -> f64 {
+        let mean = match self.combine {
+            Combine::Mean if series > 0 => 1.0 / series as f64,
+            _ => 1.0,
+        };
+        let halved = self.halved_when.is_some_and(|(metric, (k, v))| {
+            samples
+                .iter()
+                .any(|s| s.name == metric && s.label(k) == Some(v))
+        });
+        if halved {
+            mean / 2.0
+        } else {
+            mean
         }
     }
 }
@@ -397,22 +499,37 @@ mod tests {
         "kafka_server_brokertopicmetrics_count{name=\"MessagesInPerSec\",} 1000.0\n\
         kafka_server_brokertopicmetrics_count{name=\"MessagesInPerSec\",topic=\"t\",} 1000.0\n\
         kafka_server_brokertopicmetrics_count{name=\"BytesInPerSec\",} 100000.0\n\
-        kafka_network_socketserver_value{name=\"NetworkProcessorAvgIdlePercent\",} 0.25\n\
+        kafka_server_kafkarequesthandlerpool_count{name=\"RequestHandlerAvgIdlePercent\",} 1.0E10\n\
+        kafka_controller_kafkacontroller_value{name=\"ActiveControllerCount\",} 1.0\n\
+        kafka_server_socket_server_metrics_io_wait_time_ns{listener=\"PLAINTEXT\",networkProcessor=\"0\",} 1.0E10\n\
+        kafka_server_socket_server_metrics_io_wait_time_ns{listener=\"PLAINTEXT\",networkProcessor=\"1\",} 1.0E10\n\
+        kafka_server_socket_server_metrics_io_wait_time_ns{listener=\"CONTROLLER\",networkProcessor=\"0\",} 1.0E10\n\
+        kafka_log_logflushstats_mean{name=\"LogFlushRateAndTimeMs\",} 4.0\n\
         jvm_memory_used_bytes{area=\"heap\",} 4.2E8\n\
         jvm_memory_used_bytes{area=\"nonheap\",} 6.0E7\n\
         jvm_gc_collection_seconds_sum{gc=\"G1 Young Generation\",} 1.0\n\
         jvm_gc_collection_seconds_sum{gc=\"G1 Old Generation\",} 0.5\n";
+    // 2 s later: the two pools were idle 75% and 50% of the time (their shares add up to
+    // 2.5 s); the PLAINTEXT processors waited 1.8 and 1.0 s; the controller's all the time.
     const SCRAPE_2: &str =
         "kafka_server_brokertopicmetrics_count{name=\"MessagesInPerSec\",} 6000.0\n\
         kafka_server_brokertopicmetrics_count{name=\"MessagesInPerSec\",topic=\"t\",} 6000.0\n\
         kafka_server_brokertopicmetrics_count{name=\"BytesInPerSec\",} 600000.0\n\
-        kafka_network_socketserver_value{name=\"NetworkProcessorAvgIdlePercent\",} 0.5\n\
+        kafka_server_kafkarequesthandlerpool_count{name=\"RequestHandlerAvgIdlePercent\",} 1.25E10\n\
+        kafka_controller_kafkacontroller_value{name=\"ActiveControllerCount\",} 1.0\n\
+        kafka_server_socket_server_metrics_io_wait_time_ns{listener=\"PLAINTEXT\",networkProcessor=\"0\",} 1.18E10\n\
+        kafka_server_socket_server_metrics_io_wait_time_ns{listener=\"PLAINTEXT\",networkProcessor=\"1\",} 1.1E10\n\
+        kafka_server_socket_server_metrics_io_wait_time_ns{listener=\"CONTROLLER\",networkProcessor=\"0\",} 1.2E10\n\
         jvm_gc_collection_seconds_sum{gc=\"G1 Young Generation\",} 1.2\n\
         jvm_gc_collection_seconds_sum{gc=\"G1 Old Generation\",} 0.5\n";
 
     fn value(m: &BrokerMetrics, r: &Reading, key: &str) -> Option<f64> {
         let i = m.specs().iter().position(|s| s.key == key).unwrap();
         r.values[i]
+    }
+
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() < 1e-9)
     }
 
     #[test]
@@ -424,7 +541,11 @@ mod tests {
             None,
             "no rate before a second scrape"
         );
-        assert_eq!(value(&m, &first, "network_processor_idle_pct"), Some(25.0));
+        assert_eq!(value(&m, &first, "network_processor_idle_ratio"), None);
+        assert!(close(
+            value(&m, &first, "log_flush_seconds_mean_since_start"),
+            0.004
+        ));
         assert_eq!(
             value(&m, &first, "jvm_heap_used_bytes"),
             Some(4.2e8),
@@ -437,8 +558,8 @@ mod tests {
             Some(2500.0),
             "per-topic series excluded; 5000 in 2 s"
         );
-        assert_eq!(value(&m, &second, "bytes_in_per_s"), Some(250_000.0));
-        let gc = value(&m, &second, "jvm_gc_seconds_per_s").unwrap();
+        assert_eq!(value(&m, &second, "bytes_in_per_second"), Some(250_000.0));
+        let gc = value(&m, &second, "jvm_gc_seconds_per_second").unwrap();
         assert!((gc - 0.1).abs() < 1e-9, "summed over collectors: {gc}");
         assert_eq!(
             value(&m, &second, "jvm_heap_used_bytes"),
@@ -446,6 +567,47 @@ mod tests {
             "absent in this scrape"
         );
         assert_eq!(value(&m, &second, "request_queue_size"), None);
+    }
+
+    #[test]
+    fn idle_times_become_ratios_of_the_interval_per_thread_and_pool() {
+        let mut m = BrokerMetrics::new(unused_scraper(), &KAFKA_METRICS);
+        m.previous = Some(m.interpret(&parse(SCRAPE_1), 1_000_000_000));
+        let second = m.interpret(&parse(SCRAPE_2), 3_000_000_000);
+        let handlers = value(&m, &second, "request_handler_idle_ratio");
+        assert!(
+            close(handlers, 0.625),
+            "2.5 s idle of the pools' 4 s: {handlers:?}"
+        );
+        let network = value(&m, &second, "network_processor_idle_ratio");
+        assert!(
+            close(network, 0.7),
+            "the mean of 0.9 and 0.5, the controller's listener left out: {network:?}"
+        );
+        let broker_only = SCRAPE_2.replace("ActiveControllerCount", "Other");
+        let third = m.interpret(&parse(&broker_only), 3_000_000_000);
+        assert!(
+            close(value(&m, &third, "request_handler_idle_ratio"), 1.0),
+            "one pool when the node is no controller: the meter as it is, 1 at most"
+        );
+    }
+
+    #[test]
+    fn every_key_follows_the_naming_scheme() {
+        for set in [&KAFKA_METRICS, &RABBITMQ_METRICS] {
+            for spec in set.specs {
+                assert!(follows_naming(spec.key), "{}: {}", set.source, spec.key);
+            }
+        }
+        for bad in [
+            "idle_pct",
+            "in_per_s",
+            "flush_ms_mean",
+            "idle_percent",
+            "Bytes",
+        ] {
+            assert!(!follows_naming(bad), "{bad}");
+        }
     }
 
     #[test]

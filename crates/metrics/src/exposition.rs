@@ -182,21 +182,6 @@ fn escape_help(help: &str, quotes: bool) -> Cow<'_, str> {
     Cow::Owned(escaped)
 }
 
-/// The exposition name of a broker metric key: abbreviated units spelled out, as
-/// Prometheus's naming conventions ask (`_per_s` → `_per_second`, `_pct` → `_percent`,
-/// milliseconds → seconds, with the factor to apply to the value).
-pub fn exposition_name(key: &str) -> (String, f64) {
-    let mut name = key
-        .replace("_per_s", "_per_second")
-        .replace("_pct", "_percent");
-    let mut factor = 1.0;
-    if name.contains("_ms") {
-        name = name.replace("_ms", "_seconds");
-        factor = 1e-3;
-    }
-    (name, factor)
-}
-
 /// The formats served at `/metrics`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Format {
@@ -884,21 +869,5 @@ mod tests {
             started.elapsed()
         );
         assert!(TcpStream::connect(address).is_err(), "still listening");
-    }
-
-    #[test]
-    fn broker_metric_names_spell_out_units() {
-        assert_eq!(
-            exposition_name("messages_in_per_s"),
-            ("messages_in_per_second".into(), 1.0)
-        );
-        assert_eq!(
-            exposition_name("request_handler_idle_pct").0,
-            "request_handler_idle_percent"
-        );
-        assert_eq!(
-            exposition_name("log_flush_time_ms_mean"),
-            ("log_flush_time_seconds_mean".into(), 1e-3)
-        );
     }
 }

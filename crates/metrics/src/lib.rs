@@ -10,10 +10,10 @@ mod scrape;
 mod text;
 
 pub use broker::{
-    counter, gauge, BrokerMetrics, Format, MetricKind, MetricSet, MetricSpec, Reading,
-    KAFKA_METRICS, MESSAGES_IN, RABBITMQ_METRICS,
+    counter, follows_naming, gauge, time_ratio, BrokerMetrics, Combine, Format, MetricKind,
+    MetricSet, MetricSpec, Reading, KAFKA_METRICS, MESSAGES_IN, RABBITMQ_METRICS,
 };
-pub use exposition::{exposition_name, Exposition, MetricsServer};
+pub use exposition::{Exposition, MetricsServer};
 pub use scrape::{
     scrape, system_ca_bundle, Auth, Endpoint, EndpointSettings, ScrapeError, Scraper,
     ENV_BEARER_TOKEN, ENV_CA_FILE, ENV_PASSWORD, ENV_USERNAME,

@@ -39,9 +39,17 @@ const NATS_SPECS: &[MetricSpec] = &[
             None,
         ))
     },
-    json(counter("server_msgs_in_per_s", "varz.in_msgs", None)),
-    json(counter("server_msgs_out_per_s", "varz.out_msgs", None)),
-    json(counter("server_bytes_in_per_s", "varz.in_bytes", None)),
+    json(counter(
+        "server_messages_in_per_second",
+        "varz.in_msgs",
+        None,
+    )),
+    json(counter(
+        "server_messages_out_per_second",
+        "varz.out_msgs",
+        None,
+    )),
+    json(counter("server_bytes_in_per_second", "varz.in_bytes", None)),
     json(gauge("stream_messages", "jsz.messages", None, 1.0)),
     json(gauge("stream_bytes", "jsz.bytes", None, 1.0)),
     json(gauge("jetstream_memory_bytes", "jsz.memory", None, 1.0)),
@@ -132,5 +140,21 @@ impl Family for NatsFamily {
     }
     fn metrics(&self) -> Option<&'static MetricSet> {
         Some(&NATS_METRICS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_key_follows_the_naming_scheme() {
+        for spec in NATS_SPECS {
+            assert!(
+                brokerbench_metrics::follows_naming(spec.key),
+                "{}",
+                spec.key
+            );
+        }
     }
 }

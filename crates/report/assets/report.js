@@ -38,7 +38,8 @@
     if (a >= 1e3) return (v / 1e3).toPrecision(3) + " kB";
     return v.toFixed(0) + " B";
   }
-  const FORMAT = { ns: fmtNs, bytes: fmtBytes, pct: (v) => (v == null ? "—" : v.toFixed(1) + "%"), count: fmtNum };
+  const FORMAT = { ns: fmtNs, bytes: fmtBytes, pct: (v) => (v == null ? "—" : v.toFixed(1) + "%"),
+    ratio: (v) => (v == null ? "—" : (v * 100).toFixed(1) + "%"), count: fmtNum };
   const fmt = (unit) => FORMAT[unit] || fmtNum;
 
   // Tick steps: whole seconds on time axes, 1-2-5 steps of whole units for counts and bytes.

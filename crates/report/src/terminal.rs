@@ -364,9 +364,11 @@ fn resources_lines(out: &mut String, summary: &Summary) {
         );
     }
     if let Some(m) = &summary.broker_metrics {
+        // `messages_in_per_s` in results written before the names spelled units out.
         let rate = m
             .means
-            .get("messages_in_per_s")
+            .get("messages_in_per_second")
+            .or_else(|| m.means.get("messages_in_per_s"))
             .map_or("-".to_string(), |r| {
                 format!("{}/s", group_thousands(r.round() as u64))
             });
