@@ -211,13 +211,20 @@ fn check_link(from: &Path, target: &str) -> Option<String> {
     }
     let anchor = anchor?;
     if file.extension().is_none_or(|e| e != "md") {
-        return Some(format!("#{anchor} points into {}, not a Markdown page", shown(&file)));
+        return Some(format!(
+            "#{anchor} points into {}, not a Markdown page",
+            shown(&file)
+        ));
     }
     let known = anchors(&read(&file));
     (!known.contains(anchor)).then(|| {
         let mut names: Vec<_> = known.into_iter().collect();
         names.sort();
-        format!("{} has no heading #{anchor} (it has: {})", shown(&file), names.join(", "))
+        format!(
+            "{} has no heading #{anchor} (it has: {})",
+            shown(&file),
+            names.join(", ")
+        )
     })
 }
 
@@ -236,7 +243,10 @@ fn normalize(path: &Path) -> PathBuf {
 }
 
 fn shown(path: &Path) -> String {
-    path.strip_prefix(root()).unwrap_or(path).display().to_string()
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 #[test]
@@ -254,7 +264,10 @@ fn every_relative_link_in_the_docs_resolves() {
             }
         }
     }
-    assert!(checked > 50, "only {checked} relative links found: is the link reader broken?");
+    assert!(
+        checked > 50,
+        "only {checked} relative links found: is the link reader broken?"
+    );
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
 
@@ -274,7 +287,11 @@ fn every_page_of_the_book_is_in_its_summary() {
         .filter(|p| **p != summary && !listed.contains(*p))
         .map(|p| shown(p))
         .collect();
-    assert!(pages.len() > 10, "only {} pages under docs/src", pages.len());
+    assert!(
+        pages.len() > 10,
+        "only {} pages under docs/src",
+        pages.len()
+    );
     assert!(
         missing.is_empty(),
         "pages not listed in docs/src/SUMMARY.md (mdBook would leave them out): {}",
