@@ -11,7 +11,7 @@ For every case, one after the other on the same local broker:
 Each is one process; its CPU (user and system, from the kernel's rusage of that child via
 wait4, start-up included) is divided by the messages it had acknowledged. Prints, per case,
 msg/s, CPU-s per million messages (user, system, total), peak RSS, and brokerbench's ratio to
-the floor and to the peer; --markdown prints the table for the README; --json FILE keeps all
+the floor and to the peer; --markdown prints the table for docs/src/benchmarks.md; --json FILE keeps all
 figures. Rounds alternate the order of the tools; medians over the rounds. Before each tool runs,
 the host must be quiet (at most 15% of its CPU busy over a second; up to 30 s of waiting).
 

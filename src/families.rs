@@ -1,6 +1,6 @@
 //! The registry: every broker family this build knows, one line each. The first is the
-//! default driver. Adding a broker is adding its crate's `FAMILY` here (see the README's
-//! "Adding a broker").
+//! default driver. Adding a broker is adding its crate's `FAMILY` here (see
+//! docs/src/architecture.md, "Adding a broker").
 
 use brokerbench_driver::Registry;
 

@@ -139,7 +139,7 @@ impl Monitoring {
                                     live.push((
                                         format!("broker_{}", spec.key),
                                         "The broker's own metric, from its metrics endpoint \
-                                         (docs/broker-metrics.md)."
+                                         (docs/src/broker-metrics.md)."
                                             .into(),
                                         String::new(),
                                         *v,

@@ -24,7 +24,7 @@ pub fn rate_find_is_a_study(args: &RunArgs) -> Option<BadInput> {
         command.push_str(&shell_word(&redact_assignment(assignment)));
     }
     Some(BadInput(format!(
-        "--set rate=find: a search for the highest sustainable rate measures one rate after another, each a run of its own, so it is a study, not one run. Save these {} lines as {STUDY_NAME}.yaml in this folder:\n\n{}\n\nand run: {command}\n(the search's start rate, precision, step length and latency objectives go under `find:` in that file; see the README's section on `rate: find`)",
+        "--set rate=find: a search for the highest sustainable rate measures one rate after another, each a run of its own, so it is a study, not one run. Save these {} lines as {STUDY_NAME}.yaml in this folder:\n\n{}\n\nand run: {command}\n(the search's start rate, precision, step length and latency objectives go under `find:` in that file; see the section on `rate: find` in docs/src/studies.md)",
         lines.len(),
         lines.iter().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n"),
     )))

@@ -80,7 +80,7 @@
 //! frame across tasks. Against RabbitMQ PerfTest (`bench/rabbitmq_perftest.py`) amqprs-based
 //! producing and consuming cost about 24 µs of client CPU per message at 23k msg/s with
 //! confirms; this client costs about 9 µs at 33k msg/s and leaves the broker the CPU to go
-//! faster (figures in the README).
+//! faster (figures in docs/src/benchmarks.md).
 
 pub mod config;
 mod confirms;

@@ -4,7 +4,7 @@
 //! figure everywhere: a `broker-metrics.csv` column, a `summary.json` key, a report chart and,
 //! prefixed `brokerbench_broker_`, a live gauge; so keys follow Prometheus's conventions (base
 //! units spelled out: `_per_second`, `_ratio` for 0–1, `_seconds`, `_bytes`). What each one
-//! means is written in docs/broker-metrics.md.
+//! means is written in docs/src/broker-metrics.md.
 
 use crate::scrape::{ScrapeError, Scraper};
 use crate::text::{parse, Sample};

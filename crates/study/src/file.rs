@@ -150,7 +150,7 @@ impl Study {
                 return Err(StudyError::field(
                     path,
                     "(top level)",
-                    "the file is empty; a study needs at least `name:` and `axes:` (see the README's Studies section)",
+                    "the file is empty; a study needs at least `name:` and `axes:` (see docs/src/studies.md)",
                 ))
             }
             _ => {

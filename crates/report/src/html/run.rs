@@ -606,7 +606,7 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
             .unwrap_or("broker");
         let _ = write!(
             body,
-            "<h2>The broker's own metrics <small>({}; each name is defined in docs/broker-metrics.md)</small></h2><div class=\"grid2\">",
+            "<h2>The broker's own metrics <small>({}; each name is defined in docs/src/broker-metrics.md)</small></h2><div class=\"grid2\">",
             esc(source)
         );
         for name in names {
@@ -618,7 +618,7 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
                 "broker-{}",
                 name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
             );
-            // Keys name their unit (docs/broker-metrics.md): a ratio is 0–1, shown as %.
+            // Keys name their unit (docs/src/broker-metrics.md): a ratio is 0–1, shown as %.
             let unit = if name.ends_with("_bytes") {
                 "bytes"
             } else if name.ends_with("_ratio") {
