@@ -206,6 +206,30 @@ pub trait Consumer: Send {
     fn pause(&mut self, _paused: bool) -> bool {
         false
     }
+    /// Once the drain is over: what the broker still holds beyond this consumer's position,
+    /// per slot and place it reads, as the broker tells the client (a partition's high
+    /// watermark less the consumer's position, a queue's depth). None (the default) when the
+    /// client cannot tell. Acknowledged messages a subscription never received are then
+    /// unconsumed (a backlog, up to what its places hold), not lost.
+    fn unread(&mut self) -> Option<Vec<Unread>> {
+        None
+    }
+}
+
+/// What the broker still stores beyond a consumer's position in one place it reads, when the
+/// drain ends ([`Consumer::unread`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unread {
+    /// Which of the consumer's slots reads the place (as in [`Delivery::slot`]).
+    pub slot: usize,
+    /// The place, named so that the members of one subscription that read it name it alike
+    /// (e.g. `topic/partition`): it is counted once per subscription.
+    pub place: String,
+    /// Messages stored there beyond the consumer's position.
+    pub messages: u64,
+    /// What the broker said, for the summary (e.g. "Kafka high watermarks less the consumer's
+    /// positions").
+    pub evidence: &'static str,
 }
 
 /// [`Driver::consumers`] as most drivers do it: [`Driver::consumer`] for each slot.

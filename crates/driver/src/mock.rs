@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::{
     Ack, Consumer, ConsumerSlot, Delivery, Driver, DriverError, Envelope, OutgoingMessage,
-    Producer, SendError, Topology,
+    Producer, SendError, Topology, Unread,
 };
 
 /// Faults the mock injects on the way to consumers.
@@ -52,6 +52,9 @@ pub struct MockFaults {
     /// The broker is slow (start, length, delay), counted from `prepare`: a message is
     /// acknowledged only `delay` after it was sent, while sends are taken as usual.
     pub slow: Option<(Duration, Duration, Duration)>,
+    /// Consumers tell, once the drain is over, how many messages wait in their queue
+    /// ([`Consumer::unread`]), as a broker that reports a queue's depth would.
+    pub tells_unread: bool,
 }
 
 /// Acknowledgements granted so far against the capacity, since the first send.
@@ -148,6 +151,7 @@ impl Driver for MockDriver {
             queue: (slot.topic * self.subscriptions + slot.subscription) as usize,
             queues: self.queues.clone(),
             per_poll: self.faults.receive_per_poll.unwrap_or(10_000),
+            tells_unread: self.faults.tells_unread,
         }))
     }
     fn broker_drop_policy(&self) -> Option<String> {
@@ -354,6 +358,7 @@ struct MockConsumer {
     queues: Queues,
     /// Messages delivered per poll at most.
     per_poll: usize,
+    tells_unread: bool,
 }
 
 impl Consumer for MockConsumer {
@@ -384,6 +389,18 @@ impl Consumer for MockConsumer {
 
     fn assigned(&self, _slot: usize) -> usize {
         1
+    }
+
+    fn unread(&mut self) -> Option<Vec<Unread>> {
+        let waiting = self.queues.lock().expect("queues")[self.queue].len();
+        self.tells_unread.then(|| {
+            vec![Unread {
+                slot: 0,
+                place: format!("queue {}", self.queue),
+                messages: waiting as u64,
+                evidence: "the mock broker's queue length",
+            }]
+        })
     }
 }
 

@@ -134,6 +134,17 @@ pub struct ConsumerLedger {
     pub out_of_order: u64,
     /// Distinct messages received.
     pub unique: u64,
+    /// What the broker still held beyond this consumer's positions when the drain ended;
+    /// None when the client could not tell.
+    pub unread: Option<UnreadPlaces>,
+}
+
+/// Messages stored beyond a consumer's positions, by the place it reads (`topic/partition`,
+/// a queue), and what the broker said that shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct UnreadPlaces {
+    pub evidence: String,
+    pub places: std::collections::BTreeMap<String, u64>,
 }
 
 impl ConsumerLedger {
@@ -199,6 +210,25 @@ impl SubscriptionLedger {
             .members
             .push(member);
     }
+
+    /// What the broker held beyond this subscription's positions when the drain ended: each
+    /// place counted once (members that both read a place, before and after a rebalance, say
+    /// the larger), with the evidence; None unless every member could tell.
+    pub fn unread(&self) -> Option<(u64, &str)> {
+        let mut places: std::collections::BTreeMap<&str, u64> = Default::default();
+        let mut evidence = "";
+        for member in &self.members {
+            let unread = member.unread.as_ref()?;
+            if !unread.evidence.is_empty() {
+                evidence = &unread.evidence;
+            }
+            for (place, &messages) in &unread.places {
+                let held = places.entry(place).or_default();
+                *held = (*held).max(messages);
+            }
+        }
+        Some((places.values().sum(), evidence))
+    }
 }
 
 /// Compares what was acknowledged with what every subscription received.
@@ -225,14 +255,26 @@ pub fn reconcile(
                 }
             }
         }
+        let mut missing = 0;
         for (id, producer) in producers.iter().enumerate() {
             if producer.topic != subscription.topic {
                 continue;
             }
-            integrity.lost += producer.acknowledged.count_missing_from(&received[id]);
+            missing += producer.acknowledged.count_missing_from(&received[id]);
             integrity.received_unacknowledged +=
                 received[id].count_missing_from(&producer.acknowledged);
         }
+        // What the broker still holds beyond the subscription's positions was not consumed
+        // yet; only what is missing beyond that was lost (the consumers moved past it).
+        let unconsumed = match subscription.unread() {
+            Some((held, evidence)) if missing > 0 => {
+                integrity.unconsumed_evidence = Some(evidence.to_string());
+                held.min(missing)
+            }
+            _ => 0,
+        };
+        integrity.unconsumed += unconsumed;
+        integrity.lost += missing - unconsumed;
     }
     integrity
 }

@@ -10,7 +10,7 @@ use hdrhistogram::Histogram;
 use brokerbench_driver::{Ack, ConsumerSlot, Delivery, Envelope};
 use brokerbench_model::{new_histogram, record_clamped, Counts};
 
-use crate::ledger::{ConsumerLedger, ProducerLedger};
+use crate::ledger::{ConsumerLedger, ProducerLedger, UnreadPlaces};
 
 const SECOND_NS: u64 = 1_000_000_000;
 /// Error kind for messages due in the window that a producer behind schedule never sent.
@@ -661,6 +661,11 @@ impl ConsumerRecorder {
 
     pub fn error(&mut self, kind: &str) {
         count_error(&mut self.result.errors, kind);
+    }
+
+    /// What the broker held beyond this slot's positions when the drain ended.
+    pub fn unread(&mut self, unread: Option<UnreadPlaces>) {
+        self.result.ledger.unread = unread;
     }
 
     pub fn finish(self) {

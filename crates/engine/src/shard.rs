@@ -11,7 +11,9 @@ use std::sync::atomic::AtomicBool;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ledger::{ConsumerLedger, ProducerLedger, SequenceSet, SubscriptionLedger};
+use crate::ledger::{
+    ConsumerLedger, ProducerLedger, SequenceSet, SubscriptionLedger, UnreadPlaces,
+};
 
 /// Shard `index` of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -184,6 +186,9 @@ pub struct ConsumerEntry {
     /// Sequences older than one already received from the same producer on the same
     /// partition or queue.
     pub out_of_order: u64,
+    /// What the broker held beyond the consumer's positions when the drain ended.
+    #[serde(default)]
+    pub unread: Option<UnreadPlaces>,
 }
 
 impl LedgerFile {
@@ -213,6 +218,7 @@ impl LedgerFile {
                 .collect(),
             duplicated: ledger.duplicated,
             out_of_order: ledger.out_of_order,
+            unread: ledger.unread.clone(),
         }
     }
 
@@ -242,6 +248,7 @@ impl LedgerFile {
                 let mut ledger = ConsumerLedger::default();
                 ledger.duplicated = c.duplicated;
                 ledger.out_of_order = c.out_of_order;
+                ledger.unread = c.unread.clone();
                 for (&producer, set) in &c.received {
                     let producer = producer as usize;
                     if ledger.received.len() <= producer {

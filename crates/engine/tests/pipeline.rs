@@ -368,6 +368,57 @@ fn a_drain_cut_off_while_consumers_still_receive_says_so() {
 }
 
 #[test]
+fn what_the_broker_still_holds_when_the_drain_ends_is_unconsumed_not_lost() {
+    // The same slow consumer, whose broker tells the queue's depth after the drain: what
+    // waits there was not consumed yet, and is no loss.
+    let w = workload("rate: 2000\nwarmup: 0s\nduration: 1s\ndrain_timeout: 300ms");
+    let faults = MockFaults {
+        receive_per_poll: Some(1),
+        tells_unread: true,
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    let s = &out.summary;
+    let missing = s.total.acknowledged - s.total.received;
+    assert!(missing > 100, "{:?}", s.total);
+    assert_eq!(s.integrity.lost, 0, "{:?}", s.integrity);
+    assert_eq!(s.integrity.unconsumed, missing, "{:?}", s.integrity);
+    assert_eq!(
+        s.integrity.unconsumed_evidence.as_deref(),
+        Some("the mock broker's queue length")
+    );
+    assert!(s.is_clean(), "{:?}", s.integrity);
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("not consumed yet, not lost")),
+        "{:?}",
+        s.notes
+    );
+    // Messages the broker never queued (acknowledged, then dropped) are still lost: only
+    // what the queue holds is unconsumed.
+    let faults = MockFaults {
+        receive_per_poll: Some(1),
+        tells_unread: true,
+        drop_every: Some(10),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    let s = &out.summary;
+    let missing = s.total.acknowledged - s.total.received;
+    assert!(s.integrity.unconsumed > 100, "{:?}", s.integrity);
+    assert!(
+        s.integrity.lost.abs_diff(s.total.acknowledged / 10) <= 1,
+        "every 10th acknowledged message was dropped: {:?} {:?}",
+        s.integrity,
+        s.total
+    );
+    assert_eq!(s.integrity.lost + s.integrity.unconsumed, missing);
+}
+
+#[test]
 fn backlog_mode_pauses_consumers_then_drains_and_runs_duration_more() {
     // 2,000 msg/s of 100 B; the backlog asked for is 3,000 messages: built in about 2 s.
     let w = workload(

@@ -129,16 +129,9 @@ impl KafkaDriver {
         shared: bool,
     ) -> Result<BaseConsumer<shared_consumer::Rebalances>, DriverError> {
         let mut config = self.base_config();
-        // A topic this run created holds only this run's messages: reading it from the start
-        // cannot miss the first ones. A reused topic is read from its end.
-        let reset = if topics.iter().all(|t| self.created.iter().any(|c| c == t)) {
-            "earliest"
-        } else {
-            "latest"
-        };
         config
             .set("group.id", group)
-            .set("auto.offset.reset", reset)
+            .set("auto.offset.reset", self.default_offset_reset(topics))
             .set("enable.partition.eof", "false");
         if shared {
             // The range assignor gives each topic's first partitions to the same member of a
@@ -159,6 +152,29 @@ impl KafkaDriver {
             DriverError::Other(format!("subscribing to {}: {e}", topics.join(", ")))
         })?;
         Ok(consumer)
+    }
+
+    /// A topic this run created holds only this run's messages: reading it from the start
+    /// cannot miss the first ones. A reused topic is read from its end.
+    fn default_offset_reset(&self, topics: &[&str]) -> &'static str {
+        if topics.iter().all(|t| self.created.iter().any(|c| c == t)) {
+            "earliest"
+        } else {
+            "latest"
+        }
+    }
+
+    /// Where a new consumer of `topics` starts, for its count of what it left unread.
+    fn start_of(&self, topics: &[&str]) -> shared_consumer::Start {
+        let reset = self
+            .config
+            .consumer_config
+            .get("auto.offset.reset")
+            .map_or(self.default_offset_reset(topics), String::as_str);
+        shared_consumer::Start {
+            from_start: matches!(reset, "earliest" | "smallest" | "beginning"),
+            watermarks: self.base_config(),
+        }
     }
 
     fn new_producer_client(&self) -> Result<Arc<ProducerClient>, DriverError> {
@@ -611,7 +627,8 @@ impl Driver for KafkaDriver {
             self.config.topic_prefix, self.run_id, slot.topic, slot.subscription
         );
         let consumer = self.new_consumer_client(&group, &[topic], false)?;
-        Ok(Box::new(SharedConsumer::new(consumer, &[topic])))
+        let start = self.start_of(&[topic]);
+        Ok(Box::new(SharedConsumer::new(consumer, &[topic], start)))
     }
 
     fn consumers(&self, slots: &[ConsumerSlot]) -> Result<Vec<ConsumerGroup>, DriverError> {
@@ -646,7 +663,11 @@ impl Driver for KafkaDriver {
                 let consumer = self.new_consumer_client(&name, &topics, true)?;
                 Ok(ConsumerGroup {
                     slots: group,
-                    consumer: Box::new(SharedConsumer::new(consumer, &topics)),
+                    consumer: Box::new(SharedConsumer::new(
+                        consumer,
+                        &topics,
+                        self.start_of(&topics),
+                    )),
                 })
             })
             .collect()

@@ -13,14 +13,21 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerContext, Rebalance};
 use rdkafka::message::Message;
-use rdkafka::ClientContext;
+use rdkafka::{ClientContext, Offset};
 
-use brokerbench_driver::{Consumer, Delivery};
+use brokerbench_driver::{Consumer, Delivery, Unread};
 
 use crate::error_kind;
 
 /// How often the consumer reads its assignment.
 const ASSIGNMENT_EVERY: Duration = Duration::from_millis(100);
+
+/// The longest the end-of-run count of unread messages may ask the broker for watermarks.
+const UNREAD_WITHIN: Duration = Duration::from_secs(5);
+
+/// What `unread` reads from the broker.
+const UNREAD_EVIDENCE: &str =
+    "Kafka: each partition's high watermark less the consumer's position in it";
 
 /// A consumer client's context: it notes when the group took partitions away from it (a
 /// rebalance, which can deliver messages again and out of their order).
@@ -51,11 +58,27 @@ pub(crate) struct SharedConsumer {
     /// Backlog mode: fetching is paused for every partition assigned, also those assigned
     /// after the pause (a rebalance).
     paused: bool,
+    start: Start,
+}
+
+/// Where a consumer starts, and how to ask the broker what each partition holds.
+pub(crate) struct Start {
+    /// Whether the consumer starts at each partition's start (auto.offset.reset earliest):
+    /// then a partition it never fetched from holds everything stored there for it.
+    pub(crate) from_start: bool,
+    /// A client of its own asks for the watermarks: the consumer's connection may hold a
+    /// fetch the broker answers only after fetch.wait.max.ms, and requests on one
+    /// connection are answered in order.
+    pub(crate) watermarks: rdkafka::ClientConfig,
 }
 
 impl SharedConsumer {
     /// `consumer`, already subscribed to `topics`; topic `topics[i]` is served as slot `i`.
-    pub(crate) fn new(consumer: BaseConsumer<Rebalances>, topics: &[&str]) -> SharedConsumer {
+    pub(crate) fn new(
+        consumer: BaseConsumer<Rebalances>,
+        topics: &[&str],
+        start: Start,
+    ) -> SharedConsumer {
         SharedConsumer {
             consumer,
             slots: topics
@@ -66,6 +89,7 @@ impl SharedConsumer {
             assigned: vec![0; topics.len()],
             assignment_read: None,
             paused: false,
+            start,
         }
     }
 
@@ -83,6 +107,29 @@ impl SharedConsumer {
             }
         }
         self.assignment_read = Some(Instant::now());
+    }
+
+    /// Messages stored beyond the consumer's position in one partition: its high watermark
+    /// (the offset the next message written gets) less the position (the offset of the next
+    /// message this consumer would fetch). A partition it never fetched from has no position:
+    /// a consumer that starts at the start is behind all it holds (high less low watermark),
+    /// one that starts at the end cannot tell (None). None too when the broker does not
+    /// answer in time.
+    fn unread_in(
+        &self,
+        watermarks: &BaseConsumer,
+        (topic, partition): (&str, i32),
+        position: Offset,
+        deadline: Instant,
+    ) -> Option<u64> {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        let (low, high) = watermarks.fetch_watermarks(topic, partition, left).ok()?;
+        let position = match position {
+            Offset::Offset(position) => position,
+            _ if self.start.from_start => low,
+            _ => return None,
+        };
+        Some(high.saturating_sub(position).max(0) as u64)
     }
 }
 
@@ -132,6 +179,31 @@ impl Consumer for SharedConsumer {
 
     fn assigned(&self, slot: usize) -> usize {
         self.assigned.get(slot).copied().unwrap_or(0)
+    }
+
+    fn unread(&mut self) -> Option<Vec<Unread>> {
+        let deadline = Instant::now() + UNREAD_WITHIN;
+        let positions = self.consumer.position().ok()?;
+        let watermarks: BaseConsumer = self.start.watermarks.create().ok()?;
+        let mut unread = Vec::new();
+        for element in positions.elements() {
+            let Some(&slot) = self.slots.get(element.topic()) else {
+                continue;
+            };
+            let (topic, partition) = (element.topic(), element.partition());
+            unread.push(Unread {
+                slot,
+                place: format!("{topic}/{partition}"),
+                messages: self.unread_in(
+                    &watermarks,
+                    (topic, partition),
+                    element.offset(),
+                    deadline,
+                )?,
+                evidence: UNREAD_EVIDENCE,
+            });
+        }
+        Some(unread)
     }
 
     /// librdkafka's pause: fetching stops, what was prefetched is dropped from the client's

@@ -218,6 +218,14 @@ pub struct Integrity {
     /// queue length limit with drop-head): counted here instead of as lost.
     #[serde(default)]
     pub dropped_by_broker: u64,
+    /// Acknowledged, not received, and still stored beyond the consumers' positions when the
+    /// drain ended (the broker said so): a backlog the consumers had not reached, not a loss.
+    #[serde(default)]
+    pub unconsumed: u64,
+    /// What the broker said that tells unconsumed messages from lost ones (e.g. "Kafka high
+    /// watermarks less the consumer group's positions"); None when no family could tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconsumed_evidence: Option<String>,
 }
 
 impl Integrity {

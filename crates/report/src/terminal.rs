@@ -100,7 +100,12 @@ fn integrity_verdict(integrity: &Integrity, consumers: usize) -> String {
     .filter(|(count, _)| *count > 0)
     .map(|(count, what)| format!("{} {what}", group_thousands(*count)))
     .collect();
-    if problems.is_empty() {
+    if problems.is_empty() && integrity.unconsumed > 0 {
+        format!(
+            "(lossless; {} not yet consumed when the drain ended)",
+            group_thousands(integrity.unconsumed)
+        )
+    } else if problems.is_empty() {
         "(lossless)".to_string()
     } else {
         format!("NOT CLEAN: {}", problems.join(", "))
@@ -276,6 +281,10 @@ pub fn terminal_summary(summary: &Summary) -> String {
         (
             integrity.dropped_by_broker,
             "dropped by the broker (by policy)",
+        ),
+        (
+            integrity.unconsumed,
+            "unconsumed (still stored beyond the consumers' positions)",
         ),
     ] {
         if count > 0 {

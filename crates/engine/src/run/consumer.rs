@@ -94,10 +94,45 @@ pub(super) fn consumer_loop(
             }
         }
     }
-    for recorder in recorders {
+    let unread = unread_by_slot(task.consumer.as_mut(), recorders.len());
+    for (mut recorder, unread) in recorders.into_iter().zip(unread) {
+        recorder.unread(unread);
         recorder.finish();
     }
     close_within(task.consumer, CONSUMER_CLOSE_TIMEOUT);
+}
+
+/// What the broker holds beyond the consumer's positions now that the drain is over, per
+/// slot; every slot None when the client cannot tell.
+fn unread_by_slot(
+    consumer: &mut dyn brokerbench_driver::Consumer,
+    slots: usize,
+) -> Vec<Option<UnreadPlaces>> {
+    let Some(places) = consumer.unread() else {
+        return vec![None; slots];
+    };
+    let mut by_slot: Vec<Option<UnreadPlaces>> = vec![None; slots];
+    for place in places {
+        if let Some(slot) = by_slot.get_mut(place.slot) {
+            let unread = slot.get_or_insert_with(|| UnreadPlaces {
+                evidence: place.evidence.to_string(),
+                places: Default::default(),
+            });
+            unread.places.insert(place.place, place.messages);
+        }
+    }
+    // A slot the client said nothing of holds nothing beyond its positions.
+    by_slot
+        .into_iter()
+        .map(|unread| {
+            unread.or_else(|| {
+                Some(UnreadPlaces {
+                    evidence: String::new(),
+                    places: Default::default(),
+                })
+            })
+        })
+        .collect()
 }
 
 /// Closes a consumer, waiting at most `timeout`: a client whose broker has gone may block in

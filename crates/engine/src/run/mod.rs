@@ -34,7 +34,7 @@ use brokerbench_model::{
     WindowHistograms, Workload,
 };
 
-use crate::ledger::{reconcile, SubscriptionLedger};
+use crate::ledger::{reconcile, SubscriptionLedger, UnreadPlaces};
 use crate::meter::OneMinuteRate;
 use crate::payload::{BodySource, Keys, PayloadError, SharedPayload};
 use crate::recorder::{

@@ -136,6 +136,16 @@ pub(super) fn summarize(
             "shard {shard}: lost, duplicated and out-of-order messages are counted across all shards by `brokerbench merge` (this shard's ledger is in ledger.json)"
         ));
     }
+    if let Some(evidence) = integrity
+        .unconsumed_evidence
+        .as_ref()
+        .filter(|_| integrity.unconsumed > 0)
+    {
+        notes.push(format!(
+            "{} acknowledged messages not received were still stored beyond the consumers' positions when the drain ended ({evidence}): not consumed yet, not lost; a longer drain_timeout or faster consumers would receive them",
+            integrity.unconsumed
+        ));
+    }
     if let (Some(recent), true) = (collected.drain_cut_off, integrity.lost > 0) {
         let drain = format!(
             "the drain ended at its timeout (drain_timeout: {:?})",

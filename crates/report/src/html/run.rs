@@ -670,7 +670,14 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
             ("total.acknowledged", "acknowledged"),
             ("total.failed", "failed"),
             ("total.received", "received (every copy)"),
-            ("integrity.lost", "lost (acknowledged, never received)"),
+            (
+                "integrity.lost",
+                "lost (acknowledged, and the consumers moved past it)",
+            ),
+            (
+                "integrity.unconsumed",
+                "unconsumed (still stored beyond the consumers' positions)",
+            ),
             ("integrity.duplicated", "duplicated"),
             ("integrity.out_of_order", "out of order"),
             (
