@@ -1,73 +1,21 @@
 //! The comparison report of two results folders that are both called `out`: the table's
 //! header and every chart's legend name each run by what differs, or by the given labels.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use brokerbench_model::*;
 use brokerbench_report::html::comparison_report;
 use brokerbench_report::*;
 
-const START_NS: u64 = 1_795_317_554_000_000_000;
-const SECOND: u64 = 1_000_000_000;
+mod support;
 
-fn row(second: u64, latency_us: u64) -> IntervalRow {
-    let mut publish = new_histogram();
-    let mut end_to_end = new_histogram();
-    for i in 1..=100 {
-        record_clamped(&mut publish, latency_us * 1_000 * i / 50);
-        record_clamped(&mut end_to_end, latency_us * 2_000 * i / 50);
-    }
-    IntervalRow {
-        second,
-        phase: Phase::Measurement,
-        start_ns: START_NS + second * SECOND,
-        sent: 100,
-        acknowledged: 100,
-        failed: 0,
-        received: 100,
-        bytes_acknowledged: 10_000,
-        bytes_received: 10_000,
-        backlog: Some(0),
-        acknowledged_rate_1m: 0.0,
-        publish,
-        end_to_end,
-        schedule_lag: new_histogram(),
-        schedule_lag_max_ns: 1_000,
-        disconnected_producers: 0,
-    }
-}
+use support::{SECOND, START_NS};
 
+/// A complete run at `rate`, three seconds long.
 fn summary(rate: f64) -> Summary {
-    Summary {
-        status: RunStatus::Complete,
-        workload: "quickstart".into(),
-        driver: "kafka".into(),
-        mode: "open-loop".into(),
-        target_rate: Some(rate),
-        measurement_s: 3.0,
-        window: Counts::default(),
-        total: Counts::default(),
-        throughput: Throughput {
-            acknowledged_per_s: rate,
-            ..Throughput::default()
-        },
-        latency: Latencies::default(),
-        integrity: Integrity::default(),
-        consumers: vec![],
-        errors: BTreeMap::new(),
-        not_sent_at_window_end: 0,
-        client: ClientCost::default(),
-        resources: None,
-        broker_metrics: None,
-        client_bound: false,
-        broker_bound: false,
-        notes: vec![],
-        backlog: None,
-        outages: Vec::new(),
-        stalls: Vec::new(),
-        blocks: Vec::new(),
-    }
+    let mut summary = support::summary(RunStatus::Complete, rate, 3.0);
+    summary.throughput.acknowledged_per_s = rate;
+    summary
 }
 
 /// A complete three-second run at `rate` in `parent/out`.
@@ -78,7 +26,8 @@ fn run_in(parent: &Path, rate: u64, latency_us: u64) -> PathBuf {
     manifest.driver = serde_json::json!({"driver": "kafka", "producer_config": {"acks": "all"}});
     let mut folder = ResultsFolder::create(&dir, manifest).unwrap();
     for second in 0..3 {
-        folder.interval(&row(second, latency_us));
+        let latencies: Vec<u64> = (1..=100).map(|i| latency_us * i / 50).collect();
+        folder.interval(&support::row(second, Phase::Measurement, &latencies));
     }
     folder
         .finish(&summary(rate as f64), START_NS + 3 * SECOND)

@@ -1,7 +1,6 @@
 //! The results folder as the CLI uses it: create, observe rows, finish or fail or be killed;
 //! then read every file back the way a user's tools would.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
@@ -12,8 +11,9 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 
-const START_NS: u64 = 1_795_317_554_000_000_000;
-const SECOND: u64 = 1_000_000_000;
+mod support;
+
+use support::{row, summary, SECOND, START_NS};
 
 fn manifest() -> Manifest {
     let mut manifest = Manifest::new("0.1.0", "run-1", START_NS);
@@ -31,62 +31,6 @@ fn manifest() -> Manifest {
         managed: true,
     });
     manifest
-}
-
-fn row(second: u64, phase: Phase, latencies_us: &[u64]) -> IntervalRow {
-    let mut publish = new_histogram();
-    let mut end_to_end = new_histogram();
-    for us in latencies_us {
-        record_clamped(&mut publish, us * 1_000);
-        record_clamped(&mut end_to_end, us * 2_000);
-    }
-    IntervalRow {
-        second,
-        phase,
-        start_ns: START_NS + second * SECOND,
-        sent: latencies_us.len() as u64,
-        acknowledged: latencies_us.len() as u64,
-        failed: 0,
-        received: latencies_us.len() as u64,
-        bytes_acknowledged: 100 * latencies_us.len() as u64,
-        bytes_received: 100 * latencies_us.len() as u64,
-        backlog: Some(0),
-        acknowledged_rate_1m: 0.0,
-        publish,
-        end_to_end,
-        schedule_lag: new_histogram(),
-        schedule_lag_max_ns: 1_000,
-        disconnected_producers: 0,
-    }
-}
-
-fn summary(status: RunStatus) -> Summary {
-    Summary {
-        status,
-        workload: "quickstart".into(),
-        driver: "kafka".into(),
-        mode: "open-loop".into(),
-        target_rate: Some(1000.0),
-        measurement_s: 2.0,
-        window: Counts::default(),
-        total: Counts::default(),
-        throughput: Throughput::default(),
-        latency: Latencies::default(),
-        integrity: Integrity::default(),
-        consumers: vec![],
-        errors: BTreeMap::new(),
-        not_sent_at_window_end: 0,
-        client: ClientCost::default(),
-        resources: None,
-        broker_metrics: None,
-        client_bound: false,
-        broker_bound: false,
-        notes: vec![],
-        backlog: None,
-        outages: Vec::new(),
-        stalls: Vec::new(),
-        blocks: Vec::new(),
-    }
 }
 
 fn read_manifest(dir: &Path) -> serde_json::Value {
@@ -148,7 +92,10 @@ fn complete_run_writes_every_file() {
         }
     }
     folder
-        .finish(&summary(RunStatus::Complete), START_NS + 4 * SECOND)
+        .finish(
+            &summary(RunStatus::Complete, 1000.0, 2.0),
+            START_NS + 4 * SECOND,
+        )
         .unwrap();
 
     let after = read_manifest(&dir);
@@ -159,7 +106,7 @@ fn complete_run_writes_every_file() {
     assert_eq!(after["driver"]["producer_config"]["sasl.password"], "***");
 
     let back: Summary = serde_json::from_slice(&fs::read(dir.join(SUMMARY_FILE)).unwrap()).unwrap();
-    assert_eq!(back, summary(RunStatus::Complete));
+    assert_eq!(back, summary(RunStatus::Complete, 1000.0, 2.0));
 
     let csv = fs::read_to_string(dir.join(TIMESERIES_FILE)).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
@@ -280,7 +227,7 @@ fn extra_exports_are_written_atomically() {
     let parent = tempfile::tempdir().unwrap();
     let folder = ResultsFolder::create(&parent.path().join("run"), manifest()).unwrap();
     let path = folder
-        .write_export(&Text, &summary(RunStatus::Complete))
+        .write_export(&Text, &summary(RunStatus::Complete, 1000.0, 2.0))
         .unwrap();
     assert!(fs::read_to_string(path)
         .unwrap()
