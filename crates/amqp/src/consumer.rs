@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 const ACK_AT_LEAST_EVERY: Duration = Duration::from_millis(100);
 
 use crate::config::{AckMode, RabbitMqDriverConfig};
-use brokerbench_driver::{Consumer, Delivery, DriverError, Redial};
+use brokerbench_driver::{Consumer, Delivery, DriverError, Redial, Unread};
 
 use crate::naming::{consume_arguments, TopicNames};
 use crate::session::{Channel, Deliveries, Session, ADMIN_TIMEOUT, CONNECTION_CLOSED};
@@ -281,6 +281,30 @@ impl Consumer for AmqpConsumer {
     fn assigned(&self, _slot: usize) -> usize {
         // consume-ok arrived (or `new` failed), and the consumer was not cancelled or lost.
         usize::from(self.reported.is_none() && self.failure().is_none())
+    }
+
+    /// The queue's ready messages once this consumer is cancelled, plus the deliveries then
+    /// on their way to it (see [`crate::unread`] for the order and why); None for a stream
+    /// queue, or when the channel is gone or the broker does not answer.
+    fn unread(&mut self) -> Option<Vec<Unread>> {
+        if self.dialer.config.queue.kind == crate::config::QueueKind::Stream
+            || self.reported.is_some()
+            || self.failure().is_some()
+        {
+            return None;
+        }
+        self.set_consuming(false).ok()?;
+        let on_their_way = {
+            let mut inbox = self.channel.state().inbox();
+            let arrived = inbox.deliveries.len() as u64;
+            // Never handed over now that the drain is over; their tags stay unacknowledged
+            // (Drop acknowledges only up to `last_tag`), so closing the channel requeues them.
+            inbox.deliveries.clear();
+            arrived
+        };
+        let ready = crate::unread::ready_messages(&mut self.channel, &self.queue).ok()?;
+        let held = if self.manual { on_their_way } else { 0 };
+        Some(crate::unread::of_queue(&self.queue, ready + held))
     }
 }
 
