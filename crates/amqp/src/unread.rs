@@ -6,16 +6,22 @@
 //! 1. basic.cancel first. Until its cancel-ok, the broker goes on moving messages from ready
 //!    to this channel's unacknowledged ones, so a depth read before it would miss what is on
 //!    its way. Frames on one channel arrive in order: once cancel-ok is read, every delivery
-//!    the broker sent this consumer is in the channel's inbox.
-//! 2. Those deliveries are counted, not requeued: with manual acknowledgements they stay
-//!    unacknowledged, so the broker still stores them (it returns them to the queue when the
-//!    channel closes), yet no queue depth counts them (message_count is ready messages only).
-//!    Requeueing them first (basic.nack) and reading the depth after would race on a quorum
-//!    queue, whose returns are applied through its log after the nack's channel moves on.
-//!    With automatic acknowledgements the broker forgot them when it sent them: not counted.
-//! 3. Then queue.declare passive: message_count is the queue's ready messages, which no
-//!    consumer of this run has received. Messages a length limit discarded are not among them,
-//!    so they stay missing and are told as dropped by the broker.
+//!    the broker sent this consumer before it is in the channel's inbox.
+//! 2. queue.declare passive: message_count is the queue's ready messages, which no consumer
+//!    of this run has received. Messages a length limit discarded are not among them, so they
+//!    stay missing and are told as dropped by the broker.
+//! 3. The deliveries in the inbox once the declare-ok is read are added, not requeued: with
+//!    manual acknowledgements they stay unacknowledged, so the broker still stores them (it
+//!    returns them to the queue when the channel closes), yet message_count does not count
+//!    them. With automatic acknowledgements the broker forgot them when it sent them: not
+//!    counted (they are lost to the run).
+//!
+//! A quorum queue's message_count is its ready messages too, but a cancelled consumer's
+//! checked-out messages are neither ready nor sent to it (measured with prefetch 5: 5 lost,
+//! none arrived). So there the handed-over deliveries are acknowledged, the consuming channel
+//! is closed (which returns the rest to the queue) and the depth is read on a new channel
+//! until two reads agree; a return applied later still would be counted lost (never the
+//! other way round).
 //!
 //! Members of one subscription that share a queue each say its depth plus their own
 //! deliveries; the ledger takes the largest, which can only under-count (another member's
