@@ -92,6 +92,7 @@ pub mod omb;
 pub mod probe;
 mod producer;
 pub mod session;
+mod unread;
 pub mod wire;
 
 pub use family::{RabbitMqFamily, FAMILY};

@@ -147,6 +147,11 @@ impl Channel {
         &self.session
     }
 
+    /// The channel's connection, to open another channel on it.
+    pub fn session_handle(&self) -> Arc<Session> {
+        self.session.clone()
+    }
+
     pub fn state(&self) -> &ChannelState {
         &self.state
     }
