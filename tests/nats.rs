@@ -304,9 +304,10 @@ fn held_by_subscription(members: [&mut Box<dyn Consumer>; 2]) -> (u64, Vec<Strin
 fn a_durable_consumer_holds_beyond_its_position_exactly_what_its_members_did_not_receive() {
     let _turn = serial();
     let address = nats();
-    // By construction, not by a slow machine: the stream holds every message before the
-    // consumers start; one member receives from one pull (of at most pull_batch) while more
-    // deliveries may wait in its socket, the other never polls.
+    // By construction, not by a slow machine: one member asks for pull_batch messages while
+    // the stream is empty and is not polled again, so the first messages published reach its
+    // client and are never handed on (unless its request expires first, after 1 s); the other
+    // receives from one pull (of at most pull_batch) while more may wait in its socket.
     let published = 1000;
     for ack_policy in ["explicit", "none"] {
         let config: NatsDriverConfig =
@@ -325,15 +326,18 @@ fn a_durable_consumer_holds_beyond_its_position_exactly_what_its_members_did_not
             shard: None,
         };
         driver.prepare(&topology).unwrap();
-        publish_acknowledged(&driver, published);
         let slot = |member| ConsumerSlot {
             topic: 0,
             subscription: 0,
             member,
         };
-        let mut reader = driver.consumer(slot(0)).unwrap();
-        let mut idle = driver.consumer(slot(1)).unwrap();
+        let mut prefetcher = driver.consumer(slot(1)).unwrap();
         let mut received = 0;
+        prefetcher
+            .poll(Duration::ZERO, &mut |_| received += 1)
+            .unwrap();
+        publish_acknowledged(&driver, published);
+        let mut reader = driver.consumer(slot(0)).unwrap();
         while received == 0 {
             reader
                 .poll(Duration::from_millis(100), &mut |_| received += 1)
@@ -344,7 +348,7 @@ fn a_durable_consumer_holds_beyond_its_position_exactly_what_its_members_did_not
             // acks the server has not processed yet (see unread.rs), so they are given time.
             std::thread::sleep(Duration::from_millis(500));
         }
-        let (held, evidence) = held_by_subscription([&mut reader, &mut idle]);
+        let (held, evidence) = held_by_subscription([&mut reader, &mut prefetcher]);
         assert!(received < published, "{ack_policy}: {received}");
         assert_eq!(held, published - received, "{ack_policy}: {evidence:?}");
         assert!(
