@@ -1,14 +1,15 @@
 //! A member of a durable pull consumer: keeps pull requests outstanding so the server always
 //! has room to deliver, acknowledges each delivery (ack policy explicit) by publishing to its
 //! reply subject, and counts status messages (408 expired requests) out of the outstanding
-//! total.
+//! total. Once the drain is over it asks the server what the durable consumer still holds
+//! beyond its position (`unread`).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use brokerbench_driver::{Consumer, Delivery};
+use brokerbench_driver::{Consumer, Delivery, Unread};
 
 use crate::config::{AckPolicy, NatsDriverConfig, NatsUrl};
-use crate::conn::{write_publish, Conn, Reconnector};
+use crate::conn::{write_publish, Conn, Msg, Reconnector};
 
 /// How long a pull request waits on the server for messages.
 const PULL_EXPIRES_NS: u64 = 1_000_000_000;
@@ -16,6 +17,10 @@ const PULL_EXPIRES_NS: u64 = 1_000_000_000;
 pub struct NatsConsumer {
     conn: Conn,
     next_subject: Vec<u8>,
+    /// `$JS.API.CONSUMER.INFO.<stream>.<durable>`, asked by `unread`.
+    info_subject: Vec<u8>,
+    /// `<stream>/<durable>`: the place every member of the subscription reads.
+    place: String,
     inbox: Vec<u8>,
     pull: Vec<u8>,
     batch: u64,
@@ -40,6 +45,8 @@ impl NatsConsumer {
         NatsConsumer {
             conn,
             next_subject: format!("$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}").into_bytes(),
+            info_subject: format!("$JS.API.CONSUMER.INFO.{stream}.{durable}").into_bytes(),
+            place: format!("{stream}/{durable}"),
             inbox: inbox.into_bytes(),
             pull: format!("{{\"batch\":{batch},\"expires\":{PULL_EXPIRES_NS}}}").into_bytes(),
             batch,
@@ -101,7 +108,71 @@ fn header(block: &[u8], name: &[u8]) -> Option<u64> {
     })
 }
 
+/// A status message (NATS/1.0 408 Request Timeout, 404 No Messages, 409 ..., 100 idle
+/// heartbeat): its code, after taking what its pull request left unfilled off `outstanding`.
+/// None for a delivery.
+fn status<'a>(msg: &Msg<'a>, outstanding: &mut u64) -> Option<&'a [u8]> {
+    let headers = msg.headers.filter(|_| msg.payload.is_empty())?;
+    let code = headers.get(9..12).unwrap_or_default();
+    if code == b"100" {
+        return Some(code);
+    }
+    match header(headers, b"Nats-Pending-Messages") {
+        Some(left) => *outstanding = outstanding.saturating_sub(left),
+        None => *outstanding = 0,
+    }
+    Some(code)
+}
+
 impl NatsConsumer {
+    /// Ack policy none: waits until every pull request is answered (filled, or expired after
+    /// PULL_EXPIRES_NS), so that the server sends nothing more, and counts the deliveries that
+    /// arrive meanwhile: they reached this client and are not handed on, and the server, which
+    /// forgets a delivery once sent, no longer counts them. None if not answered by `deadline`.
+    fn settle_pulls(&mut self, deadline: Instant) -> Option<u64> {
+        let mut arrived = 0;
+        while self.outstanding > 0 {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            let outstanding = &mut self.outstanding;
+            self.conn
+                .poll(left, &mut |msg, _| {
+                    if status(&msg, outstanding).is_none() {
+                        *outstanding = outstanding.saturating_sub(1);
+                        arrived += 1;
+                    }
+                })
+                .ok()?;
+        }
+        Some(arrived)
+    }
+
+    /// The server's `CONSUMER.INFO` answer for this member's durable consumer, asked on the
+    /// consumer's own connection (the server answers API requests apart from pull requests),
+    /// and the deliveries that arrived before it; they are neither handed on nor acknowledged.
+    fn consumer_info(&mut self, deadline: Instant) -> Option<(serde_json::Value, u64)> {
+        let reply = [self.inbox.as_slice(), b".info"].concat();
+        self.conn.subscribe(std::str::from_utf8(&reply).ok()?, 2);
+        self.conn
+            .publish(&self.info_subject, Some(&reply), None, b"")
+            .ok()?;
+        let mut answer: Option<Option<serde_json::Value>> = None;
+        let mut late = 0;
+        while answer.is_none() {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            let outstanding = &mut self.outstanding;
+            self.conn
+                .poll(left, &mut |msg, _| {
+                    if msg.subject == reply.as_slice() {
+                        answer = Some(serde_json::from_slice(msg.payload).ok());
+                    } else if status(&msg, outstanding).is_none() {
+                        late += 1;
+                    }
+                })
+                .ok()?;
+        }
+        Some((answer.flatten()?, late))
+    }
+
     fn pull_and_receive(
         &mut self,
         timeout: Duration,
@@ -117,17 +188,8 @@ impl NatsConsumer {
         let ack = self.ack;
         let mut status_error = None;
         self.conn.poll(timeout, &mut |msg, out| {
-            if let Some(headers) = msg.headers.filter(|_| msg.payload.is_empty()) {
-                // A status message: NATS/1.0 408 Request Timeout, 404 No Messages, 409 ...
-                let code = headers.get(9..12).unwrap_or_default();
-                if code == b"100" {
-                    return; // idle heartbeat
-                }
-                match header(headers, b"Nats-Pending-Messages") {
-                    Some(left) => *outstanding = outstanding.saturating_sub(left),
-                    None => *outstanding = 0,
-                }
-                if code != b"408" && code != b"404" {
+            if let Some(code) = status(&msg, outstanding) {
+                if code != b"100" && code != b"408" && code != b"404" {
                     status_error = Some(format!("status_{}", String::from_utf8_lossy(code)));
                 }
                 return;
@@ -174,5 +236,27 @@ impl Consumer for NatsConsumer {
 
     fn assigned(&self, _slot: usize) -> usize {
         1
+    }
+
+    fn unread(&mut self) -> Option<Vec<Unread>> {
+        if self.broken {
+            return None;
+        }
+        let deadline = Instant::now() + crate::unread::UNREAD_WITHIN;
+        let mut in_client = 0;
+        if !self.ack {
+            in_client = self.settle_pulls(deadline)?;
+        }
+        let (info, late) = self.consumer_info(deadline)?;
+        let client = String::from_utf8_lossy(&self.inbox);
+        let held = crate::unread::held(&info, self.ack, in_client + late, (&self.place, &client))?;
+        let evidence = crate::unread::evidence(self.ack);
+        let unread = held.into_iter().map(|(place, messages)| Unread {
+            slot: 0,
+            place,
+            messages,
+            evidence,
+        });
+        Some(unread.collect())
     }
 }

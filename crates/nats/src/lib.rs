@@ -13,6 +13,7 @@ mod family;
 pub mod managed;
 pub mod omb;
 mod producer;
+mod unread;
 
 use std::time::Duration;
 
