@@ -196,7 +196,7 @@ fn steady_kafka_run(rate: &str, extra: &[&str]) -> (BTreeMap<String, Vec<f64>>, 
     let ledger = s["throughput"]["acknowledged_per_s"].as_f64().unwrap();
     let broker = &columns["messages_in_per_second"];
     assert!(
-        (mean(broker) - ledger).abs() < rate_slack(s, ledger),
+        (mean(broker) - ledger).abs() < rate_slack(&s, ledger),
         "the broker's messages in per second {broker:?}, brokerbench acknowledged {ledger}/s"
     );
     let r = &s["resources"]["broker"];
