@@ -271,6 +271,54 @@ fn every_relative_link_in_the_docs_resolves() {
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
 
+/// The repository paths a text names in inline code (`crates/…`, `scripts/…`, `workloads/…`,
+/// `studies/…`, `bench/…`, `docs/…`), with their line numbers: the paths a reader would open.
+fn named_paths(text: &str) -> Vec<(usize, String)> {
+    const ROOTS: [&str; 6] = [
+        "crates/",
+        "scripts/",
+        "workloads/",
+        "studies/",
+        "bench/",
+        "docs/",
+    ];
+    let mut paths = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        for span in line.split('`').skip(1).step_by(2) {
+            let path = span.split_whitespace().next().unwrap_or_default();
+            let plain = !path.contains(['*', '<', '{', '$', '…']);
+            if plain && ROOTS.iter().any(|r| path.starts_with(r)) {
+                paths.push((i + 1, path.trim_end_matches([':', ',', '.']).to_string()));
+            }
+        }
+    }
+    paths
+}
+
+#[test]
+fn every_repository_path_the_docs_name_exists() {
+    let mut stale = Vec::new();
+    let mut checked = 0;
+    for file in documents() {
+        for (line, path) in named_paths(&read(&file)) {
+            checked += 1;
+            let path = path.split(['#', ':']).next().unwrap_or_default();
+            if !root().join(path).exists() {
+                stale.push(format!("{}:{line}: {path}", shown(&file)));
+            }
+        }
+    }
+    assert!(
+        checked > 20,
+        "only {checked} paths found: is the reader broken?"
+    );
+    assert!(
+        stale.is_empty(),
+        "paths that do not exist:\n{}",
+        stale.join("\n")
+    );
+}
+
 #[test]
 fn every_page_of_the_book_is_in_its_summary() {
     let src = root().join("docs/src");

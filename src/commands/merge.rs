@@ -12,13 +12,13 @@ use anyhow::Context;
 use brokerbench_engine::ledger::reconcile;
 use brokerbench_engine::shard::LedgerFile;
 use brokerbench_model::{
-    new_histogram, ClientCost, Counts, IntervalRow, Latencies, LatencySummary, Phase, RunObserver,
-    RunStatus, Summary, Throughput, WindowHistograms,
+    new_histogram, ClientCost, Counts, IntervalRow, Latencies, Phase, RunObserver, RunStatus,
+    Summary, Throughput, WindowHistograms,
 };
 use brokerbench_report::{Manifest, OmbHeader, OmbResult, ResultsFolder, Tee, OMB_RESULT_FILE};
 use hdrhistogram::Histogram;
 
-use super::run::{ShardFile, LEDGER_FILE, SHARD_FILE};
+use super::run_shard::{ShardFile, LEDGER_FILE, SHARD_FILE};
 use crate::BadInput;
 
 /// The per-shard table, beside summary.json.
@@ -315,95 +315,133 @@ fn merged_summary(
     histograms: &WindowHistograms,
 ) -> anyhow::Result<Summary> {
     let base = &shards[0].summary;
-    let mut window = Counts::default();
-    let mut total = Counts::default();
-    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut user, mut system, mut rss) = (0.0, 0.0, 0u64);
-    let mut consumers = Vec::new();
-    let (mut outages, mut stalls, mut blocks) = (Vec::new(), Vec::new(), Vec::new());
-    let mut status = RunStatus::Complete;
-    for s in shards {
-        let summary = &s.summary;
-        window.add(&summary.window);
-        total.add(&summary.total);
-        for (kind, n) in &summary.errors {
-            *errors.entry(kind.clone()).or_default() += n;
-        }
-        user += summary.client.cpu_user_s;
-        system += summary.client.cpu_system_s;
-        rss = rss.max(summary.client.peak_rss_bytes);
-        consumers.extend(summary.consumers.iter().cloned());
-        // One broker event seen by several shards is one event.
-        for o in &summary.outages {
-            if !outages
-                .iter()
-                .any(|x: &brokerbench_model::Outage| same_second(x.start_s, o.start_s))
-            {
-                outages.push(o.clone());
-            }
-        }
-        for t in &summary.stalls {
-            if !stalls
-                .iter()
-                .any(|x: &brokerbench_model::Stall| same_second(x.start_s, t.start_s))
-            {
-                stalls.push(t.clone());
-            }
-        }
-        for b in &summary.blocks {
-            if !blocks
-                .iter()
-                .any(|x: &brokerbench_model::Block| same_second(x.start_s, b.start_s))
-            {
-                blocks.push(b.clone());
-            }
-        }
-        if summary.status == RunStatus::Interrupted || s.manifest.status == RunStatus::Interrupted {
-            status = RunStatus::Interrupted;
-        }
-    }
-    consumers.sort_by_key(|c| (c.topic, c.subscription, c.member));
-    let measurement_s = shards
+    let summaries: Vec<&Summary> = shards.iter().map(|s| &s.summary).collect();
+    let tally = Tally::of(&summaries);
+    let measurement_s = summaries
         .iter()
-        .map(|s| s.summary.measurement_s)
+        .map(|s| s.measurement_s)
         .fold(0.0, f64::max);
-    let per_s = |n: u64| {
-        if measurement_s > 0.0 {
-            n as f64 / measurement_s
-        } else {
-            0.0
-        }
-    };
-    let confirms = window.acknowledged > 0 || window.sent == 0;
+    let confirms = tally.window.acknowledged > 0 || tally.window.sent == 0;
     let messages = if confirms {
-        window.acknowledged
+        tally.window.acknowledged
     } else {
-        window.sent
+        tally.window.sent
     };
     let ledgers: Vec<LedgerFile> = shards.iter().map(|s| s.ledger.clone()).collect();
     let (producers, subscriptions, foreign) =
         LedgerFile::join(&ledgers).map_err(|e| anyhow::anyhow!("{LEDGER_FILE}: {e}"))?;
     let mut integrity = reconcile(&producers, &subscriptions, foreign);
-    let mut notes = Vec::new();
-    notes.push(format!(
+    let mut notes = merge_notes(shards, &mut integrity);
+    notes.extend(shard_notes(shards));
+    if base.resources.is_some() {
+        notes.push(
+            "resources are shard 0's view (the broker, its host, its own client); every shard's client CPU and memory: shards.csv".into(),
+        );
+    }
+    let interrupted = shards.iter().any(|s| {
+        s.summary.status == RunStatus::Interrupted || s.manifest.status == RunStatus::Interrupted
+    });
+    Ok(Summary {
+        status: if interrupted {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Complete
+        },
+        workload: base.workload.clone(),
+        driver: base.driver.clone(),
+        mode: base.mode.clone(),
+        target_rate: summaries.iter().map(|s| s.target_rate).sum::<Option<f64>>(),
+        measurement_s,
+        throughput: Throughput::of(&tally.window, measurement_s),
+        window: tally.window,
+        total: tally.total,
+        latency: Latencies::of(histograms),
+        integrity,
+        consumers: tally.consumers,
+        errors: tally.errors,
+        not_sent_at_window_end: summaries.iter().map(|s| s.not_sent_at_window_end).sum(),
+        client: ClientCost::of(
+            tally.cpu_user_s,
+            tally.cpu_system_s,
+            tally.peak_rss,
+            messages,
+        ),
+        resources: base.resources.clone(),
+        broker_metrics: merged_broker_metrics(&summaries),
+        client_bound: summaries.iter().any(|s| s.client_bound),
+        broker_bound: summaries.iter().any(|s| s.broker_bound),
+        notes,
+        backlog: None,
+        outages: union_by_second(summaries.iter().map(|s| &s.outages), |o| o.start_s),
+        stalls: union_by_second(summaries.iter().map(|s| &s.stalls), |t| t.start_s),
+        blocks: union_by_second(summaries.iter().map(|s| &s.blocks), |b| b.start_s),
+    })
+}
+
+/// The shards' counts, errors, consumers and client cost added up.
+#[derive(Default)]
+struct Tally {
+    window: Counts,
+    total: Counts,
+    errors: BTreeMap<String, u64>,
+    consumers: Vec<brokerbench_model::ConsumerShare>,
+    cpu_user_s: f64,
+    cpu_system_s: f64,
+    /// The largest shard's.
+    peak_rss: u64,
+}
+
+impl Tally {
+    fn of(summaries: &[&Summary]) -> Self {
+        let mut tally = Tally::default();
+        for summary in summaries {
+            tally.window.add(&summary.window);
+            tally.total.add(&summary.total);
+            for (kind, n) in &summary.errors {
+                *tally.errors.entry(kind.clone()).or_default() += n;
+            }
+            tally.cpu_user_s += summary.client.cpu_user_s;
+            tally.cpu_system_s += summary.client.cpu_system_s;
+            tally.peak_rss = tally.peak_rss.max(summary.client.peak_rss_bytes);
+            tally.consumers.extend(summary.consumers.iter().cloned());
+        }
+        tally
+            .consumers
+            .sort_by_key(|c| (c.topic, c.subscription, c.member));
+        tally
+    }
+}
+
+/// The shards' events, one broker event seen by several shards (starting in the same
+/// second) counted once.
+fn union_by_second<'a, T: Clone + 'a>(
+    per_shard: impl Iterator<Item = &'a Vec<T>>,
+    start_s: impl Fn(&T) -> f64,
+) -> Vec<T> {
+    let mut events: Vec<T> = Vec::new();
+    for event in per_shard.flatten() {
+        if !events
+            .iter()
+            .any(|e| same_second(start_s(e), start_s(event)))
+        {
+            events.push(event.clone());
+        }
+    }
+    events
+}
+
+/// What the merge itself tells: where the summary comes from, drains cut off, drops by
+/// policy, shards lost, clocks apart, shards interrupted before their window ended.
+fn merge_notes(
+    shards: &[ShardFolder],
+    integrity: &mut brokerbench_model::Integrity,
+) -> Vec<String> {
+    let mut notes = vec![format!(
         "merged from {} shards of run '{}' by `brokerbench merge`: histograms added, counts summed, the delivery ledgers joined; per shard: {SHARDS_FILE}",
         shards.len(),
         shards[0].shard.run_id
-    ));
-    let cut_off: Vec<(u32, u64)> = shards
-        .iter()
-        .filter_map(|s| s.ledger.drain_cut_off.map(|recent| (s.shard.shard, recent)))
-        .collect();
-    if integrity.lost > 0 && !cut_off.is_empty() {
-        let still = cut_off.iter().filter(|(_, recent)| *recent > 0).count();
-        let which: Vec<String> = cut_off.iter().map(|(i, _)| i.to_string()).collect();
-        notes.push(format!(
-            "the drain of shard {} ended at its timeout{}: some of the {} acknowledged messages not received may only have been late; a longer drain_timeout tells them apart",
-            which.join(", "),
-            if still > 0 { " while its consumers were still receiving" } else { "" },
-            integrity.lost
-        ));
-    }
+    )];
+    notes.extend(cut_off_note(shards, integrity.lost));
     if let Some(reason) = shards.iter().find_map(|s| s.ledger.drop_policy.clone()) {
         notes.extend(integrity.dropped_by_policy(&reason));
     }
@@ -417,26 +455,49 @@ fn merged_summary(
             lost_shards.join(", ")
         ));
     }
-    let worst = shards
-        .iter()
-        .max_by_key(|s| s.shard.clock.offset_ns.unsigned_abs())
-        .map(|s| (s.shard.shard, s.shard.clock));
-    if let Some((shard, clock)) = worst {
-        if clock.offset_ns.abs() > OFFSET_WARNING_NS {
-            notes.push(format!(
-                "CLOCKS APART: shard {shard}'s clock is {:.2} ms from shard 0's (± {:.2} ms): end-to-end latency of messages sent on one shard and received on another is off by up to that much",
-                clock.offset_ns as f64 / 1e6,
-                clock.round_trip_ns as f64 / 2e6
-            ));
-        }
-    }
+    notes.extend(clock_note(shards));
     for s in shards.iter().filter(|s| s.window.is_empty()) {
         notes.push(format!(
             "shard {} was interrupted before its measurement window ended: its latencies are not in the window's percentiles (its counts are)",
             s.shard.shard
         ));
     }
-    // Each shard's own notes, said once with the shards that gave them.
+    notes
+}
+
+/// Drains that ended at their timeout, when messages are missing.
+fn cut_off_note(shards: &[ShardFolder], lost: u64) -> Option<String> {
+    let cut_off: Vec<(u32, u64)> = shards
+        .iter()
+        .filter_map(|s| s.ledger.drain_cut_off.map(|recent| (s.shard.shard, recent)))
+        .collect();
+    if lost == 0 || cut_off.is_empty() {
+        return None;
+    }
+    let still = cut_off.iter().filter(|(_, recent)| *recent > 0).count();
+    let which: Vec<String> = cut_off.iter().map(|(i, _)| i.to_string()).collect();
+    Some(format!(
+        "the drain of shard {} ended at its timeout{}: some of the {lost} acknowledged messages not received may only have been late; a longer drain_timeout tells them apart",
+        which.join(", "),
+        if still > 0 { " while its consumers were still receiving" } else { "" },
+    ))
+}
+
+/// The shard whose clock is furthest from shard 0's, when that is far enough to matter.
+fn clock_note(shards: &[ShardFolder]) -> Option<String> {
+    let worst = shards
+        .iter()
+        .max_by_key(|s| s.shard.clock.offset_ns.unsigned_abs())?;
+    let (shard, clock) = (worst.shard.shard, worst.shard.clock);
+    (clock.offset_ns.abs() > OFFSET_WARNING_NS).then(|| format!(
+        "CLOCKS APART: shard {shard}'s clock is {:.2} ms from shard 0's (± {:.2} ms): end-to-end latency of messages sent on one shard and received on another is off by up to that much",
+        clock.offset_ns as f64 / 1e6,
+        clock.round_trip_ns as f64 / 2e6
+    ))
+}
+
+/// Each shard's own notes, said once with the shards that gave them.
+fn shard_notes(shards: &[ShardFolder]) -> Vec<String> {
     let mut by_text: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     for s in shards {
         for note in &s.summary.notes {
@@ -447,83 +508,32 @@ fn merged_summary(
             }
         }
     }
-    for (text, from) in by_text {
-        let from: Vec<String> = from.iter().map(u32::to_string).collect();
-        let which = if from.len() > 1 { "shards" } else { "shard" };
-        notes.push(format!("{which} {}: {text}", from.join(", ")));
-    }
-    let mut broker_metrics = base.broker_metrics.clone();
-    if let Some(m) = broker_metrics.as_mut() {
-        // What every shard counted, set against the broker's count (shard 0's reading).
-        let counted: u64 = shards
-            .iter()
-            .filter_map(|s| s.summary.broker_metrics.as_ref())
-            .map(|b| b.messages_counted_by_brokerbench)
-            .sum();
-        m.messages_counted_by_brokerbench = counted;
-        m.disagreement_pct = m
-            .messages_in
-            .filter(|_| counted > 0)
-            .map(|n| (n as f64 - counted as f64).abs() / counted as f64 * 100.0);
-    }
-    if shards[0].summary.resources.is_some() {
-        notes.push(
-            "resources are shard 0's view (the broker, its host, its own client); every shard's client CPU and memory: shards.csv".into(),
-        );
-    }
-    Ok(Summary {
-        status,
-        workload: base.workload.clone(),
-        driver: base.driver.clone(),
-        mode: base.mode.clone(),
-        target_rate: shards
-            .iter()
-            .map(|s| s.summary.target_rate)
-            .sum::<Option<f64>>(),
-        measurement_s,
-        throughput: Throughput {
-            acknowledged_per_s: per_s(window.acknowledged),
-            sent_per_s: per_s(window.sent),
-            received_per_s: per_s(window.received),
-            acknowledged_mb_per_s: per_s(window.bytes_acknowledged) / 1e6,
-            received_mb_per_s: per_s(window.bytes_received) / 1e6,
-        },
-        window,
-        total,
-        latency: Latencies {
-            publish: LatencySummary::from_histogram(&histograms.publish),
-            end_to_end: LatencySummary::from_histogram(&histograms.end_to_end),
-            service_time: LatencySummary::from_histogram(&histograms.service_time),
-            schedule_lag: LatencySummary::from_histogram(&histograms.schedule_lag),
-        },
-        integrity,
-        consumers,
-        errors,
-        not_sent_at_window_end: shards
-            .iter()
-            .map(|s| s.summary.not_sent_at_window_end)
-            .sum(),
-        client: ClientCost {
-            cpu_user_s: user,
-            cpu_system_s: system,
-            cpu_s_per_million_messages: if messages > 0 {
-                (user + system) / messages as f64 * 1e6
-            } else {
-                0.0
-            },
-            peak_rss_bytes: rss,
-            allocations_per_message: None,
-        },
-        resources: shards[0].summary.resources.clone(),
-        broker_metrics,
-        client_bound: shards.iter().any(|s| s.summary.client_bound),
-        broker_bound: shards.iter().any(|s| s.summary.broker_bound),
-        notes,
-        backlog: None,
-        outages,
-        stalls,
-        blocks,
-    })
+    by_text
+        .into_iter()
+        .map(|(text, from)| {
+            let from: Vec<String> = from.iter().map(u32::to_string).collect();
+            let which = if from.len() > 1 { "shards" } else { "shard" };
+            format!("{which} {}: {text}", from.join(", "))
+        })
+        .collect()
+}
+
+/// Shard 0's reading of the broker's metrics, its count set against every shard's.
+fn merged_broker_metrics(
+    summaries: &[&Summary],
+) -> Option<brokerbench_model::BrokerMetricsSummary> {
+    let mut m = summaries[0].broker_metrics.clone()?;
+    let counted: u64 = summaries
+        .iter()
+        .filter_map(|s| s.broker_metrics.as_ref())
+        .map(|b| b.messages_counted_by_brokerbench)
+        .sum();
+    m.messages_counted_by_brokerbench = counted;
+    m.disagreement_pct = m
+        .messages_in
+        .filter(|_| counted > 0)
+        .map(|n| (n as f64 - counted as f64).abs() / counted as f64 * 100.0);
+    Some(m)
 }
 
 /// Whether two events of different shards (seconds since the common start) are one.

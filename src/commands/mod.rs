@@ -8,6 +8,8 @@ mod k8s;
 mod merge;
 mod report;
 mod run;
+mod run_broker;
+mod run_shard;
 mod study;
 
 use std::process::ExitCode;

@@ -7,30 +7,129 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
-use brokerbench_driver::Driver;
 use brokerbench_engine::{Clock, RunControl};
-use brokerbench_metrics::{Endpoint, EndpointSettings, MetricSet, Scraper};
+use brokerbench_metrics::{MetricSet, MetricsServer, Scraper};
 use brokerbench_model::redact::redact_assignment;
-use brokerbench_model::{
-    load_specs_from, DriverConfig, Payload, RunStatus, SpecInput, WindowHistograms,
-};
+use brokerbench_model::{load_specs_from, Payload, RunStatus, SpecInput, WindowHistograms};
+use brokerbench_model::{Phase, RunObserver};
 use brokerbench_report::{
     folder_name, terminal_summary, BrokerInfo, LiveLine, Manifest, OmbHeader, OmbResult,
     ResultsFolder, Tee, OMB_RESULT_FILE,
 };
 
+use super::run_broker::{broker_target, metrics_scraper};
+use super::run_shard::{check_share, resolve_sharding, ShardPlan, LEDGER_FILE, SHARD_FILE};
 use crate::allocations::AllocationWindow;
 use crate::cli::RunArgs;
 use crate::families::REGISTRY;
 use crate::monitoring::Monitoring;
 use crate::{exit, BadInput};
-use brokerbench_metrics::MetricsServer;
-use brokerbench_model::{Phase, RunObserver};
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(refusal) = super::find_study::rate_find_is_a_study(&args) {
         return Err(refusal.into());
     }
+    let specs = load(&args)?;
+    let workload = specs.workload.clone();
+    check_inputs(&args, &specs)?;
+    let sharding = resolve_sharding(&args, &workload, &specs.workload_source)?;
+    let target = broker_target(&specs.driver, &args)?;
+    let mut driver = target.driver;
+    if let Some(s) = &sharding {
+        check_share(s.shard, &workload, driver.subscriptions_per_topic())?;
+    }
+    let metrics = metrics_scraper(&specs, &args, target.metrics_url, target.metrics)?;
+    driver.connect()?;
+    let mut gate = open_gate(sharding.as_ref(), &args, &workload, driver.name())?;
+    let clock = Clock::process();
+    let started_ns = clock.now_ns();
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_folder(started_ns, &workload.name, sharding.as_ref()));
+    let run_id = args.run_id.clone().unwrap_or_else(|| run_id(started_ns));
+    let mut folder = create_folder(&out, &specs, target.broker, &run_id, started_ns)?;
+    if let Some(s) = &sharding {
+        // At once, so that the folder of a shard that fails is known as one.
+        write_json(&folder, SHARD_FILE, &s.file(&run_id))?;
+    }
+    let broker = target
+        .broker_pid
+        .map(|pid| watched_broker(pid, target.refind));
+    let mut monitoring = start_monitoring(&args, &out, broker, metrics)?;
+    let mut exposition = start_exposition(&args, monitoring.as_ref())?;
+    let control = RunControl {
+        run_id,
+        stop: stop_on_signals()?,
+    };
+    if !args.quiet && !args.json {
+        announce(&workload, driver.name(), &out);
+    }
+    let mut observers = Observers::new(&args, &workload, driver.name());
+    if args.count_allocations {
+        crate::allocations::enable();
+    }
+    let result = {
+        let mut list: Vec<&mut dyn RunObserver> = vec![
+            &mut folder,
+            &mut observers.live,
+            &mut observers.allocation_window,
+            &mut observers.phases,
+            &mut observers.omb,
+        ];
+        if let Some(e) = exposition.as_mut() {
+            list.push(e);
+        }
+        if let Some(m) = monitoring.as_mut() {
+            list.push(m);
+        }
+        let mut tee = Tee::new(list);
+        let sharding = match (&sharding, gate.as_mut()) {
+            (Some(s), Some(gate)) => Some(brokerbench_engine::Sharding {
+                shard: s.shard,
+                gate,
+            }),
+            _ => None,
+        };
+        brokerbench_engine::run_shard(&workload, driver.as_mut(), &mut tee, &control, sharding)
+    };
+    observers.live.finish();
+    let mut outcome = match result {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            let message = crate::error_text(&error);
+            let _ = folder.mark_failed(&message, clock.now_ns());
+            write_report(&out);
+            return Err(error.into());
+        }
+    };
+    let measured = measure(&args, &outcome, monitoring, &observers, sharding.is_some());
+    brokerbench_engine::complete(&mut outcome.summary, measured);
+    drop(exposition);
+    write_window_histograms(&mut folder, &outcome, &observers.phases);
+    if let (Some(s), Some(gate)) = (&sharding, &gate) {
+        let file = s.finished_file(gate, &outcome, observers.phases.window(), &control.run_id);
+        write_json(&folder, LEDGER_FILE, &outcome.ledger)?;
+        write_json(&folder, SHARD_FILE, &file)?;
+    }
+    let omb_result = args.omb_result.as_deref();
+    write_omb_result(&folder, &observers.omb, &outcome.histograms, omb_result);
+    let summary = &outcome.summary;
+    folder
+        .finish(summary, outcome.ended_ns)
+        .with_context(|| format!("writing results to '{}'", out.display()))?;
+    let report = write_report(&out);
+    print_outcome(&args, summary, &out, report)?;
+    Ok(ExitCode::from(match summary.status {
+        RunStatus::Interrupted => exit::INTERRUPTED,
+        _ if summary.is_clean() || args.exit_zero_on_errors => exit::CLEAN,
+        _ => exit::WITH_ERRORS,
+    }))
+}
+
+/// The workload and driver files (or the driver from standard input), with `--set` applied
+/// and everything validated.
+fn load(args: &RunArgs) -> anyhow::Result<brokerbench_model::Specs> {
     let from_stdin = match &args.driver {
         Some(path) if path.as_os_str() == STDIN_DRIVER => Some(driver_from_stdin()?),
         _ => None,
@@ -42,13 +141,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         },
         (None, path) => path.as_deref().into(),
     };
-    let specs = load_specs_from(
+    Ok(load_specs_from(
         &REGISTRY.schemas(),
         args.workload.as_deref().into(),
         driver,
         &args.overrides,
-    )?;
-    let workload = specs.workload.clone();
+    )?)
+}
+
+/// What the files name outside themselves: the folder of `--omb-result` and the payload
+/// file; prints the notes reading the files left.
+fn check_inputs(args: &RunArgs, specs: &brokerbench_model::Specs) -> anyhow::Result<()> {
     if let Some(path) = &args.omb_result {
         let parent = path
             .parent()
@@ -68,20 +171,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("note: {note}");
         }
     }
+    check_payload(&specs.workload, &specs.workload_source)
+}
+
+/// A payload file must be readable, and a binary one exactly one message long.
+fn check_payload(workload: &brokerbench_model::Workload, source: &str) -> anyhow::Result<()> {
     if let Payload::Binary { path } = &workload.payload {
         let length = std::fs::metadata(path)
             .map_err(|e| {
                 BadInput(format!(
-                    "{}: field `payload.path`: cannot read '{}': {e}",
-                    specs.workload_source,
+                    "{source}: field `payload.path`: cannot read '{}': {e}",
                     path.display()
                 ))
             })?
             .len();
         if length != workload.message_size {
             return Err(BadInput(format!(
-                "{}: field `payload.path`: '{}' is {length} bytes, and every message is that file: set message_size: {length}B (it is {}B)",
-                specs.workload_source,
+                "{source}: field `payload.path`: '{}' is {length} bytes, and every message is that file: set message_size: {length}B (it is {}B)",
                 path.display(),
                 workload.message_size
             ))
@@ -91,88 +197,99 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Payload::File { path, .. } = &workload.payload {
         std::fs::metadata(path).map_err(|e| {
             BadInput(format!(
-                "{}: field `payload.path`: cannot read '{}': {e}; give the path of a file with one record per line (brokerbench data generate writes one)",
-                specs.workload_source,
+                "{source}: field `payload.path`: cannot read '{}': {e}; give the path of a file with one record per line (brokerbench data generate writes one)",
                 path.display()
             ))
         })?;
     }
+    Ok(())
+}
 
-    let sharding = resolve_sharding(&args, &workload, &specs.workload_source)?;
+/// A shard meets the others at the start line through the coordinator.
+fn open_gate(
+    sharding: Option<&ShardPlan>,
+    args: &RunArgs,
+    workload: &brokerbench_model::Workload,
+    driver: &str,
+) -> anyhow::Result<Option<crate::shards::TcpGate>> {
+    let Some(s) = sharding else {
+        return Ok(None);
+    };
+    let settings = crate::shards::GateSettings {
+        shard: s.shard,
+        run_id: s.run_id.clone(),
+        coordinator: s.coordinator.clone(),
+        timeout: args.shard_timeout,
+        identity: crate::shards::identity(&serde_json::to_value(workload)?, driver),
+    };
+    Ok(Some(crate::shards::TcpGate::new(settings, None)?))
+}
 
-    let BrokerTarget {
-        mut driver,
-        broker,
-        broker_pid,
-        refind,
-        metrics_url,
-        metrics,
-    } = broker_target(&specs.driver, &args)?;
-    if let Some(s) = &sharding {
-        check_share(s.shard, &workload, driver.subscriptions_per_topic())?;
+/// `results/<time>-<workload>` (with the shard's place), free.
+fn default_folder(started_ns: u64, workload: &str, sharding: Option<&ShardPlan>) -> PathBuf {
+    let mut name = folder_name(started_ns, workload);
+    if let Some(s) = sharding {
+        name.push_str(&format!("-shard-{}-of-{}", s.shard.index, s.shard.count));
     }
-    let metrics = metrics_scraper(&specs, &args, metrics_url, metrics)?;
-    driver.connect()?;
-    let mut gate = match &sharding {
-        Some(s) => Some(crate::shards::TcpGate::new(
-            crate::shards::GateSettings {
-                shard: s.shard,
-                run_id: s.run_id.clone(),
-                coordinator: s.coordinator.clone(),
-                timeout: args.shard_timeout,
-                identity: crate::shards::identity(&serde_json::to_value(&workload)?, driver.name()),
-            },
-            None,
-        )?),
-        None => None,
-    };
+    free_folder(&PathBuf::from("results"), &name)
+}
 
-    let clock = Clock::process();
-    let started_ns = clock.now_ns();
-    let out = args.out.clone().unwrap_or_else(|| {
-        let mut name = folder_name(started_ns, &workload.name);
-        if let Some(s) = &sharding {
-            name.push_str(&format!("-shard-{}-of-{}", s.shard.index, s.shard.count));
-        }
-        free_folder(&PathBuf::from("results"), &name)
-    });
-    let run_id = match &args.run_id {
-        Some(id) => id.clone(),
-        None => run_id(started_ns),
-    };
-    let mut manifest = Manifest::new(env!("CARGO_PKG_VERSION"), run_id.clone(), started_ns);
+/// The results folder with its manifest: what runs, from which files, against which broker.
+fn create_folder(
+    out: &std::path::Path,
+    specs: &brokerbench_model::Specs,
+    broker: BrokerInfo,
+    run_id: &str,
+    started_ns: u64,
+) -> anyhow::Result<ResultsFolder> {
+    let mut manifest = Manifest::new(env!("CARGO_PKG_VERSION"), run_id.to_string(), started_ns);
     manifest.command = std::env::args().map(|a| redact_assignment(&a)).collect();
-    manifest.workload = serde_json::to_value(&workload)?;
+    manifest.workload = serde_json::to_value(&specs.workload)?;
     manifest.driver = specs.driver.redacted();
     manifest.workload_source = specs.workload_source.clone();
     manifest.driver_source = specs.driver_source.clone();
     manifest.input_notes = specs.notes.clone();
     manifest.broker = Some(broker);
-    let mut folder = ResultsFolder::create(&out, manifest)
-        .with_context(|| format!("creating the results folder '{}'", out.display()))?;
-    if let Some(s) = &sharding {
-        // At once, so that the folder of a shard that fails is known as one.
-        write_json(&folder, SHARD_FILE, &s.file(&run_id))?;
-    }
+    ResultsFolder::create(out, manifest)
+        .with_context(|| format!("creating the results folder '{}'", out.display()))
+}
 
-    let mut monitoring = if args.no_monitor {
-        None
-    } else {
-        let broker = broker_pid.map(|pid| {
-            let target = brokerbench_monitor::Target::broker(pid);
-            match refind {
-                Some(refind) => target.following(refind),
-                None => target,
-            }
-        });
-        Some(Monitoring::start(
-            &out,
-            args.sample_interval,
-            broker,
-            metrics,
-        )?)
-    };
-    let mut exposition = match (args.metrics_listen, &monitoring) {
+/// The broker process to sample, found again after a restart where that is known.
+fn watched_broker(
+    pid: u32,
+    refind: Option<Box<dyn Fn() -> Option<u32> + Send + Sync>>,
+) -> brokerbench_monitor::Target {
+    let target = brokerbench_monitor::Target::broker(pid);
+    match refind {
+        Some(refind) => target.following(refind),
+        None => target,
+    }
+}
+
+/// Resource sampling and the broker's metrics, unless `--no-monitor`.
+fn start_monitoring(
+    args: &RunArgs,
+    out: &std::path::Path,
+    broker: Option<brokerbench_monitor::Target>,
+    metrics: Option<(Scraper, &'static MetricSet)>,
+) -> anyhow::Result<Option<Monitoring>> {
+    if args.no_monitor {
+        return Ok(None);
+    }
+    Ok(Some(Monitoring::start(
+        out,
+        args.sample_interval,
+        broker,
+        metrics,
+    )?))
+}
+
+/// The live endpoint of `--metrics-listen`, fed by the monitoring.
+fn start_exposition(
+    args: &RunArgs,
+    monitoring: Option<&Monitoring>,
+) -> anyhow::Result<Option<crate::monitoring::LiveExposition>> {
+    match (args.metrics_listen, monitoring) {
         (Some(address), Some(m)) => {
             let server = MetricsServer::start(address)
                 .with_context(|| format!("--metrics-listen {address}: cannot listen there"))?;
@@ -180,19 +297,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 "serving live metrics at http://{}/metrics",
                 server.address()
             );
-            Some(m.live_exposition(server))
+            Ok(Some(m.live_exposition(server)))
         }
         (Some(_), None) => {
-            return Err(
-                BadInput("--metrics-listen needs monitoring; drop --no-monitor".into()).into(),
-            )
+            Err(BadInput("--metrics-listen needs monitoring; drop --no-monitor".into()).into())
         }
-        _ => None,
-    };
+        _ => Ok(None),
+    }
+}
 
+/// The flag a first Ctrl-C or SIGTERM sets to end the run early; a second one while the run
+/// drains ends the process at once.
+fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A second Ctrl-C while draining ends the process at once.
         signal_hook::flag::register_conditional_shutdown(
             signal,
             exit::INTERRUPTED as i32,
@@ -200,139 +318,111 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         )?;
         signal_hook::flag::register(signal, stop.clone())?;
     }
-    let control = RunControl { run_id, stop };
-    if !args.quiet && !args.json {
-        let measurement = match &workload.backlog {
-            None => format!("{:?}", workload.duration),
-            Some(b) => format!(
-                "from when consumers pause until {} wait for them, through the drain of {}% of it, and {:?} more",
-                brokerbench_model::units::format_bytes_given(b.size_bytes),
-                b.drain_ratio * 100.0,
-                workload.duration
-            ),
-        };
-        eprintln!(
-            "running '{}' on {}: warm-up {:?}, measurement {measurement}; results in {}",
-            workload.name,
-            driver.name(),
-            workload.warmup,
-            out.display()
-        );
-    }
-    let mut live = LiveLine::new(!args.quiet);
-    let mut allocation_window = AllocationWindow::default();
-    let mut phases = PhaseTimes::default();
-    let mut omb = OmbResult::new(OmbHeader {
-        workload: workload.name.clone(),
-        driver: driver.name().to_string(),
-        message_size: workload.message_size,
-        topics: workload.topics,
-        partitions: workload.partitions_per_topic,
-        producers_per_topic: workload.producers_per_topic,
-        consumers_per_topic: workload.consumers_per_topic,
-    });
-    if args.count_allocations {
-        crate::allocations::enable();
-    }
-    let result = {
-        let mut observers: Vec<&mut dyn RunObserver> = vec![
-            &mut folder,
-            &mut live,
-            &mut allocation_window,
-            &mut phases,
-            &mut omb,
-        ];
-        if let Some(e) = exposition.as_mut() {
-            observers.push(e);
-        }
-        if let Some(m) = monitoring.as_mut() {
-            observers.push(m);
-        }
-        let mut tee = Tee::new(observers);
-        let sharding = match (&sharding, gate.as_mut()) {
-            (Some(s), Some(gate)) => Some(brokerbench_engine::Sharding {
-                shard: s.shard,
-                gate,
+    Ok(stop)
+}
+
+/// One line on what is about to run, and where its results go.
+fn announce(workload: &brokerbench_model::Workload, driver: &str, out: &std::path::Path) {
+    let measurement = match &workload.backlog {
+        None => format!("{:?}", workload.duration),
+        Some(b) => format!(
+            "from when consumers pause until {} wait for them, through the drain of {}% of it, and {:?} more",
+            brokerbench_model::units::format_bytes_given(b.size_bytes),
+            b.drain_ratio * 100.0,
+            workload.duration
+        ),
+    };
+    eprintln!(
+        "running '{}' on {driver}: warm-up {:?}, measurement {measurement}; results in {}",
+        workload.name,
+        workload.warmup,
+        out.display()
+    );
+}
+
+/// What watches the run besides the results folder, the monitoring and the live endpoint.
+struct Observers {
+    live: LiveLine,
+    allocation_window: AllocationWindow,
+    phases: PhaseTimes,
+    omb: OmbResult,
+}
+
+impl Observers {
+    fn new(args: &RunArgs, workload: &brokerbench_model::Workload, driver: &str) -> Self {
+        Observers {
+            live: LiveLine::new(!args.quiet),
+            allocation_window: AllocationWindow::default(),
+            phases: PhaseTimes::default(),
+            omb: OmbResult::new(OmbHeader {
+                workload: workload.name.clone(),
+                driver: driver.to_string(),
+                message_size: workload.message_size,
+                topics: workload.topics,
+                partitions: workload.partitions_per_topic,
+                producers_per_topic: workload.producers_per_topic,
+                consumers_per_topic: workload.consumers_per_topic,
             }),
-            _ => None,
-        };
-        brokerbench_engine::run_shard(&workload, driver.as_mut(), &mut tee, &control, sharding)
-    };
-    live.finish();
-    let outcome = match result {
-        Ok(outcome) => outcome,
-        Err(error) => {
-            let message = crate::error_text(&error);
-            let _ = folder.mark_failed(&message, clock.now_ns());
-            write_report(&out);
-            return Err(error.into());
         }
-    };
-    let mut outcome = outcome;
+    }
+}
+
+/// What was measured outside the engine: allocations, resources and the broker's metrics.
+fn measure(
+    args: &RunArgs,
+    outcome: &brokerbench_engine::RunOutcome,
+    monitoring: Option<Monitoring>,
+    observers: &Observers,
+    sharded: bool,
+) -> brokerbench_engine::Measured {
     let mut measured = brokerbench_engine::Measured {
-        sharded: sharding.is_some(),
+        sharded,
         ..Default::default()
     };
+    let summary = &outcome.summary;
     if args.count_allocations {
-        let summary = &outcome.summary;
-        measured.allocations_per_message =
-            allocation_window.per_message(summary.window.acknowledged.max(summary.window.sent));
+        let messages = summary.window.acknowledged.max(summary.window.sent);
+        measured.allocations_per_message = observers.allocation_window.per_message(messages);
     }
     if let Some(monitoring) = monitoring {
-        let total = &outcome.summary.total;
+        let total = &summary.total;
         let counted = if total.acknowledged > 0 {
             total.acknowledged
         } else {
             total.sent
         };
-        let window = phases
+        let window = observers
+            .phases
             .window()
             .unwrap_or(outcome.started_ns..outcome.ended_ns);
         (measured.resources, measured.broker_metrics) =
             monitoring.finish(window, outcome.started_ns, counted);
     }
-    brokerbench_engine::complete(&mut outcome.summary, measured);
-    drop(exposition);
-    let summary = &outcome.summary;
-    if let Some(window) = phases.window() {
-        if let Err(e) = folder.write_window_histograms(
-            &outcome.histograms,
-            window.start,
-            window.end.saturating_sub(window.start),
-        ) {
-            eprintln!("warning: {e}");
-        }
+    measured
+}
+
+/// window.hlog: the whole window's histograms.
+fn write_window_histograms(
+    folder: &mut ResultsFolder,
+    outcome: &brokerbench_engine::RunOutcome,
+    phases: &PhaseTimes,
+) {
+    let Some(window) = phases.window() else {
+        return;
+    };
+    let length = window.end.saturating_sub(window.start);
+    if let Err(e) = folder.write_window_histograms(&outcome.histograms, window.start, length) {
+        eprintln!("warning: {e}");
     }
-    if let (Some(s), Some(gate)) = (&sharding, &gate) {
-        let window = phases.window();
-        let shard_file = ShardFile {
-            clock: gate.clock(),
-            producers: outcome.ledger.producers.iter().map(|p| p.id).collect(),
-            consumers: outcome
-                .ledger
-                .consumers
-                .iter()
-                .map(|c| [c.topic, c.subscription, c.member])
-                .collect(),
-            started_ns: outcome.started_ns,
-            window_start_ns: window.as_ref().map(|w| w.start),
-            window_end_ns: window.as_ref().map(|w| w.end),
-            lost_shards: gate.lost(),
-            ..s.file(&control.run_id)
-        };
-        write_json(&folder, LEDGER_FILE, &outcome.ledger)?;
-        write_json(&folder, SHARD_FILE, &shard_file)?;
-    }
-    write_omb_result(
-        &folder,
-        &omb,
-        &outcome.histograms,
-        args.omb_result.as_deref(),
-    );
-    folder
-        .finish(summary, outcome.ended_ns)
-        .with_context(|| format!("writing results to '{}'", out.display()))?;
-    let report = write_report(&out);
+}
+
+/// The summary on the terminal (or as JSON), and where the results and report are.
+fn print_outcome(
+    args: &RunArgs,
+    summary: &brokerbench_model::Summary,
+    out: &std::path::Path,
+    report: Option<PathBuf>,
+) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(summary)?);
     } else {
@@ -341,86 +431,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         if let Some(report) = report {
             println!("report:  {}", report.display());
         }
-    }
-    Ok(ExitCode::from(match summary.status {
-        RunStatus::Interrupted => exit::INTERRUPTED,
-        _ if summary.is_clean() || args.exit_zero_on_errors => exit::CLEAN,
-        _ => exit::WITH_ERRORS,
-    }))
-}
-
-/// shard.json: which shard a folder is, and what `brokerbench merge` needs beside the
-/// ordinary files.
-pub const SHARD_FILE: &str = "shard.json";
-/// ledger.json: a shard's delivery ledger (acknowledged and received sequences, as bits).
-pub const LEDGER_FILE: &str = "ledger.json";
-
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct ShardFile {
-    pub shard: u32,
-    pub shards: u32,
-    pub run_id: String,
-    pub coordinator: String,
-    /// This shard's clock against shard 0's.
-    pub clock: crate::shards::ClockEstimate,
-    pub host: String,
-    /// Global producer ids this shard ran.
-    pub producers: Vec<u32>,
-    /// (topic, subscription, member) of each consumer this shard ran.
-    pub consumers: Vec<[u32; 3]>,
-    /// Start of warm-up, ns since the UNIX epoch on this shard's clock.
-    pub started_ns: u64,
-    /// The measurement window on this shard's clock.
-    pub window_start_ns: Option<u64>,
-    pub window_end_ns: Option<u64>,
-    /// Shards that left before they finished (written by shard 0).
-    #[serde(default)]
-    pub lost_shards: Vec<u32>,
-}
-
-/// The shard this run is, from the flags and the environment; None for a whole run.
-struct ShardPlan {
-    shard: brokerbench_engine::shard::Shard,
-    run_id: String,
-    coordinator: String,
-}
-
-impl ShardPlan {
-    /// shard.json as known before the run.
-    fn file(&self, run_id: &str) -> ShardFile {
-        ShardFile {
-            shard: self.shard.index,
-            shards: self.shard.count,
-            run_id: run_id.to_string(),
-            coordinator: self.coordinator.clone(),
-            clock: Default::default(),
-            host: brokerbench_report::Host::detect().hostname,
-            producers: Vec::new(),
-            consumers: Vec::new(),
-            started_ns: 0,
-            window_start_ns: None,
-            window_end_ns: None,
-            lost_shards: Vec::new(),
-        }
-    }
-}
-
-/// A shard with no producer and no consumer of the workload is a mistake in N.
-fn check_share(
-    shard: brokerbench_engine::shard::Shard,
-    workload: &brokerbench_model::Workload,
-    subscriptions: u32,
-) -> anyhow::Result<()> {
-    let (producers, consumers) = shard.share(workload, subscriptions);
-    if producers == 0 && consumers == 0 {
-        let slots = brokerbench_engine::shard::consumer_slots(workload, subscriptions);
-        let most = (workload.producer_count() as usize).max(slots);
-        return Err(BadInput(format!(
-            "--shard {shard}: this shard would have nothing to do: the workload has {} producer(s) and {slots} consumer(s), shared out one by one over {} shards; use at most {most} shard(s)",
-            workload.producer_count(),
-            shard.count,
-        ))
-        .into());
     }
     Ok(())
 }
@@ -458,71 +468,6 @@ fn driver_from_stdin() -> anyhow::Result<brokerbench_model::yaml::Value> {
     })
 }
 
-fn resolve_sharding(
-    args: &RunArgs,
-    workload: &brokerbench_model::Workload,
-    source: &str,
-) -> anyhow::Result<Option<ShardPlan>> {
-    use brokerbench_engine::shard::Shard;
-    if let Some(id) = &args.run_id {
-        let fine = !id.is_empty()
-            && id.len() <= 40
-            && id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !fine {
-            return Err(BadInput(format!(
-                "--run-id '{id}': topic, queue and group names carry it, so give 1 to 40 letters, digits, '-' or '_'"
-            ))
-            .into());
-        }
-    }
-    let shard = match (args.shard, args.shards) {
-        (Some(shard), _) => shard,
-        (None, None) => return Ok(None),
-        (None, Some(count)) => {
-            let (variable, value) = ["JOB_COMPLETION_INDEX", "BROKERBENCH_SHARD_INDEX"]
-                .iter()
-                .find_map(|v| std::env::var(v).ok().map(|value| (*v, value)))
-                .ok_or_else(|| {
-                    BadInput(format!(
-                        "--shards {count}: which shard is this? Set JOB_COMPLETION_INDEX (a Kubernetes Indexed Job does) or BROKERBENCH_SHARD_INDEX, or give --shard I/{count}"
-                    ))
-                })?;
-            Shard::parse(&format!("{}/{count}", value.trim()))
-                .map_err(|e| BadInput(format!("--shards {count} with {variable}={value}: {e}")))?
-        }
-    };
-    let Some(run_id) = args.run_id.clone() else {
-        return Err(BadInput(format!(
-            "--shard {shard}: give every shard the same --run-id (or BROKERBENCH_RUN_ID), e.g. --run-id {}, so that they use the same topics and groups",
-            run_id(Clock::process().now_ns())
-        ))
-        .into());
-    };
-    let coordinator = match (&args.coordinator, shard.count) {
-        (Some(c), _) => c.clone(),
-        (None, 1) => "127.0.0.1:0".to_string(),
-        (None, _) => {
-            return Err(BadInput(format!(
-                "--shard {shard}: give every shard --coordinator HOST:PORT (or BROKERBENCH_COORDINATOR), where shard 0 listens and the others reach it, e.g. --coordinator 127.0.0.1:7878"
-            ))
-            .into())
-        }
-    };
-    if workload.backlog.is_some() {
-        return Err(BadInput(format!(
-            "{source}: field `backlog`: backlog mode pauses every consumer at once, which shards do not do yet; run it as one process (drop --shard)"
-        ))
-        .into());
-    }
-    Ok(Some(ShardPlan {
-        shard,
-        run_id,
-        coordinator,
-    }))
-}
-
 /// Writes omb-result.json into the results folder, and to `copy` when given; a file that
 /// cannot be written is a warning, never a failed run.
 fn write_omb_result(
@@ -549,133 +494,6 @@ fn write_report(out: &std::path::Path) -> Option<PathBuf> {
     brokerbench_report::html::write_folder_report(out)
         .map_err(|e| eprintln!("warning: no report.html: {e}"))
         .ok()
-}
-
-/// The broker a run talks to, and how to watch it.
-struct BrokerTarget {
-    driver: Box<dyn Driver>,
-    broker: BrokerInfo,
-    /// Process to sample, if known.
-    broker_pid: Option<u32>,
-    /// How to find the broker's process again after it restarts (a managed broker's status,
-    /// or `--broker-process`'s name).
-    refind: Option<Box<dyn Fn() -> Option<u32> + Send + Sync>>,
-    /// Metrics endpoint to read, if known.
-    metrics_url: Option<String>,
-    /// What that endpoint serves, from the family.
-    metrics: Option<&'static MetricSet>,
-}
-
-/// Resolves the driver file and flags into a driver, starting the family's managed broker if
-/// the driver file names no broker address.
-fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Result<BrokerTarget> {
-    let family = REGISTRY
-        .get(driver.name())
-        .expect("a validated driver file names a registered family");
-    let mut target = match family.address(driver)? {
-        Some(address) => BrokerTarget {
-            driver: family.driver(driver, None)?,
-            broker: BrokerInfo {
-                address,
-                version: None,
-                managed: false,
-            },
-            broker_pid: None,
-            refind: None,
-            metrics_url: None,
-            metrics: family.metrics(),
-        },
-        None => {
-            let (status, client_address, metrics_url) = super::broker::managed(family)?;
-            BrokerTarget {
-                driver: family.driver(driver, Some(&client_address))?,
-                broker: BrokerInfo {
-                    address: status.address,
-                    version: Some(status.version),
-                    managed: true,
-                },
-                broker_pid: Some(status.pid),
-                refind: Some(Box::new(move || {
-                    let managed = family.managed(&brokerbench_brokers::home());
-                    managed.status().ok().flatten().map(|s| s.pid)
-                })),
-                metrics_url,
-                metrics: family.metrics(),
-            }
-        }
-    };
-    if let Some(pid) = args.broker_pid {
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            return Err(BadInput(format!("--broker-pid {pid}: no such process")).into());
-        }
-        target.broker_pid = Some(pid);
-        target.refind = None;
-    }
-    if let Some(name) = &args.broker_process {
-        let pids = brokerbench_monitor::find_pids_by_name(name);
-        let again = name.clone();
-        target.refind = Some(Box::new(
-            move || match brokerbench_monitor::find_pids_by_name(&again).as_slice() {
-                [pid] => Some(*pid),
-                _ => None,
-            },
-        ));
-        target.broker_pid = Some(match pids.as_slice() {
-            [pid] => *pid,
-            [] => return Err(BadInput(format!("--broker-process {name}: no running process matches; give --broker-pid PID instead")).into()),
-            many => {
-                return Err(BadInput(format!(
-                    "--broker-process {name}: {} processes match ({many:?}); give --broker-pid PID instead",
-                    many.len()
-                ))
-                .into())
-            }
-        });
-    }
-    Ok(target)
-}
-
-/// The broker's metrics endpoint and how to read it: the URL from `--broker-metrics`, else
-/// the driver file's `broker_metrics.url`, else the managed broker's own; credentials and CA
-/// from the URL, then the driver file, then the environment; the timeout from the file. Checked here, before the run starts;
-/// nothing is read with `--no-monitor`.
-fn metrics_scraper(
-    specs: &brokerbench_model::Specs,
-    args: &RunArgs,
-    managed_url: Option<String>,
-    set: Option<&'static MetricSet>,
-) -> anyhow::Result<Option<(Scraper, &'static MetricSet)>> {
-    if args.no_monitor {
-        return Ok(None);
-    }
-    let spec = specs.driver.broker_metrics();
-    let (url, source) = match (&args.broker_metrics, spec.and_then(|s| s.url.clone())) {
-        (Some(url), _) => (url.clone(), "--broker-metrics".to_string()),
-        (None, Some(url)) => (
-            url,
-            format!("{}: field `broker_metrics.url`", specs.driver_source),
-        ),
-        (None, None) => match managed_url {
-            Some(url) => (url, "the managed broker".to_string()),
-            None => return Ok(None),
-        },
-    };
-    let Some(set) = set else { return Ok(None) };
-    let mut endpoint = Endpoint::new(&url).map_err(|e| BadInput(format!("{source}: {e}")))?;
-    if let Some(spec) = spec {
-        endpoint = endpoint.fill_missing(EndpointSettings {
-            username: spec.username.clone(),
-            password: spec.password.clone(),
-            bearer_token: spec.bearer_token.clone(),
-            ca_file: spec.ca_file.clone(),
-        });
-        if let Some(timeout) = spec.timeout {
-            endpoint = endpoint.timeout(timeout);
-        }
-    }
-    let scraper = Scraper::new(endpoint.with_environment())
-        .map_err(|e| BadInput(format!("{source}: {e}")))?;
-    Ok(Some((scraper, set)))
 }
 
 /// Notes when the measurement window opened and closed.
@@ -716,7 +534,7 @@ fn free_folder(parent: &std::path::Path, name: &str) -> PathBuf {
 }
 
 /// A short id that differs between runs (time and process id mixed).
-fn run_id(now_ns: u64) -> String {
+pub(super) fn run_id(now_ns: u64) -> String {
     let mut x = now_ns ^ ((std::process::id() as u64) << 32);
     // splitmix64 finalizer: spreads nearby inputs over the whole range.
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);

@@ -5,8 +5,9 @@ use std::path::Path;
 
 use crate::managed::RabbitMq;
 use brokerbench_brokers::ManagedBroker;
+use brokerbench_driver::family::managed_or_named;
 use brokerbench_driver::{Driver, DriverError, Family};
-use brokerbench_metrics::{MetricSet, RABBITMQ_METRICS};
+use brokerbench_metrics::MetricSet;
 use brokerbench_model::family::{field_error, parse_driver, resolved, OmbDriver};
 use brokerbench_model::workload::FieldError;
 use brokerbench_model::yaml::Value;
@@ -29,7 +30,7 @@ impl DriverSchema for RabbitMqFamily {
         RABBITMQ_DRIVER_FIELDS
     }
     fn builtin_driver(&self) -> &'static str {
-        include_str!("../../../workloads/drivers/rabbitmq.yaml")
+        include_str!("../driver.yaml")
     }
     fn check(&self, file: &str, map: &Value) -> Result<serde_json::Value, SpecError> {
         let config: RabbitMqDriverConfig = parse_driver(file, map)?;
@@ -85,18 +86,18 @@ impl Family for RabbitMqFamily {
         managed: Option<&str>,
     ) -> Result<Box<dyn Driver>, DriverError> {
         let config = config_of(config)?;
-        let uri = match (managed, &config.uri) {
-            (Some(uri), _) => AmqpUri::parse(uri)
-                .map_err(|e| DriverError::Other(format!("the managed RabbitMQ's URI: {e}")))?,
-            (None, Some(uri)) => uri.clone(),
-            (None, None) => return Err(DriverError::Other("no uri and no managed broker".into())),
-        };
+        let uri = managed_or_named(
+            managed,
+            config.uri.as_ref(),
+            self.address_field(),
+            AmqpUri::parse,
+        )?;
         Ok(Box::new(AmqpDriver::new(config, uri)))
     }
     fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {
         Box::new(RabbitMq::new(home))
     }
     fn metrics(&self) -> Option<&'static MetricSet> {
-        Some(&RABBITMQ_METRICS)
+        Some(&crate::metrics::METRICS)
     }
 }

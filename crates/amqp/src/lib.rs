@@ -87,6 +87,7 @@ mod confirms;
 mod consumer;
 mod family;
 pub mod managed;
+pub mod metrics;
 pub mod naming;
 pub mod omb;
 pub mod probe;
@@ -113,6 +114,9 @@ use crate::wire::id;
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// What to do about an unreachable broker.
 pub(crate) const HINT: &str = "start a local broker with `brokerbench broker up rabbitmq`, or leave uri out of the driver file to use the managed one";
+
+/// The settings behind a queue's refusals (overflow reject-publish, or drop-head nacks).
+const QUEUE_LIMITS: &str = "the queue's length limits (queue.max_length, queue.overflow)";
 
 /// The RabbitMQ driver.
 pub struct AmqpDriver {
@@ -327,6 +331,21 @@ fn admin(
 impl Driver for AmqpDriver {
     fn name(&self) -> &'static str {
         "rabbitmq"
+    }
+
+    fn failure_settings(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            (
+                confirms::UNROUTABLE,
+                "the exchange and its bindings (exchange.type, queues_per_topic)",
+            ),
+            ("rejected", QUEUE_LIMITS),
+            ("nacked", QUEUE_LIMITS),
+            (
+                session::CHANNEL_CLOSED,
+                "the broker's reason for closing the channel, in the notes",
+            ),
+        ]
     }
 
     fn connect(&mut self) -> Result<(), DriverError> {

@@ -134,8 +134,10 @@ pub enum BrokerError {
         source: io::Error,
     },
 
-    #[error("Maven could not fetch {what} ({status}); check access to Maven Central (or the mirrors in ~/.m2/settings.xml), then rerun `brokerbench broker install kafka`. Maven said:\n{output}")]
+    #[error("Maven could not fetch {what} ({status}); check access to Maven Central (or the mirrors in ~/.m2/settings.xml), then rerun `brokerbench broker install {broker}`. Maven said:\n{output}")]
     MavenFailed {
+        /// Broker name as used on the command line, e.g. `kafka`.
+        broker: &'static str,
         /// What was being fetched, e.g. `Kafka 4.1.1 jars`.
         what: String,
         /// How Maven exited.
@@ -151,18 +153,17 @@ pub enum BrokerError {
         source: io::Error,
     },
 
-    #[error("BROKERBENCH_KAFKA_PORT={value:?} is not a usable port: give a number from 1 to 65534 (the controller listens on the port after it)")]
-    InvalidPortVariable { value: String },
-
-    #[error("port {port} is not usable for {broker}: it must be from 1 to 65534, because the controller listens on port + 1")]
-    InvalidPort { broker: &'static str, port: u16 },
-
-    #[error("127.0.0.1:{port} is already in use by another process (not a {broker} broker managed by brokerbench in {}): stop that process, or pick free ports with BROKERBENCH_KAFKA_PORT=<port> ({broker} also needs <port>+1)", dir.display())]
+    #[error("127.0.0.1:{port} is already in use by another process (not a {broker} broker managed by brokerbench in {}): stop that process, or pick free ports with {variable}=<port> ({broker} needs {needs})", dir.display())]
     PortInUse {
         broker: &'static str,
         port: u16,
         /// Our broker folder, to tell it apart from other installations.
         dir: PathBuf,
+        /// The variable that moves the broker's ports, e.g. `BROKERBENCH_KAFKA_PORT`.
+        variable: &'static str,
+        /// The ports the broker listens on, relative to the one the variable sets, e.g.
+        /// `<port> and <port>+1`.
+        needs: &'static str,
     },
 
     #[error("{what} failed ({status}); see {} — last lines:\n{log_tail}", log_file.display())]

@@ -68,3 +68,21 @@ pub fn config_of<T: serde::de::DeserializeOwned>(config: &DriverConfig) -> Resul
         .parse()
         .map_err(|e| DriverError::Other(e.to_string()))
 }
+
+/// The broker a run connects to: the managed broker's address when the run uses it, else the
+/// one the driver file names (in its field `field`). `parse` reads the managed address.
+pub fn managed_or_named<T: Clone>(
+    managed: Option<&str>,
+    named: Option<&T>,
+    field: &str,
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<T, DriverError> {
+    match (managed, named) {
+        (Some(address), _) => parse(address)
+            .map_err(|e| DriverError::Other(format!("the managed broker's address: {e}"))),
+        (None, Some(named)) => Ok(named.clone()),
+        (None, None) => Err(DriverError::Other(format!(
+            "no {field} and no managed broker"
+        ))),
+    }
+}

@@ -302,6 +302,12 @@ pub trait Driver: Send + Sync {
     fn broker_drop_policy(&self) -> Option<String> {
         None
     }
+    /// The driver-file settings to check when the broker refuses every message with an error
+    /// of a kind (the kinds the driver counts sends under), as (kind, settings in prose); a
+    /// run that stops early names the setting of its commonest error's kind.
+    fn failure_settings(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
     /// What the client library did on its own during the run that can reorder or repeat
     /// messages — requests it retried, consumer group rebalances — for the summary to name
     /// beside the ledger's out-of-order and duplicate counts. None: nothing to tell.

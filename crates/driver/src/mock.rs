@@ -159,6 +159,9 @@ impl Driver for MockDriver {
             .drops_by_policy
             .then(|| "mock drop_every".to_string())
     }
+    fn failure_settings(&self) -> &'static [(&'static str, &'static str)] {
+        &[("rejected", "the mock's faults (reject_all)")]
+    }
     fn cleanup(&mut self) -> Result<(), DriverError> {
         Ok(())
     }

@@ -683,8 +683,8 @@ fn a_run_whose_every_message_fails_stops_early_and_names_the_setting() {
     assert_eq!(s.total.acknowledged, 0);
     assert!(s.notes[0].starts_with("STOPPED after 2 s"), "{:?}", s.notes);
     assert!(
-        s.notes[0].contains("rejected") && s.notes[0].contains("queue.max_length"),
-        "the error and the setting: {:?}",
+        s.notes[0].contains("rejected") && s.notes[0].contains("reject_all"),
+        "the error and the setting the driver names for it: {:?}",
         s.notes
     );
     assert!(

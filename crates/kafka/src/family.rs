@@ -4,8 +4,9 @@ use std::path::Path;
 
 use crate::managed::Kafka;
 use brokerbench_brokers::ManagedBroker;
+use brokerbench_driver::family::managed_or_named;
 use brokerbench_driver::{Driver, DriverError, Family};
-use brokerbench_metrics::{MetricSet, KAFKA_METRICS};
+use brokerbench_metrics::MetricSet;
 use brokerbench_model::family::{parse_driver, resolved, OmbDriver};
 use brokerbench_model::yaml::Value;
 use brokerbench_model::{DriverConfig, DriverSchema, SpecError};
@@ -27,7 +28,7 @@ impl DriverSchema for KafkaFamily {
         KAFKA_DRIVER_FIELDS
     }
     fn builtin_driver(&self) -> &'static str {
-        include_str!("../../../workloads/drivers/kafka.yaml")
+        include_str!("../driver.yaml")
     }
     fn check(&self, file: &str, map: &Value) -> Result<serde_json::Value, SpecError> {
         let config: KafkaDriverConfig = parse_driver(file, map)?;
@@ -86,21 +87,18 @@ impl Family for KafkaFamily {
         managed: Option<&str>,
     ) -> Result<Box<dyn Driver>, DriverError> {
         let config = config_of(config)?;
-        let servers = match (managed, &config.bootstrap_servers) {
-            (Some(address), _) => address.to_string(),
-            (None, Some(servers)) => servers.clone(),
-            (None, None) => {
-                return Err(DriverError::Other(
-                    "no bootstrap_servers and no managed broker".into(),
-                ))
-            }
-        };
+        let servers = managed_or_named(
+            managed,
+            config.bootstrap_servers.as_ref(),
+            self.address_field(),
+            |address| Ok(address.to_string()),
+        )?;
         Ok(Box::new(KafkaDriver::new(config.with_defaults(), servers)))
     }
     fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {
         Box::new(Kafka::new(home))
     }
     fn metrics(&self) -> Option<&'static MetricSet> {
-        Some(&KAFKA_METRICS)
+        Some(&crate::metrics::METRICS)
     }
 }

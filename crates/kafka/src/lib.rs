@@ -25,6 +25,7 @@ mod in_flight;
 pub mod java_client;
 mod mailbox;
 pub mod managed;
+pub mod metrics;
 pub mod omb;
 mod producer_client;
 mod scram;
@@ -475,9 +476,33 @@ fn error_kind(error: &KafkaError) -> String {
     }
 }
 
+/// The settings behind the error kinds that refuse every message (see
+/// `Driver::failure_settings`); librdkafka names some errors two ways.
+const FAILURE_SETTINGS: &[(&str, &str)] = &[
+    (
+        "invalid_required_acks",
+        "producer_config.acks (Kafka takes all, -1, 0 or 1)",
+    ),
+    ("message_size_too_large", MESSAGE_SIZE),
+    ("msg_size_too_large", MESSAGE_SIZE),
+    ("record_list_too_large", MESSAGE_SIZE),
+    ("topic_authorization_failed", CREDENTIALS),
+    ("cluster_authorization_failed", CREDENTIALS),
+    ("unknown_topic_or_partition", TOPICS),
+    ("unknown_topic_or_part", TOPICS),
+];
+const MESSAGE_SIZE: &str = "message_size against the broker's limit (Kafka: producer_config.message.max.bytes and the topic's max.message.bytes)";
+const CREDENTIALS: &str = "the credentials in producer_config (sasl.username, sasl.password)";
+const TOPICS: &str =
+    "the topic settings (topics, partitions_per_topic) and whether the broker creates topics";
+
 impl Driver for KafkaDriver {
     fn name(&self) -> &'static str {
         "kafka"
+    }
+
+    fn failure_settings(&self) -> &'static [(&'static str, &'static str)] {
+        FAILURE_SETTINGS
     }
 
     fn connect(&mut self) -> Result<(), DriverError> {

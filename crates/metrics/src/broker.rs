@@ -135,128 +135,6 @@ pub const fn gauge(
 /// The key of the broker's own count of messages written, compared with brokerbench's count.
 pub const MESSAGES_IN: &str = "messages_in_per_second";
 
-/// Kafka (4.1, KRaft) through the Prometheus JMX exporter (lowercase output names). Only
-/// cumulative counts are turned into figures where Kafka offers them: its meters' one-minute
-/// rates and its own windowed ratios are long-run averages, not what happened in a second.
-pub const KAFKA: &[MetricSpec] = &[
-    counter(
-        MESSAGES_IN,
-        "kafka_server_brokertopicmetrics_count",
-        Some("MessagesInPerSec"),
-    ),
-    counter(
-        "bytes_in_per_second",
-        "kafka_server_brokertopicmetrics_count",
-        Some("BytesInPerSec"),
-    ),
-    // The idle meter's count: nanoseconds each handler waited for a request, divided by its
-    // pool's size. In combined mode the broker's and the controller's pools mark the same
-    // meter (Kafka 4.1), so its rate runs to 2; the controller's metrics give that away.
-    MetricSpec {
-        halved_when: Some((
-            "kafka_controller_kafkacontroller_value",
-            ("name", "ActiveControllerCount"),
-        )),
-        ..time_ratio(
-            "request_handler_idle_ratio",
-            "kafka_server_kafkarequesthandlerpool_count",
-            Some("RequestHandlerAvgIdlePercent"),
-        )
-    },
-    // Each network processor's cumulative time waiting in select(), the brokers' listeners
-    // only: Kafka's NetworkProcessorAvgIdlePercent gauge is a 30-second-window average, capped
-    // at 1 per processor, and in combined mode it is the controller listener's.
-    MetricSpec {
-        label: None,
-        without_label: None,
-        excluded_label: Some(("listener", "CONTROLLER")),
-        combine: Combine::Mean,
-        ..time_ratio(
-            "network_processor_idle_ratio",
-            "kafka_server_socket_server_metrics_io_wait_time_ns",
-            None,
-        )
-    },
-    gauge(
-        "request_queue_size",
-        "kafka_network_requestchannel_value",
-        Some("RequestQueueSize"),
-        1.0,
-    ),
-    gauge(
-        "under_replicated_partitions",
-        "kafka_server_replicamanager_value",
-        Some("UnderReplicatedPartitions"),
-        1.0,
-    ),
-    counter(
-        "log_flushes_per_second",
-        "kafka_log_logflushstats_count",
-        Some("LogFlushRateAndTimeMs"),
-    ),
-    // Kafka's timer keeps no sum, only a mean over every flush since the broker started.
-    gauge(
-        "log_flush_seconds_mean_since_start",
-        "kafka_log_logflushstats_mean",
-        Some("LogFlushRateAndTimeMs"),
-        1e-3,
-    ),
-    MetricSpec {
-        label: Some(("area", "heap")),
-        ..gauge("jvm_heap_used_bytes", "jvm_memory_used_bytes", None, 1.0)
-    },
-    counter(
-        "jvm_gc_seconds_per_second",
-        "jvm_gc_collection_seconds_sum",
-        None,
-    ),
-];
-
-/// Kafka's metric set: the JMX exporter's Prometheus endpoint.
-pub const KAFKA_METRICS: MetricSet = MetricSet {
-    source: "kafka",
-    format: Format::Prometheus {
-        marker: "kafka_server_",
-    },
-    specs: KAFKA,
-};
-
-/// RabbitMQ's metric set: the rabbitmq_prometheus plugin's endpoint.
-pub const RABBITMQ_METRICS: MetricSet = MetricSet {
-    source: "rabbitmq",
-    format: Format::Prometheus {
-        marker: "rabbitmq_",
-    },
-    specs: RABBITMQ,
-};
-
-/// RabbitMQ through the rabbitmq_prometheus plugin (aggregated /metrics).
-pub const RABBITMQ: &[MetricSpec] = &[
-    counter(MESSAGES_IN, "rabbitmq_global_messages_received_total", None),
-    counter(
-        "messages_confirmed_per_second",
-        "rabbitmq_global_messages_confirmed_total",
-        None,
-    ),
-    counter(
-        "messages_delivered_per_second",
-        "rabbitmq_global_messages_delivered_total",
-        None,
-    ),
-    counter(
-        "messages_routed_per_second",
-        "rabbitmq_global_messages_routed_total",
-        None,
-    ),
-    gauge("queue_messages", "rabbitmq_queue_messages", None, 1.0),
-    gauge(
-        "resident_memory_bytes",
-        "rabbitmq_process_resident_memory_bytes",
-        None,
-        1.0,
-    ),
-];
-
 /// Whether a key follows the one naming scheme of broker figures: a Prometheus metric name
 /// (lower case, digits, underscores) whose units are base units spelled out, never
 /// abbreviated (`_per_s`, `_pct`, `_ms`) nor a percentage (ratios are 0–1, `_ratio`).
@@ -330,9 +208,14 @@ impl BrokerMetrics {
     /// Reads now and returns the figures.
     pub fn read(&mut self, now_ns: u64) -> Result<Reading, ScrapeError> {
         let samples = self.samples()?;
-        let reading = self.interpret(&samples, now_ns);
+        Ok(self.take(&samples, now_ns))
+    }
+
+    /// Turns samples read at `now_ns` into figures (rates against the samples taken before).
+    pub fn take(&mut self, samples: &[Sample], now_ns: u64) -> Reading {
+        let reading = self.interpret(samples, now_ns);
         self.previous = Some(reading.clone());
-        Ok(reading)
+        reading
     }
 
     fn samples(&self) -> Result<Vec<Sample>, ScrapeError> {
@@ -495,110 +378,9 @@ mod tests {
         Scraper::new(crate::Endpoint::new("http://unused").unwrap()).unwrap()
     }
 
-    const SCRAPE_1: &str =
-        "kafka_server_brokertopicmetrics_count{name=\"MessagesInPerSec\",} 1000.0\n\
-        kafka_server_brokertopicmetrics_count{name=\"MessagesInPerSec\",topic=\"t\",} 1000.0\n\
-        kafka_server_brokertopicmetrics_count{name=\"BytesInPerSec\",} 100000.0\n\
-        kafka_server_kafkarequesthandlerpool_count{name=\"RequestHandlerAvgIdlePercent\",} 1.0E10\n\
-        kafka_controller_kafkacontroller_value{name=\"ActiveControllerCount\",} 1.0\n\
-        kafka_server_socket_server_metrics_io_wait_time_ns{listener=\"PLAINTEXT\",networkProcessor=\"0\",} 1.0E10\n\
-        kafka_server_socket_server_metrics_io_wait_time_ns{listener=\"PLAINTEXT\",networkProcessor=\"1\",} 1.0E10\n\
-        kafka_server_socket_server_metrics_io_wait_time_ns{listener=\"CONTROLLER\",networkProcessor=\"0\",} 1.0E10\n\
-        kafka_log_logflushstats_mean{name=\"LogFlushRateAndTimeMs\",} 4.0\n\
-        jvm_memory_used_bytes{area=\"heap\",} 4.2E8\n\
-        jvm_memory_used_bytes{area=\"nonheap\",} 6.0E7\n\
-        jvm_gc_collection_seconds_sum{gc=\"G1 Young Generation\",} 1.0\n\
-        jvm_gc_collection_seconds_sum{gc=\"G1 Old Generation\",} 0.5\n";
-    // 2 s later: the two pools were idle 75% and 50% of the time (their shares add up to
-    // 2.5 s); the PLAINTEXT processors waited 1.8 and 1.0 s; the controller's all the time.
-    const SCRAPE_2: &str =
-        "kafka_server_brokertopicmetrics_count{name=\"MessagesInPerSec\",} 6000.0\n\
-        kafka_server_brokertopicmetrics_count{name=\"MessagesInPerSec\",topic=\"t\",} 6000.0\n\
-        kafka_server_brokertopicmetrics_count{name=\"BytesInPerSec\",} 600000.0\n\
-        kafka_server_kafkarequesthandlerpool_count{name=\"RequestHandlerAvgIdlePercent\",} 1.25E10\n\
-        kafka_controller_kafkacontroller_value{name=\"ActiveControllerCount\",} 1.0\n\
-        kafka_server_socket_server_metrics_io_wait_time_ns{listener=\"PLAINTEXT\",networkProcessor=\"0\",} 1.18E10\n\
-        kafka_server_socket_server_metrics_io_wait_time_ns{listener=\"PLAINTEXT\",networkProcessor=\"1\",} 1.1E10\n\
-        kafka_server_socket_server_metrics_io_wait_time_ns{listener=\"CONTROLLER\",networkProcessor=\"0\",} 1.2E10\n\
-        jvm_gc_collection_seconds_sum{gc=\"G1 Young Generation\",} 1.2\n\
-        jvm_gc_collection_seconds_sum{gc=\"G1 Old Generation\",} 0.5\n";
-
-    fn value(m: &BrokerMetrics, r: &Reading, key: &str) -> Option<f64> {
-        let i = m.specs().iter().position(|s| s.key == key).unwrap();
-        r.values[i]
-    }
-
-    fn close(a: Option<f64>, b: f64) -> bool {
-        a.is_some_and(|a| (a - b).abs() < 1e-9)
-    }
-
     #[test]
-    fn counters_become_rates_and_gauges_are_scaled() {
-        let mut m = BrokerMetrics::new(unused_scraper(), &KAFKA_METRICS);
-        let first = m.interpret(&parse(SCRAPE_1), 1_000_000_000);
-        assert_eq!(
-            value(&m, &first, MESSAGES_IN),
-            None,
-            "no rate before a second scrape"
-        );
-        assert_eq!(value(&m, &first, "network_processor_idle_ratio"), None);
-        assert!(close(
-            value(&m, &first, "log_flush_seconds_mean_since_start"),
-            0.004
-        ));
-        assert_eq!(
-            value(&m, &first, "jvm_heap_used_bytes"),
-            Some(4.2e8),
-            "heap only, not nonheap"
-        );
-        m.previous = Some(first);
-        let second = m.interpret(&parse(SCRAPE_2), 3_000_000_000);
-        assert_eq!(
-            value(&m, &second, MESSAGES_IN),
-            Some(2500.0),
-            "per-topic series excluded; 5000 in 2 s"
-        );
-        assert_eq!(value(&m, &second, "bytes_in_per_second"), Some(250_000.0));
-        let gc = value(&m, &second, "jvm_gc_seconds_per_second").unwrap();
-        assert!((gc - 0.1).abs() < 1e-9, "summed over collectors: {gc}");
-        assert_eq!(
-            value(&m, &second, "jvm_heap_used_bytes"),
-            None,
-            "absent in this scrape"
-        );
-        assert_eq!(value(&m, &second, "request_queue_size"), None);
-    }
-
-    #[test]
-    fn idle_times_become_ratios_of_the_interval_per_thread_and_pool() {
-        let mut m = BrokerMetrics::new(unused_scraper(), &KAFKA_METRICS);
-        m.previous = Some(m.interpret(&parse(SCRAPE_1), 1_000_000_000));
-        let second = m.interpret(&parse(SCRAPE_2), 3_000_000_000);
-        let handlers = value(&m, &second, "request_handler_idle_ratio");
-        assert!(
-            close(handlers, 0.625),
-            "2.5 s idle of the pools' 4 s: {handlers:?}"
-        );
-        let network = value(&m, &second, "network_processor_idle_ratio");
-        assert!(
-            close(network, 0.7),
-            "the mean of 0.9 and 0.5, the controller's listener left out: {network:?}"
-        );
-        let broker_only = SCRAPE_2.replace("ActiveControllerCount", "Other");
-        let third = m.interpret(&parse(&broker_only), 3_000_000_000);
-        assert!(
-            close(value(&m, &third, "request_handler_idle_ratio"), 1.0),
-            "one pool when the node is no controller: the meter as it is, 1 at most"
-        );
-    }
-
-    #[test]
-    fn every_key_follows_the_naming_scheme() {
-        for set in [&KAFKA_METRICS, &RABBITMQ_METRICS] {
-            for spec in set.specs {
-                assert!(follows_naming(spec.key), "{}: {}", set.source, spec.key);
-            }
-        }
+    fn the_naming_scheme_refuses_abbreviations_and_percentages() {
+        assert!(follows_naming("request_handler_idle_ratio"));
         for bad in [
             "idle_pct",
             "in_per_s",

@@ -11,7 +11,7 @@ mod text;
 
 pub use broker::{
     counter, follows_naming, gauge, time_ratio, BrokerMetrics, Combine, Format, MetricKind,
-    MetricSet, MetricSpec, Reading, KAFKA_METRICS, MESSAGES_IN, RABBITMQ_METRICS,
+    MetricSet, MetricSpec, Reading, MESSAGES_IN,
 };
 pub use exposition::{Exposition, MetricsServer};
 pub use scrape::{

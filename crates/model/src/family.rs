@@ -8,7 +8,7 @@ use crate::yaml::Value;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::spec::SpecError;
+use crate::named::SpecError;
 use crate::workload::{FieldError, Workload};
 
 /// The driver-file side of a broker family.
@@ -83,7 +83,7 @@ pub fn find<'a>(families: &[&'a dyn DriverSchema], name: &str) -> Option<&'a dyn
 /// come back with the allowed names and the closest one; every error names `file` and the
 /// field path.
 pub fn parse_driver<T: DeserializeOwned>(file: &str, map: &Value) -> Result<T, SpecError> {
-    crate::spec::deserialize_named(file, map.clone())
+    crate::named::deserialize_named(file, map.clone())
 }
 
 /// A check a family makes after deserializing, turned into an error naming `file`.

@@ -4,6 +4,7 @@
 pub mod calendar;
 pub mod family;
 pub mod metrics_endpoint;
+mod named;
 pub mod omb;
 pub mod reconnect;
 pub mod redact;

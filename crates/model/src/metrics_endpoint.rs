@@ -88,7 +88,7 @@ impl MetricsEndpointSpec {
         file: &str,
     ) -> Result<MetricsEndpointSpec, crate::SpecError> {
         let raw: RawEndpoint =
-            crate::spec::deserialize_named(file, value).map_err(|e| match e {
+            crate::named::deserialize_named(file, value).map_err(|e| match e {
                 crate::SpecError::Field {
                     file,
                     field,

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::spec::{deserialize_named, did_you_mean, SpecError};
+use crate::named::{deserialize_named, did_you_mean, SpecError};
 use crate::yaml::{Mapping, Value};
 use crate::WORKLOAD_FIELDS;
 

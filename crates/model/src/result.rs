@@ -196,6 +196,26 @@ pub struct Throughput {
     pub received_mb_per_s: f64,
 }
 
+impl Throughput {
+    /// The window's counts over its `seconds` (all 0 for an empty window).
+    pub fn of(window: &Counts, seconds: f64) -> Self {
+        let per_s = |n: u64| {
+            if seconds > 0.0 {
+                n as f64 / seconds
+            } else {
+                0.0
+            }
+        };
+        Throughput {
+            acknowledged_per_s: per_s(window.acknowledged),
+            sent_per_s: per_s(window.sent),
+            received_per_s: per_s(window.received),
+            acknowledged_mb_per_s: per_s(window.bytes_acknowledged) / 1e6,
+            received_mb_per_s: per_s(window.bytes_received) / 1e6,
+        }
+    }
+}
+
 /// What the delivery ledger found over the whole run (warm-up, measurement and drain).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Integrity {
@@ -263,6 +283,23 @@ pub struct ClientCost {
     /// None unless `--count-allocations` was given.
     #[serde(default)]
     pub allocations_per_message: Option<f64>,
+}
+
+impl ClientCost {
+    /// The cost of `messages` (acknowledged, or sent without confirms) for this much CPU.
+    pub fn of(cpu_user_s: f64, cpu_system_s: f64, peak_rss_bytes: u64, messages: u64) -> Self {
+        ClientCost {
+            cpu_user_s,
+            cpu_system_s,
+            cpu_s_per_million_messages: if messages > 0 {
+                (cpu_user_s + cpu_system_s) / (messages as f64 / 1e6)
+            } else {
+                0.0
+            },
+            peak_rss_bytes,
+            allocations_per_message: None,
+        }
+    }
 }
 
 /// What one consumer received over the whole run.
@@ -346,6 +383,18 @@ pub struct Latencies {
     pub service_time: LatencySummary,
     /// Actual send time − intended send time (diagnostic).
     pub schedule_lag: LatencySummary,
+}
+
+impl Latencies {
+    /// The percentiles of the window's histograms.
+    pub fn of(histograms: &WindowHistograms) -> Self {
+        Latencies {
+            publish: LatencySummary::from_histogram(&histograms.publish),
+            end_to_end: LatencySummary::from_histogram(&histograms.end_to_end),
+            service_time: LatencySummary::from_histogram(&histograms.service_time),
+            schedule_lag: LatencySummary::from_histogram(&histograms.schedule_lag),
+        }
+    }
 }
 
 /// Everything a run measured, as written to summary.json.

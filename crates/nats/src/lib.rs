@@ -11,6 +11,7 @@ pub mod conn;
 mod consumer;
 mod family;
 pub mod managed;
+pub mod metrics;
 pub mod omb;
 mod producer;
 mod unread;
@@ -232,6 +233,13 @@ pub(crate) fn unique_inbox() -> String {
 impl Driver for NatsDriver {
     fn name(&self) -> &'static str {
         "nats"
+    }
+
+    fn failure_settings(&self) -> &'static [(&'static str, &'static str)] {
+        &[(
+            "no_responders",
+            "that the NATS server runs JetStream and the stream exists",
+        )]
     }
 
     fn connect(&mut self) -> Result<(), DriverError> {

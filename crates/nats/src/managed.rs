@@ -181,6 +181,8 @@ impl Lifecycle for ManagedNats {
                     broker: NAME,
                     port: p,
                     dir: self.daemon.dir.clone(),
+                    variable: PORT_VARIABLE,
+                    needs: "<port> and <port>+4000 (monitoring)",
                 });
             }
         }

@@ -11,6 +11,7 @@ pub mod search;
 pub mod secrets;
 pub mod stats;
 pub mod tables;
+mod text;
 
 pub use file::{Axis, BetweenRuns, BrokerBetween, OnFailure, Order, Study, StudyError, StudyInput};
 pub use plan::{plan_runs, PlannedRun, RunKey};

@@ -8,7 +8,8 @@ use std::path::Path;
 use brokerbench_model::yaml::Value;
 use brokerbench_model::{load_specs_from, DriverSchema, SpecError, SpecInput, Specs};
 
-use crate::file::{key_text, Order, Study, StudyError, StudyInput};
+use crate::file::{Order, Study, StudyError, StudyInput};
+use crate::text::key_text;
 
 /// Overrides `--quick` adds to every run: a few seconds each.
 pub const QUICK_SETS: &[&str] = &["warmup=1s", "duration=2s", "drain_timeout=5s"];

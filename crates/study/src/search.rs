@@ -18,8 +18,8 @@ use brokerbench_model::yaml::Value;
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use crate::file::key_text;
 use crate::metrics;
+use crate::text::{key_text, show};
 
 /// Share of the offered rate that must be acknowledged.
 pub const MIN_DELIVERED_SHARE: f64 = 0.99;
@@ -118,7 +118,7 @@ impl FindSpec {
                     "(itself)".into(),
                     format!(
                         "{} is not a mapping; write e.g. find: {{start: 10000, precision: 5%, step_duration: 20s, slo: {{publish_p99: 20ms}}}}",
-                        crate::file::show(other)
+                        show(other)
                     ),
                 ))
             }

@@ -2,6 +2,7 @@
 //! collect one-second intervals while the phases pass, drain, reconcile the ledger and
 //! summarize. Each task has its file: [`producer`], [`consumer`], [`collect`], [`summary`].
 
+mod anomalies;
 mod backlog;
 mod collect;
 mod consumer;
@@ -9,6 +10,7 @@ mod producer;
 mod producer_group;
 mod summary;
 
+use anomalies::*;
 use backlog::*;
 use collect::*;
 use consumer::*;
@@ -29,9 +31,8 @@ use brokerbench_driver::{
     ConsumerSlot, Driver, DriverError, Envelope, OutgoingMessage, Producer, SendError, Topology,
 };
 use brokerbench_model::{
-    BacklogReport, Block, ClientCost, ConsumerShare, Counts, IntervalRow, Latencies,
-    LatencySummary, Outage, Phase, Rate, RunObserver, RunStatus, Stall, Summary, Throughput,
-    WindowHistograms, Workload,
+    BacklogReport, Block, ClientCost, ConsumerShare, Counts, IntervalRow, Latencies, Outage, Phase,
+    Rate, RunObserver, RunStatus, Stall, Summary, Throughput, WindowHistograms, Workload,
 };
 
 use crate::ledger::{reconcile, SubscriptionLedger, UnreadPlaces};
@@ -450,6 +451,7 @@ fn run_prepared(
         drops: driver.broker_drop_policy(),
         confirms,
         events: driver.client_events(),
+        failure_settings: driver.failure_settings(),
     };
     let shard = sharding.as_ref().map(|s| s.shard);
     let (summary, histograms, ledger) = summarize(

@@ -10,7 +10,7 @@ use super::data::{
     json_series, json_xs, number_at, read_hlog, read_json, reduce, spectrum, spectrum_xs, Columns,
     Reduce,
 };
-use super::{chart_div, esc, page, HtmlError};
+use super::{chart_div, esc, HtmlError};
 use crate::export::SUMMARY_FILE;
 use crate::folder::{
     E2E_HLOG_FILE, MANIFEST_FILE, PUBLISH_HLOG_FILE, TIMESERIES_FILE, WINDOW_HLOG_FILE,
@@ -242,14 +242,48 @@ fn time_chart(
     spec
 }
 
-/// Adds a chart: its spec to the data, its placeholder to the page.
-fn add_chart(charts: &mut Vec<Json>, body: &mut String, spec: Json, title: &str, note: &str) {
-    body.push_str(&chart_div(
-        spec["id"].as_str().unwrap_or_default(),
-        title,
-        note,
-    ));
-    charts.push(spec);
+/// A report page as it is built: its HTML body and the specs of its charts.
+#[derive(Default)]
+struct Page {
+    body: String,
+    charts: Vec<Json>,
+}
+
+impl Page {
+    /// Adds a chart: its spec to the data, its placeholder to the page.
+    fn add_chart(&mut self, spec: Json, title: &str, note: &str) {
+        self.body.push_str(&chart_div(
+            spec["id"].as_str().unwrap_or_default(),
+            title,
+            note,
+        ));
+        self.charts.push(spec);
+    }
+}
+
+/// A value of a JSON document by dotted path, as text ("—" when absent).
+fn text(doc: &Json, path: &str) -> String {
+    path.split('.')
+        .try_fold(doc, |n, p| n.get(p))
+        .map(|v| {
+            v.as_str()
+                .map(String::from)
+                .unwrap_or_else(|| v.to_string())
+        })
+        .unwrap_or_else(|| "—".into())
+}
+
+/// The strings of a JSON array (none when it is no array).
+fn strings(value: &Json) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Json::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The report of one results folder.
@@ -257,27 +291,44 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
     let run = RunFolder::read(dir)?;
     let m = &run.manifest;
     let s = run.summary.as_ref();
-    let text = |doc: &Json, path: &str| -> String {
-        path.split('.')
-            .try_fold(doc, |n, p| n.get(p))
-            .map(|v| {
-                v.as_str()
-                    .map(String::from)
-                    .unwrap_or_else(|| v.to_string())
-            })
-            .unwrap_or_else(|| "—".into())
-    };
     let workload = text(m, "workload.name");
     let driver = s
         .map(|s| text(s, "driver"))
         .unwrap_or_else(|| text(m, "driver.driver"));
+    let mut page = Page::default();
+    heading(&mut page.body, m, s, &workload, &driver);
+    meta(&mut page.body, m, s, &driver);
+    if let Some(s) = s {
+        headline(&mut page.body, s);
+        outages(&mut page.body, s);
+        notes(&mut page.body, s);
+    }
+    if let Some(table) = shards_table(dir) {
+        page.body.push_str(&table);
+    }
+    over_time(&mut page, &run, s);
+    resources(&mut page, &run);
+    broker_metrics(&mut page, &run, s);
+    percentile_spectrum(&mut page, &run);
+    if let Some(s) = s {
+        integrity(&mut page.body, s);
+    }
+    Ok(super::page(
+        &format!("brokerbench: {workload} on {driver}"),
+        &page.body,
+        page.charts,
+        run.phases(),
+    ))
+}
+
+/// The title, the run's id and status, and the banner that says whether it is clean.
+fn heading(body: &mut String, m: &Json, s: Option<&Json>, workload: &str, driver: &str) {
     let status = text(m, "status");
-    let mut body = String::new();
     let _ = write!(
         body,
         "<h1>{} on {}</h1><p class=\"sub\">run {} · {} · status <b>{}</b></p>",
-        esc(&workload),
-        esc(&driver),
+        esc(workload),
+        esc(driver),
         esc(&text(m, "run_id")),
         esc(&text(m, "started_at")),
         esc(&status)
@@ -300,9 +351,12 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
             let _ = write!(body, "<div class=\"banner bad\">FAILED: {}</div>", esc(error));
         }
     }
-    // Header.
+}
+
+/// The broker as the manifest names it: version, address, whether brokerbench manages it.
+fn broker_text(m: &Json, driver: &str) -> String {
     let broker = m.get("broker").filter(|b| !b.is_null());
-    let broker_text = broker.map_or("—".to_string(), |b| {
+    broker.map_or("—".to_string(), |b| {
         format!(
             "{} {} at {}{}",
             driver,
@@ -316,8 +370,12 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
                 ""
             }
         )
-    });
-    let host = format!(
+    })
+}
+
+/// The host as the manifest describes it.
+fn host_text(m: &Json) -> String {
+    format!(
         "{} · {} CPUs · {} · kernel {}",
         text(m, "host.hostname"),
         text(m, "host.cpus"),
@@ -325,31 +383,38 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
             .map(|b| format!("{:.1} GiB", b / (1u64 << 30) as f64))
             .unwrap_or_else(|| "memory unknown".into()),
         text(m, "host.kernel")
-    );
-    let command: Vec<String> = m["command"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Json::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default();
+    )
+}
+
+/// The run's mode: its target rate or max rate, and the window's length.
+fn mode_text(s: Option<&Json>) -> String {
+    s.map(|s| {
+        let target = number_at(s, "target_rate")
+            .map_or("max rate (closed loop)".to_string(), |r| {
+                format!("open loop at {} msg/s", format_rate(r))
+            });
+        format!(
+            "{target}, measurement {:.1} s",
+            number_at(s, "measurement_s").unwrap_or(0.0)
+        )
+    })
+    .unwrap_or_else(|| "—".into())
+}
+
+/// What ran where, when and how, and the configuration as run.
+fn meta(body: &mut String, m: &Json, s: Option<&Json>, driver: &str) {
     let _ = write!(
         body,
         "<dl class=\"meta\"><dt>workload</dt><dd>{}</dd><dt>driver</dt><dd>{}</dd><dt>broker</dt><dd>{}</dd><dt>host</dt><dd>{}</dd>\
 <dt>started</dt><dd>{}</dd><dt>ended</dt><dd>{}</dd><dt>mode</dt><dd>{}</dd><dt>command</dt><dd><code>{}</code></dd></dl>",
         esc(&text(m, "workload_source")),
         esc(&text(m, "driver_source")),
-        esc(&broker_text),
-        esc(&host),
+        esc(&broker_text(m, driver)),
+        esc(&host_text(m)),
         esc(&text(m, "started_at")),
         esc(&text(m, "ended_at")),
-        esc(&s.map(|s| {
-            let target = number_at(s, "target_rate").map_or("max rate (closed loop)".to_string(), |r| format!("open loop at {} msg/s", format_rate(r)));
-            format!("{target}, measurement {:.1} s", number_at(s, "measurement_s").unwrap_or(0.0))
-        }).unwrap_or_else(|| "—".into())),
-        esc(&command.join(" "))
+        esc(&mode_text(s)),
+        esc(&strings(&m["command"]).join(" "))
     );
     let _ = write!(
         body,
@@ -357,369 +422,374 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
         esc(&serde_json::to_string_pretty(&m["workload"]).unwrap_or_default()),
         esc(&serde_json::to_string_pretty(&m["driver"]).unwrap_or_default())
     );
-    // Headline numbers.
-    if let Some(s) = s {
-        body.push_str(
-            "<h2>Headline numbers <small>(measurement window)</small></h2><div class=\"cards\">",
-        );
-        for (path, label, unit) in HEADLINE {
-            let Some(v) = number_at(s, path).filter(|_| measured(s, path)) else {
-                continue;
-            };
-            let _ = write!(
-                body,
-                "<div class=\"card\" data-key=\"{path}\" data-value=\"{v}\"><div class=\"label\">{}</div><div class=\"value\">{}</div></div>",
-                esc(label),
-                esc(&show(v, unit))
-            );
-        }
-        body.push_str("</div>");
-        if let Ok(backlog) =
-            serde_json::from_value::<brokerbench_model::BacklogReport>(s["backlog"].clone())
-        {
-            let _ = write!(
-                body,
-                "<p class=\"backlog\"><b>Backlog mode</b>: {}.</p>",
-                esc(&crate::terminal::backlog_text(&backlog))
-            );
-        }
-        if let Ok(outages) =
-            serde_json::from_value::<Vec<brokerbench_model::Outage>>(s["outages"].clone())
-        {
-            if !outages.is_empty() {
-                body.push_str("<h2>Outages</h2><table class=\"outages\"><thead><tr><th>lost at</th><th>first acknowledgement after</th><th>producers</th><th>messages failed</th></tr></thead><tbody>");
-                for o in &outages {
-                    let after = o
-                        .duration_s()
-                        .map_or("none before the run ended".to_string(), |d| {
-                            format!("{d:.1} s later")
-                        });
-                    let _ = write!(
-                        body,
-                        "<tr><td>{:.1} s</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                        o.start_s,
-                        esc(&after),
-                        o.producers,
-                        o.failed
-                    );
-                }
-                body.push_str("</tbody></table><p class=\"legend-note\">Seconds into the run (from the start of warm-up), as the producers' clients saw it: from the first finding the broker gone to the last getting an acknowledgement again.</p>");
-            }
-        }
-        // Notes and errors, where they cannot be missed.
-        let notes: Vec<String> = s["notes"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(Json::as_str)
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default();
-        let errors: Vec<(String, f64)> = s["errors"]
-            .as_object()
-            .map(|e| {
-                e.iter()
-                    .map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(0.0)))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !notes.is_empty() || !errors.is_empty() {
-            body.push_str("<h2>Notes</h2><ul class=\"notes\">");
-            for (kind, n) in &errors {
-                let _ = write!(
-                    body,
-                    "<li><b>{} failures of kind <code>{}</code></b></li>",
-                    n,
-                    esc(kind)
-                );
-            }
-            for n in &notes {
-                let _ = write!(body, "<li>{}</li>", esc(n));
-            }
-            body.push_str("</ul>");
-        }
-    }
+}
 
-    if let Some(table) = shards_table(dir) {
-        body.push_str(&table);
-    }
-
-    let mut charts = Vec::new();
-    let xs = run.seconds();
-    if let Some(t) = run.timeseries.as_ref().filter(|t| t.rows > 0) {
-        body.push_str("<h2>Over time</h2><p class=\"legend-note\">Warm-up is shaded yellow, the drain blue; the summary covers the unshaded measurement window. Outages (from the loss to the first acknowledgement after it) are shaded red, stalls orange, publishing blocked by the broker purple.</p>");
-        let col = |name: &str| t.get(name).cloned().unwrap_or_default();
-        let target = s.and_then(|s| number_at(s, "target_rate"));
-        let mut rates = vec![
-            ("sent", col("sent"), Reduce::Mean, 0),
-            ("acknowledged", col("acknowledged"), Reduce::Mean, 0),
-            ("received", col("received"), Reduce::Mean, 0),
-            ("failed", col("failed"), Reduce::Mean, 0),
-        ];
-        if let Some(target) = target {
-            rates.push(("target", vec![Some(target); xs.len()], Reduce::Mean, 0));
-        }
-        add_chart(
-            &mut charts,
-            &mut body,
-            time_chart(
-                "rates",
-                &xs,
-                rates,
-                json!({"yLabel": "msg/s", "unitY": "count"}),
-            ),
-            "Messages per second",
-            "sent, acknowledged and received in each second, against the target rate",
-        );
-        let us = |name: &str| t.scaled(name, 1e3).unwrap_or_default();
-        add_chart(&mut charts, &mut body, time_chart(
-            "latency",
-            &xs,
-            vec![
-                ("publish p50", us("publish_p50_us"), Reduce::Max, 0),
-                ("publish p99", us("publish_p99_us"), Reduce::Max, 0),
-                ("publish max", us("publish_max_us"), Reduce::Max, 0),
-                ("end-to-end p50", us("e2e_p50_us"), Reduce::Max, 0),
-                ("end-to-end p99", us("e2e_p99_us"), Reduce::Max, 0),
-                ("end-to-end max", us("e2e_max_us"), Reduce::Max, 0),
-            ],
-            json!({"yLabel": "latency", "unitY": "ns", "logY": true}),
-        ), "Latency per second (log scale)", "publish = acknowledgement − intended send time; end-to-end = receive − intended send time; of the messages acknowledged or received in each second");
-        add_chart(&mut charts, &mut body, time_chart(
-            "backlog",
-            &xs,
-            vec![
-                ("consumer backlog", col("backlog"), Reduce::Max, 0),
-                ("schedule lag max", us("schedule_lag_max_us"), Reduce::Max, 1),
-            ],
-            json!({"yLabel": "messages", "unitY": "count", "y2Label": "schedule lag", "unitY2": "ns"}),
-        ), "Backlog and schedule lag", "backlog = acknowledged − received so far; schedule lag = actual − intended send time (growing lag: the generator could not keep up)");
-    }
-    if let Some(r) = Columns::read(&run.dir.join("resources.csv")).filter(|r| r.rows > 0) {
-        let rx: Vec<f64> = r
-            .get("time_ns")
-            .map(|v| {
-                v.iter()
-                    .map(|t| t.unwrap_or(0.0) / 1e9 - run.start_s)
-                    .collect()
-            })
-            .unwrap_or_default();
-        let col = |name: &str| r.get(name).cloned().unwrap_or_default();
-        // Per-interval byte counts as bytes per second.
-        let per_s = |name: &str| -> Vec<Option<f64>> {
-            let interval = col("interval_s");
-            col(name)
-                .iter()
-                .zip(&interval)
-                .map(|(b, i)| match (b, i) {
-                    (Some(b), Some(i)) if *i > 0.0 => Some(b / i),
-                    _ => None,
-                })
-                .collect()
+/// The headline cards, and the backlog mode's line.
+fn headline(body: &mut String, s: &Json) {
+    body.push_str(
+        "<h2>Headline numbers <small>(measurement window)</small></h2><div class=\"cards\">",
+    );
+    for (path, label, unit) in HEADLINE {
+        let Some(v) = number_at(s, path).filter(|_| measured(s, path)) else {
+            continue;
         };
-        body.push_str("<div class=\"grid2\">");
-        add_chart(
-            &mut charts,
-            &mut body,
-            time_chart(
-                "cpu",
-                &rx,
-                vec![
-                    ("broker usr", col("broker_cpu_user_pct"), Reduce::Max, 0),
-                    ("broker sys", col("broker_cpu_system_pct"), Reduce::Max, 0),
-                    ("client usr", col("client_cpu_user_pct"), Reduce::Max, 0),
-                    ("client sys", col("client_cpu_system_pct"), Reduce::Max, 0),
-                ],
-                json!({"yLabel": "% of one core", "unitY": "pct", "height": 220}),
-            ),
-            "Broker and client CPU",
-            "percent of one core, user and system",
-        );
-        add_chart(
-            &mut charts,
-            &mut body,
-            time_chart(
-                "broker-memory-disk",
-                &rx,
-                vec![
-                    ("broker RSS", col("broker_rss_bytes"), Reduce::Max, 0),
-                    (
-                        "broker disk written/s",
-                        per_s("broker_disk_written_bytes"),
-                        Reduce::Mean,
-                        1,
-                    ),
-                ],
-                json!({"yLabel": "RSS", "unitY": "bytes", "y2Label": "written per second", "unitY2": "bytes", "height": 220}),
-            ),
-            "Broker memory and disk writes",
-            "resident set size; bytes really sent to storage per second",
-        );
-        add_chart(
-            &mut charts,
-            &mut body,
-            time_chart(
-                "host-cpu",
-                &rx,
-                vec![
-                    ("usr", col("host_cpu_user_pct"), Reduce::Max, 0),
-                    ("sys", col("host_cpu_system_pct"), Reduce::Max, 0),
-                    ("iowait", col("host_cpu_iowait_pct"), Reduce::Max, 0),
-                    ("irq", col("host_cpu_irq_pct"), Reduce::Max, 0),
-                ],
-                json!({"yLabel": "% of all CPUs", "unitY": "pct", "height": 220}),
-            ),
-            "Host CPU",
-            "percent of all CPUs, as mpstat computes it",
-        );
-        add_chart(
-            &mut charts,
-            &mut body,
-            time_chart(
-                "host-net",
-                &rx,
-                vec![
-                    ("received/s", per_s("host_net_rx_bytes"), Reduce::Mean, 0),
-                    ("sent/s", per_s("host_net_tx_bytes"), Reduce::Mean, 0),
-                ],
-                json!({"yLabel": "bytes per second", "unitY": "bytes", "height": 220}),
-            ),
-            "Host network (all interfaces, loopback included)",
-            "",
-        );
-        body.push_str("</div>");
-    }
-    if let Some(b) = Columns::read(&run.dir.join("broker-metrics.csv")).filter(|b| b.rows > 0) {
-        let bx: Vec<f64> = b
-            .get("time_s")
-            .map(|v| v.iter().map(|t| t.unwrap_or(0.0) - run.start_s).collect())
-            .unwrap_or_default();
-        let mut names: Vec<&String> = b
-            .numbers
-            .keys()
-            .filter(|k| k.as_str() != "time_s")
-            .collect();
-        names.sort();
-        let source = s
-            .and_then(|s| s["broker_metrics"]["source"].as_str())
-            .unwrap_or("broker");
         let _ = write!(
             body,
-            "<h2>The broker's own metrics <small>({}; each name is defined in docs/src/broker-metrics.md)</small></h2><div class=\"grid2\">",
-            esc(source)
+            "<div class=\"card\" data-key=\"{path}\" data-value=\"{v}\"><div class=\"label\">{}</div><div class=\"value\">{}</div></div>",
+            esc(label),
+            esc(&show(v, unit))
         );
-        for name in names {
-            let values = b.get(name).cloned().unwrap_or_default();
-            if values.iter().all(Option::is_none) {
-                continue;
-            }
-            let id = format!(
-                "broker-{}",
-                name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
-            );
-            // Keys name their unit (docs/src/broker-metrics.md): a ratio is 0–1, shown as %.
-            let unit = if name.ends_with("_bytes") {
-                "bytes"
-            } else if name.ends_with("_ratio") {
-                "ratio"
-            } else {
-                "count"
-            };
-            add_chart(
-                &mut charts,
-                &mut body,
-                time_chart(
-                    &id,
-                    &bx,
-                    vec![(name.as_str(), values, Reduce::Max, 0)],
-                    json!({"yLabel": name, "unitY": unit, "height": 170}),
+    }
+    body.push_str("</div>");
+    if let Ok(backlog) =
+        serde_json::from_value::<brokerbench_model::BacklogReport>(s["backlog"].clone())
+    {
+        let _ = write!(
+            body,
+            "<p class=\"backlog\"><b>Backlog mode</b>: {}.</p>",
+            esc(&crate::terminal::backlog_text(&backlog))
+        );
+    }
+}
+
+/// The outages table, when the broker went away.
+fn outages(body: &mut String, s: &Json) {
+    let Ok(outages) =
+        serde_json::from_value::<Vec<brokerbench_model::Outage>>(s["outages"].clone())
+    else {
+        return;
+    };
+    if outages.is_empty() {
+        return;
+    }
+    body.push_str("<h2>Outages</h2><table class=\"outages\"><thead><tr><th>lost at</th><th>first acknowledgement after</th><th>producers</th><th>messages failed</th></tr></thead><tbody>");
+    for o in &outages {
+        let after = o
+            .duration_s()
+            .map_or("none before the run ended".to_string(), |d| {
+                format!("{d:.1} s later")
+            });
+        let _ = write!(
+            body,
+            "<tr><td>{:.1} s</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            o.start_s,
+            esc(&after),
+            o.producers,
+            o.failed
+        );
+    }
+    body.push_str("</tbody></table><p class=\"legend-note\">Seconds into the run (from the start of warm-up), as the producers' clients saw it: from the first finding the broker gone to the last getting an acknowledgement again.</p>");
+}
+
+/// Notes and errors, where they cannot be missed.
+fn notes(body: &mut String, s: &Json) {
+    let notes = strings(&s["notes"]);
+    let errors: Vec<(String, f64)> = s["errors"]
+        .as_object()
+        .map(|e| {
+            e.iter()
+                .map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(0.0)))
+                .collect()
+        })
+        .unwrap_or_default();
+    if notes.is_empty() && errors.is_empty() {
+        return;
+    }
+    body.push_str("<h2>Notes</h2><ul class=\"notes\">");
+    for (kind, n) in &errors {
+        let _ = write!(
+            body,
+            "<li><b>{} failures of kind <code>{}</code></b></li>",
+            n,
+            esc(kind)
+        );
+    }
+    for n in &notes {
+        let _ = write!(body, "<li>{}</li>", esc(n));
+    }
+    body.push_str("</ul>");
+}
+
+/// Rates, latency, backlog and schedule lag per second (timeseries.csv).
+fn over_time(page: &mut Page, run: &RunFolder, s: Option<&Json>) {
+    let Some(t) = run.timeseries.as_ref().filter(|t| t.rows > 0) else {
+        return;
+    };
+    let xs = run.seconds();
+    page.body.push_str("<h2>Over time</h2><p class=\"legend-note\">Warm-up is shaded yellow, the drain blue; the summary covers the unshaded measurement window. Outages (from the loss to the first acknowledgement after it) are shaded red, stalls orange, publishing blocked by the broker purple.</p>");
+    let col = |name: &str| t.get(name).cloned().unwrap_or_default();
+    let mut rates = vec![
+        ("sent", col("sent"), Reduce::Mean, 0),
+        ("acknowledged", col("acknowledged"), Reduce::Mean, 0),
+        ("received", col("received"), Reduce::Mean, 0),
+        ("failed", col("failed"), Reduce::Mean, 0),
+    ];
+    if let Some(target) = s.and_then(|s| number_at(s, "target_rate")) {
+        rates.push(("target", vec![Some(target); xs.len()], Reduce::Mean, 0));
+    }
+    page.add_chart(
+        time_chart(
+            "rates",
+            &xs,
+            rates,
+            json!({"yLabel": "msg/s", "unitY": "count"}),
+        ),
+        "Messages per second",
+        "sent, acknowledged and received in each second, against the target rate",
+    );
+    let us = |name: &str| t.scaled(name, 1e3).unwrap_or_default();
+    page.add_chart(time_chart(
+        "latency",
+        &xs,
+        vec![
+            ("publish p50", us("publish_p50_us"), Reduce::Max, 0),
+            ("publish p99", us("publish_p99_us"), Reduce::Max, 0),
+            ("publish max", us("publish_max_us"), Reduce::Max, 0),
+            ("end-to-end p50", us("e2e_p50_us"), Reduce::Max, 0),
+            ("end-to-end p99", us("e2e_p99_us"), Reduce::Max, 0),
+            ("end-to-end max", us("e2e_max_us"), Reduce::Max, 0),
+        ],
+        json!({"yLabel": "latency", "unitY": "ns", "logY": true}),
+    ), "Latency per second (log scale)", "publish = acknowledgement − intended send time; end-to-end = receive − intended send time; of the messages acknowledged or received in each second");
+    page.add_chart(time_chart(
+        "backlog",
+        &xs,
+        vec![
+            ("consumer backlog", col("backlog"), Reduce::Max, 0),
+            ("schedule lag max", us("schedule_lag_max_us"), Reduce::Max, 1),
+        ],
+        json!({"yLabel": "messages", "unitY": "count", "y2Label": "schedule lag", "unitY2": "ns"}),
+    ), "Backlog and schedule lag", "backlog = acknowledged − received so far; schedule lag = actual − intended send time (growing lag: the generator could not keep up)");
+}
+
+/// Broker, client and host resources over time (resources.csv).
+fn resources(page: &mut Page, run: &RunFolder) {
+    let Some(r) = Columns::read(&run.dir.join("resources.csv")).filter(|r| r.rows > 0) else {
+        return;
+    };
+    let rx: Vec<f64> = r
+        .get("time_ns")
+        .map(|v| {
+            v.iter()
+                .map(|t| t.unwrap_or(0.0) / 1e9 - run.start_s)
+                .collect()
+        })
+        .unwrap_or_default();
+    let col = |name: &str| r.get(name).cloned().unwrap_or_default();
+    // Per-interval byte counts as bytes per second.
+    let per_s = |name: &str| -> Vec<Option<f64>> {
+        let interval = col("interval_s");
+        col(name)
+            .iter()
+            .zip(&interval)
+            .map(|(b, i)| match (b, i) {
+                (Some(b), Some(i)) if *i > 0.0 => Some(b / i),
+                _ => None,
+            })
+            .collect()
+    };
+    page.body.push_str("<div class=\"grid2\">");
+    page.add_chart(
+        time_chart(
+            "cpu",
+            &rx,
+            vec![
+                ("broker usr", col("broker_cpu_user_pct"), Reduce::Max, 0),
+                ("broker sys", col("broker_cpu_system_pct"), Reduce::Max, 0),
+                ("client usr", col("client_cpu_user_pct"), Reduce::Max, 0),
+                ("client sys", col("client_cpu_system_pct"), Reduce::Max, 0),
+            ],
+            json!({"yLabel": "% of one core", "unitY": "pct", "height": 220}),
+        ),
+        "Broker and client CPU",
+        "percent of one core, user and system",
+    );
+    page.add_chart(
+        time_chart(
+            "broker-memory-disk",
+            &rx,
+            vec![
+                ("broker RSS", col("broker_rss_bytes"), Reduce::Max, 0),
+                (
+                    "broker disk written/s",
+                    per_s("broker_disk_written_bytes"),
+                    Reduce::Mean,
+                    1,
                 ),
-                name,
-                "",
-            );
-        }
-        body.push_str("</div>");
+            ],
+            json!({"yLabel": "RSS", "unitY": "bytes", "y2Label": "written per second", "unitY2": "bytes", "height": 220}),
+        ),
+        "Broker memory and disk writes",
+        "resident set size; bytes really sent to storage per second",
+    );
+    page.add_chart(
+        time_chart(
+            "host-cpu",
+            &rx,
+            vec![
+                ("usr", col("host_cpu_user_pct"), Reduce::Max, 0),
+                ("sys", col("host_cpu_system_pct"), Reduce::Max, 0),
+                ("iowait", col("host_cpu_iowait_pct"), Reduce::Max, 0),
+                ("irq", col("host_cpu_irq_pct"), Reduce::Max, 0),
+            ],
+            json!({"yLabel": "% of all CPUs", "unitY": "pct", "height": 220}),
+        ),
+        "Host CPU",
+        "percent of all CPUs, as mpstat computes it",
+    );
+    page.add_chart(
+        time_chart(
+            "host-net",
+            &rx,
+            vec![
+                ("received/s", per_s("host_net_rx_bytes"), Reduce::Mean, 0),
+                ("sent/s", per_s("host_net_tx_bytes"), Reduce::Mean, 0),
+            ],
+            json!({"yLabel": "bytes per second", "unitY": "bytes", "height": 220}),
+        ),
+        "Host network (all interfaces, loopback included)",
+        "",
+    );
+    page.body.push_str("</div>");
+}
+
+/// A broker figure's unit, from its name (docs/src/broker-metrics.md): a ratio is 0–1,
+/// shown as %.
+fn broker_metric_unit(name: &str) -> &'static str {
+    if name.ends_with("_bytes") {
+        "bytes"
+    } else if name.ends_with("_ratio") {
+        "ratio"
+    } else {
+        "count"
     }
-    // Percentile spectrum.
+}
+
+/// One chart per figure the broker's own metrics gave (broker-metrics.csv).
+fn broker_metrics(page: &mut Page, run: &RunFolder, s: Option<&Json>) {
+    let Some(b) = Columns::read(&run.dir.join("broker-metrics.csv")).filter(|b| b.rows > 0) else {
+        return;
+    };
+    let bx: Vec<f64> = b
+        .get("time_s")
+        .map(|v| v.iter().map(|t| t.unwrap_or(0.0) - run.start_s).collect())
+        .unwrap_or_default();
+    let mut names: Vec<&String> = b
+        .numbers
+        .keys()
+        .filter(|k| k.as_str() != "time_s")
+        .collect();
+    names.sort();
+    let source = s
+        .and_then(|s| s["broker_metrics"]["source"].as_str())
+        .unwrap_or("broker");
+    let _ = write!(
+        page.body,
+        "<h2>The broker's own metrics <small>({}; each name is defined in docs/src/broker-metrics.md)</small></h2><div class=\"grid2\">",
+        esc(source)
+    );
+    for name in names {
+        let values = b.get(name).cloned().unwrap_or_default();
+        if values.iter().all(Option::is_none) {
+            continue;
+        }
+        let id = format!(
+            "broker-{}",
+            name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+        );
+        let unit = broker_metric_unit(name);
+        page.add_chart(
+            time_chart(
+                &id,
+                &bx,
+                vec![(name.as_str(), values, Reduce::Max, 0)],
+                json!({"yLabel": name, "unitY": unit, "height": 170}),
+            ),
+            name,
+            "",
+        );
+    }
+    page.body.push_str("</div>");
+}
+
+/// Latency by percentile over the whole window (window.hlog).
+fn percentile_spectrum(page: &mut Page, run: &RunFolder) {
     let histograms = run.window_histograms();
-    if histograms.iter().any(|(_, h)| !h.is_empty()) {
-        let sx = spectrum_xs();
-        charts.push(json!({
-            "id": "spectrum",
-            "x": "spectrum",
-            "xLabel": "percentile",
-            "xMax": 1e5,
-            "xs": json_xs(&sx),
-            "yLabel": "latency",
-            "unitY": "ns",
-            "logY": true,
-            "series": histograms.iter().filter(|(_, h)| !h.is_empty()).map(|(label, h)| json!({
-                "label": label,
-                "values": json_series(&spectrum(h, &sx)),
-            })).collect::<Vec<_>>(),
-        }));
-        body.push_str("<h2>Latency percentile spectrum</h2>");
-        body.push_str(&chart_div("spectrum", "Latency by percentile (measurement window)", "from the whole HdrHistograms of the window (window.hlog): x is the percentile on a 1/(1−p) scale, so each decade to the right is one more nine"));
+    if histograms.iter().all(|(_, h)| h.is_empty()) {
+        return;
     }
-    // Integrity.
-    if let Some(s) = s {
-        body.push_str("<h2>Integrity <small>(whole run, from the delivery ledger)</small></h2><table><thead><tr><th class=\"text\">count</th><th>messages</th></tr></thead><tbody>");
-        let rows = [
-            ("total.sent", "sent"),
-            ("total.acknowledged", "acknowledged"),
-            ("total.failed", "failed"),
-            ("total.received", "received (every copy)"),
-            (
-                "integrity.lost",
-                "lost (acknowledged, and the consumers moved past it)",
-            ),
-            (
-                "integrity.unconsumed",
-                "unconsumed (still stored beyond the consumers' positions)",
-            ),
-            ("integrity.duplicated", "duplicated"),
-            ("integrity.out_of_order", "out of order"),
-            (
-                "integrity.unacknowledged",
-                "unacknowledged when the drain ended",
-            ),
-            (
-                "integrity.received_unacknowledged",
-                "received although not acknowledged",
-            ),
-            (
-                "integrity.dropped_by_broker",
-                "dropped by the broker by policy",
-            ),
-            (
-                "integrity.foreign",
-                "foreign (not sent by this run), ignored",
-            ),
-        ];
-        for (path, label) in rows {
-            let v = number_at(s, path).unwrap_or(0.0);
-            let _ = write!(
-                body,
-                "<tr data-key=\"{path}\"><td class=\"text\">{}</td><td>{v:.0}</td></tr>",
-                esc(label)
-            );
-        }
-        let checked = s["integrity"]["checked"].as_bool() == Some(true);
-        body.push_str("</tbody></table>");
-        let consumers = s["consumers"].as_array().is_some_and(|c| !c.is_empty());
-        if !checked && consumers {
-            body.push_str("<p class=\"legend-note\">One shard of a run: its consumers read other shards' messages too, so loss, duplicates and order are counted by <code>brokerbench merge</code>.</p>");
-        } else if !checked {
-            body.push_str("<p class=\"legend-note\">No consumers: loss, duplicates and order were not checked.</p>");
-        }
+    let sx = spectrum_xs();
+    page.charts.push(json!({
+        "id": "spectrum",
+        "x": "spectrum",
+        "xLabel": "percentile",
+        "xMax": 1e5,
+        "xs": json_xs(&sx),
+        "yLabel": "latency",
+        "unitY": "ns",
+        "logY": true,
+        "series": histograms.iter().filter(|(_, h)| !h.is_empty()).map(|(label, h)| json!({
+            "label": label,
+            "values": json_series(&spectrum(h, &sx)),
+        })).collect::<Vec<_>>(),
+    }));
+    page.body.push_str("<h2>Latency percentile spectrum</h2>");
+    page.body.push_str(&chart_div("spectrum", "Latency by percentile (measurement window)", "from the whole HdrHistograms of the window (window.hlog): x is the percentile on a 1/(1−p) scale, so each decade to the right is one more nine"));
+}
+
+/// The integrity table rows: (summary.json path, label).
+const INTEGRITY_ROWS: [(&str, &str); 12] = [
+    ("total.sent", "sent"),
+    ("total.acknowledged", "acknowledged"),
+    ("total.failed", "failed"),
+    ("total.received", "received (every copy)"),
+    (
+        "integrity.lost",
+        "lost (acknowledged, and the consumers moved past it)",
+    ),
+    (
+        "integrity.unconsumed",
+        "unconsumed (still stored beyond the consumers' positions)",
+    ),
+    ("integrity.duplicated", "duplicated"),
+    ("integrity.out_of_order", "out of order"),
+    (
+        "integrity.unacknowledged",
+        "unacknowledged when the drain ended",
+    ),
+    (
+        "integrity.received_unacknowledged",
+        "received although not acknowledged",
+    ),
+    (
+        "integrity.dropped_by_broker",
+        "dropped by the broker by policy",
+    ),
+    (
+        "integrity.foreign",
+        "foreign (not sent by this run), ignored",
+    ),
+];
+
+/// The delivery ledger's counts over the whole run.
+fn integrity(body: &mut String, s: &Json) {
+    body.push_str("<h2>Integrity <small>(whole run, from the delivery ledger)</small></h2><table><thead><tr><th class=\"text\">count</th><th>messages</th></tr></thead><tbody>");
+    for (path, label) in INTEGRITY_ROWS {
+        let v = number_at(s, path).unwrap_or(0.0);
+        let _ = write!(
+            body,
+            "<tr data-key=\"{path}\"><td class=\"text\">{}</td><td>{v:.0}</td></tr>",
+            esc(label)
+        );
     }
-    Ok(page(
-        &format!("brokerbench: {workload} on {driver}"),
-        &body,
-        charts,
-        run.phases(),
-    ))
+    let checked = s["integrity"]["checked"].as_bool() == Some(true);
+    body.push_str("</tbody></table>");
+    let consumers = s["consumers"].as_array().is_some_and(|c| !c.is_empty());
+    if !checked && consumers {
+        body.push_str("<p class=\"legend-note\">One shard of a run: its consumers read other shards' messages too, so loss, duplicates and order are counted by <code>brokerbench merge</code>.</p>");
+    } else if !checked {
+        body.push_str("<p class=\"legend-note\">No consumers: loss, duplicates and order were not checked.</p>");
+    }
 }
 
 /// The shards of a merged run (shards.csv): each one's rate, cost, schedule lag and clock.

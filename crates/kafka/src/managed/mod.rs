@@ -35,13 +35,21 @@ use brokerbench_brokers::process;
 use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{managed, BrokerError, BrokerStatus};
 
+mod install;
+mod properties;
+mod storage;
+mod users;
+
+use install::*;
+use properties::*;
+
 /// The Kafka version the embedded pom installs.
 pub const VERSION: &str = "4.1.1";
 
 /// The name of this broker on the command line and in [`BrokerStatus::name`].
 const NAME: &str = "kafka";
 /// Resolves the broker, its tools and an SLF4J → log4j2 binding from Maven Central.
-const POM: &str = include_str!("../pom.xml");
+const POM: &str = include_str!("../../pom.xml");
 /// Jars whose presence means `install` finished (it fills a side folder, then renames it).
 const REQUIRED_JARS: [&str; 3] = ["kafka_2.13", "kafka-clients", "kafka-tools"];
 /// The Prometheus JMX exporter agent jar (see the pom).
@@ -50,35 +58,10 @@ const AGENT_JAR: &str = "jmx_prometheus_javaagent-1.0.1.jar";
 const EXPORTER_PORT_WAIT: Duration = Duration::from_secs(5);
 /// The exporter listens on the broker port plus this (9404 for 9092).
 const METRICS_PORT_OFFSET: u16 = 312;
-/// Exporter configuration: only the MBeans brokerbench reads (the full set is ~12,000 lines
-/// a scrape), named in lower case. Of the socket server's per-processor metrics only each
-/// network thread's cumulative select() wait (`io-wait-time-ns-total`, named without the
-/// `_total` the exporter would drop from an untyped sample); the controller's
-/// ActiveControllerCount tells a combined node (two request handler pools) apart.
-/// NetworkProcessorAvgIdlePercent is not read any more; it stays for brokerbench builds that
-/// still read it from a broker this one refreshed.
-const JMX_EXPORTER_CONFIG: &str = "\
-lowercaseOutputName: true
-includeObjectNames:
-  - \"kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec\"
-  - \"kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec\"
-  - \"kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent\"
-  - \"kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent\"
-  - \"kafka.server:type=socket-server-metrics,listener=*,networkProcessor=*\"
-  - \"kafka.controller:type=KafkaController,name=ActiveControllerCount\"
-  - \"kafka.network:type=RequestChannel,name=RequestQueueSize\"
-  - \"kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions\"
-  - \"kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs\"
-rules:
-  - pattern: \"kafka.server<type=socket-server-metrics, listener=(.+), networkProcessor=(.+)><>io-wait-time-ns-total\"
-    name: kafka_server_socket_server_metrics_io_wait_time_ns
-    labels:
-      listener: \"$1\"
-      networkProcessor: \"$2\"
-  - pattern: \"^(?!kafka.server<type=socket-server-metrics).*\"
-";
 const DEFAULT_PORT: u16 = 9092;
 const PORT_VARIABLE: &str = "BROKERBENCH_KAFKA_PORT";
+/// Why the client port can be 65534 at most.
+const CONTROLLER_PORT: &str = "the controller listens on the port after it";
 /// Usable client ports: the controller listens on the port after it.
 const PORTS: RangeInclusive<u16> = 1..=u16::MAX - 1;
 const DEFAULT_HEAP: &str = "1g";
@@ -260,62 +243,6 @@ impl Kafka {
         Some(argument)
     }
 
-    /// Fetches the broker's jars with Maven (from ~/.m2, else Maven Central) into
-    /// [`Kafka::lib_dir`]. Does nothing when they are there already.
-    pub fn install(&self) -> Result<(), BrokerError> {
-        if self.is_installed() {
-            return Ok(());
-        }
-        let version_dir = self.version_dir();
-        fs::create_dir_all(&version_dir).map_err(BrokerError::io("creating", &version_dir))?;
-        let pom = version_dir.join("pom.xml");
-        process::write_atomically(&pom, POM.as_bytes())?;
-
-        // Fill a side folder and rename it: an interrupted install never looks complete.
-        let partial = version_dir.join("lib.partial");
-        let lib = self.lib_dir();
-        for stale in [&partial, &lib] {
-            if stale.exists() {
-                fs::remove_dir_all(stale).map_err(BrokerError::io("removing", stale))?;
-            }
-        }
-        let mut maven = Command::new("mvn");
-        maven
-            .args(["-q", "-B", "-Dstyle.color=never", "-f"])
-            .arg(&pom)
-            .arg("dependency:copy-dependencies")
-            .arg(concat_os("-DoutputDirectory=", &partial))
-            .current_dir(&version_dir)
-            .stdin(Stdio::null());
-        let output = maven
-            .output()
-            .map_err(|source| BrokerError::MavenNotFound {
-                program: "mvn".to_string(),
-                source,
-            })?;
-        if !output.status.success() {
-            let mut printed = String::from_utf8_lossy(&output.stdout).into_owned();
-            printed.push_str(&String::from_utf8_lossy(&output.stderr));
-            return Err(BrokerError::MavenFailed {
-                what: format!("the Kafka {VERSION} jars"),
-                status: output.status,
-                output: process::last_lines(&strip_ansi(&printed), LOG_TAIL_LINES),
-            });
-        }
-        let agent_dir = version_dir.join("agent");
-        fs::create_dir_all(&agent_dir).map_err(BrokerError::io("creating", &agent_dir))?;
-        let agent = partial.join(AGENT_JAR);
-        fs::rename(&agent, self.agent_jar()).map_err(BrokerError::io("moving", &agent))?;
-        fs::rename(&partial, &lib).map_err(BrokerError::io("renaming to", &lib))?;
-        if !self.is_installed() {
-            return Err(BrokerError::NotInstalled {
-                broker: NAME,
-                dir: lib,
-            });
-        }
-        Ok(())
-    }
-
     /// Starts the broker unless it runs already, and waits until it answers metadata
     /// requests. Returns its status and whether it was already running (then it keeps the
     /// port it was started with, which [`BrokerStatus::address`] reports).
@@ -336,14 +263,20 @@ impl Kafka {
 
     fn check_port(&self) -> Result<(), BrokerError> {
         if let Some(value) = &self.invalid_port_variable {
-            return Err(BrokerError::InvalidPortVariable {
+            return Err(BrokerError::InvalidPortSetting {
+                broker: NAME,
+                variable: PORT_VARIABLE,
                 value: value.clone(),
+                max: *PORTS.end(),
+                why: CONTROLLER_PORT,
             });
         }
         if !PORTS.contains(&self.port) {
-            return Err(BrokerError::InvalidPort {
+            return Err(BrokerError::PortOutOfRange {
                 broker: NAME,
                 port: self.port,
+                max: *PORTS.end(),
+                why: CONTROLLER_PORT,
             });
         }
         Ok(())
@@ -373,94 +306,6 @@ impl Kafka {
             log_file: self.log_file(),
             note: None,
         }
-    }
-
-    fn write_configuration(&self) -> Result<(), BrokerError> {
-        for dir in [self.data_dir(), self.logs_dir()] {
-            fs::create_dir_all(&dir).map_err(BrokerError::io("creating", &dir))?;
-        }
-        let tls = if self.tls().enabled() {
-            let files = self.tls();
-            files.generate_once()?;
-            let mut keystore = Vec::new();
-            for part in [files.server_key(), files.server_certificate()] {
-                keystore.extend(fs::read(&part).map_err(BrokerError::io("reading", &part))?);
-            }
-            tls::write_private(&self.keystore_file(), &keystore)?;
-            Some(TlsListeners {
-                keystore: self.keystore_file(),
-                ca: files.ca(),
-                password: files.password()?,
-            })
-        } else {
-            None
-        };
-        let properties = server_properties(self.port, &self.data_dir(), tls.as_ref());
-        // Private: with TLS on it holds the PLAIN user's password.
-        tls::write_private(&self.properties_file(), properties.as_bytes())?;
-        process::write_atomically(&self.log4j2_file(), LOG4J2_PROPERTIES.as_bytes())?;
-        process::write_atomically(&self.jmx_exporter_config(), JMX_EXPORTER_CONFIG.as_bytes())
-    }
-
-    /// Rewrites the exporter's configuration of a running broker when it is not what this
-    /// brokerbench reads: the exporter rereads its file when it changes, so a broker started
-    /// by an older brokerbench serves the metrics this one expects without a restart.
-    fn refresh_exporter_config(&self) -> Result<(), BrokerError> {
-        let path = self.jmx_exporter_config();
-        match fs::read(&path) {
-            Ok(current) if current != JMX_EXPORTER_CONFIG.as_bytes() => {
-                process::write_atomically(&path, JMX_EXPORTER_CONFIG.as_bytes())
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// Formats `data/` for KRaft the first time only; later starts reuse it.
-    fn format_storage_once(&self) -> Result<(), BrokerError> {
-        let data = self.data_dir();
-        if data.join("meta.properties").is_file() {
-            return Ok(());
-        }
-        let cluster_id = self.cluster_id()?;
-        let mut format = self.java_command("256m");
-        format
-            .arg("kafka.tools.StorageTool")
-            .arg("format")
-            .arg("--cluster-id")
-            .arg(&cluster_id)
-            .arg("--config")
-            .arg(self.properties_file())
-            // A data dir formatted before with the same cluster id (meta.properties lost
-            // while the rest remained) is fine to reuse.
-            .arg("--ignore-formatted");
-        self.redirect_to_log(&mut format)?;
-        let status = format
-            .stdin(Stdio::null())
-            .status()
-            .map_err(|source| self.java_not_found(source))?;
-        if !status.success() {
-            return Err(BrokerError::CommandFailed {
-                what: format!("formatting the Kafka data directory {}", data.display()),
-                status,
-                log_file: self.log_file(),
-                log_tail: process::log_tail(&self.log_file(), LOG_TAIL_LINES),
-            });
-        }
-        Ok(())
-    }
-
-    /// The cluster id of this home, generated on first use and kept in `cluster.id`.
-    fn cluster_id(&self) -> Result<String, BrokerError> {
-        let path = self.dir().join("cluster.id");
-        if let Ok(id) = fs::read_to_string(&path) {
-            let id = id.trim();
-            if is_cluster_id(id) {
-                return Ok(id.to_string());
-            }
-        }
-        let id = random_cluster_id().map_err(BrokerError::io("reading", Path::new(RANDOM)))?;
-        process::write_atomically(&path, format!("{id}\n").as_bytes())?;
-        Ok(id)
     }
 
     /// `java` with the JVM options shared by the broker and its tools.
@@ -557,287 +402,12 @@ impl Kafka {
     }
 }
 
-impl Kafka {
-    /// Gives the SASL user its SCRAM credentials (through the PLAINTEXT listener), then checks
-    /// that it can log in over SASL_SSL with the CA's certificate, as a client will.
-    fn add_scram_user(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
-        let failed = |reason: String| BrokerError::StartFailed {
-            broker: NAME,
-            reason,
-            log_file: self.log_file(),
-            log_tail: process::log_tail(&self.log_file(), LOG_TAIL_LINES),
-        };
-        let files = self.tls();
-        let password = files.password()?;
-        let client = metadata_client(&status.address)
-            .map_err(|e| failed(format!("could not create a Kafka client: {e}")))?;
-        crate::scram::upsert_user(client.client(), tls::USER, &password, READY_TIMEOUT)
-            .map_err(|e| failed(format!("setting the SCRAM user `{}`: {e}", tls::USER)))?;
-        let Some((_, sasl_port)) = self.running_tls_ports() else {
-            return Ok(());
-        };
-        let mut config = ClientConfig::new();
-        config
-            .set("bootstrap.servers", format!("127.0.0.1:{sasl_port}"))
-            .set("security.protocol", "SASL_SSL")
-            .set("sasl.mechanisms", DRIVER_FILE_MECHANISM)
-            .set("sasl.username", tls::USER)
-            .set("sasl.password", &password)
-            .set("ssl.ca.location", files.ca().to_string_lossy())
-            .set("reconnect.backoff.ms", "100")
-            .set_log_level(RDKafkaLogLevel::Emerg);
-        let checker: BaseConsumer<Silent> = config
-            .create_with_context(Silent)
-            .map_err(|e| failed(format!("could not create a SASL_SSL client: {e}")))?;
-        // The credentials reach the broker through its metadata log: give them a moment.
-        managed::poll(Duration::from_secs(20), || {
-            checker
-                .fetch_metadata(None, Duration::from_millis(1000))
-                .ok()
-                .filter(|metadata| !metadata.brokers().is_empty())
-        })
-        .map(|_| ())
-        .ok_or_else(|| {
-            failed(format!(
-                "the user `{}` could not log in over SASL_SSL (127.0.0.1:{sasl_port}, {DRIVER_FILE_MECHANISM}) within 20 s",
-                tls::USER
-            ))
-        })
-    }
-
-    /// Lines `up` and `status` print about the TLS listeners of the running broker.
-    fn tls_lines(&self) -> Vec<String> {
-        let Some((ssl, sasl)) = self.running_tls_ports() else {
-            return Vec::new();
-        };
-        vec![
-            format!(
-                "TLS:  SASL_SSL 127.0.0.1:{sasl} (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; user `{}`), SSL 127.0.0.1:{ssl}",
-                tls::USER
-            ),
-            format!("CA:   {}", self.tls().ca().display()),
-            "`brokerbench broker status kafka --driver-file > kafka-tls.yaml` writes a driver file for SASL_SSL (it holds the password)".into(),
-        ]
-    }
-}
-
 /// `$JAVA_HOME/bin/java` when JAVA_HOME is set, else `java` from PATH.
 fn java_program() -> PathBuf {
     match std::env::var_os("JAVA_HOME").filter(|home| !home.is_empty()) {
         Some(home) => Path::new(&home).join("bin/java"),
         None => PathBuf::from("java"),
     }
-}
-
-fn concat_os(prefix: &str, path: &Path) -> OsString {
-    let mut argument = OsString::from(prefix);
-    argument.push(path);
-    argument
-}
-
-/// Removes ANSI colour sequences: Maven 3.8 emits resets even with `-B -Dstyle.color=never`.
-fn strip_ansi(text: &str) -> String {
-    let mut plain = String::with_capacity(text.len());
-    let mut characters = text.chars();
-    while let Some(character) = characters.next() {
-        if character == '\u{1b}' {
-            // CSI sequences end with a letter: `ESC [ 0 m`.
-            for sequence in characters.by_ref() {
-                if sequence.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            plain.push(character);
-        }
-    }
-    plain
-}
-
-/// `server.properties` for a single-node KRaft cluster (broker and controller in one JVM) on
-/// 127.0.0.1: clients on `port`, the controller quorum on `port + 1`.
-fn server_properties(port: u16, data_dir: &Path, tls: Option<&TlsListeners>) -> String {
-    let controller_port = port + 1;
-    let mut properties = format!(
-        "\
-# Written by brokerbench on every start; edits are overwritten.
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:{controller_port}
-listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
-advertised.listeners=PLAINTEXT://127.0.0.1:{port}
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-inter.broker.listener.name=PLAINTEXT
-controller.listener.names=CONTROLLER
-log.dirs={data_dir}
-# One node: internal topics cannot have more than one replica.
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-# Benchmarks create their topics explicitly and delete them afterwards.
-auto.create.topics.enable=false
-delete.topic.enable=true
-num.partitions=1
-# Consumers of a fresh group start at once instead of after 3 s.
-group.initial.rebalance.delay.ms=0
-",
-        data_dir = data_dir.display()
-    );
-    if let Some(tls) = tls {
-        let ssl_port = port + SSL_PORT_OFFSET;
-        let sasl_port = port + SASL_SSL_PORT_OFFSET;
-        let user = tls::USER;
-        let password = &tls.password;
-        let replace = |properties: &str, key: &str, value: String| {
-            properties
-                .lines()
-                .map(|line| {
-                    if line.starts_with(&format!("{key}=")) {
-                        format!("{key}={value}")
-                    } else {
-                        line.to_string()
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
-                + "\n"
-        };
-        properties = replace(
-            &properties,
-            "listeners",
-            format!("PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port},SSL://127.0.0.1:{ssl_port},SASL_SSL://127.0.0.1:{sasl_port}"),
-        );
-        properties = replace(
-            &properties,
-            "advertised.listeners",
-            format!("PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{ssl_port},SASL_SSL://127.0.0.1:{sasl_port}"),
-        );
-        properties = replace(
-            &properties,
-            "listener.security.protocol.map",
-            "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL".into(),
-        );
-        properties.push_str(&format!(
-            "\
-# TLS (`brokerbench broker up kafka --tls`): a throwaway CA's certificate, see tls/.
-ssl.keystore.type=PEM
-ssl.keystore.location={keystore}
-ssl.truststore.type=PEM
-ssl.truststore.location={ca}
-ssl.client.auth=none
-# The SSL listener takes clients by their certificate (mutual TLS, signed by the CA above).
-listener.name.ssl.ssl.client.auth=required
-sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
-listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_{user}=\"{password}\";
-listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
-listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
-",
-            keystore = tls.keystore.display(),
-            ca = tls.ca.display()
-        ));
-    }
-    properties
-}
-
-/// What the TLS listeners need in `server.properties`.
-struct TlsListeners {
-    /// Key and certificate chain, PEM.
-    keystore: PathBuf,
-    /// The CA that signs client certificates the SSL listener takes, PEM.
-    ca: PathBuf,
-    /// The PLAIN user's password (SCRAM credentials are set through the admin API).
-    password: String,
-}
-
-/// The port of the listener `name` (`SSL`, `SASL_SSL`) in a `server.properties`.
-fn named_listener_port(properties: &str, name: &str) -> Option<u16> {
-    let prefix = format!("{name}://");
-    properties
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("listeners="))?
-        .split(',')
-        .find_map(|listener| listener.trim().strip_prefix(prefix.as_str()))?
-        .rsplit_once(':')?
-        .1
-        .parse()
-        .ok()
-}
-
-/// The client port of the `PLAINTEXT` listener in a `server.properties`.
-fn listener_port(properties: &str) -> Option<u16> {
-    properties
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("listeners="))?
-        .split(',')
-        .find_map(|listener| listener.trim().strip_prefix("PLAINTEXT://"))?
-        .rsplit_once(':')?
-        .1
-        .parse()
-        .ok()
-}
-
-/// All broker output to one file, `${kafka.logs.dir}/server.log`. The distribution's
-/// config splits controller and state-change logs into separate files; for a benchmark
-/// broker one file with everything at INFO is easier to read after a failure.
-const LOG4J2_PROPERTIES: &str = "\
-# Written by brokerbench on every start; edits are overwritten.
-status = warn
-appender.server.type = File
-appender.server.name = server
-appender.server.fileName = ${sys:kafka.logs.dir}/server.log
-appender.server.append = true
-appender.server.layout.type = PatternLayout
-appender.server.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.server.ref = server
-# Per-request logging would flood the log under benchmark load.
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-";
-
-const RANDOM: &str = "/dev/urandom";
-
-/// A random cluster id in Kafka's format: a version-4 UUID, base64url without padding
-/// (22 characters), as `kafka-storage.sh random-uuid` prints, without starting a JVM.
-fn random_cluster_id() -> std::io::Result<String> {
-    use std::io::Read;
-    let mut random = fs::File::open(RANDOM)?;
-    loop {
-        let mut bytes = [0u8; 16];
-        random.read_exact(&mut bytes)?;
-        bytes[6] = (bytes[6] & 0x0f) | 0x40;
-        bytes[8] = (bytes[8] & 0x3f) | 0x80;
-        let id = base64_url(&bytes);
-        // Kafka never hands out ids starting with '-': they read as a command-line flag.
-        if !id.starts_with('-') {
-            return Ok(id);
-        }
-    }
-}
-
-fn is_cluster_id(id: &str) -> bool {
-    id.len() == 22
-        && !id.starts_with('-')
-        && id
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
-}
-
-/// Base64 with the URL-safe alphabet and no padding (RFC 4648 §5).
-fn base64_url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let group = chunk.iter().enumerate().fold(0u32, |group, (i, &byte)| {
-            group | u32::from(byte) << (16 - 8 * i)
-        });
-        for i in 0..=chunk.len() {
-            text.push(char::from(ALPHABET[(group >> (18 - 6 * i)) as usize & 63]));
-        }
-    }
-    text
 }
 
 /// A client used only to ask for metadata. It stays silent: while the broker boots, every
@@ -902,9 +472,11 @@ impl Lifecycle for Kafka {
                 ports.push(
                     self.port
                         .checked_add(offset)
-                        .ok_or(BrokerError::InvalidPort {
+                        .ok_or(BrokerError::PortOutOfRange {
                             broker: NAME,
                             port: self.port,
+                            max: u16::MAX - SASL_SSL_PORT_OFFSET,
+                            why: "with TLS on, the TLS and SASL listeners take port + 2 and port + 3",
                         })?,
                 );
             }
@@ -915,6 +487,8 @@ impl Lifecycle for Kafka {
                     broker: NAME,
                     port,
                     dir: self.dir(),
+                    variable: PORT_VARIABLE,
+                    needs: "<port> and <port>+1, and <port>+2 and <port>+3 with TLS on",
                 });
             }
         }
@@ -1036,6 +610,7 @@ producer_config: {{acks: \"1\"}}
 
 #[cfg(test)]
 mod tests {
+    use super::storage::*;
     use super::*;
     use brokerbench_brokers::test_support::{self, DownOnDrop};
 
@@ -1141,7 +716,7 @@ mod tests {
         let kafka = Kafka::new(home.path()).with_port(0);
         assert!(matches!(
             kafka.up(),
-            Err(BrokerError::InvalidPort { port: 0, .. })
+            Err(BrokerError::PortOutOfRange { port: 0, .. })
         ));
     }
 

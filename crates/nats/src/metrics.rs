@@ -1,0 +1,52 @@
+//! What the NATS server's monitoring endpoints serve, and what each figure means
+//! (docs/src/broker-metrics.md).
+
+use brokerbench_metrics::{counter, gauge, Format, MetricSet, MetricSpec, MESSAGES_IN};
+
+/// A figure from a JSON document: its samples carry no labels to tell apart.
+const fn json(spec: MetricSpec) -> MetricSpec {
+    MetricSpec {
+        without_label: None,
+        ..spec
+    }
+}
+
+/// From the monitoring endpoints: `/varz` (server) and `/jsz?streams=true` (JetStream). The
+/// count compared with brokerbench's is the sum of the streams' last sequence numbers: every
+/// message a stream stored, whatever its limits later discarded.
+const SPECS: &[MetricSpec] = &[
+    MetricSpec {
+        absent_is_zero: true,
+        ..json(counter(
+            MESSAGES_IN,
+            "jsz.account_details.stream_detail.state.last_seq",
+            None,
+        ))
+    },
+    json(counter(
+        "server_messages_in_per_second",
+        "varz.in_msgs",
+        None,
+    )),
+    json(counter(
+        "server_messages_out_per_second",
+        "varz.out_msgs",
+        None,
+    )),
+    json(counter("server_bytes_in_per_second", "varz.in_bytes", None)),
+    json(gauge("stream_messages", "jsz.messages", None, 1.0)),
+    json(gauge("stream_bytes", "jsz.bytes", None, 1.0)),
+    json(gauge("jetstream_memory_bytes", "jsz.memory", None, 1.0)),
+    json(gauge("jetstream_storage_bytes", "jsz.storage", None, 1.0)),
+    json(gauge("resident_memory_bytes", "varz.mem", None, 1.0)),
+    json(gauge("slow_consumers", "varz.slow_consumers", None, 1.0)),
+];
+
+/// NATS's metric set: its JSON monitoring endpoints.
+pub static METRICS: MetricSet = MetricSet {
+    source: "nats",
+    format: Format::Json {
+        paths: &["/varz", "/jsz?accounts=true&streams=true"],
+    },
+    specs: SPECS,
+};

@@ -1,0 +1,138 @@
+//! Which broker a run talks to (the one the driver file names, else the family's managed
+//! one), which process to sample, and how to read its metrics endpoint.
+
+use brokerbench_driver::Driver;
+use brokerbench_metrics::{Endpoint, EndpointSettings, MetricSet, Scraper};
+use brokerbench_model::DriverConfig;
+use brokerbench_report::BrokerInfo;
+
+use crate::cli::RunArgs;
+use crate::families::REGISTRY;
+use crate::BadInput;
+
+/// The broker a run talks to, and how to watch it.
+pub(super) struct BrokerTarget {
+    pub(super) driver: Box<dyn Driver>,
+    pub(super) broker: BrokerInfo,
+    /// Process to sample, if known.
+    pub(super) broker_pid: Option<u32>,
+    /// How to find the broker's process again after it restarts (a managed broker's status,
+    /// or `--broker-process`'s name).
+    pub(super) refind: Option<Box<dyn Fn() -> Option<u32> + Send + Sync>>,
+    /// Metrics endpoint to read, if known.
+    pub(super) metrics_url: Option<String>,
+    /// What that endpoint serves, from the family.
+    pub(super) metrics: Option<&'static MetricSet>,
+}
+
+/// Resolves the driver file and flags into a driver, starting the family's managed broker if
+/// the driver file names no broker address.
+pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Result<BrokerTarget> {
+    let family = REGISTRY
+        .get(driver.name())
+        .expect("a validated driver file names a registered family");
+    let mut target = match family.address(driver)? {
+        Some(address) => BrokerTarget {
+            driver: family.driver(driver, None)?,
+            broker: BrokerInfo {
+                address,
+                version: None,
+                managed: false,
+            },
+            broker_pid: None,
+            refind: None,
+            metrics_url: None,
+            metrics: family.metrics(),
+        },
+        None => {
+            let (status, client_address, metrics_url) = super::broker::managed(family)?;
+            BrokerTarget {
+                driver: family.driver(driver, Some(&client_address))?,
+                broker: BrokerInfo {
+                    address: status.address,
+                    version: Some(status.version),
+                    managed: true,
+                },
+                broker_pid: Some(status.pid),
+                refind: Some(Box::new(move || {
+                    let managed = family.managed(&brokerbench_brokers::home());
+                    managed.status().ok().flatten().map(|s| s.pid)
+                })),
+                metrics_url,
+                metrics: family.metrics(),
+            }
+        }
+    };
+    if let Some(pid) = args.broker_pid {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(BadInput(format!("--broker-pid {pid}: no such process")).into());
+        }
+        target.broker_pid = Some(pid);
+        target.refind = None;
+    }
+    if let Some(name) = &args.broker_process {
+        let pids = brokerbench_monitor::find_pids_by_name(name);
+        let again = name.clone();
+        target.refind = Some(Box::new(
+            move || match brokerbench_monitor::find_pids_by_name(&again).as_slice() {
+                [pid] => Some(*pid),
+                _ => None,
+            },
+        ));
+        target.broker_pid = Some(match pids.as_slice() {
+            [pid] => *pid,
+            [] => return Err(BadInput(format!("--broker-process {name}: no running process matches; give --broker-pid PID instead")).into()),
+            many => {
+                return Err(BadInput(format!(
+                    "--broker-process {name}: {} processes match ({many:?}); give --broker-pid PID instead",
+                    many.len()
+                ))
+                .into())
+            }
+        });
+    }
+    Ok(target)
+}
+
+/// The broker's metrics endpoint and how to read it: the URL from `--broker-metrics`, else
+/// the driver file's `broker_metrics.url`, else the managed broker's own; credentials and CA
+/// from the URL, then the driver file, then the environment; the timeout from the file. Checked here, before the run starts;
+/// nothing is read with `--no-monitor`.
+pub(super) fn metrics_scraper(
+    specs: &brokerbench_model::Specs,
+    args: &RunArgs,
+    managed_url: Option<String>,
+    set: Option<&'static MetricSet>,
+) -> anyhow::Result<Option<(Scraper, &'static MetricSet)>> {
+    if args.no_monitor {
+        return Ok(None);
+    }
+    let spec = specs.driver.broker_metrics();
+    let (url, source) = match (&args.broker_metrics, spec.and_then(|s| s.url.clone())) {
+        (Some(url), _) => (url.clone(), "--broker-metrics".to_string()),
+        (None, Some(url)) => (
+            url,
+            format!("{}: field `broker_metrics.url`", specs.driver_source),
+        ),
+        (None, None) => match managed_url {
+            Some(url) => (url, "the managed broker".to_string()),
+            None => return Ok(None),
+        },
+    };
+    let Some(set) = set else { return Ok(None) };
+    let mut endpoint = Endpoint::new(&url).map_err(|e| BadInput(format!("{source}: {e}")))?;
+    if let Some(spec) = spec {
+        endpoint = endpoint.fill_missing(EndpointSettings {
+            username: spec.username.clone(),
+            password: spec.password.clone(),
+            bearer_token: spec.bearer_token.clone(),
+            ca_file: spec.ca_file.clone(),
+        });
+        if let Some(timeout) = spec.timeout {
+            endpoint = endpoint.timeout(timeout);
+        }
+    }
+    let scraper = Scraper::new(endpoint.with_environment())
+        .map_err(|e| BadInput(format!("{source}: {e}")))?;
+    Ok(Some((scraper, set)))
+}
