@@ -56,35 +56,26 @@ fn backlog_mode_stops_taking_deliveries_builds_and_drains_losslessly() {
 #[test]
 fn messages_a_queue_still_holds_when_the_drain_ends_are_unconsumed_not_lost() {
     let _turn = serial();
-    // The backlog by construction: with prefetch 1 and an acknowledgement each, the consumer
-    // takes one message per round trip through the broker, while the closed-loop producer
-    // keeps as many publishes in flight as the broker confirms; after a 1 s drain the queue
-    // still holds most of what was acknowledged (measured here: 54,248 acknowledged, 11,081
-    // received; 32,397 and 9,537).
+    // The backlog by the consumer's shape: it takes one message per round trip through the
+    // broker (prefetch 1, an acknowledgement each) while the closed-loop producer keeps as many
+    // publishes in flight as the broker confirms; after a 1 s drain the queue usually still
+    // holds most of what was acknowledged (measured: 51,497 acknowledged, 14,985 received).
+    // Not always: RabbitMQ's flow control can hold the producer to the consumer's pace (2 of
+    // 11 classic runs on a busy host left no backlog), so a run without one is run again: the
+    // premise, not the claim, is retried. What is checked is the count, exact whatever the
+    // backlog: every message acknowledged and not received is unconsumed, none lost. Not the
+    // exit code: confirms still outstanding when the drain ends are counted unacknowledged
+    // (809 once in 11 runs), which is the truth about such a run, and not this test's matter.
     // A quorum queue keeps a cancelled consumer's checked-out messages unsent: they count too.
     for queue in ["classic", "quorum"] {
-        let kind = format!("queue.type={queue}");
-        let run = rabbit_run(&sets(
-            "max",
-            2,
-            &[
-                "drain_timeout=1s",
-                "prefetch=1",
-                "ack.multiple_every=1",
-                &kind,
-            ],
-        ));
-        assert_eq!(run.code, 0, "{queue}: lossless: {}", run.stderr);
-        let s = run.summary();
+        let s = run_leaving_a_backlog(queue);
         let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
         let received = s["total"]["received"].as_u64().unwrap();
         let integrity = &s["integrity"];
+        assert_eq!(s["status"], "complete", "{queue}: {s:#}");
+        assert_eq!(s["errors"], serde_json::json!({}), "{queue}: {s:#}");
         assert_eq!(integrity["lost"], 0, "{queue}: {s:#}");
         assert_eq!(integrity["duplicated"], 0, "{queue}: {s:#}");
-        assert!(
-            received < acknowledged,
-            "{queue}: a backlog was left: {s:#}"
-        );
         assert_eq!(
             integrity["unconsumed"],
             acknowledged - received,
@@ -103,6 +94,27 @@ fn messages_a_queue_still_holds_when_the_drain_ends_are_unconsumed_not_lost() {
             "{queue}: {s:#}"
         );
     }
+}
+
+/// The summary of a max-rate run with a prefetch-1 consumer and a 1 s drain that left
+/// messages in the queue (up to three tries).
+fn run_leaving_a_backlog(queue: &str) -> serde_json::Value {
+    let kind = format!("queue.type={queue}");
+    let extra = [
+        "drain_timeout=1s",
+        "prefetch=1",
+        "ack.multiple_every=1",
+        &kind,
+    ];
+    let mut last = serde_json::Value::Null;
+    for _ in 0..3 {
+        let run = rabbit_run(&sets("max", 2, &extra));
+        last = run.summary();
+        if last["total"]["received"].as_u64() < last["total"]["acknowledged"].as_u64() {
+            return last;
+        }
+    }
+    panic!("{queue}: no backlog in three runs: {last:#}");
 }
 
 #[test]
