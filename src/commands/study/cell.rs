@@ -16,8 +16,7 @@ impl Executor<'_> {
         let status = record.status.clone();
         self.progress(index, total, run, &record);
         state.runs.push(record);
-        let axis_names = state.axes.clone();
-        write_state(self.dir, state, &axis_names, false)?;
+        write_state(self.dir, state, false)?;
         Ok(status)
     }
 
@@ -48,8 +47,7 @@ impl Executor<'_> {
                 let measured = judged(spec, rate, attempt, &mut record, self.dir)?;
                 self.progress(index, total, run, &record);
                 state.runs.push(record);
-                let axis_names = state.axes.clone();
-                write_state(self.dir, state, &axis_names, true)?;
+                write_state(self.dir, state, true)?;
                 Ok(Some(measured))
             },
         )?;

@@ -100,12 +100,13 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
         print_plan(&study, &runs, &keys, search.as_ref());
         return Ok(ExitCode::SUCCESS);
     }
-    let (dir, previous) = study_folder(&study, &args, &definition)?;
+    let (dir, mut previous) = study_folder(&study, &args, &definition)?;
     let _lock = Lock::take(&dir)?;
     let inputs = write_inline_inputs(&study, &dir)?;
+    // The earlier invocation's records go to the executor; the new state starts without runs.
     let earlier: Vec<RunRecord> = previous
-        .as_ref()
-        .map(|p| p.runs.clone())
+        .as_mut()
+        .map(|p| std::mem::take(&mut p.runs))
         .unwrap_or_default();
     let mut state = StudyState::start(&study, definition, previous, runs.len(), search.as_ref());
     announce(&study, &runs, search.is_some(), &dir, &earlier);
@@ -267,10 +268,9 @@ fn finish(
     }
     .into();
     state.ended_at = Some(rfc3339_utc(now_ns()));
-    let axis_names = state.axes.clone();
-    write_state(dir, state, &axis_names, searching)?;
-    let cells = cell_stats(&axis_names, searching, &state.runs);
-    print!("{}", end_table(&axis_names, &cells));
+    write_state(dir, state, searching)?;
+    let cells = cell_stats(&state.axes, searching, &state.runs);
+    print!("{}", end_table(&state.axes, &cells));
     let failed = state.runs.iter().filter(|r| r.status == "failed").count();
     println!("study {}: {}", state.status, dir.display());
     Ok(ExitCode::from(match outcome {

@@ -25,16 +25,11 @@ pub(super) fn fill_headlines(dir: &Path, runs: &mut [RunRecord]) {
     }
 }
 
-/// Rewrites study.json, runs.csv/json and cells.csv/json.
-pub(super) fn write_state(
-    dir: &Path,
-    state: &mut StudyState,
-    axis_names: &[String],
-    search: bool,
-) -> anyhow::Result<()> {
+/// Rewrites study.json, runs.csv/json and cells.csv/json (columns named by the study's axes).
+pub(super) fn write_state(dir: &Path, state: &mut StudyState, search: bool) -> anyhow::Result<()> {
     write_state_file(dir, state)?;
     fill_headlines(dir, &mut state.runs);
-    let records = &state.runs;
+    let (axis_names, records) = (&state.axes, &state.runs);
     let runs = runs_table(axis_names, search, records);
     let cells = cells_table(axis_names, search, &cell_stats(axis_names, search, records));
     for (table, name) in [(&runs, "runs"), (&cells, "cells")] {

@@ -46,7 +46,7 @@ pub(super) fn summarize(
     let ledgers: Vec<_> = producers.iter().map(|p| p.ledger.clone()).collect();
     let mut integrity = reconcile(&ledgers, &subscriptions, tally.foreign);
     if let Some(shard) = shard {
-        integrity = shard_integrity(&integrity, tally.foreign);
+        integrity = shard_integrity(&integrity);
         notes.push(format!(
             "shard {shard}: lost, duplicated and out-of-order messages are counted across all shards by `brokerbench merge` (this shard's ledger is in ledger.json)"
         ));
@@ -276,14 +276,11 @@ fn consumer_shares(consumers: &[ConsumerResult]) -> Vec<ConsumerShare> {
 
 /// One shard's consumers receive other shards' messages: only the joined ledgers say what
 /// was lost, so a shard counts no loss itself.
-fn shard_integrity(
-    integrity: &brokerbench_model::Integrity,
-    foreign: u64,
-) -> brokerbench_model::Integrity {
+fn shard_integrity(integrity: &brokerbench_model::Integrity) -> brokerbench_model::Integrity {
     brokerbench_model::Integrity {
         checked: false,
         unacknowledged: integrity.unacknowledged,
-        foreign,
+        foreign: integrity.foreign,
         ..Default::default()
     }
 }
