@@ -64,13 +64,13 @@ fn messages_in_total(reading: &Reading, metrics: &BrokerMetrics) -> Option<f64> 
 }
 
 impl Monitoring {
-    /// Starts sampling. `broker`: the broker's process (its children included, followed to a
-    /// new pid when it restarts, if it can be found again);
+    /// Starts sampling. `broker`: the broker's processes, one per node, summed (each with
+    /// its children, followed to a new pid when it restarts, if it can be found again);
     /// `metrics`: its metrics endpoint and what the family says it serves.
     pub fn start(
         folder: &Path,
         interval: Duration,
-        broker: Option<Target>,
+        broker: Vec<Target>,
         metrics: Option<(Scraper, &'static MetricSet)>,
     ) -> anyhow::Result<Monitoring> {
         let clock = Clock::process();

@@ -2,18 +2,21 @@
 
 use std::process::ExitCode;
 
+use brokerbench_brokers::cluster::check_size;
 use brokerbench_brokers::BrokerStatus;
 use brokerbench_driver::Family;
 
 use crate::cli::BrokerAction;
 use crate::families::REGISTRY;
 
-/// What `broker` was asked besides the action: `--tls`/`--no-tls` (`up`), `--driver-file`
-/// (`status`).
+/// What `broker` was asked besides the action: `--tls`/`--no-tls` and `--nodes` (`up`),
+/// `--driver-file` and `--json` (`status`).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct BrokerOptions {
     pub tls: Option<bool>,
     pub driver_file: bool,
+    pub nodes: Option<u32>,
+    pub json: bool,
 }
 
 pub fn broker(
@@ -27,26 +30,22 @@ pub fn broker(
             REGISTRY.names().join(", ")
         ))
     })?;
+    check_options(action, name, &options)?;
     let managed = family.managed(&brokerbench_brokers::home());
-    if options.tls.is_some() && !matches!(action, BrokerAction::Up) {
-        return Err(crate::BadInput(format!(
-            "--tls and --no-tls go with `up`: `brokerbench broker up {name} --tls`"
-        ))
-        .into());
-    }
-    if options.driver_file && !matches!(action, BrokerAction::Status) {
-        return Err(crate::BadInput(format!(
-            "--driver-file goes with `status`: `brokerbench broker status {name} --driver-file`"
-        ))
-        .into());
-    }
     match action {
         BrokerAction::Install => println!("{}", managed.install()?),
         BrokerAction::Up => {
             if let Some(on) = options.tls {
                 managed.set_tls(on)?;
             }
-            print_up(managed.up()?);
+            let up = match options.nodes {
+                Some(nodes) => {
+                    check_size(family.name(), nodes, managed.max_nodes())?;
+                    managed.up_nodes(nodes)?
+                }
+                None => managed.up()?,
+            };
+            print_up(up);
             for line in managed.endpoints() {
                 println!("  {line}");
             }
@@ -59,6 +58,7 @@ pub fn broker(
                 return Ok(ExitCode::from(1));
             }
         },
+        BrokerAction::Status if options.json => return status_json(name, managed.status()?),
         BrokerAction::Status => {
             let code = status(name, managed.status()?)?;
             if managed.status()?.is_some() {
@@ -70,6 +70,60 @@ pub fn broker(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Each option goes with one action: said before anything is touched.
+fn check_options(action: BrokerAction, name: &str, options: &BrokerOptions) -> anyhow::Result<()> {
+    let up = matches!(action, BrokerAction::Up);
+    let status = matches!(action, BrokerAction::Status);
+    let misplaced = if options.tls.is_some() && !up {
+        Some(format!(
+            "--tls and --no-tls go with `up`: `brokerbench broker up {name} --tls`"
+        ))
+    } else if options.nodes.is_some() && !up {
+        Some(format!(
+            "--nodes goes with `up`: `brokerbench broker up {name} --nodes 3`"
+        ))
+    } else if options.driver_file && !status {
+        Some(format!(
+            "--driver-file goes with `status`: `brokerbench broker status {name} --driver-file`"
+        ))
+    } else if options.json && !status {
+        Some(format!(
+            "--json goes with `status`: `brokerbench broker status {name} --json`"
+        ))
+    } else {
+        None
+    };
+    match misplaced {
+        Some(message) => Err(crate::BadInput(message).into()),
+        None => Ok(()),
+    }
+}
+
+/// `status --json`: `{"family", "running", "version", "address", "nodes": [...]}`; exit 1 when
+/// it does not run, as the human form.
+fn status_json(name: &str, status: Option<BrokerStatus>) -> anyhow::Result<ExitCode> {
+    let value = match &status {
+        None => serde_json::json!({"family": name, "running": false, "nodes": []}),
+        Some(status) => serde_json::json!({
+            "family": name,
+            "running": true,
+            "version": status.version,
+            "address": status.address,
+            "data_dir": status.data_dir,
+            "log_file": status.log_file,
+            "note": status.note,
+            "nodes": status.nodes.iter().map(|node| serde_json::json!({
+                "id": node.id,
+                "pid": node.pid,
+                "address": node.address,
+                "up": node.up,
+            })).collect::<Vec<_>>(),
+        }),
+    };
+    println!("{}", serde_json::to_string_pretty(&value)?);
+    Ok(ExitCode::from(if status.is_some() { 0 } else { 1 }))
 }
 
 fn down(name: &str, stopped: Option<u32>) -> anyhow::Result<ExitCode> {
@@ -118,6 +172,15 @@ fn print_status(status: &BrokerStatus, state: &str) {
         status.data_dir.display(),
         status.log_file.display()
     );
+    if status.nodes.len() > 1 {
+        println!("  nodes: {}", status.nodes.len());
+        for node in &status.nodes {
+            let pid = node
+                .pid
+                .map_or("down".to_string(), |pid| format!("pid {pid}"));
+            println!("    node {} at {} ({pid})", node.id, node.address);
+        }
+    }
 }
 
 /// Starts the family's managed broker if needed and returns its status, the address its

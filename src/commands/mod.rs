@@ -75,12 +75,16 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             tls,
             no_tls,
             driver_file,
+            nodes,
+            json,
         } => broker::broker(
             action,
             &broker,
             broker::BrokerOptions {
                 tls: (tls || no_tls).then_some(tls),
                 driver_file,
+                nodes,
+                json,
             },
         ),
         Command::Data {

@@ -53,9 +53,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // At once, so that the folder of a shard that fails is known as one.
         write_json(&folder, SHARD_FILE, &s.file(&run_id))?;
     }
-    let broker = target
-        .broker_pid
-        .map(|pid| watched_broker(pid, target.refind));
+    let broker = target.processes.into_iter().map(watched_broker).collect();
     let mut monitoring = start_monitoring(&args, &out, broker, metrics)?;
     let mut exposition = start_exposition(&args, monitoring.as_ref())?;
     let control = RunControl {
@@ -254,13 +252,10 @@ fn create_folder(
         .with_context(|| format!("creating the results folder '{}'", out.display()))
 }
 
-/// The broker process to sample, found again after a restart where that is known.
-fn watched_broker(
-    pid: u32,
-    refind: Option<Box<dyn Fn() -> Option<u32> + Send + Sync>>,
-) -> brokerbench_monitor::Target {
-    let target = brokerbench_monitor::Target::broker(pid);
-    match refind {
+/// A broker process to sample, found again after a restart where that is known.
+fn watched_broker(process: super::run_broker::WatchedProcess) -> brokerbench_monitor::Target {
+    let target = brokerbench_monitor::Target::broker(process.pid);
+    match process.refind {
         Some(refind) => target.following(refind),
         None => target,
     }
@@ -270,7 +265,7 @@ fn watched_broker(
 fn start_monitoring(
     args: &RunArgs,
     out: &std::path::Path,
-    broker: Option<brokerbench_monitor::Target>,
+    broker: Vec<brokerbench_monitor::Target>,
     metrics: Option<(Scraper, &'static MetricSet)>,
 ) -> anyhow::Result<Option<Monitoring>> {
     if args.no_monitor {

@@ -1,7 +1,8 @@
 //! Which broker a run talks to (the one the driver file names, else the family's managed
 //! one), which process to sample, and how to read its metrics endpoint.
 
-use brokerbench_driver::Driver;
+use brokerbench_brokers::BrokerStatus;
+use brokerbench_driver::{Driver, Family};
 use brokerbench_metrics::{Endpoint, EndpointSettings, MetricSet, Scraper};
 use brokerbench_model::DriverConfig;
 use brokerbench_report::BrokerInfo;
@@ -14,15 +15,46 @@ use crate::BadInput;
 pub(super) struct BrokerTarget {
     pub(super) driver: Box<dyn Driver>,
     pub(super) broker: BrokerInfo,
-    /// Process to sample, if known.
-    pub(super) broker_pid: Option<u32>,
-    /// How to find the broker's process again after it restarts (a managed broker's status,
-    /// or `--broker-process`'s name).
-    pub(super) refind: Option<Box<dyn Fn() -> Option<u32> + Send + Sync>>,
+    /// Processes to sample: one per node of the broker, as far as they are known.
+    pub(super) processes: Vec<WatchedProcess>,
     /// Metrics endpoint to read, if known.
     pub(super) metrics_url: Option<String>,
     /// What that endpoint serves, from the family.
     pub(super) metrics: Option<&'static MetricSet>,
+}
+
+/// A broker process to sample.
+pub(super) struct WatchedProcess {
+    pub(super) pid: u32,
+    /// How to find it again after it restarts (a managed broker's status, or
+    /// `--broker-process`'s name).
+    pub(super) refind: Option<Box<dyn Fn() -> Option<u32> + Send + Sync>>,
+}
+
+/// Every running node of the managed broker of `family`, each found again by its node id
+/// after a restart.
+fn managed_processes(family: &'static dyn Family, status: &BrokerStatus) -> Vec<WatchedProcess> {
+    status
+        .nodes
+        .iter()
+        .filter_map(|node| Some((node.id, node.pid?)))
+        .map(|(id, pid)| WatchedProcess {
+            pid,
+            refind: Some(Box::new(move || {
+                let managed = family.managed(&brokerbench_brokers::home());
+                let status = managed.status().ok().flatten()?;
+                status.nodes.iter().find(|n| n.id == id)?.pid
+            })),
+        })
+        .collect()
+}
+
+/// The nodes' addresses of a managed broker of several nodes; none for one node.
+fn cluster_addresses(status: &BrokerStatus) -> Vec<String> {
+    match status.nodes.len() {
+        0 | 1 => Vec::new(),
+        _ => status.nodes.iter().map(|n| n.address.clone()).collect(),
+    }
 }
 
 /// Resolves the driver file and flags into a driver, starting the family's managed broker if
@@ -38,9 +70,9 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
                 address,
                 version: None,
                 managed: false,
+                nodes: Vec::new(),
             },
-            broker_pid: None,
-            refind: None,
+            processes: Vec::new(),
             metrics_url: None,
             metrics: family.metrics(),
         },
@@ -48,16 +80,13 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
             let (status, client_address, metrics_url) = super::broker::managed(family)?;
             BrokerTarget {
                 driver: family.driver(driver, Some(&client_address))?,
+                processes: managed_processes(family, &status),
                 broker: BrokerInfo {
+                    nodes: cluster_addresses(&status),
                     address: status.address,
                     version: Some(status.version),
                     managed: true,
                 },
-                broker_pid: Some(status.pid),
-                refind: Some(Box::new(move || {
-                    let managed = family.managed(&brokerbench_brokers::home());
-                    managed.status().ok().flatten().map(|s| s.pid)
-                })),
                 metrics_url,
                 metrics: family.metrics(),
             }
@@ -67,19 +96,19 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             return Err(BadInput(format!("--broker-pid {pid}: no such process")).into());
         }
-        target.broker_pid = Some(pid);
-        target.refind = None;
+        target.processes = vec![WatchedProcess { pid, refind: None }];
     }
     if let Some(name) = &args.broker_process {
         let pids = brokerbench_monitor::find_pids_by_name(name);
         let again = name.clone();
-        target.refind = Some(Box::new(
-            move || match brokerbench_monitor::find_pids_by_name(&again).as_slice() {
-                [pid] => Some(*pid),
-                _ => None,
-            },
-        ));
-        target.broker_pid = Some(match pids.as_slice() {
+        let refind: Box<dyn Fn() -> Option<u32> + Send + Sync> =
+            Box::new(
+                move || match brokerbench_monitor::find_pids_by_name(&again).as_slice() {
+                    [pid] => Some(*pid),
+                    _ => None,
+                },
+            );
+        let pid = match pids.as_slice() {
             [pid] => *pid,
             [] => return Err(BadInput(format!("--broker-process {name}: no running process matches; give --broker-pid PID instead")).into()),
             many => {
@@ -89,7 +118,11 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
                 ))
                 .into())
             }
-        });
+        };
+        target.processes = vec![WatchedProcess {
+            pid,
+            refind: Some(refind),
+        }];
     }
     Ok(target)
 }

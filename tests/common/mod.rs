@@ -102,9 +102,16 @@ pub fn run(args: &[&str]) -> Run {
 /// `run` with results in `<dir>/run` (see `results_folder`), for tests that watch the
 /// folder while the run goes.
 pub fn run_in(dir: tempfile::TempDir, args: &[&str]) -> Run {
+    run_with_env(dir, args, &[])
+}
+
+/// `run_in` with environment variables set for the run (a brokerbench home of its own, a
+/// managed broker's port).
+pub fn run_with_env(dir: tempfile::TempDir, args: &[&str], env: &[(&str, &str)]) -> Run {
     let folder = results_folder(dir.path());
     let lateness = WakeupLateness::start();
     let output = brokerbench()
+        .envs(env.iter().copied())
         .arg("run")
         .args(args)
         .arg("--out")
@@ -385,8 +392,13 @@ fn named(list: serde_json::Value, prefix: &str) -> Vec<serde_json::Value> {
 /// A JetStream API request to the managed NATS server, over a connection of its own: the
 /// reply's JSON (which carries `error` when the server refused).
 pub fn jetstream(subject: &str, body: serde_json::Value) -> serde_json::Value {
+    jetstream_at(&nats(), subject, body)
+}
+
+/// A JetStream API request to the NATS server at `address` (`host:port`), as [`jetstream`].
+pub fn jetstream_at(address: &str, subject: &str, body: serde_json::Value) -> serde_json::Value {
     use brokerbench_nats::{config::NatsUrl, conn::Conn};
-    let url = NatsUrl::parse(&format!("nats://{}", nats())).unwrap();
+    let url = NatsUrl::parse(&format!("nats://{address}")).unwrap();
     let mut conn = Conn::connect(&url, Duration::from_secs(10)).expect("connecting to NATS");
     let inbox = format!("_INBOX.readback{}", std::process::id());
     conn.subscribe(&inbox, 1);

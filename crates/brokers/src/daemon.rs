@@ -118,6 +118,7 @@ impl Daemon {
     pub fn status_of(&self, pid: u32, address: String, version: String) -> BrokerStatus {
         BrokerStatus {
             name: self.name,
+            nodes: crate::NodeStatus::only(pid, &address),
             address,
             pid,
             version,

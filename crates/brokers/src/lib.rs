@@ -15,6 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod cluster;
 pub mod daemon;
 pub mod lifecycle;
 pub mod managed;
@@ -71,6 +72,34 @@ pub struct BrokerStatus {
     /// Something the user should know about this broker, e.g. that it listens on another port
     /// than the one asked for because that port was taken. `None` when there is nothing to say.
     pub note: Option<String>,
+    /// Every node of the broker, node 1 first (the one `address` and `pid` name); one entry
+    /// for a broker of one node.
+    pub nodes: Vec<NodeStatus>,
+}
+
+/// One node of a managed broker (one process: a Kafka JVM, a nats-server, an Erlang node).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    /// 1 to N; node 1 listens on the family's usual client port.
+    pub id: u32,
+    /// Its process, when it runs.
+    pub pid: Option<u32>,
+    /// Where clients reach it, `127.0.0.1:PORT`.
+    pub address: String,
+    /// Whether its process runs (a node of a running cluster may have been killed).
+    pub up: bool,
+}
+
+impl NodeStatus {
+    /// The one node of a single-node broker, running as `pid`.
+    pub fn only(pid: u32, address: &str) -> Vec<NodeStatus> {
+        vec![NodeStatus {
+            id: 1,
+            pid: Some(pid),
+            address: address.to_string(),
+            up: true,
+        }]
+    }
 }
 
 /// A managed local broker as a family supplies it: the lifecycle `brokerbench broker
@@ -79,9 +108,25 @@ pub trait ManagedBroker {
     /// Installs what `up` needs (Kafka's jars), or checks that the system package is there;
     /// returns one line saying what is installed where.
     fn install(&self) -> Result<String, BrokerError>;
-    /// Starts the broker unless it runs already; returns its status and whether it was
-    /// running before.
+    /// Starts the broker unless it runs already (one node, or whatever cluster runs); returns
+    /// its status and whether it was running before.
     fn up(&self) -> Result<(BrokerStatus, bool), BrokerError>;
+    /// The most nodes `broker up NAME --nodes N` starts; 1 where the family has no clusters yet.
+    fn max_nodes(&self) -> u32 {
+        1
+    }
+    /// `up` of exactly `nodes` nodes: a running broker of another size is an error that says
+    /// how to restart it, and changes nothing.
+    fn up_nodes(&self, nodes: u32) -> Result<(BrokerStatus, bool), BrokerError> {
+        match nodes {
+            1 => self.up(),
+            _ => Err(BrokerError::TooManyNodes {
+                broker: "this broker",
+                asked: nodes,
+                max: 1,
+            }),
+        }
+    }
     /// Stops exactly the process `up` started; returns its pid, or None when none ran.
     fn down(&self) -> Result<Option<u32>, BrokerError>;
     /// The running broker, or None.
@@ -244,6 +289,20 @@ pub enum BrokerError {
 
     #[error("{what} is not supported for this broker yet")]
     Unsupported { what: String },
+
+    #[error("--nodes {asked}: the managed {broker} runs 1 to {max} node(s){}", if *max == 1 { " (clusters of it are not built yet)" } else { "" })]
+    TooManyNodes {
+        broker: &'static str,
+        asked: u32,
+        max: u32,
+    },
+
+    #[error("{broker} runs already with {running} node(s), not {asked}; nothing was changed: stop it with `brokerbench broker down {broker}`, then `brokerbench broker up {broker} --nodes {asked}`")]
+    ClusterSize {
+        broker: &'static str,
+        running: u32,
+        asked: u32,
+    },
 
     #[error("{broker} runs already (pid {pid}) {state}: stop it first with `brokerbench broker down {broker}`, then `brokerbench broker up {broker}{flag}`")]
     TlsMismatch {

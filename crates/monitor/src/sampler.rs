@@ -45,7 +45,8 @@ pub struct Sampler<S = ProcFiles> {
 }
 
 impl Sampler {
-    /// A sampler for `targets` (at most one per role; none is fine: host only).
+    /// A sampler for `targets` (one client at most; one broker target per node of the broker,
+    /// summed; none is fine: host only).
     pub fn new(targets: Vec<Target>) -> Result<Sampler, MonitorError> {
         Sampler::with_source(targets, ProcFiles::default())
     }
@@ -54,8 +55,11 @@ impl Sampler {
 impl<S: ProcSource> Sampler<S> {
     /// A sampler for `targets` reading `/proc` through `source`.
     pub fn with_source(targets: Vec<Target>, source: S) -> Result<Sampler<S>, MonitorError> {
+        // A broker of several nodes is several broker targets, summed into one; there is
+        // one client.
         for (i, target) in targets.iter().enumerate() {
-            if targets[..i].iter().any(|t| t.role == target.role) {
+            let repeated = targets[..i].iter().any(|t| t.role == target.role);
+            if repeated && target.role == Role::Client {
                 return Err(MonitorError::DuplicateRole(target.role.as_str()));
             }
         }
@@ -106,6 +110,7 @@ impl<S: ProcSource> Sampler<S> {
             .iter_mut()
             .map(|target| target.sample(now_ns, interval_s, table, self.units, &mut self.source))
             .collect();
+        let processes = crate::process::sum_by_role(processes);
         let host = self.host.sample(&mut self.source);
         Sample {
             time_ns: now_ns,

@@ -97,6 +97,10 @@ pub struct BrokerInfo {
     pub version: Option<String>,
     /// True when brokerbench started this broker itself (a managed local broker).
     pub managed: bool,
+    /// Client addresses of every node of a managed broker of several nodes, node 1 first;
+    /// empty for one node or a broker brokerbench does not manage.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
 }
 
 /// Contents of manifest.json.

@@ -29,6 +29,7 @@ fn manifest() -> Manifest {
         address: "127.0.0.1:9092".into(),
         version: Some("4.1.1".into()),
         managed: true,
+        nodes: Vec::new(),
     });
     manifest
 }

@@ -47,7 +47,7 @@ use std::time::Duration;
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::process;
 use brokerbench_brokers::tls::{self, TlsFiles};
-use brokerbench_brokers::{managed, BrokerError, BrokerStatus};
+use brokerbench_brokers::{managed, BrokerError, BrokerStatus, NodeStatus};
 
 use crate::probe::{server_properties, ProbeError};
 
@@ -328,6 +328,7 @@ impl RabbitMq {
             data_dir: self.mnesia_base().join(node_name(port)),
             log_file: self.log_file(),
             note: state.and_then(|state| state.note),
+            nodes: NodeStatus::only(pid, &format!("127.0.0.1:{port}")),
         }
     }
 

@@ -33,7 +33,7 @@ use rdkafka::ClientContext;
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::process;
 use brokerbench_brokers::tls::{self, TlsFiles};
-use brokerbench_brokers::{managed, BrokerError, BrokerStatus};
+use brokerbench_brokers::{managed, BrokerError, BrokerStatus, NodeStatus};
 
 mod install;
 mod properties;
@@ -305,6 +305,7 @@ impl Kafka {
             data_dir: self.data_dir(),
             log_file: self.log_file(),
             note: None,
+            nodes: NodeStatus::only(pid, &format!("127.0.0.1:{port}")),
         }
     }
 

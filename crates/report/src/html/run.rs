@@ -364,10 +364,14 @@ fn broker_text(m: &Json, driver: &str) -> String {
                 .and_then(Json::as_str)
                 .unwrap_or("(version unknown)"),
             b.get("address").and_then(Json::as_str).unwrap_or("?"),
-            if b.get("managed").and_then(Json::as_bool) == Some(true) {
-                " (managed by brokerbench)"
-            } else {
-                ""
+            match (
+                b.get("managed").and_then(Json::as_bool),
+                b.get("nodes").and_then(Json::as_array).map(Vec::len),
+            ) {
+                (Some(true), Some(nodes)) if nodes > 1 =>
+                    format!(" (a cluster of {nodes} nodes managed by brokerbench)"),
+                (Some(true), _) => " (managed by brokerbench)".to_string(),
+                _ => String::new(),
             }
         )
     })

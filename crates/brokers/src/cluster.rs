@@ -1,0 +1,151 @@
+//! Managed brokers of several nodes on this machine, the parts every family shares: where
+//! node k lives, how many nodes the last start started, the size check, and free ports for
+//! the nodes beyond the first (node 1 keeps the family's usual port).
+
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+
+use crate::daemon::Daemon;
+use crate::BrokerError;
+
+/// The most nodes `broker up NAME --nodes N` starts on one machine.
+pub const MAX_NODES: u32 = 5;
+
+/// The file, in the broker's folder, that records how many nodes its last start started.
+const SIZE_FILE: &str = "nodes";
+
+/// Node `id`'s daemon: node 1 is the broker's own folder, so that a broker of one node is
+/// what it always was; node k is the folder `node-k` inside it.
+pub fn node_daemon(first: &Daemon, id: u32) -> Daemon {
+    if id <= 1 {
+        return first.clone();
+    }
+    Daemon {
+        dir: node_dir(&first.dir, id),
+        ..first.clone()
+    }
+}
+
+/// The folder of node `id` (> 1) of the broker kept in `dir`.
+pub fn node_dir(dir: &Path, id: u32) -> PathBuf {
+    dir.join(format!("node-{id}"))
+}
+
+/// How many nodes the last start in `dir` started (1 when none is recorded).
+pub fn recorded_size(dir: &Path) -> u32 {
+    std::fs::read_to_string(dir.join(SIZE_FILE))
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .filter(|n| (1..=MAX_NODES).contains(n))
+        .unwrap_or(1)
+}
+
+/// Records that the start in `dir` starts `nodes` nodes.
+pub fn record_size(dir: &Path, nodes: u32) -> Result<(), BrokerError> {
+    let file = dir.join(SIZE_FILE);
+    std::fs::write(&file, format!("{nodes}\n")).map_err(BrokerError::io("writing", &file))
+}
+
+/// `--nodes` within 1 to `max`.
+pub fn check_size(broker: &'static str, asked: u32, max: u32) -> Result<(), BrokerError> {
+    if (1..=max).contains(&asked) {
+        return Ok(());
+    }
+    Err(BrokerError::TooManyNodes { broker, asked, max })
+}
+
+/// A running broker of `running` nodes answers `up --nodes asked` only when they agree.
+pub fn check_running_size(
+    broker: &'static str,
+    running: u32,
+    asked: Option<u32>,
+) -> Result<(), BrokerError> {
+    match asked {
+        Some(asked) if asked != running => Err(BrokerError::ClusterSize {
+            broker,
+            running,
+            asked,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// `count` distinct ports on 127.0.0.1 that nothing listens on now, chosen by the kernel.
+pub fn free_ports(count: usize) -> Result<Vec<u16>, BrokerError> {
+    // Held together until all are chosen, so no port is chosen twice.
+    let listeners = (0..count)
+        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(BrokerError::io(
+            "binding a free port on",
+            Path::new("127.0.0.1"),
+        ))?;
+    listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<_, _>>()
+        .map_err(BrokerError::io(
+            "reading a free port on",
+            Path::new("127.0.0.1"),
+        ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn node_one_is_the_brokers_own_folder_and_the_others_nest() {
+        let first = Daemon {
+            name: "nats",
+            dir: PathBuf::from("/h/nats"),
+            start_timeout: Duration::from_secs(1),
+            stop_grace: Duration::from_secs(1),
+        };
+        assert_eq!(node_daemon(&first, 1).dir, PathBuf::from("/h/nats"));
+        assert_eq!(node_daemon(&first, 3).dir, PathBuf::from("/h/nats/node-3"));
+        assert_eq!(
+            node_daemon(&first, 3).config_file(),
+            PathBuf::from("/h/nats/node-3/nats.conf")
+        );
+    }
+
+    #[test]
+    fn the_recorded_size_survives_and_defaults_to_one() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(recorded_size(dir.path()), 1);
+        record_size(dir.path(), 3).unwrap();
+        assert_eq!(recorded_size(dir.path()), 3);
+        std::fs::write(dir.path().join(SIZE_FILE), "99\n").unwrap();
+        assert_eq!(recorded_size(dir.path()), 1, "out of range reads as one");
+    }
+
+    #[test]
+    fn sizes_are_checked_and_a_mismatch_names_the_restart() {
+        assert!(check_size("nats", 3, 5).is_ok());
+        for bad in [0, 6] {
+            let error = check_size("nats", bad, 5).unwrap_err().to_string();
+            assert!(error.contains("runs 1 to 5 node(s)"), "{error}");
+        }
+        assert!(check_running_size("nats", 3, None).is_ok());
+        assert!(check_running_size("nats", 3, Some(3)).is_ok());
+        let error = check_running_size("nats", 3, Some(1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("3 node(s), not 1")
+                && error.contains("brokerbench broker up nats --nodes 1"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn free_ports_are_distinct() {
+        let ports = free_ports(4).unwrap();
+        let mut unique = ports.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), 4, "{ports:?}");
+    }
+}

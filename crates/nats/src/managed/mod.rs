@@ -1,0 +1,451 @@
+//! The managed nats-server: Debian's `nats-server` package, JetStream on, its store in the
+//! broker folder, client and monitoring ports on loopback; one server, or a JetStream cluster
+//! of up to five (`broker up nats --nodes N`). Node 1's client port is
+//! `BROKERBENCH_NATS_PORT` (default 4322, not NATS's 4222, so a system server can run beside
+//! it) with monitoring on that port + 4000; the other nodes, and every node's route port, take
+//! free ports, written into each node's configuration file (where `status` reads them back).
+
+mod layout;
+mod ready;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use brokerbench_brokers::cluster::{self, MAX_NODES};
+use brokerbench_brokers::daemon::{self, Daemon};
+use brokerbench_brokers::lifecycle::{self, Lifecycle};
+use brokerbench_brokers::tls::{self, TlsFiles};
+use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker, NodeStatus};
+
+use layout::{NodePorts, TLS_MARK};
+
+const NAME: &str = "nats";
+const PROGRAM: &str = "nats-server";
+const PORT_VARIABLE: &str = "BROKERBENCH_NATS_PORT";
+const DEFAULT_PORT: u16 = 4322;
+const MONITOR_OFFSET: u16 = 4000;
+const MAX_PORT: u16 = 65535 - MONITOR_OFFSET;
+
+#[derive(Clone)]
+pub struct ManagedNats {
+    /// Node 1; node k lives in `node-k` inside its folder.
+    daemon: Daemon,
+    port: Result<u16, String>,
+    /// How many nodes `up` was asked for; None: whatever runs, else one.
+    asked: Option<u32>,
+}
+
+impl ManagedNats {
+    pub fn new(home: &Path) -> Self {
+        let port = daemon::port_variable(
+            NAME,
+            PORT_VARIABLE,
+            DEFAULT_PORT,
+            MAX_PORT,
+            "the monitoring port is the client port + 4000",
+        )
+        .map_err(|e| e.to_string());
+        ManagedNats {
+            daemon: Daemon::new(NAME, home),
+            port,
+            asked: None,
+        }
+    }
+
+    fn port(&self) -> Result<u16, BrokerError> {
+        self.port
+            .clone()
+            .map_err(|_| BrokerError::InvalidPortSetting {
+                broker: NAME,
+                variable: PORT_VARIABLE,
+                value: std::env::var(PORT_VARIABLE).unwrap_or_default(),
+                max: MAX_PORT,
+                why: "the monitoring port is the client port + 4000",
+            })
+    }
+
+    fn program() -> Option<std::path::PathBuf> {
+        ["/usr/sbin", "/usr/bin", "/usr/local/bin", "/usr/local/sbin"]
+            .iter()
+            .map(|d| Path::new(d).join(PROGRAM))
+            .find(|p| p.is_file())
+    }
+
+    fn version() -> String {
+        Self::program()
+            .and_then(|p| Command::new(p).arg("--version").output().ok())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .and_then(|v| v.rsplit('v').next().map(str::to_string))
+            .unwrap_or_else(|| "unknown".into())
+    }
+
+    /// Node `id`'s daemon (1 to [`MAX_NODES`]).
+    fn node(&self, id: u32) -> Daemon {
+        cluster::node_daemon(&self.daemon, id)
+    }
+
+    /// How many nodes the last start started.
+    fn size(&self) -> u32 {
+        cluster::recorded_size(&self.daemon.dir)
+    }
+
+    /// The TLS block of every node's configuration, when TLS is on for the next start.
+    fn tls_block(&self) -> Result<String, BrokerError> {
+        let files = self.tls();
+        if !files.enabled() {
+            return Ok(String::new());
+        }
+        files.generate_once()?;
+        Ok(layout::tls_configuration(
+            &files,
+            &files.password()?,
+            &tls::random_password()?,
+        ))
+    }
+
+    /// The TLS material and whether TLS is on for the next start (see [`TlsFiles`]).
+    pub fn tls(&self) -> TlsFiles {
+        TlsFiles::of(&self.daemon.dir)
+    }
+
+    /// Whether the running server was started with TLS (its configuration has the block).
+    fn running_tls(&self) -> bool {
+        std::fs::read_to_string(self.daemon.config_file()).is_ok_and(|text| text.contains(TLS_MARK))
+    }
+
+    /// `tls://brokerbench:PASSWORD@127.0.0.1:PORT`, with the home's CA.
+    fn tls_url(&self, port: u16) -> Result<crate::config::NatsUrl, BrokerError> {
+        let files = self.tls();
+        let mut url = crate::config::NatsUrl::parse(&format!(
+            "tls://{}:{}@127.0.0.1:{port}",
+            tls::USER,
+            files.password()?
+        ))
+        .map_err(|what| BrokerError::Tls { what })?;
+        url.tls = Some(brokerbench_driver::tls::TlsSettings {
+            ca_file: Some(files.ca()),
+            ..Default::default()
+        });
+        Ok(url)
+    }
+
+    /// Node `id` as its configuration file and process say.
+    fn node_status(&self, id: u32) -> NodeStatus {
+        let node = self.node(id);
+        let configuration = std::fs::read_to_string(node.config_file()).unwrap_or_default();
+        let port = layout::client_port(&configuration)
+            .or_else(|| (id == 1).then(|| self.port.clone().ok()).flatten())
+            .unwrap_or(DEFAULT_PORT);
+        let pid = node.running_pid();
+        NodeStatus {
+            id,
+            pid,
+            address: format!("127.0.0.1:{port}"),
+            up: pid.is_some(),
+        }
+    }
+
+    /// The broker's status: every node of the last start, the first running one as the
+    /// broker's address and pid (node 1 unless it is down).
+    fn cluster_status(&self) -> Option<BrokerStatus> {
+        let nodes: Vec<NodeStatus> = (1..=self.size()).map(|id| self.node_status(id)).collect();
+        let first = nodes.iter().find(|n| n.up)?.clone();
+        let mut status = self.daemon.status_of(
+            first.pid.expect("a running node has a pid"),
+            first.address,
+            Self::version(),
+        );
+        status.nodes = nodes;
+        Some(status)
+    }
+
+    /// The ports of a start of `nodes` nodes: node 1 on the family's ports, the others and
+    /// every route port free ones.
+    fn plan(&self, nodes: u32) -> Result<Vec<NodePorts>, BrokerError> {
+        let port = self.port()?;
+        for p in [port, port + MONITOR_OFFSET] {
+            if !daemon::can_listen(p) {
+                return Err(BrokerError::PortInUse {
+                    broker: NAME,
+                    port: p,
+                    dir: self.daemon.dir.clone(),
+                    variable: PORT_VARIABLE,
+                    needs: "<port> and <port>+4000 (monitoring)",
+                });
+            }
+        }
+        let needed = 3 * nodes as usize;
+        let mut free = cluster::free_ports(needed + 2)?
+            .into_iter()
+            .filter(|p| *p != port && *p != port + MONITOR_OFFSET);
+        let mut next = || free.next().expect("enough free ports were taken");
+        Ok((1..=nodes)
+            .map(|id| {
+                let route = next();
+                match id {
+                    1 => NodePorts {
+                        client: port,
+                        monitor: port + MONITOR_OFFSET,
+                        route,
+                    },
+                    _ => NodePorts {
+                        client: next(),
+                        monitor: next(),
+                        route,
+                    },
+                }
+            })
+            .collect())
+    }
+
+    /// A start of another size than the last finds stores of another cluster: they go.
+    fn clear_stores_of_another_size(&self, nodes: u32) -> Result<(), BrokerError> {
+        if self.size() == nodes {
+            return Ok(());
+        }
+        for id in 1..=MAX_NODES {
+            let store = self.node(id).data_dir();
+            if store.exists() {
+                std::fs::remove_dir_all(&store).map_err(BrokerError::io("removing", &store))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn spawn_node(&self, id: u32, plan: &[NodePorts], tls: &str) -> Result<Child, BrokerError> {
+        let node = self.node(id);
+        let text = layout::configuration(id, plan, &node.data_dir(), tls);
+        let mut command = Command::new(Self::program().ok_or_else(missing)?);
+        command.arg("-c").arg(node.config_file());
+        node.spawn(&text, command)
+    }
+
+    /// The user logs in over TLS with the home's CA, as a client of the driver file will.
+    fn check_tls_login(&self, port: u16) -> Result<(), BrokerError> {
+        let url = self.tls_url(port)?;
+        crate::conn::Conn::connect(&url, Duration::from_secs(5))
+            .map(|_| ())
+            .map_err(|e| BrokerError::StartFailed {
+                broker: NAME,
+                reason: format!(
+                    "the user `{}` could not log in over TLS on 127.0.0.1:{port}: {e:?}",
+                    tls::USER
+                ),
+                log_file: self.daemon.log_file(),
+                log_tail: brokerbench_brokers::process::log_tail(&self.daemon.log_file(), 20),
+            })
+    }
+}
+
+/// A start in progress: each node's process and ports, node 1 first.
+pub struct Starting {
+    nodes: Vec<(Child, NodePorts)>,
+}
+
+impl Lifecycle for ManagedNats {
+    type Starting = Starting;
+
+    fn dir(&self) -> PathBuf {
+        self.daemon.dir.clone()
+    }
+
+    fn check(&self) -> Result<(), BrokerError> {
+        self.port()?;
+        if let Some(nodes) = self.asked {
+            cluster::check_size(NAME, nodes, MAX_NODES)?;
+        }
+        Self::program().map(|_| ()).ok_or_else(missing)
+    }
+
+    fn running_pid(&self) -> Option<u32> {
+        (1..=self.size()).find_map(|id| self.node(id).running_pid())
+    }
+
+    fn status_of(&self, pid: u32) -> BrokerStatus {
+        self.cluster_status().unwrap_or_else(|| {
+            let port = self.port.clone().unwrap_or(DEFAULT_PORT);
+            self.daemon
+                .status_of(pid, format!("127.0.0.1:{port}"), Self::version())
+        })
+    }
+
+    fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
+        cluster::check_running_size(NAME, status.nodes.len() as u32, self.asked)
+    }
+
+    fn start(&self) -> Result<Starting, BrokerError> {
+        let nodes = self.asked.unwrap_or(1);
+        let plan = self.plan(nodes)?;
+        let tls = self.tls_block()?;
+        self.clear_stores_of_another_size(nodes)?;
+        cluster::record_size(&self.daemon.dir, nodes)?;
+        let mut starting = Starting { nodes: Vec::new() };
+        for id in 1..=nodes {
+            match self.spawn_node(id, &plan, &tls) {
+                Ok(child) => starting.nodes.push((child, plan[id as usize - 1])),
+                Err(error) => {
+                    self.abandon(starting);
+                    return Err(error);
+                }
+            }
+        }
+        Ok(starting)
+    }
+
+    fn wait_started(&self, starting: &mut Starting) -> Result<BrokerStatus, BrokerError> {
+        let size = starting.nodes.len();
+        for (id, (child, ports)) in (1..).zip(starting.nodes.iter_mut()) {
+            let client = ports.client;
+            self.node(id).wait(child, || ready::answers(client))?;
+        }
+        if size > 1 {
+            let monitors: Vec<u16> = starting.nodes.iter().map(|(_, p)| p.monitor).collect();
+            let (child, _) = &mut starting.nodes[0];
+            self.daemon
+                .wait(child, || ready::cluster_formed(&monitors))?;
+        }
+        if self.running_tls() {
+            self.check_tls_login(starting.nodes[0].1.client)?;
+        }
+        Ok(self.cluster_status().expect("the nodes just started run"))
+    }
+
+    fn abandon(&self, starting: Starting) {
+        for (id, (child, _)) in (1..).zip(starting.nodes) {
+            self.node(id).abandon(child);
+        }
+    }
+
+    /// Stops every node (the others first, node 1 last).
+    fn stop(&self, _pid: u32) -> Result<(), BrokerError> {
+        for id in (1..=MAX_NODES).rev() {
+            let node = self.node(id);
+            if let Some(pid) = node.running_pid() {
+                node.stop(pid)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn leftovers(&self) -> Vec<PathBuf> {
+        (1..=MAX_NODES)
+            .flat_map(|id| self.node(id).leftovers())
+            .collect()
+    }
+}
+
+fn missing() -> BrokerError {
+    BrokerError::PackageMissing {
+        broker: NAME,
+        program: PROGRAM,
+        looked_in: "/usr/sbin, /usr/bin, /usr/local/bin, /usr/local/sbin".into(),
+        package: "nats-server",
+    }
+}
+
+impl ManagedBroker for ManagedNats {
+    fn install(&self) -> Result<String, BrokerError> {
+        match Self::program() {
+            Some(p) => Ok(format!(
+                "nats {} is installed ({}, Debian package nats-server)",
+                Self::version(),
+                p.display()
+            )),
+            None => Err(missing()),
+        }
+    }
+
+    fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
+        lifecycle::up(self)
+    }
+
+    fn max_nodes(&self) -> u32 {
+        MAX_NODES
+    }
+
+    fn up_nodes(&self, nodes: u32) -> Result<(BrokerStatus, bool), BrokerError> {
+        lifecycle::up(&ManagedNats {
+            asked: Some(nodes),
+            ..self.clone()
+        })
+    }
+
+    fn down(&self) -> Result<Option<u32>, BrokerError> {
+        lifecycle::down(self)
+    }
+
+    fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
+        self.port()?;
+        Ok(lifecycle::status(self))
+    }
+
+    fn client_address(&self, status: &BrokerStatus) -> String {
+        format!("nats://{}", status.address)
+    }
+
+    /// Node 1's monitoring endpoint, as its configuration names it (else the port setting's).
+    fn metrics_url(&self) -> Option<String> {
+        let configuration = std::fs::read_to_string(self.daemon.config_file()).unwrap_or_default();
+        layout::monitor_port(&configuration)
+            .or_else(|| self.port.as_ref().ok().map(|port| port + MONITOR_OFFSET))
+            .map(|port| format!("http://127.0.0.1:{port}"))
+    }
+
+    fn endpoints(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .metrics_url()
+            .map(|url| format!("monitoring: {url}/varz  {url}/jsz"))
+            .into_iter()
+            .collect();
+        if let (true, Ok(port)) = (self.running_tls(), self.port()) {
+            lines.push(format!(
+                "TLS:  tls://127.0.0.1:{port} (user `{}`; plain nats:// on the same port goes on as before)",
+                tls::USER
+            ));
+            lines.push(format!("CA:   {}", self.tls().ca().display()));
+            lines.push("`brokerbench broker status nats --driver-file > nats-tls.yaml` writes a driver file for it (it holds the password)".into());
+        }
+        lines
+    }
+
+    fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
+        self.tls().switch(
+            NAME,
+            self.daemon
+                .running_pid()
+                .map(|pid| (pid, self.running_tls())),
+            on,
+        )
+    }
+
+    fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
+        if !self.running_tls() {
+            return Ok(format!(
+                "\
+# The managed nats-server (`brokerbench broker status nats --driver-file`).
+# Start it with TLS and a user: brokerbench broker down nats; brokerbench broker up nats --tls
+driver: nats
+servers: nats://{}
+",
+                status.address
+            ));
+        }
+        let files = self.tls();
+        Ok(format!(
+            "\
+# The managed nats-server over TLS (`brokerbench broker status nats --driver-file`).
+# It holds the password of the user `{user}`: keep it private. brokerbench writes it into no
+# result, log or report. With servers set, a run samples the server's process when given
+# --broker-process nats-server.
+driver: nats
+servers: tls://{user}:{password}@{address}
+tls: {{ca_file: '{ca}'}}
+",
+            user = tls::USER,
+            password = files.password()?,
+            address = status.address,
+            ca = files.ca().display(),
+        ))
+    }
+}

@@ -1,0 +1,68 @@
+//! When a started nats-server counts as ready: it sends its INFO with JetStream on, and, in a
+//! cluster, every node is healthy and the JetStream meta group has a leader and every node
+//! (else the first stream of several replicas is refused for want of peers).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// True when the server at `port` sends its INFO with JetStream on.
+pub(super) fn answers(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut buf = [0u8; 4096];
+    let n = stream.read(&mut buf).unwrap_or(0);
+    let text = String::from_utf8_lossy(&buf[..n]);
+    text.starts_with("INFO ") && text.contains("\"jetstream\":true")
+}
+
+/// True when every node's monitoring endpoint (`monitors`) says it is healthy (`/healthz`: in
+/// a cluster, in contact with the JetStream meta leader) and the first knows that leader and
+/// a meta group of all the nodes.
+pub(super) fn cluster_formed(monitors: &[u16]) -> bool {
+    let healthy = monitors
+        .iter()
+        .all(|&port| get_json(port, "/healthz").is_some_and(|h| h["status"] == "ok"));
+    healthy && get_json(monitors[0], "/jsz").is_some_and(|jsz| meta_group_led(&jsz, monitors.len()))
+}
+
+/// The meta group in a `/jsz` answer has a leader and `size` members. (Only the leader lists
+/// the others and whether they are current; `/healthz` tells that on each node.)
+fn meta_group_led(jsz: &serde_json::Value, size: usize) -> bool {
+    let meta = &jsz["meta_cluster"];
+    meta["leader"].as_str().is_some_and(|l| !l.is_empty())
+        && meta["cluster_size"].as_u64() == Some(size as u64)
+}
+
+/// GET `path` from the monitoring endpoint on 127.0.0.1:`port`: its JSON body.
+fn get_json(port: u16, path: &str) -> Option<serde_json::Value> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let body = response.split_once("\r\n\r\n")?.1;
+    serde_json::from_str(body).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_meta_group_is_led_with_a_leader_and_every_node() {
+        let jsz = |leader: &str, size: u64| json!({"meta_cluster": {"name": "brokerbench", "leader": leader, "cluster_size": size}});
+        assert!(meta_group_led(&jsz("brokerbench-2", 3), 3));
+        assert!(!meta_group_led(&jsz("", 3), 3), "no leader yet");
+        assert!(!meta_group_led(&jsz("brokerbench-2", 2), 3), "a node short");
+        assert!(!meta_group_led(
+            &json!({"meta_cluster": {"cluster_size": 3}}),
+            3
+        ));
+        assert!(!meta_group_led(&json!({}), 3));
+    }
+}
