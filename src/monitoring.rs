@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use brokerbench_engine::Clock;
-use brokerbench_metrics::{BrokerMetrics, Exposition, MetricSet, MetricsServer, Reading, Scraper};
+use brokerbench_metrics::{BrokerMetrics, Exposition, MetricsServer, Reading};
 use brokerbench_model::resources::ResourceSummary;
 use brokerbench_model::{BrokerMetricsSummary, IntervalRow, Phase, RunObserver};
 use brokerbench_monitor::{Monitor, ResourcesCsv, Role, Sample, Target};
@@ -66,19 +66,19 @@ fn messages_in_total(reading: &Reading, metrics: &BrokerMetrics) -> Option<f64> 
 impl Monitoring {
     /// Starts sampling. `broker`: the broker's processes, one per node, summed (each with
     /// its children, followed to a new pid when it restarts, if it can be found again);
-    /// `metrics`: its metrics endpoint and what the family says it serves.
+    /// `metrics`: its metrics endpoints (one per node of a cluster) and what the family says
+    /// they serve.
     pub fn start(
         folder: &Path,
         interval: Duration,
         broker: Vec<Target>,
-        metrics: Option<(Scraper, &'static MetricSet)>,
+        metrics: Option<BrokerMetrics>,
     ) -> anyhow::Result<Monitoring> {
         let clock = Clock::process();
         let mut targets = vec![Target::client()];
         targets.extend(broker);
-        let broker_metrics = metrics.and_then(|(scraper, set)| {
-            let url = scraper.endpoint().url().to_string();
-            let m = BrokerMetrics::new(scraper, set);
+        let broker_metrics = metrics.and_then(|m| {
+            let (url, set) = (m.url().to_string(), m.set());
             match m.check() {
                 Ok(true) => Some(Arc::new(Mutex::new(m))),
                 Ok(false) => {

@@ -8,18 +8,42 @@ use std::process::Output;
 
 use common::*;
 
-/// A brokerbench home of its own and a free port layout for the managed nats-server
-/// (`port` and `port + 4000`); takes the cluster down when dropped, even after a failure.
-struct NatsHome {
+/// A brokerbench home of its own and a free port layout for one family's managed broker;
+/// takes the broker down when dropped, even after a failure.
+struct ClusterHome {
+    family: &'static str,
     home: tempfile::TempDir,
+    variable: &'static str,
     port: String,
 }
 
-impl NatsHome {
-    fn new() -> NatsHome {
-        let port = brokerbench_brokers::test_support::free_port_layout(&[0, 4000]);
-        NatsHome {
+impl ClusterHome {
+    /// The managed nats-server's home: `port` and `port + 4000` (monitoring) free.
+    fn nats() -> ClusterHome {
+        ClusterHome::new("nats", "BROKERBENCH_NATS_PORT", &[0, 4000])
+    }
+
+    /// The managed Kafka's home, its jars those of the shared home (installed there once):
+    /// `port`, `port + 1` (controller) and `port + 312` (metrics) free.
+    fn kafka() -> ClusterHome {
+        let shared = brokerbench_kafka::managed::Kafka::new(&brokerbench_brokers::home());
+        shared
+            .install()
+            .expect("installing Kafka from Maven Central");
+        let home = ClusterHome::new("kafka", "BROKERBENCH_KAFKA_PORT", &[0, 1, 312]);
+        let version = brokerbench_kafka::managed::VERSION;
+        let kafka = home.home.path().join("kafka");
+        std::fs::create_dir_all(&kafka).unwrap();
+        std::os::unix::fs::symlink(shared.dir().join(version), kafka.join(version)).unwrap();
+        home
+    }
+
+    fn new(family: &'static str, variable: &'static str, offsets: &[u16]) -> ClusterHome {
+        let port = brokerbench_brokers::test_support::free_port_layout(offsets);
+        ClusterHome {
+            family,
             home: tempfile::tempdir().unwrap(),
+            variable,
             port: port.to_string(),
         }
     }
@@ -27,7 +51,7 @@ impl NatsHome {
     fn env(&self) -> [(&str, &str); 2] {
         [
             ("BROKERBENCH_HOME", self.home.path().to_str().unwrap()),
-            ("BROKERBENCH_NATS_PORT", &self.port),
+            (self.variable, &self.port),
         ]
     }
 
@@ -36,21 +60,66 @@ impl NatsHome {
             .envs(self.env())
             .arg("broker")
             .args(args)
-            .timeout(std::time::Duration::from_secs(120))
+            .timeout(std::time::Duration::from_secs(180))
             .output()
             .unwrap()
     }
 
     fn status(&self) -> serde_json::Value {
-        let output = self.broker(&["status", "nats", "--json"]);
+        let output = self.broker(&["status", self.family, "--json"]);
         serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {output:?}"))
+    }
+
+    /// `up --nodes 3`, checked: three live nodes, node 1 on the family's port. Their pids and
+    /// node 1's address.
+    fn up_three(&self) -> (Vec<u64>, String) {
+        let up = self.broker(&["up", self.family, "--nodes", "3"]);
+        assert!(up.status.success(), "{}", text(&up));
+        assert!(
+            String::from_utf8_lossy(&up.stdout).contains("node 3 at 127.0.0.1:"),
+            "{}",
+            text(&up)
+        );
+        let status = self.status();
+        assert_eq!(status["running"], true, "{status:#}");
+        let nodes = status["nodes"].as_array().unwrap();
+        assert_eq!(nodes.len(), 3, "{status:#}");
+        let pids: Vec<u64> = nodes.iter().map(|n| n["pid"].as_u64().unwrap()).collect();
+        assert!(pids.iter().all(|&pid| alive(pid)), "{status:#}");
+        let first = format!("127.0.0.1:{}", self.port);
+        assert_eq!(
+            nodes[0]["address"], first,
+            "node 1 keeps the port: {status:#}"
+        );
+        (pids, first)
+    }
+
+    /// `down`, checked: no node left.
+    fn down_all(&self, pids: &[u64]) {
+        let down = self.broker(&["down", self.family]);
+        assert!(down.status.success(), "{}", text(&down));
+        assert!(
+            pids.iter().all(|&pid| !alive(pid)),
+            "down leaves no node: {pids:?}"
+        );
+        assert_eq!(self.status()["running"], false);
     }
 }
 
-impl Drop for NatsHome {
+impl Drop for ClusterHome {
     fn drop(&mut self) {
-        let _ = self.broker(&["down", "nats"]);
+        let _ = self.broker(&["down", self.family]);
     }
+}
+
+/// Every node is sampled, summed: one node's memory is about a third of the three's.
+fn assert_every_node_sampled(s: &serde_json::Value, pids: &[u64]) {
+    let nodes_rss: u64 = pids.iter().map(|&pid| rss_bytes(pid)).sum();
+    let sampled = s["resources"]["broker"]["rss_bytes_max"].as_u64().unwrap();
+    assert!(
+        sampled as f64 > 0.6 * nodes_rss as f64,
+        "the broker's sampled RSS {sampled} against the three nodes' {nodes_rss} now"
+    );
 }
 
 fn text(output: &Output) -> String {
@@ -87,26 +156,9 @@ fn alive(pid: u64) -> bool {
 #[test]
 fn a_nats_cluster_of_three_runs_a_stream_of_three_replicas_losslessly() {
     let _turn = serial();
-    let cluster = NatsHome::new();
-    let up = cluster.broker(&["up", "nats", "--nodes", "3"]);
-    assert!(up.status.success(), "{}", text(&up));
-    assert!(
-        String::from_utf8_lossy(&up.stdout).contains("node 3 at 127.0.0.1:"),
-        "{}",
-        text(&up)
-    );
-
+    let cluster = ClusterHome::nats();
+    let (pids, address) = cluster.up_three();
     let status = cluster.status();
-    assert_eq!(status["running"], true, "{status:#}");
-    let nodes = status["nodes"].as_array().unwrap();
-    assert_eq!(nodes.len(), 3, "{status:#}");
-    let pids: Vec<u64> = nodes.iter().map(|n| n["pid"].as_u64().unwrap()).collect();
-    assert!(pids.iter().all(|&pid| alive(pid)), "{status:#}");
-    assert_eq!(
-        nodes[0]["address"],
-        format!("127.0.0.1:{}", cluster.port),
-        "node 1 keeps the family's port: {status:#}"
-    );
 
     // Another size is refused and changes nothing.
     let other = cluster.broker(&["up", "nats", "--nodes", "1"]);
@@ -120,12 +172,11 @@ fn a_nats_cluster_of_three_runs_a_stream_of_three_replicas_losslessly() {
 
     // A run with no servers uses the cluster; its stream is kept to be read back.
     let prefix = format!("cluster{}", std::process::id());
-    let stream_prefix = format!("stream_prefix={prefix}");
     let mut sets = short("2000", 2);
     sets.extend([
         "replicas=3".into(),
         "delete_streams=false".into(),
-        stream_prefix,
+        format!("stream_prefix={prefix}"),
     ]);
     let args = [vec!["--driver", NATS_DRIVER], with_sets(&sets, &[])].concat();
     let run = run_with_env(tempfile::tempdir().unwrap(), &args, &cluster.env());
@@ -136,16 +187,9 @@ fn a_nats_cluster_of_three_runs_a_stream_of_three_replicas_losslessly() {
         Some(3),
         "{broker:#}"
     );
-    // Every node is sampled, summed: one node's memory is about a third of the three's.
-    let nodes_rss: u64 = pids.iter().map(|&pid| rss_bytes(pid)).sum();
-    let sampled = s["resources"]["broker"]["rss_bytes_max"].as_u64().unwrap();
-    assert!(
-        sampled as f64 > 0.6 * nodes_rss as f64,
-        "the broker's sampled RSS {sampled} against the three nodes' {nodes_rss} now"
-    );
+    assert_every_node_sampled(&s, &pids);
 
-    let address = nodes[0]["address"].as_str().unwrap();
-    let names = jetstream_at(address, "$JS.API.STREAM.NAMES", serde_json::json!({}));
+    let names = jetstream_at(&address, "$JS.API.STREAM.NAMES", serde_json::json!({}));
     let name = names["streams"]
         .as_array()
         .and_then(|n| {
@@ -156,7 +200,7 @@ fn a_nats_cluster_of_three_runs_a_stream_of_three_replicas_losslessly() {
         .unwrap_or_else(|| panic!("the run's stream: {names}"))
         .to_string();
     let info = jetstream_at(
-        address,
+        &address,
         &format!("$JS.API.STREAM.INFO.{name}"),
         serde_json::json!({}),
     );
@@ -167,20 +211,85 @@ fn a_nats_cluster_of_three_runs_a_stream_of_three_replicas_losslessly() {
         info["state"]["messages"], s["total"]["acknowledged"],
         "the stream holds what was acknowledged: {info:#}"
     );
+    cluster.down_all(&pids);
+}
 
-    let down = cluster.broker(&["down", "nats"]);
-    assert!(down.status.success(), "{}", text(&down));
-    assert!(
-        pids.iter().all(|&pid| !alive(pid)),
-        "down leaves no node: {pids:?}"
+#[test]
+fn a_kafka_cluster_of_three_runs_an_rf3_topic_with_acks_all_losslessly() {
+    let _turn = serial();
+    let cluster = ClusterHome::kafka();
+    let (pids, address) = cluster.up_three();
+
+    // OMB's shape: replicationFactor 3, min.insync.replicas=2, acks=all; no bootstrap
+    // servers, so the run uses the managed cluster. The topic is kept to be read back.
+    let driver = tempfile::tempdir().unwrap();
+    let prefix = format!("cluster{}", std::process::id());
+    let file = write(
+        driver.path(),
+        "kafka-rf3.yaml",
+        "name: Kafka-rf3\ndriverClass: io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver\nreplicationFactor: 3\ntopicConfig: |\n  min.insync.replicas=2\ncommonConfig: |\n  request.timeout.ms=30000\nproducerConfig: |\n  acks=all\n  linger.ms=1\nconsumerConfig: |\n  auto.offset.reset=earliest\n",
     );
-    assert_eq!(cluster.status()["running"], false);
+    // Three partitions: their leaders spread over the nodes, so the broker's count of
+    // messages in is right only when every node's is read.
+    let mut sets = short("2000", 3);
+    sets.extend([
+        "partitions_per_topic=3".into(),
+        "delete_topics=false".into(),
+        format!("topic_prefix={prefix}"),
+    ]);
+    let args = [
+        vec!["--driver", file.to_str().unwrap()],
+        with_sets(&sets, &[]),
+    ]
+    .concat();
+    let run = run_with_env(tempfile::tempdir().unwrap(), &args, &cluster.env());
+    let s = assert_lossless(&run);
+    let broker = &run.manifest()["broker"];
+    assert_eq!(
+        broker["nodes"].as_array().map(Vec::len),
+        Some(3),
+        "{broker:#}"
+    );
+    assert_every_node_sampled(&s, &pids);
+    let m = &s["broker_metrics"];
+    let counted = m["messages_in"]
+        .as_f64()
+        .expect("the nodes' count over the run");
+    let acknowledged = s["total"]["acknowledged"].as_f64().unwrap();
+    assert!(
+        (counted - acknowledged).abs() / acknowledged < 0.01,
+        "the nodes' MessagesInPerSec counted {counted}, brokerbench acknowledged {acknowledged}: {m:#}"
+    );
+
+    let (replicas, in_sync) = kafka_partition_replicas(&address, &prefix);
+    assert_eq!((replicas, in_sync), (3, 3), "the topic's replicas and ISR");
+    cluster.down_all(&pids);
+}
+
+/// Partition 0 of the topic whose name starts with `prefix`: its replicas and in-sync replicas,
+/// as the broker at `address` reports them.
+fn kafka_partition_replicas(address: &str, prefix: &str) -> (usize, usize) {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let client: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", address)
+        .create()
+        .unwrap();
+    let metadata = client
+        .fetch_metadata(None, std::time::Duration::from_secs(10))
+        .unwrap();
+    let topic = metadata
+        .topics()
+        .iter()
+        .find(|t| t.name().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no topic {prefix}*"));
+    let partition = &topic.partitions()[0];
+    (partition.replicas().len(), partition.isr().len())
 }
 
 #[test]
 fn nodes_and_json_go_with_their_actions_and_sizes_are_bounded() {
     let _turn = serial();
-    let cluster = NatsHome::new();
+    let cluster = ClusterHome::nats();
     for (args, says) in [
         (
             &["down", "nats", "--nodes", "3"][..],
@@ -190,7 +299,7 @@ fn nodes_and_json_go_with_their_actions_and_sizes_are_bounded() {
         (&["up", "nats", "--nodes", "6"][..], "runs 1 to 5 node(s)"),
         (&["up", "nats", "--nodes", "0"][..], "runs 1 to 5 node(s)"),
         (
-            &["up", "kafka", "--nodes", "3"][..],
+            &["up", "rabbitmq", "--nodes", "3"][..],
             "clusters of it are not built yet",
         ),
     ] {

@@ -185,7 +185,7 @@ fn print_status(status: &BrokerStatus, state: &str) {
 
 /// Starts the family's managed broker if needed and returns its status, the address its
 /// driver connects to, and its metrics endpoint, saying what it did on stderr.
-pub fn managed(family: &dyn Family) -> anyhow::Result<(BrokerStatus, String, Option<String>)> {
+pub fn managed(family: &dyn Family) -> anyhow::Result<(BrokerStatus, String, Vec<String>)> {
     let managed = family.managed(&brokerbench_brokers::home());
     if managed.status()?.is_none() {
         eprintln!(
@@ -200,7 +200,7 @@ pub fn managed(family: &dyn Family) -> anyhow::Result<(BrokerStatus, String, Opt
     }
     say_using(family.title(), &status, already);
     let address = managed.client_address(&status);
-    Ok((status, address, managed.metrics_url()))
+    Ok((status, address, managed.metrics_urls()))
 }
 
 /// Says on stderr which managed broker a run uses (`product` is its name in prose), and how to

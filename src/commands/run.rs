@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use brokerbench_engine::{Clock, RunControl};
-use brokerbench_metrics::{MetricSet, MetricsServer, Scraper};
+use brokerbench_metrics::MetricsServer;
 use brokerbench_model::redact::redact_assignment;
 use brokerbench_model::{load_specs_from, Payload, RunStatus, SpecInput, WindowHistograms};
 use brokerbench_model::{Phase, RunObserver};
@@ -38,7 +38,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(s) = &sharding {
         check_share(s.shard, &workload, driver.subscriptions_per_topic())?;
     }
-    let metrics = metrics_scraper(&specs, &args, target.metrics_url, target.metrics)?;
+    let metrics = metrics_scraper(&specs, &args, target.metrics_urls, target.metrics)?;
     driver.connect()?;
     let mut gate = open_gate(sharding.as_ref(), &args, &workload, driver.name())?;
     let clock = Clock::process();
@@ -266,7 +266,7 @@ fn start_monitoring(
     args: &RunArgs,
     out: &std::path::Path,
     broker: Vec<brokerbench_monitor::Target>,
-    metrics: Option<(Scraper, &'static MetricSet)>,
+    metrics: Option<brokerbench_metrics::BrokerMetrics>,
 ) -> anyhow::Result<Option<Monitoring>> {
     if args.no_monitor {
         return Ok(None);

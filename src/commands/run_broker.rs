@@ -3,7 +3,7 @@
 
 use brokerbench_brokers::BrokerStatus;
 use brokerbench_driver::{Driver, Family};
-use brokerbench_metrics::{Endpoint, EndpointSettings, MetricSet, Scraper};
+use brokerbench_metrics::{BrokerMetrics, Endpoint, EndpointSettings, MetricSet, Scraper};
 use brokerbench_model::DriverConfig;
 use brokerbench_report::BrokerInfo;
 
@@ -17,8 +17,8 @@ pub(super) struct BrokerTarget {
     pub(super) broker: BrokerInfo,
     /// Processes to sample: one per node of the broker, as far as they are known.
     pub(super) processes: Vec<WatchedProcess>,
-    /// Metrics endpoint to read, if known.
-    pub(super) metrics_url: Option<String>,
+    /// Metrics endpoints of a managed broker (node 1's first), read together.
+    pub(super) metrics_urls: Vec<String>,
     /// What that endpoint serves, from the family.
     pub(super) metrics: Option<&'static MetricSet>,
 }
@@ -73,11 +73,11 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
                 nodes: Vec::new(),
             },
             processes: Vec::new(),
-            metrics_url: None,
+            metrics_urls: Vec::new(),
             metrics: family.metrics(),
         },
         None => {
-            let (status, client_address, metrics_url) = super::broker::managed(family)?;
+            let (status, client_address, metrics_urls) = super::broker::managed(family)?;
             BrokerTarget {
                 driver: family.driver(driver, Some(&client_address))?,
                 processes: managed_processes(family, &status),
@@ -87,7 +87,7 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
                     version: Some(status.version),
                     managed: true,
                 },
-                metrics_url,
+                metrics_urls,
                 metrics: family.metrics(),
             }
         }
@@ -134,9 +134,9 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
 pub(super) fn metrics_scraper(
     specs: &brokerbench_model::Specs,
     args: &RunArgs,
-    managed_url: Option<String>,
+    managed_urls: Vec<String>,
     set: Option<&'static MetricSet>,
-) -> anyhow::Result<Option<(Scraper, &'static MetricSet)>> {
+) -> anyhow::Result<Option<BrokerMetrics>> {
     if args.no_monitor {
         return Ok(None);
     }
@@ -147,10 +147,14 @@ pub(super) fn metrics_scraper(
             url,
             format!("{}: field `broker_metrics.url`", specs.driver_source),
         ),
-        (None, None) => match managed_url {
-            Some(url) => (url, "the managed broker".to_string()),
+        (None, None) => match managed_urls.first() {
+            Some(url) => (url.clone(), "the managed broker".to_string()),
             None => return Ok(None),
         },
+    };
+    let others = match source.as_str() {
+        "the managed broker" => other_nodes(&managed_urls[1..])?,
+        _ => Vec::new(),
     };
     let Some(set) = set else { return Ok(None) };
     let mut endpoint = Endpoint::new(&url).map_err(|e| BadInput(format!("{source}: {e}")))?;
@@ -167,5 +171,17 @@ pub(super) fn metrics_scraper(
     }
     let scraper = Scraper::new(endpoint.with_environment())
         .map_err(|e| BadInput(format!("{source}: {e}")))?;
-    Ok(Some((scraper, set)))
+    Ok(Some(
+        BrokerMetrics::new(scraper, set).with_other_nodes(others),
+    ))
+}
+
+/// Scrapers of the other nodes' endpoints of a managed cluster.
+fn other_nodes(urls: &[String]) -> anyhow::Result<Vec<Scraper>> {
+    urls.iter()
+        .map(|url| {
+            let endpoint = Endpoint::new(url).map_err(|e| BadInput(format!("{url}: {e}")))?;
+            Scraper::new(endpoint).map_err(|e| BadInput(format!("{url}: {e}")).into())
+        })
+        .collect()
 }

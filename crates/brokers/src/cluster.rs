@@ -90,6 +90,29 @@ pub fn free_ports(count: usize) -> Result<Vec<u16>, BrokerError> {
         ))
 }
 
+/// A base port `p` such that `p + offset` is free on 127.0.0.1 for every offset and none of
+/// them is in `taken`: the layout of one more node of a broker whose nodes listen on several
+/// ports around one (Kafka: client, controller, exporter). The kernel proposes the bases.
+pub fn free_layout(offsets: &[u16], taken: &[u16]) -> Result<u16, BrokerError> {
+    for _ in 0..200 {
+        let base = free_ports(1)?[0];
+        let ports: Option<Vec<u16>> = offsets.iter().map(|&o| base.checked_add(o)).collect();
+        let usable = ports.is_some_and(|ports| {
+            ports
+                .iter()
+                .all(|p| !taken.contains(p) && crate::process::can_listen(*p))
+        });
+        if usable {
+            return Ok(base);
+        }
+    }
+    Err(BrokerError::Io {
+        action: "finding free ports for another node on",
+        path: PathBuf::from("127.0.0.1"),
+        source: std::io::Error::other(format!("no base port with {offsets:?} free in 200 tries")),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +161,16 @@ mod tests {
                 && error.contains("brokerbench broker up nats --nodes 1"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_free_layout_avoids_taken_ports() {
+        let first = free_layout(&[0, 1, 312], &[]).unwrap();
+        let taken: Vec<u16> = [0, 1, 312].iter().map(|o| first + o).collect();
+        let second = free_layout(&[0, 1, 312], &taken).unwrap();
+        for offset in [0, 1, 312] {
+            assert!(!taken.contains(&(second + offset)), "{first} {second}");
+        }
     }
 
     #[test]

@@ -136,6 +136,12 @@ pub trait ManagedBroker {
     fn client_address(&self, status: &BrokerStatus) -> String;
     /// The endpoint broker metrics are read from, if the broker serves one.
     fn metrics_url(&self) -> Option<String>;
+    /// Every endpoint a run reads broker metrics from, read together: node 1's, and the
+    /// other nodes' where the family's figures add up across nodes (Kafka counts what each
+    /// node leads).
+    fn metrics_urls(&self) -> Vec<String> {
+        self.metrics_url().into_iter().collect()
+    }
     /// Further endpoints worth printing after `up` (management UI, monitoring).
     fn endpoints(&self) -> Vec<String> {
         Vec::new()

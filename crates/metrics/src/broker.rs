@@ -164,10 +164,14 @@ pub struct Reading {
     pub totals: Vec<Option<f64>>,
 }
 
-/// Reads one broker's metrics repeatedly.
+/// Reads one broker's metrics repeatedly: one endpoint, or one per node of a cluster, whose
+/// series are read together (summed or averaged as each spec says, as if one broker served
+/// them all).
 #[derive(Debug, Clone)]
 pub struct BrokerMetrics {
     scraper: Scraper,
+    /// The endpoints of the other nodes of a cluster, if any.
+    others: Vec<Scraper>,
     set: &'static MetricSet,
     previous: Option<Reading>,
 }
@@ -177,9 +181,20 @@ impl BrokerMetrics {
     pub fn new(scraper: Scraper, set: &'static MetricSet) -> Self {
         BrokerMetrics {
             scraper,
+            others: Vec::new(),
             set,
             previous: None,
         }
+    }
+
+    /// Also reads these endpoints, the other nodes' of a cluster, with every scrape.
+    pub fn with_other_nodes(self, others: Vec<Scraper>) -> Self {
+        BrokerMetrics { others, ..self }
+    }
+
+    /// How many endpoints each scrape reads.
+    pub fn endpoints(&self) -> usize {
+        1 + self.others.len()
     }
 
     /// Checks that `url` serves this set's metrics: Ok(false) when it answers with something
@@ -218,20 +233,29 @@ impl BrokerMetrics {
         reading
     }
 
+    /// Every endpoint's samples, node 1's first.
     fn samples(&self) -> Result<Vec<Sample>, ScrapeError> {
+        let mut samples = self.samples_of(&self.scraper)?;
+        for other in &self.others {
+            samples.extend(self.samples_of(other)?);
+        }
+        Ok(samples)
+    }
+
+    fn samples_of(&self, scraper: &Scraper) -> Result<Vec<Sample>, ScrapeError> {
         match self.set.format {
             // `http://host:port` alone means the conventional path.
-            Format::Prometheus { .. } if !self.scraper.endpoint().has_path() => Ok(parse(
+            Format::Prometheus { .. } if !scraper.endpoint().has_path() => Ok(parse(
                 &self
                     .scraper
-                    .fetch_url(&self.scraper.endpoint().join("/metrics"))?,
+                    .fetch_url(&scraper.endpoint().join("/metrics"))?,
             )),
-            Format::Prometheus { .. } => Ok(parse(&self.scraper.fetch()?)),
+            Format::Prometheus { .. } => Ok(parse(&scraper.fetch()?)),
             Format::Json { paths } => {
                 let mut samples = Vec::new();
                 for path in paths {
-                    let url = self.scraper.endpoint().join(path);
-                    let text = self.scraper.fetch_url(&url)?;
+                    let url = scraper.endpoint().join(path);
+                    let text = scraper.fetch_url(&url)?;
                     let document: serde_json::Value =
                         serde_json::from_str(&text).map_err(|e| ScrapeError::Format {
                             url: url.clone(),

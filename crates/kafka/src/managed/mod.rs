@@ -1,6 +1,8 @@
-//! A managed single-node Apache Kafka (KRaft, broker and controller in one JVM) on loopback.
+//! A managed Apache Kafka (KRaft, broker and controller in one JVM per node) on loopback: one
+//! node, or a cluster of up to five (`broker up kafka --nodes 3`, see [`nodes`]).
 //!
-//! Layout under `<home>/kafka/`:
+//! Layout under `<home>/kafka/` (node 1; node k keeps its own properties, data, logs and pid
+//! file in `node-k/`):
 //!
 //! ```text
 //! 4.1.1/pom.xml        the embedded pom, as handed to Maven
@@ -36,11 +38,13 @@ use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{managed, BrokerError, BrokerStatus, NodeStatus};
 
 mod install;
+mod nodes;
 mod properties;
 mod storage;
 mod users;
 
 use install::*;
+use nodes::*;
 use properties::*;
 
 /// The Kafka version the embedded pom installs.
@@ -79,7 +83,8 @@ const STOP_GRACE: Duration = Duration::from_secs(30);
 /// Lines of the broker log quoted in error messages.
 const LOG_TAIL_LINES: usize = 20;
 
-/// A single-node Kafka managed under `<home>/kafka/`, listening on 127.0.0.1.
+/// A Kafka managed under `<home>/kafka/`, listening on 127.0.0.1: one node of it, and through
+/// node 1 the whole broker.
 #[derive(Debug, Clone)]
 pub struct Kafka {
     /// The brokerbench home (see [`brokerbench_brokers::home`]); Kafka keeps everything in `kafka/` below it.
@@ -90,6 +95,10 @@ pub struct Kafka {
     heap: String,
     /// BROKERBENCH_KAFKA_PORT as given, when it was not a usable port; reported by `up`.
     invalid_port_variable: Option<String>,
+    /// Which node this is, 1 to N; node k > 1 keeps its files in `node-k/`.
+    node: u32,
+    /// How many nodes `up` was asked for; None: whatever runs, else one.
+    asked: Option<u32>,
 }
 
 impl Kafka {
@@ -103,6 +112,8 @@ impl Kafka {
             port,
             heap: DEFAULT_HEAP.to_string(),
             invalid_port_variable,
+            node: 1,
+            asked: None,
         }
     }
 
@@ -128,9 +139,18 @@ impl Kafka {
         self.port
     }
 
-    /// Where Kafka keeps its configuration, data, logs and pid file: `<home>/kafka`.
+    /// Where Kafka keeps its jars, cluster id, TLS material and node 1's configuration, data,
+    /// logs and pid file: `<home>/kafka`.
     pub fn dir(&self) -> PathBuf {
         self.home.join(NAME)
+    }
+
+    /// This node's own files: the folder itself for node 1, `node-k/` inside it for node k.
+    fn node_dir(&self) -> PathBuf {
+        match self.node {
+            1 => self.dir(),
+            id => brokerbench_brokers::cluster::node_dir(&self.dir(), id),
+        }
     }
 
     /// Where `install` puts the broker's jars: `<home>/kafka/4.1.1/lib`.
@@ -140,7 +160,7 @@ impl Kafka {
 
     /// The broker's partitions (`log.dirs`); kept by `down`.
     pub fn data_dir(&self) -> PathBuf {
-        self.dir().join("data")
+        self.node_dir().join("data")
     }
 
     /// The broker's log: stdout, stderr and log4j2 output.
@@ -153,11 +173,11 @@ impl Kafka {
     }
 
     fn logs_dir(&self) -> PathBuf {
-        self.dir().join("logs")
+        self.node_dir().join("logs")
     }
 
     fn properties_file(&self) -> PathBuf {
-        self.dir().join("server.properties")
+        self.node_dir().join("server.properties")
     }
 
     /// The TLS material and whether TLS is on for the next start (see [`TlsFiles`]).
@@ -181,11 +201,11 @@ impl Kafka {
     }
 
     fn log4j2_file(&self) -> PathBuf {
-        self.dir().join("log4j2.properties")
+        self.node_dir().join("log4j2.properties")
     }
 
     pub(crate) fn pid_file(&self) -> PathBuf {
-        self.dir().join("broker.pid")
+        self.node_dir().join("broker.pid")
     }
 
     /// True when the jars of Kafka [`VERSION`] are in [`Kafka::lib_dir`].
@@ -203,7 +223,7 @@ impl Kafka {
     }
 
     fn jmx_exporter_config(&self) -> PathBuf {
-        self.dir().join("jmx-exporter.yaml")
+        self.node_dir().join("jmx-exporter.yaml")
     }
 
     /// The broker's metrics endpoint (Prometheus JMX exporter), if the running broker was
@@ -250,6 +270,14 @@ impl Kafka {
         lifecycle::up(self)
     }
 
+    /// `up` of exactly `nodes` nodes: a running broker of another size is an error.
+    pub fn up_nodes(&self, nodes: u32) -> Result<(BrokerStatus, bool), BrokerError> {
+        lifecycle::up(&Kafka {
+            asked: Some(nodes),
+            ..self.clone()
+        })
+    }
+
     /// Stops the broker this home started (SIGTERM, then SIGKILL after 30 s). Returns the pid
     /// it stopped, or `None` when none was running.
     pub fn down(&self) -> Result<Option<u32>, BrokerError> {
@@ -291,12 +319,18 @@ impl Kafka {
         process::find_ours(&self.pid_file(), &self.ownership_arguments())
     }
 
-    fn status_of(&self, pid: u32) -> BrokerStatus {
+    /// The client port this node was started on (its properties), else this handle's.
+    fn running_port(&self) -> u16 {
         // A running broker keeps the port it was started with, whatever this handle says.
-        let port = fs::read_to_string(self.properties_file())
+        fs::read_to_string(self.properties_file())
             .ok()
             .and_then(|properties| listener_port(&properties))
-            .unwrap_or(self.port);
+            .unwrap_or(self.port)
+    }
+
+    /// The status of this one node, running as `pid`.
+    fn node_status_of(&self, pid: u32) -> BrokerStatus {
+        let port = self.running_port();
         BrokerStatus {
             name: NAME,
             address: format!("127.0.0.1:{port}"),
@@ -434,9 +468,16 @@ impl ClientContext for Silent {
 
 impl ConsumerContext for Silent {}
 
+/// One node's JVM while it boots, and the status it will have.
+pub struct StartingNode {
+    node: Kafka,
+    jvm: Option<Child>,
+    status: BrokerStatus,
+}
+
 impl Lifecycle for Kafka {
-    /// The JVM while it boots, and the status it will have.
-    type Starting = (Option<Child>, BrokerStatus);
+    /// Every node's JVM while they boot, node 1 first.
+    type Starting = Vec<StartingNode>;
 
     fn dir(&self) -> PathBuf {
         Kafka::dir(self)
@@ -444,6 +485,9 @@ impl Lifecycle for Kafka {
 
     fn check(&self) -> Result<(), BrokerError> {
         self.check_port()?;
+        if let Some(nodes) = self.asked {
+            brokerbench_brokers::cluster::check_size(NAME, nodes, MAX_NODES)?;
+        }
         if !self.is_installed() {
             return Err(BrokerError::NotInstalled {
                 broker: NAME,
@@ -454,75 +498,90 @@ impl Lifecycle for Kafka {
     }
 
     fn running_pid(&self) -> Option<u32> {
-        Kafka::running_pid(self)
+        self.nodes().iter().find_map(Kafka::running_pid)
     }
 
     fn status_of(&self, pid: u32) -> BrokerStatus {
-        Kafka::status_of(self, pid)
+        self.cluster_status()
+            .unwrap_or_else(|| self.node_status_of(pid))
     }
 
     fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
-        self.refresh_exporter_config()?;
+        brokerbench_brokers::cluster::check_running_size(
+            NAME,
+            status.nodes.len() as u32,
+            self.asked,
+        )?;
+        for node in self.nodes() {
+            node.refresh_exporter_config()?;
+        }
         self.wait_until_ready(status, None)
     }
 
-    fn start(&self) -> Result<Self::Starting, BrokerError> {
-        let mut ports = vec![self.port, self.port + 1];
-        if self.tls().enabled() {
-            for offset in [SSL_PORT_OFFSET, SASL_SSL_PORT_OFFSET] {
-                ports.push(
-                    self.port
-                        .checked_add(offset)
-                        .ok_or(BrokerError::PortOutOfRange {
-                            broker: NAME,
-                            port: self.port,
-                            max: u16::MAX - SASL_SSL_PORT_OFFSET,
-                            why: "with TLS on, the TLS and SASL listeners take port + 2 and port + 3",
-                        })?,
-                );
+    fn start(&self) -> Result<Vec<StartingNode>, BrokerError> {
+        let nodes = self.plan(self.asked.unwrap_or(1))?;
+        self.clear_data_of_another_size(nodes.len() as u32)?;
+        brokerbench_brokers::cluster::record_size(&self.dir(), nodes.len() as u32)?;
+        let mut starting = Vec::new();
+        for node in &nodes {
+            match node.start_node(&quorum_of(&nodes, node.node)) {
+                Ok(started) => starting.push(started),
+                Err(error) => {
+                    self.abandon(starting);
+                    return Err(error);
+                }
             }
         }
-        for port in ports {
-            if process::port_in_use(port) {
-                return Err(BrokerError::PortInUse {
-                    broker: NAME,
-                    port,
-                    dir: self.dir(),
-                    variable: PORT_VARIABLE,
-                    needs: "<port> and <port>+1, and <port>+2 and <port>+3 with TLS on",
-                });
-            }
-        }
-        self.write_configuration()?;
-        process::rotate_log(&self.log_file())?;
-        self.format_storage_once()?;
-        let child = self.spawn_broker()?;
-        let status = self.status_of(child.id());
-        process::write_pid_file(&self.pid_file(), status.pid)?;
-        Ok((Some(child), status))
+        Ok(starting)
     }
 
-    fn wait_started(&self, starting: &mut Self::Starting) -> Result<BrokerStatus, BrokerError> {
-        self.wait_until_ready(&starting.1, starting.0.take())?;
+    fn wait_started(&self, starting: &mut Vec<StartingNode>) -> Result<BrokerStatus, BrokerError> {
+        for node in starting.iter_mut() {
+            node.node.wait_until_ready(&node.status, node.jvm.take())?;
+        }
+        let first = &starting[0];
+        if starting.len() > 1 {
+            first.node.wait_for_brokers(&first.status, starting.len())?;
+        }
         if self.running_tls_ports().is_some() {
-            self.add_scram_user(&starting.1)?;
+            self.add_scram_user(&first.status)?;
         }
-        Ok(starting.1.clone())
+        Ok(self
+            .cluster_status()
+            .unwrap_or_else(|| first.status.clone()))
     }
 
-    fn abandon(&self, (_, status): Self::Starting) {
-        if process::is_ours(status.pid, &self.ownership_arguments()) {
-            let _ = process::stop(NAME, status.pid, STOP_GRACE);
+    fn abandon(&self, starting: Vec<StartingNode>) {
+        for started in starting {
+            let node = &started.node;
+            if process::is_ours(started.status.pid, &node.ownership_arguments()) {
+                let _ = process::stop(NAME, started.status.pid, STOP_GRACE);
+            }
+            let _ = process::remove_pid_file(&node.pid_file());
         }
-        let _ = process::remove_pid_file(&self.pid_file());
     }
 
-    fn stop(&self, pid: u32) -> Result<(), BrokerError> {
-        process::stop(NAME, pid, STOP_GRACE)
+    /// Stops every node at once: one by one, the last would wait out its grace for a
+    /// controller quorum that left before it.
+    fn stop(&self, _pid: u32) -> Result<(), BrokerError> {
+        let pids: Vec<u32> = self
+            .every_node()
+            .iter()
+            .filter_map(Kafka::running_pid)
+            .collect();
+        std::thread::scope(|scope| {
+            let stops: Vec<_> = pids
+                .iter()
+                .map(|&pid| scope.spawn(move || process::stop(NAME, pid, STOP_GRACE)))
+                .collect();
+            stops
+                .into_iter()
+                .try_for_each(|stop| stop.join().expect("a stop does not panic"))
+        })
     }
 
     fn leftovers(&self) -> Vec<PathBuf> {
-        vec![self.pid_file()]
+        self.every_node().iter().map(Kafka::pid_file).collect()
     }
 }
 
@@ -537,17 +596,37 @@ impl brokerbench_brokers::ManagedBroker for Kafka {
     fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
         Kafka::up(self)
     }
+    fn max_nodes(&self) -> u32 {
+        nodes::MAX_NODES
+    }
+    fn up_nodes(&self, nodes: u32) -> Result<(BrokerStatus, bool), BrokerError> {
+        Kafka::up_nodes(self, nodes)
+    }
     fn down(&self) -> Result<Option<u32>, BrokerError> {
         Kafka::down(self)
     }
     fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
         Kafka::status(self)
     }
+    /// Every running node's address: the bootstrap list of a cluster.
     fn client_address(&self, status: &BrokerStatus) -> String {
-        status.address.clone()
+        let up: Vec<&str> = status
+            .nodes
+            .iter()
+            .filter(|n| n.up)
+            .map(|n| n.address.as_str())
+            .collect();
+        match up.is_empty() {
+            true => status.address.clone(),
+            false => up.join(","),
+        }
     }
     fn metrics_url(&self) -> Option<String> {
         Kafka::metrics_url(self)
+    }
+    /// Every running node's exporter: each counts the messages of the partitions it leads.
+    fn metrics_urls(&self) -> Vec<String> {
+        self.nodes().iter().filter_map(Kafka::metrics_url).collect()
     }
     fn endpoints(&self) -> Vec<String> {
         let mut lines: Vec<String> = self
@@ -625,7 +704,12 @@ mod tests {
 
     #[test]
     fn properties_describe_a_single_node_kraft_cluster_on_loopback() {
-        let text = server_properties(19092, Path::new("/h/kafka/data"), None);
+        let text = server_properties(
+            19092,
+            Path::new("/h/kafka/data"),
+            None,
+            &Quorum::single(19092),
+        );
         let expected = [
             ("process.roles", "broker,controller"),
             ("node.id", "1"),
@@ -656,7 +740,12 @@ mod tests {
             ca: PathBuf::from("/h/kafka/tls/ca.pem"),
             password: "Pw0rd".into(),
         };
-        let text = server_properties(19092, Path::new("/h/kafka/data"), Some(&tls));
+        let text = server_properties(
+            19092,
+            Path::new("/h/kafka/data"),
+            Some(&tls),
+            &Quorum::single(19092),
+        );
         let expected = [
             (
                 "listeners",
@@ -686,9 +775,61 @@ mod tests {
         assert_eq!(named_listener_port(&text, "SSL"), Some(19094));
         assert_eq!(named_listener_port(&text, "SASL_SSL"), Some(19095));
         assert_eq!(text.matches("listeners=").count(), 2, "{text}");
-        let plain = server_properties(19092, Path::new("/h/kafka/data"), None);
+        let plain = server_properties(
+            19092,
+            Path::new("/h/kafka/data"),
+            None,
+            &Quorum::single(19092),
+        );
         assert_eq!(named_listener_port(&plain, "SASL_SSL"), None);
         assert!(!plain.contains("ssl."), "{plain}");
+    }
+
+    #[test]
+    fn a_node_of_three_votes_with_the_others_and_replicates_internal_topics_three_times() {
+        let quorum = Quorum {
+            node: 2,
+            voters: vec![(1, 9093), (2, 40001), (3, 40101)],
+        };
+        let text = server_properties(40000, Path::new("/h/kafka/node-2/data"), None, &quorum);
+        for (key, value) in [
+            ("node.id", "2"),
+            (
+                "controller.quorum.voters",
+                "1@127.0.0.1:9093,2@127.0.0.1:40001,3@127.0.0.1:40101",
+            ),
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:40000,CONTROLLER://127.0.0.1:40001",
+            ),
+            ("offsets.topic.replication.factor", "3"),
+            ("transaction.state.log.min.isr", "2"),
+        ] {
+            assert!(
+                text.contains(&format!("\n{key}={value}\n")),
+                "{key}: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn nodes_beyond_the_first_keep_their_files_apart_and_share_the_jars() {
+        let kafka = Kafka::new(Path::new("/h"));
+        let third = Kafka {
+            node: 3,
+            ..kafka.clone()
+        };
+        assert_eq!(
+            third.properties_file(),
+            PathBuf::from("/h/kafka/node-3/server.properties")
+        );
+        assert_eq!(third.data_dir(), PathBuf::from("/h/kafka/node-3/data"));
+        assert_eq!(
+            third.pid_file(),
+            PathBuf::from("/h/kafka/node-3/broker.pid")
+        );
+        assert_eq!(third.lib_dir(), kafka.lib_dir());
+        assert_eq!(kafka.data_dir(), PathBuf::from("/h/kafka/data"));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::*;
 
 impl Kafka {
-    pub(super) fn write_configuration(&self) -> Result<(), BrokerError> {
+    pub(super) fn write_configuration(&self, quorum: &Quorum) -> Result<(), BrokerError> {
         for dir in [self.data_dir(), self.logs_dir()] {
             fs::create_dir_all(&dir).map_err(BrokerError::io("creating", &dir))?;
         }
@@ -24,7 +24,7 @@ impl Kafka {
         } else {
             None
         };
-        let properties = server_properties(self.port, &self.data_dir(), tls.as_ref());
+        let properties = server_properties(self.port, &self.data_dir(), tls.as_ref(), quorum);
         // Private: with TLS on it holds the PLAIN user's password.
         tls::write_private(&self.properties_file(), properties.as_bytes())?;
         process::write_atomically(&self.log4j2_file(), LOG4J2_PROPERTIES.as_bytes())?;
@@ -73,28 +73,77 @@ rules:
   - pattern: \"^(?!kafka.server<type=socket-server-metrics).*\"
 ";
 
-/// `server.properties` for a single-node KRaft cluster (broker and controller in one JVM) on
-/// 127.0.0.1: clients on `port`, the controller quorum on `port + 1`.
-pub(super) fn server_properties(port: u16, data_dir: &Path, tls: Option<&TlsListeners>) -> String {
+/// Who a node is in its KRaft quorum: every node is broker and controller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Quorum {
+    /// This node's id, 1 to N.
+    pub(super) node: u32,
+    /// Every node's id and controller port, node 1 first.
+    pub(super) voters: Vec<(u32, u16)>,
+}
+
+impl Quorum {
+    /// The one node of a single-node broker, its controller on `port + 1`.
+    #[cfg(test)]
+    pub(super) fn single(port: u16) -> Quorum {
+        Quorum {
+            node: 1,
+            voters: vec![(1, port + 1)],
+        }
+    }
+
+    /// Replicas of the internal topics: min(N, 3).
+    fn replicas(&self) -> usize {
+        self.voters.len().min(3)
+    }
+
+    /// Their min.insync.replicas: 2 once there are three replicas, else 1.
+    fn min_insync(&self) -> usize {
+        if self.replicas() >= 3 {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// `controller.quorum.voters`: `1@127.0.0.1:P1,2@127.0.0.1:P2,…`.
+    fn voters_text(&self) -> String {
+        self.voters
+            .iter()
+            .map(|(id, port)| format!("{id}@127.0.0.1:{port}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// `server.properties` for one node of a KRaft cluster (broker and controller in one JVM) on
+/// 127.0.0.1: clients on `port`, the controller quorum on `port + 1`; one node by default.
+pub(super) fn server_properties(
+    port: u16,
+    data_dir: &Path,
+    tls: Option<&TlsListeners>,
+    quorum: &Quorum,
+) -> String {
     let controller_port = port + 1;
+    let (replicas, min_insync) = (quorum.replicas(), quorum.min_insync());
     let mut properties = format!(
         "\
 # Written by brokerbench on every start; edits are overwritten.
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:{controller_port}
+node.id={node}
+controller.quorum.voters={voters}
 listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
 advertised.listeners=PLAINTEXT://127.0.0.1:{port}
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 log.dirs={data_dir}
-# One node: internal topics cannot have more than one replica.
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+# Internal topics: as many replicas as there are nodes, three at most.
+offsets.topic.replication.factor={replicas}
+transaction.state.log.replication.factor={replicas}
+transaction.state.log.min.isr={min_insync}
+share.coordinator.state.topic.replication.factor={replicas}
+share.coordinator.state.topic.min.isr={min_insync}
 # Benchmarks create their topics explicitly and delete them afterwards.
 auto.create.topics.enable=false
 delete.topic.enable=true
@@ -102,6 +151,8 @@ num.partitions=1
 # Consumers of a fresh group start at once instead of after 3 s.
 group.initial.rebalance.delay.ms=0
 ",
+        node = quorum.node,
+        voters = quorum.voters_text(),
         data_dir = data_dir.display()
     );
     if let Some(tls) = tls {
