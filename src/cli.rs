@@ -82,9 +82,8 @@ pub enum Command {
         /// the SASL user's password, when TLS is on) instead of the status.
         #[arg(long, conflicts_with = "json")]
         driver_file: bool,
-        /// With `up`: how many nodes (1 to 5; Kafka and NATS so far). Node 1 keeps the
-        /// family's usual port; the others take free ones. A running broker of another size
-        /// is left alone.
+        /// With `up`: how many nodes (1 to 5). Node 1 keeps the family's usual port; the
+        /// others take free ones. A running broker of another size is left alone.
         #[arg(long, value_name = "N")]
         nodes: Option<u32>,
         /// With `status`: the same facts as JSON, for scripts (family, version, every node's

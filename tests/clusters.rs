@@ -38,6 +38,16 @@ impl ClusterHome {
         home
     }
 
+    /// The managed RabbitMQ's home: AMQP `port` and its management (+10000), Prometheus
+    /// (+10020) and distribution (+20000) ports free.
+    fn rabbitmq() -> ClusterHome {
+        ClusterHome::new(
+            "rabbitmq",
+            "BROKERBENCH_RABBITMQ_PORT",
+            &[0, 10_000, 10_020, 20_000],
+        )
+    }
+
     fn new(family: &'static str, variable: &'static str, offsets: &[u16]) -> ClusterHome {
         let port = brokerbench_brokers::test_support::free_port_layout(offsets);
         ClusterHome {
@@ -266,6 +276,47 @@ fn a_kafka_cluster_of_three_runs_an_rf3_topic_with_acks_all_losslessly() {
     cluster.down_all(&pids);
 }
 
+#[test]
+fn a_rabbitmq_cluster_of_three_runs_a_quorum_queue_of_three_members_losslessly() {
+    let _turn = serial();
+    let cluster = ClusterHome::rabbitmq();
+    let (pids, address) = cluster.up_three();
+
+    // Confirms on (the bundled driver file's default), persistent messages, a quorum queue
+    // kept to be read back from the management API.
+    let prefix = format!("cluster{}", std::process::id());
+    let mut sets = short("1000", 2);
+    sets.extend([
+        "queue.type=quorum".into(),
+        "delete_queues=false".into(),
+        format!("exchange.name={prefix}"),
+    ]);
+    let args = [vec!["--driver", RABBITMQ_DRIVER], with_sets(&sets, &[])].concat();
+    let run = run_with_env(tempfile::tempdir().unwrap(), &args, &cluster.env());
+    let s = assert_lossless(&run);
+    let broker = &run.manifest()["broker"];
+    assert_eq!(
+        broker["nodes"].as_array().map(Vec::len),
+        Some(3),
+        "{broker:#}"
+    );
+    assert_every_node_sampled(&s, &pids);
+
+    let amqp: u16 = address.rsplit(':').next().unwrap().parse().unwrap();
+    let queues = rabbitmq_api_at(amqp + 10_000, "GET", "/api/queues/%2f");
+    let queue = queues
+        .as_array()
+        .and_then(|q| {
+            q.iter()
+                .find(|q| q["name"].as_str().is_some_and(|n| n.starts_with(&prefix)))
+        })
+        .unwrap_or_else(|| panic!("the run's queue: {queues:#}"));
+    assert_eq!(queue["type"], "quorum", "{queue:#}");
+    let members = queue["members"].as_array().map_or(0, Vec::len);
+    assert_eq!(members, 3, "a quorum queue on every node: {queue:#}");
+    cluster.down_all(&pids);
+}
+
 /// Partition 0 of the topic whose name starts with `prefix`: its replicas and in-sync replicas,
 /// as the broker at `address` reports them.
 fn kafka_partition_replicas(address: &str, prefix: &str) -> (usize, usize) {
@@ -298,10 +349,6 @@ fn nodes_and_json_go_with_their_actions_and_sizes_are_bounded() {
         (&["up", "nats", "--json"][..], "--json goes with `status`"),
         (&["up", "nats", "--nodes", "6"][..], "runs 1 to 5 node(s)"),
         (&["up", "nats", "--nodes", "0"][..], "runs 1 to 5 node(s)"),
-        (
-            &["up", "rabbitmq", "--nodes", "3"][..],
-            "clusters of it are not built yet",
-        ),
     ] {
         let output = cluster.broker(args);
         assert!(!output.status.success(), "{args:?}: {}", text(&output));

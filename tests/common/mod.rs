@@ -335,9 +335,13 @@ pub fn assert_not_client_bound(run: &Run, s: &serde_json::Value, why: &str) {
 /// RabbitMQ lets in from loopback): the answer's JSON, `null` when it has no body. Panics on
 /// a status other than 2xx, with the answer.
 pub fn rabbitmq_api(method: &str, path: &str) -> serde_json::Value {
-    use std::io::{Read, Write};
     let rabbit = brokerbench_amqp::managed::RabbitMq::new(&brokerbench_brokers::home());
-    let port = rabbit.management_port();
+    rabbitmq_api_at(rabbit.management_port(), method, path)
+}
+
+/// A request to the management API on 127.0.0.1:`port` as guest, as [`rabbitmq_api`].
+pub fn rabbitmq_api_at(port: u16, method: &str, path: &str) -> serde_json::Value {
+    use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))
         .unwrap_or_else(|e| panic!("the management API on 127.0.0.1:{port}: {e}"));
     stream

@@ -1,5 +1,6 @@
-//! A managed single-node RabbitMQ on loopback, run from the system's `rabbitmq-server` package
-//! (Debian: `apt-get install rabbitmq-server`) as a node of its own.
+//! A managed RabbitMQ on loopback, run from the system's `rabbitmq-server` package (Debian:
+//! `apt-get install rabbitmq-server`) as a node of its own, or a cluster of such nodes
+//! (`broker up rabbitmq --nodes 3`, see [`nodes`]; node k keeps its folder in `node-k/`).
 //!
 //! The node shares nothing with a system RabbitMQ, running or not: it has its own node name
 //! (`brokerbench_PORT@localhost`), ports, configuration, database, logs and Erlang cookie, and
@@ -53,10 +54,12 @@ use crate::probe::{server_properties, ProbeError};
 
 mod files;
 mod install;
+mod nodes;
 mod ports;
 
 use files::*;
 use install::*;
+use nodes::*;
 use ports::*;
 
 /// The AMQP port `up` prefers when neither [`RabbitMq::with_port`] nor the variable says.
@@ -119,6 +122,10 @@ pub struct RabbitMq {
     invalid_port_variable: Option<String>,
     /// The folder with `rabbitmq-server` and `rabbitmqctl`; `None` when not installed.
     bin_dir: Option<PathBuf>,
+    /// Which node this is, 1 to N; node k > 1 keeps its folder in `node-k/`.
+    node: u32,
+    /// How many nodes `up` was asked for; None: whatever runs, else one.
+    asked: Option<u32>,
 }
 
 impl RabbitMq {
@@ -133,6 +140,8 @@ impl RabbitMq {
             port,
             invalid_port_variable,
             bin_dir: find_bin_dir(std::env::var_os("PATH")),
+            node: 1,
+            asked: None,
         }
     }
 
@@ -178,8 +187,17 @@ impl RabbitMq {
         node_name(self.amqp_port())
     }
 
-    /// Where RabbitMQ keeps its configuration, data, logs and pid file: `<home>/rabbitmq`.
+    /// Where this node keeps its configuration, data, logs and pid file: `<home>/rabbitmq`
+    /// for node 1, `node-k/` inside it for node k.
     pub fn dir(&self) -> PathBuf {
+        match self.node {
+            1 => self.root(),
+            id => brokerbench_brokers::cluster::node_dir(&self.root(), id),
+        }
+    }
+
+    /// `<home>/rabbitmq`: node 1's folder, the cluster's lock and recorded size.
+    fn root(&self) -> PathBuf {
         self.home.join(NAME)
     }
 
@@ -375,8 +393,15 @@ impl RabbitMq {
     /// readable by the owner only: Erlang refuses a cookie file others can read.
     fn ensure_cookie(&self) -> Result<(), BrokerError> {
         let path = self.cookie_file();
-        if !path.is_file() {
-            let cookie = random_cookie().map_err(BrokerError::io("reading", Path::new(RANDOM)))?;
+        if !path.is_file() || self.node > 1 {
+            // The nodes of a cluster share node 1's cookie: Erlang lets in only those.
+            let cookie = match self.node {
+                1 => random_cookie().map_err(BrokerError::io("reading", Path::new(RANDOM)))?,
+                _ => {
+                    let first = self.root().join(".erlang.cookie");
+                    fs::read_to_string(&first).map_err(BrokerError::io("reading", &first))?
+                }
+            };
             let mut temporary = path.as_os_str().to_owned();
             temporary.push(".tmp");
             let temporary = PathBuf::from(temporary);
@@ -688,33 +713,10 @@ enum Watch<'a> {
     Running(u32),
 }
 
-impl Lifecycle for RabbitMq {
-    /// The start script (the node's parent; it exits when the node does) and the AMQP port.
-    type Starting = (Child, u16);
-
-    fn dir(&self) -> PathBuf {
-        RabbitMq::dir(self)
-    }
-
-    fn check(&self) -> Result<(), BrokerError> {
-        self.check_port()?;
-        self.installed_bin_dir().map(|_| ())
-    }
-
-    fn running_pid(&self) -> Option<u32> {
-        RabbitMq::running_pid(self)
-    }
-
-    fn status_of(&self, pid: u32) -> BrokerStatus {
-        RabbitMq::status_of(self, pid)
-    }
-
-    fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
-        self.wait_until_ready(self.amqp_port(), Watch::Running(status.pid))
-            .map(|_| ())
-    }
-
-    fn start(&self) -> Result<Self::Starting, BrokerError> {
+impl RabbitMq {
+    /// Writes this node's configuration and spawns its start script: the script (the node's
+    /// parent; it exits when the node does) and the AMQP port it took.
+    fn start_node(&self) -> Result<(Child, u16), BrokerError> {
         let bin_dir = self.installed_bin_dir()?;
         let (port, skipped) = choose_port(self.port, self.tls().enabled(), |port| {
             !process::can_listen(port)
@@ -745,18 +747,8 @@ impl Lifecycle for RabbitMq {
         Ok((script, port))
     }
 
-    fn wait_started(
-        &self,
-        (script, port): &mut Self::Starting,
-    ) -> Result<BrokerStatus, BrokerError> {
-        let pid = self.wait_until_ready(*port, Watch::Started(script))?;
-        if let Some(tls_port) = self.running_tls_port() {
-            self.add_tls_user(*port, tls_port)?;
-        }
-        Ok(self.status_of(pid))
-    }
-
-    fn abandon(&self, (mut script, _): Self::Starting) {
+    /// Takes a node that failed to start down and removes what its start left.
+    fn abandon_node(&self, mut script: Child) {
         if let Some(pid) = self.running_pid() {
             let _ = process::stop(NAME, pid, STOP_GRACE);
         }
@@ -765,13 +757,97 @@ impl Lifecycle for RabbitMq {
         let _ = process::remove_if_present(&self.state_file());
         let _ = process::remove_pid_file(&self.pid_file());
     }
+}
 
-    fn stop(&self, pid: u32) -> Result<(), BrokerError> {
-        self.stop_node(pid)
+impl Lifecycle for RabbitMq {
+    /// Each started node's start script and AMQP port, node 1 first.
+    type Starting = Starting;
+
+    fn dir(&self) -> PathBuf {
+        self.root()
+    }
+
+    fn check(&self) -> Result<(), BrokerError> {
+        self.check_port()?;
+        self.check_size()?;
+        self.installed_bin_dir().map(|_| ())
+    }
+
+    fn running_pid(&self) -> Option<u32> {
+        self.nodes().iter().find_map(RabbitMq::running_pid)
+    }
+
+    fn status_of(&self, pid: u32) -> BrokerStatus {
+        self.cluster_status()
+            .unwrap_or_else(|| RabbitMq::status_of(self, pid))
+    }
+
+    fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
+        brokerbench_brokers::cluster::check_running_size(
+            NAME,
+            status.nodes.len() as u32,
+            self.asked,
+        )?;
+        self.wait_until_ready(self.amqp_port(), Watch::Running(status.pid))
+            .map(|_| ())
+    }
+
+    /// Starts node 1; the others start, one by one, once it answers (they join it).
+    fn start(&self) -> Result<Starting, BrokerError> {
+        let count = self.asked.unwrap_or(1);
+        self.clear_data_for(count)?;
+        brokerbench_brokers::cluster::record_size(&self.root(), count)?;
+        let (script, port) = self.start_node()?;
+        Ok(Starting {
+            count,
+            nodes: vec![(self.clone(), script, port)],
+        })
+    }
+
+    fn wait_started(&self, starting: &mut Starting) -> Result<BrokerStatus, BrokerError> {
+        let (_, script, port) = &mut starting.nodes[0];
+        let port = *port;
+        let pid = self.wait_until_ready(port, Watch::Started(script))?;
+        if let Some(tls_port) = self.running_tls_port() {
+            self.add_tls_user(port, tls_port)?;
+        }
+        for id in 2..=starting.count {
+            self.start_joining(id, starting)?;
+        }
+        Ok(self
+            .cluster_status()
+            .unwrap_or_else(|| RabbitMq::status_of(self, pid)))
+    }
+
+    fn abandon(&self, starting: Starting) {
+        for (node, script, _) in starting.nodes {
+            node.abandon_node(script);
+        }
+    }
+
+    /// Stops every node at once (each takes about 6 s, see [`RabbitMq::down`]).
+    fn stop(&self, _pid: u32) -> Result<(), BrokerError> {
+        let running: Vec<(RabbitMq, u32)> = self
+            .every_node()
+            .into_iter()
+            .filter_map(|node| node.running_pid().map(|pid| (node, pid)))
+            .collect();
+        std::thread::scope(|scope| {
+            let stops: Vec<_> = running
+                .iter()
+                .map(|(node, pid)| scope.spawn(move || node.stop_node(*pid)))
+                .collect();
+            stops
+                .into_iter()
+                .try_for_each(|stop| stop.join().expect("a stop does not panic"))
+        })
     }
 
     fn leftovers(&self) -> Vec<PathBuf> {
-        vec![self.state_file(), self.pid_file()]
+        self.every_node()
+            .iter()
+            .flat_map(|node| [node.state_file(), node.pid_file()])
+            .collect()
     }
 }
 
@@ -793,6 +869,15 @@ impl brokerbench_brokers::ManagedBroker for RabbitMq {
     }
     fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
         RabbitMq::up(self)
+    }
+    fn max_nodes(&self) -> u32 {
+        brokerbench_brokers::cluster::MAX_NODES
+    }
+    fn up_nodes(&self, nodes: u32) -> Result<(BrokerStatus, bool), BrokerError> {
+        lifecycle::up(&RabbitMq {
+            asked: Some(nodes),
+            ..self.clone()
+        })
     }
     fn down(&self) -> Result<Option<u32>, BrokerError> {
         RabbitMq::down(self)
