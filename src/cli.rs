@@ -86,6 +86,11 @@ pub enum Command {
         /// others take free ones. A running broker of another size is left alone.
         #[arg(long, value_name = "N")]
         nodes: Option<u32>,
+        /// With `up`: a server setting for every node, KEY=VALUE (repeatable): Kafka's
+        /// server.properties, RabbitMQ's rabbitmq.conf, NATS's configuration keys. A running
+        /// broker with other settings is left alone.
+        #[arg(long = "config", value_name = "KEY=VALUE")]
+        config: Vec<String>,
         /// With `status`: the same facts as JSON, for scripts (family, version, every node's
         /// id, pid, address and whether it is up).
         #[arg(long)]

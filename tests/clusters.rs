@@ -122,6 +122,23 @@ impl Drop for ClusterHome {
     }
 }
 
+impl ClusterHome {
+    /// Runs `args` with no broker address, so on this home's cluster: lossless, the manifest
+    /// lists the three nodes, and every node's process was sampled. The summary.
+    fn run_lossless(&self, args: &[&str], pids: &[u64]) -> serde_json::Value {
+        let run = run_with_env(tempfile::tempdir().unwrap(), args, &self.env());
+        let s = assert_lossless(&run);
+        let broker = &run.manifest()["broker"];
+        assert_eq!(
+            broker["nodes"].as_array().map(Vec::len),
+            Some(3),
+            "{broker:#}"
+        );
+        assert_every_node_sampled(&s, pids);
+        s
+    }
+}
+
 /// Every node is sampled, summed: one node's memory is about a third of the three's.
 fn assert_every_node_sampled(s: &serde_json::Value, pids: &[u64]) {
     let nodes_rss: u64 = pids.iter().map(|&pid| rss_bytes(pid)).sum();
@@ -189,15 +206,7 @@ fn a_nats_cluster_of_three_runs_a_stream_of_three_replicas_losslessly() {
         format!("stream_prefix={prefix}"),
     ]);
     let args = [vec!["--driver", NATS_DRIVER], with_sets(&sets, &[])].concat();
-    let run = run_with_env(tempfile::tempdir().unwrap(), &args, &cluster.env());
-    let s = assert_lossless(&run);
-    let broker = &run.manifest()["broker"];
-    assert_eq!(
-        broker["nodes"].as_array().map(Vec::len),
-        Some(3),
-        "{broker:#}"
-    );
-    assert_every_node_sampled(&s, &pids);
+    let s = cluster.run_lossless(&args, &pids);
 
     let names = jetstream_at(&address, "$JS.API.STREAM.NAMES", serde_json::json!({}));
     let name = names["streams"]
@@ -252,15 +261,7 @@ fn a_kafka_cluster_of_three_runs_an_rf3_topic_with_acks_all_losslessly() {
         with_sets(&sets, &[]),
     ]
     .concat();
-    let run = run_with_env(tempfile::tempdir().unwrap(), &args, &cluster.env());
-    let s = assert_lossless(&run);
-    let broker = &run.manifest()["broker"];
-    assert_eq!(
-        broker["nodes"].as_array().map(Vec::len),
-        Some(3),
-        "{broker:#}"
-    );
-    assert_every_node_sampled(&s, &pids);
+    let s = cluster.run_lossless(&args, &pids);
     let m = &s["broker_metrics"];
     let counted = m["messages_in"]
         .as_f64()
@@ -292,15 +293,7 @@ fn a_rabbitmq_cluster_of_three_runs_a_quorum_queue_of_three_members_losslessly()
         format!("exchange.name={prefix}"),
     ]);
     let args = [vec!["--driver", RABBITMQ_DRIVER], with_sets(&sets, &[])].concat();
-    let run = run_with_env(tempfile::tempdir().unwrap(), &args, &cluster.env());
-    let s = assert_lossless(&run);
-    let broker = &run.manifest()["broker"];
-    assert_eq!(
-        broker["nodes"].as_array().map(Vec::len),
-        Some(3),
-        "{broker:#}"
-    );
-    assert_every_node_sampled(&s, &pids);
+    cluster.run_lossless(&args, &pids);
 
     let amqp: u16 = address.rsplit(':').next().unwrap().parse().unwrap();
     let queues = rabbitmq_api_at(amqp + 10_000, "GET", "/api/queues/%2f");
@@ -338,6 +331,87 @@ fn kafka_partition_replicas(address: &str, prefix: &str) -> (usize, usize) {
 }
 
 #[test]
+fn server_settings_reach_every_node_and_the_runs_manifest() {
+    let _turn = serial();
+    let cluster = ClusterHome::nats();
+    let up = cluster.broker(&[
+        "up",
+        "nats",
+        "--nodes",
+        "2",
+        "--config",
+        "max_payload=4MB",
+        "--config",
+        "max_connections=100",
+    ]);
+    assert!(up.status.success(), "{}", text(&up));
+    let status = cluster.status();
+    assert_eq!(
+        status["settings"],
+        serde_json::json!({"max_payload": "4MB", "max_connections": "100"}),
+        "{status:#}"
+    );
+    // Each server says what it runs with (nats-server's own defaults: 1 MB and 64K).
+    for node in status["nodes"].as_array().unwrap() {
+        let address = node["address"].as_str().unwrap();
+        let info = server_info(address);
+        assert_eq!(info["max_payload"], 4 << 20, "{address}: {info}");
+    }
+    let varz = nats_varz(&cluster);
+    assert_eq!(varz["max_connections"], 100, "{varz}");
+
+    // Other settings than the running ones are refused and change nothing.
+    let other = cluster.broker(&["up", "nats", "--config", "max_payload=2MB"]);
+    assert!(!other.status.success(), "{}", text(&other));
+    assert!(
+        text(&other)
+            .contains("runs already with the settings max_payload=4MB, max_connections=100"),
+        "{}",
+        text(&other)
+    );
+    let run = run_with_env(
+        tempfile::tempdir().unwrap(),
+        &[
+            &["--driver", NATS_DRIVER][..],
+            &with_sets(&short("1000", 1), &[]),
+        ]
+        .concat(),
+        &cluster.env(),
+    );
+    assert_lossless(&run);
+    assert_eq!(
+        run.manifest()["broker"]["settings"],
+        serde_json::json!({"max_connections": "100", "max_payload": "4MB"})
+    );
+    let bad = cluster.broker(&["up", "nats", "--config", "max payload"]);
+    assert!(text(&bad).contains("KEY=VALUE"), "{}", text(&bad));
+}
+
+/// The INFO a nats-server at `address` sends a client first.
+fn server_info(address: &str) -> serde_json::Value {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    let mut buf = vec![0u8; 8192];
+    let n = stream.read(&mut buf).unwrap();
+    let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+    let json = text
+        .strip_prefix("INFO ")
+        .unwrap_or_else(|| panic!("{text}"));
+    serde_json::from_str(json.trim()).unwrap()
+}
+
+/// Node 1's `/varz` (monitoring on the client port + 4000).
+fn nats_varz(cluster: &ClusterHome) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let port: u16 = cluster.port.parse::<u16>().unwrap() + 4000;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(stream, "GET /varz HTTP/1.0\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    serde_json::from_str(answer.split_once("\r\n\r\n").unwrap().1).unwrap()
+}
+
+#[test]
 fn nodes_and_json_go_with_their_actions_and_sizes_are_bounded() {
     let _turn = serial();
     let cluster = ClusterHome::nats();
@@ -347,6 +421,10 @@ fn nodes_and_json_go_with_their_actions_and_sizes_are_bounded() {
             "--nodes goes with `up`",
         ),
         (&["up", "nats", "--json"][..], "--json goes with `status`"),
+        (
+            &["status", "nats", "--config", "a=1"][..],
+            "--config goes with `up`",
+        ),
         (&["up", "nats", "--nodes", "6"][..], "runs 1 to 5 node(s)"),
         (&["up", "nats", "--nodes", "0"][..], "runs 1 to 5 node(s)"),
     ] {

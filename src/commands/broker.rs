@@ -3,19 +3,20 @@
 use std::process::ExitCode;
 
 use brokerbench_brokers::cluster::check_size;
-use brokerbench_brokers::BrokerStatus;
+use brokerbench_brokers::{settings, BrokerStatus, UpOptions};
 use brokerbench_driver::Family;
 
 use crate::cli::BrokerAction;
 use crate::families::REGISTRY;
 
-/// What `broker` was asked besides the action: `--tls`/`--no-tls` and `--nodes` (`up`),
-/// `--driver-file` and `--json` (`status`).
-#[derive(Debug, Default, Clone, Copy)]
+/// What `broker` was asked besides the action: `--tls`/`--no-tls`, `--nodes` and `--config`
+/// (`up`), `--driver-file` and `--json` (`status`).
+#[derive(Debug, Default, Clone)]
 pub struct BrokerOptions {
     pub tls: Option<bool>,
     pub driver_file: bool,
     pub nodes: Option<u32>,
+    pub config: Vec<String>,
     pub json: bool,
 }
 
@@ -38,19 +39,28 @@ pub fn broker(
             if let Some(on) = options.tls {
                 managed.set_tls(on)?;
             }
-            let up = match options.nodes {
-                Some(nodes) => {
-                    check_size(family.name(), nodes, managed.max_nodes())?;
-                    managed.up_nodes(nodes)?
-                }
-                None => managed.up()?,
+            if let Some(nodes) = options.nodes {
+                check_size(family.name(), nodes, managed.max_nodes())?;
+            }
+            let settings = match options.config.is_empty() {
+                true => None,
+                false => Some(settings::parse(&options.config).map_err(crate::BadInput)?),
+            };
+            let up = match (options.nodes, settings) {
+                (None, None) => managed.up()?,
+                (nodes, settings) => managed.up_with(&UpOptions { nodes, settings })?,
             };
             print_up(up);
             for line in managed.endpoints() {
                 println!("  {line}");
             }
         }
-        BrokerAction::Down => return down(name, managed.down()?),
+        BrokerAction::Down => {
+            let running = managed
+                .status()?
+                .map_or(0, |s| s.nodes.iter().filter(|n| n.up).count());
+            return down(name, managed.down()?, running);
+        }
         BrokerAction::Status if options.driver_file => match managed.status()? {
             Some(status) => print!("{}", managed.driver_file(&status)?),
             None => {
@@ -84,6 +94,10 @@ fn check_options(action: BrokerAction, name: &str, options: &BrokerOptions) -> a
         Some(format!(
             "--nodes goes with `up`: `brokerbench broker up {name} --nodes 3`"
         ))
+    } else if !options.config.is_empty() && !up {
+        Some(format!(
+            "--config goes with `up`: `brokerbench broker up {name} --config KEY=VALUE`"
+        ))
     } else if options.driver_file && !status {
         Some(format!(
             "--driver-file goes with `status`: `brokerbench broker status {name} --driver-file`"
@@ -114,6 +128,7 @@ fn status_json(name: &str, status: Option<BrokerStatus>) -> anyhow::Result<ExitC
             "data_dir": status.data_dir,
             "log_file": status.log_file,
             "note": status.note,
+            "settings": status.settings.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(v.clone()))).collect::<serde_json::Map<_, _>>(),
             "nodes": status.nodes.iter().map(|node| serde_json::json!({
                 "id": node.id,
                 "pid": node.pid,
@@ -126,10 +141,12 @@ fn status_json(name: &str, status: Option<BrokerStatus>) -> anyhow::Result<ExitC
     Ok(ExitCode::from(if status.is_some() { 0 } else { 1 }))
 }
 
-fn down(name: &str, stopped: Option<u32>) -> anyhow::Result<ExitCode> {
-    match stopped {
-        Some(pid) => println!("{name} stopped (pid {pid})"),
-        None => println!("{name} was not running"),
+/// What `down` did; `running` is how many nodes ran before it.
+fn down(name: &str, stopped: Option<u32>, running: usize) -> anyhow::Result<ExitCode> {
+    match (stopped, running) {
+        (Some(pid), 0 | 1) => println!("{name} stopped (pid {pid})"),
+        (Some(pid), nodes) => println!("{name} stopped: {nodes} nodes (pid {pid} and the others)"),
+        (None, _) => println!("{name} was not running"),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -172,6 +189,9 @@ fn print_status(status: &BrokerStatus, state: &str) {
         status.data_dir.display(),
         status.log_file.display()
     );
+    if !status.settings.is_empty() {
+        println!("  settings: {}", settings::describe(&status.settings));
+    }
     if status.nodes.len() > 1 {
         println!("  nodes: {}", status.nodes.len());
         for node in &status.nodes {

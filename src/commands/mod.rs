@@ -76,6 +76,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             no_tls,
             driver_file,
             nodes,
+            config,
             json,
         } => broker::broker(
             action,
@@ -84,6 +85,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 tls: (tls || no_tls).then_some(tls),
                 driver_file,
                 nodes,
+                config,
                 json,
             },
         ),

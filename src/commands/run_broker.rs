@@ -71,6 +71,7 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
                 version: None,
                 managed: false,
                 nodes: Vec::new(),
+                settings: Default::default(),
             },
             processes: Vec::new(),
             metrics_urls: Vec::new(),
@@ -83,6 +84,7 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
                 processes: managed_processes(family, &status),
                 broker: BrokerInfo {
                     nodes: cluster_addresses(&status),
+                    settings: status.settings.iter().cloned().collect(),
                     address: status.address,
                     version: Some(status.version),
                     managed: true,

@@ -6,7 +6,7 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 
 use crate::daemon::Daemon;
-use crate::BrokerError;
+use crate::{BrokerError, BrokerStatus, NodeStatus};
 
 /// The most nodes `broker up NAME --nodes N` starts on one machine.
 pub const MAX_NODES: u32 = 5;
@@ -68,6 +68,41 @@ pub fn check_running_size(
         }),
         _ => Ok(()),
     }
+}
+
+/// The broker's status from its nodes' (node 1 first): the status `status_of(index, pid)`
+/// gives for the first running one, with every node listed. None when no node runs.
+pub fn status_of_nodes(
+    nodes: Vec<NodeStatus>,
+    status_of: impl FnOnce(usize, u32) -> BrokerStatus,
+) -> Option<BrokerStatus> {
+    let (index, pid) = nodes
+        .iter()
+        .enumerate()
+        .find_map(|(index, node)| Some((index, node.pid?)))?;
+    let mut status = status_of(index, pid);
+    status.nodes = nodes;
+    Some(status)
+}
+
+/// Stops every node at once with `stop`: one by one, a node could wait out its grace for the
+/// quorum that the others took with them. The first error, once every stop has ended.
+pub fn stop_all<T: Sync>(
+    nodes: &[T],
+    stop: impl Fn(&T) -> Result<(), BrokerError> + Sync,
+) -> Result<(), BrokerError> {
+    std::thread::scope(|scope| {
+        let stops: Vec<_> = nodes
+            .iter()
+            .map(|node| scope.spawn(|| stop(node)))
+            .collect();
+        stops
+            .into_iter()
+            .map(|stop| stop.join().expect("a stop does not panic"))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .collect()
+    })
 }
 
 /// `count` distinct ports on 127.0.0.1 that nothing listens on now, chosen by the kernel.
@@ -171,6 +206,48 @@ mod tests {
         for offset in [0, 1, 312] {
             assert!(!taken.contains(&(second + offset)), "{first} {second}");
         }
+    }
+
+    #[test]
+    fn a_brokers_status_is_its_first_running_nodes_with_every_node_listed() {
+        let node = |id: u32, pid: Option<u32>| NodeStatus {
+            id,
+            pid,
+            address: format!("127.0.0.1:{}", 9000 + id),
+            up: pid.is_some(),
+        };
+        let status_of = |index: usize, pid: u32| BrokerStatus {
+            name: "kafka",
+            address: format!("node index {index}"),
+            pid,
+            version: "1".into(),
+            data_dir: PathBuf::new(),
+            log_file: PathBuf::new(),
+            note: None,
+            nodes: Vec::new(),
+            settings: Vec::new(),
+        };
+        let nodes = vec![node(1, None), node(2, Some(22)), node(3, Some(33))];
+        let status = status_of_nodes(nodes.clone(), status_of).unwrap();
+        assert_eq!((status.address.as_str(), status.pid), ("node index 1", 22));
+        assert_eq!(status.nodes, nodes, "every node, the one down too");
+        assert!(status_of_nodes(vec![node(1, None)], status_of).is_none());
+    }
+
+    #[test]
+    fn every_node_is_stopped_and_the_first_error_said() {
+        let stopped = std::sync::Mutex::new(Vec::new());
+        let outcome = stop_all(&[1, 2, 3], |&n| {
+            stopped.lock().unwrap().push(n);
+            match n {
+                2 => Err(BrokerError::Unsupported { what: "two".into() }),
+                _ => Ok(()),
+            }
+        });
+        assert!(outcome.unwrap_err().to_string().contains("two"));
+        let mut stopped = stopped.into_inner().unwrap();
+        stopped.sort_unstable();
+        assert_eq!(stopped, [1, 2, 3], "an error stops no other stop");
     }
 
     #[test]

@@ -125,6 +125,7 @@ impl Daemon {
             data_dir: self.data_dir(),
             log_file: self.log_file(),
             note: None,
+            settings: crate::settings::recorded(&self.dir),
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod daemon;
 pub mod lifecycle;
 pub mod managed;
 pub mod process;
+pub mod settings;
 pub mod test_support;
 pub mod tls;
 
@@ -75,6 +76,18 @@ pub struct BrokerStatus {
     /// Every node of the broker, node 1 first (the one `address` and `pid` name); one entry
     /// for a broker of one node.
     pub nodes: Vec<NodeStatus>,
+    /// The server settings it was started with (`broker up NAME --config KEY=VALUE`), on
+    /// every node; none for the family's defaults.
+    pub settings: settings::Settings,
+}
+
+/// What `broker up NAME` was asked for besides starting the broker.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpOptions {
+    /// `--nodes N`; None: whatever runs, else one node.
+    pub nodes: Option<u32>,
+    /// `--config KEY=VALUE …`; None: whatever runs, else the family's defaults.
+    pub settings: Option<settings::Settings>,
 }
 
 /// One node of a managed broker (one process: a Kafka JVM, a nats-server, an Erlang node).
@@ -115,12 +128,18 @@ pub trait ManagedBroker {
     fn max_nodes(&self) -> u32 {
         1
     }
-    /// `up` of exactly `nodes` nodes: a running broker of another size is an error that says
-    /// how to restart it, and changes nothing.
-    fn up_nodes(&self, nodes: u32) -> Result<(BrokerStatus, bool), BrokerError> {
-        match nodes {
+    /// `up` of exactly `options.nodes` nodes with exactly `options.settings`: a running
+    /// broker of another size or settings is an error that says how to restart it, and
+    /// changes nothing.
+    fn up_with(&self, options: &UpOptions) -> Result<(BrokerStatus, bool), BrokerError> {
+        if options.settings.is_some() {
+            return Err(BrokerError::Unsupported {
+                what: "server settings (--config)".into(),
+            });
+        }
+        match options.nodes.unwrap_or(1) {
             1 => self.up(),
-            _ => Err(BrokerError::TooManyNodes {
+            nodes => Err(BrokerError::TooManyNodes {
                 broker: "this broker",
                 asked: nodes,
                 max: 1,
@@ -301,6 +320,14 @@ pub enum BrokerError {
         broker: &'static str,
         asked: u32,
         max: u32,
+    },
+
+    #[error("{broker} runs already with the settings {running}, not {asked}; nothing was changed: stop it with `brokerbench broker down {broker}`, then start it with the settings wanted")]
+    SettingsDiffer {
+        broker: &'static str,
+        /// `KEY=VALUE, …` or `none`.
+        running: String,
+        asked: String,
     },
 
     #[error("{broker} runs already with {running} node(s), not {asked}; nothing was changed: stop it with `brokerbench broker down {broker}`, then `brokerbench broker up {broker} --nodes {asked}`")]

@@ -101,6 +101,10 @@ pub struct BrokerInfo {
     /// empty for one node or a broker brokerbench does not manage.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
+    /// Server settings a managed broker was started with (`broker up NAME --config
+    /// KEY=VALUE`), on every node; empty for the family's defaults.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub settings: std::collections::BTreeMap<String, String>,
 }
 
 /// Contents of manifest.json.

@@ -30,6 +30,7 @@ fn manifest() -> Manifest {
         version: Some("4.1.1".into()),
         managed: true,
         nodes: Vec::new(),
+        settings: Default::default(),
     });
     manifest
 }

@@ -83,6 +83,19 @@ ssl_cert_login_from = common_name
     conf
 }
 
+/// `--config` settings as `KEY = VALUE` lines at the end of `rabbitmq.conf` (the last of a
+/// key wins).
+pub(super) fn settings_lines(settings: &settings::Settings) -> String {
+    if settings.is_empty() {
+        return String::new();
+    }
+    let lines: String = settings
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}\n"))
+        .collect();
+    format!("# Server settings (`brokerbench broker up rabbitmq --config KEY=VALUE`).\n{lines}")
+}
+
 /// The port of the amqps:// listener in a `rabbitmq.conf`, when it has one.
 pub(super) fn conf_tls_port(conf: &str) -> Option<u16> {
     conf.lines()

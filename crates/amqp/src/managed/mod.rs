@@ -48,7 +48,7 @@ use std::time::Duration;
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::process;
 use brokerbench_brokers::tls::{self, TlsFiles};
-use brokerbench_brokers::{managed, BrokerError, BrokerStatus, NodeStatus};
+use brokerbench_brokers::{managed, settings, BrokerError, BrokerStatus, NodeStatus, UpOptions};
 
 use crate::probe::{server_properties, ProbeError};
 
@@ -124,8 +124,8 @@ pub struct RabbitMq {
     bin_dir: Option<PathBuf>,
     /// Which node this is, 1 to N; node k > 1 keeps its folder in `node-k/`.
     node: u32,
-    /// How many nodes `up` was asked for; None: whatever runs, else one.
-    asked: Option<u32>,
+    /// What `up` was asked for: how many nodes, which server settings.
+    options: UpOptions,
 }
 
 impl RabbitMq {
@@ -141,7 +141,7 @@ impl RabbitMq {
             invalid_port_variable,
             bin_dir: find_bin_dir(std::env::var_os("PATH")),
             node: 1,
-            asked: None,
+            options: UpOptions::default(),
         }
     }
 
@@ -347,6 +347,7 @@ impl RabbitMq {
             log_file: self.log_file(),
             note: state.and_then(|state| state.note),
             nodes: NodeStatus::only(pid, &format!("127.0.0.1:{port}")),
+            settings: settings::recorded(&self.root()),
         }
     }
 
@@ -377,10 +378,11 @@ impl RabbitMq {
         if tls {
             files.generate_once()?;
         }
-        process::write_atomically(
-            &self.config_file(),
-            rabbitmq_conf(port, tls.then_some(&files)).as_bytes(),
-        )?;
+        let mut conf = rabbitmq_conf(port, tls.then_some(&files));
+        conf.push_str(&settings_lines(
+            &self.options.settings.clone().unwrap_or_default(),
+        ));
+        process::write_atomically(&self.config_file(), conf.as_bytes())?;
         process::write_atomically(
             &self.plugins_file(),
             if tls { PLUGINS_TLS } else { PLUGINS }.as_bytes(),
@@ -786,7 +788,12 @@ impl Lifecycle for RabbitMq {
         brokerbench_brokers::cluster::check_running_size(
             NAME,
             status.nodes.len() as u32,
-            self.asked,
+            self.options.nodes,
+        )?;
+        brokerbench_brokers::settings::check_running(
+            NAME,
+            &status.settings,
+            self.options.settings.as_ref(),
         )?;
         self.wait_until_ready(self.amqp_port(), Watch::Running(status.pid))
             .map(|_| ())
@@ -794,9 +801,11 @@ impl Lifecycle for RabbitMq {
 
     /// Starts node 1; the others start, one by one, once it answers (they join it).
     fn start(&self) -> Result<Starting, BrokerError> {
-        let count = self.asked.unwrap_or(1);
+        let count = self.options.nodes.unwrap_or(1);
         self.clear_data_for(count)?;
         brokerbench_brokers::cluster::record_size(&self.root(), count)?;
+        let asked = self.options.settings.clone().unwrap_or_default();
+        settings::record(&self.root(), &asked)?;
         let (script, port) = self.start_node()?;
         Ok(Starting {
             count,
@@ -832,15 +841,7 @@ impl Lifecycle for RabbitMq {
             .into_iter()
             .filter_map(|node| node.running_pid().map(|pid| (node, pid)))
             .collect();
-        std::thread::scope(|scope| {
-            let stops: Vec<_> = running
-                .iter()
-                .map(|(node, pid)| scope.spawn(move || node.stop_node(*pid)))
-                .collect();
-            stops
-                .into_iter()
-                .try_for_each(|stop| stop.join().expect("a stop does not panic"))
-        })
+        brokerbench_brokers::cluster::stop_all(&running, |(node, pid)| node.stop_node(*pid))
     }
 
     fn leftovers(&self) -> Vec<PathBuf> {
@@ -873,9 +874,9 @@ impl brokerbench_brokers::ManagedBroker for RabbitMq {
     fn max_nodes(&self) -> u32 {
         brokerbench_brokers::cluster::MAX_NODES
     }
-    fn up_nodes(&self, nodes: u32) -> Result<(BrokerStatus, bool), BrokerError> {
+    fn up_with(&self, options: &UpOptions) -> Result<(BrokerStatus, bool), BrokerError> {
         lifecycle::up(&RabbitMq {
-            asked: Some(nodes),
+            options: options.clone(),
             ..self.clone()
         })
     }
@@ -957,6 +958,16 @@ mod tests {
     use std::net::TcpListener;
     use std::thread;
     use std::time::Instant;
+
+    #[test]
+    fn server_settings_are_lines_of_rabbitmq_conf() {
+        let settings = vec![("channel_max".to_string(), "64".to_string())];
+        assert_eq!(
+            settings_lines(&settings),
+            "# Server settings (`brokerbench broker up rabbitmq --config KEY=VALUE`).\nchannel_max = 64\n"
+        );
+        assert_eq!(settings_lines(&Vec::new()), "");
+    }
 
     #[test]
     fn configuration_listens_on_loopback_only() {

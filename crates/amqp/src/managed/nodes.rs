@@ -45,7 +45,7 @@ impl RabbitMq {
 
     /// `--nodes` within bounds; a cluster has no TLS listeners yet.
     pub(super) fn check_size(&self) -> Result<(), BrokerError> {
-        let Some(count) = self.asked else {
+        let Some(count) = self.options.nodes else {
             return Ok(());
         };
         cluster::check_size(NAME, count, MAX_NODES)?;
@@ -73,13 +73,7 @@ impl RabbitMq {
                 }
             })
             .collect();
-        let (first, pid) = nodes
-            .iter()
-            .zip(&statuses)
-            .find_map(|(node, status)| Some((node, status.pid?)))?;
-        let mut status = first.status_of(pid);
-        status.nodes = statuses;
-        Some(status)
+        cluster::status_of_nodes(statuses, |index, pid| nodes[index].status_of(pid))
     }
 
     /// A cluster, or one node after a cluster, starts from empty databases.

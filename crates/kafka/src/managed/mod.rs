@@ -35,7 +35,7 @@ use rdkafka::ClientContext;
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::process;
 use brokerbench_brokers::tls::{self, TlsFiles};
-use brokerbench_brokers::{managed, BrokerError, BrokerStatus, NodeStatus};
+use brokerbench_brokers::{managed, settings, BrokerError, BrokerStatus, NodeStatus, UpOptions};
 
 mod install;
 mod nodes;
@@ -97,8 +97,8 @@ pub struct Kafka {
     invalid_port_variable: Option<String>,
     /// Which node this is, 1 to N; node k > 1 keeps its files in `node-k/`.
     node: u32,
-    /// How many nodes `up` was asked for; None: whatever runs, else one.
-    asked: Option<u32>,
+    /// What `up` was asked for: how many nodes, which server settings.
+    options: UpOptions,
 }
 
 impl Kafka {
@@ -113,7 +113,7 @@ impl Kafka {
             heap: DEFAULT_HEAP.to_string(),
             invalid_port_variable,
             node: 1,
-            asked: None,
+            options: UpOptions::default(),
         }
     }
 
@@ -270,10 +270,11 @@ impl Kafka {
         lifecycle::up(self)
     }
 
-    /// `up` of exactly `nodes` nodes: a running broker of another size is an error.
-    pub fn up_nodes(&self, nodes: u32) -> Result<(BrokerStatus, bool), BrokerError> {
+    /// `up` with `options` (nodes, server settings): a running broker of another size or
+    /// settings is an error.
+    pub fn up_with(&self, options: &UpOptions) -> Result<(BrokerStatus, bool), BrokerError> {
         lifecycle::up(&Kafka {
-            asked: Some(nodes),
+            options: options.clone(),
             ..self.clone()
         })
     }
@@ -340,6 +341,7 @@ impl Kafka {
             log_file: self.log_file(),
             note: None,
             nodes: NodeStatus::only(pid, &format!("127.0.0.1:{port}")),
+            settings: settings::recorded(&self.dir()),
         }
     }
 
@@ -485,7 +487,7 @@ impl Lifecycle for Kafka {
 
     fn check(&self) -> Result<(), BrokerError> {
         self.check_port()?;
-        if let Some(nodes) = self.asked {
+        if let Some(nodes) = self.options.nodes {
             brokerbench_brokers::cluster::check_size(NAME, nodes, MAX_NODES)?;
         }
         if !self.is_installed() {
@@ -510,7 +512,12 @@ impl Lifecycle for Kafka {
         brokerbench_brokers::cluster::check_running_size(
             NAME,
             status.nodes.len() as u32,
-            self.asked,
+            self.options.nodes,
+        )?;
+        brokerbench_brokers::settings::check_running(
+            NAME,
+            &status.settings,
+            self.options.settings.as_ref(),
         )?;
         for node in self.nodes() {
             node.refresh_exporter_config()?;
@@ -519,9 +526,11 @@ impl Lifecycle for Kafka {
     }
 
     fn start(&self) -> Result<Vec<StartingNode>, BrokerError> {
-        let nodes = self.plan(self.asked.unwrap_or(1))?;
+        let nodes = self.plan(self.options.nodes.unwrap_or(1))?;
         self.clear_data_of_another_size(nodes.len() as u32)?;
         brokerbench_brokers::cluster::record_size(&self.dir(), nodes.len() as u32)?;
+        let asked = self.options.settings.clone().unwrap_or_default();
+        settings::record(&self.dir(), &asked)?;
         let mut starting = Vec::new();
         for node in &nodes {
             match node.start_node(&quorum_of(&nodes, node.node)) {
@@ -569,15 +578,7 @@ impl Lifecycle for Kafka {
             .iter()
             .filter_map(Kafka::running_pid)
             .collect();
-        std::thread::scope(|scope| {
-            let stops: Vec<_> = pids
-                .iter()
-                .map(|&pid| scope.spawn(move || process::stop(NAME, pid, STOP_GRACE)))
-                .collect();
-            stops
-                .into_iter()
-                .try_for_each(|stop| stop.join().expect("a stop does not panic"))
-        })
+        brokerbench_brokers::cluster::stop_all(&pids, |&pid| process::stop(NAME, pid, STOP_GRACE))
     }
 
     fn leftovers(&self) -> Vec<PathBuf> {
@@ -599,8 +600,8 @@ impl brokerbench_brokers::ManagedBroker for Kafka {
     fn max_nodes(&self) -> u32 {
         nodes::MAX_NODES
     }
-    fn up_nodes(&self, nodes: u32) -> Result<(BrokerStatus, bool), BrokerError> {
-        Kafka::up_nodes(self, nodes)
+    fn up_with(&self, options: &UpOptions) -> Result<(BrokerStatus, bool), BrokerError> {
+        Kafka::up_with(self, options)
     }
     fn down(&self) -> Result<Option<u32>, BrokerError> {
         Kafka::down(self)
@@ -810,6 +811,19 @@ mod tests {
                 "{key}: {text}"
             );
         }
+    }
+
+    #[test]
+    fn server_settings_come_last_so_they_win() {
+        let settings = vec![("num.partitions".to_string(), "3".to_string())];
+        let text = server_properties(19092, Path::new("/d"), None, &Quorum::single(19092))
+            + &settings_lines(&settings);
+        let last = text
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("num.partitions="));
+        assert_eq!(last, Some("num.partitions=3"), "{text}");
+        assert_eq!(settings_lines(&Vec::new()), "");
     }
 
     #[test]

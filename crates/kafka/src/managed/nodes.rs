@@ -60,13 +60,7 @@ impl Kafka {
                 }
             })
             .collect();
-        let (first, pid) = nodes
-            .iter()
-            .zip(&statuses)
-            .find_map(|(node, status)| Some((node, status.pid?)))?;
-        let mut status = first.node_status_of(pid);
-        status.nodes = statuses;
-        Some(status)
+        cluster::status_of_nodes(statuses, |index, pid| nodes[index].node_status_of(pid))
     }
 
     /// The nodes a start of `count` starts: node 1 on this handle's port, the others on free

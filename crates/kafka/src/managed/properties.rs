@@ -24,7 +24,10 @@ impl Kafka {
         } else {
             None
         };
-        let properties = server_properties(self.port, &self.data_dir(), tls.as_ref(), quorum);
+        let mut properties = server_properties(self.port, &self.data_dir(), tls.as_ref(), quorum);
+        properties.push_str(&settings_lines(
+            &self.options.settings.clone().unwrap_or_default(),
+        ));
         // Private: with TLS on it holds the PLAIN user's password.
         tls::write_private(&self.properties_file(), properties.as_bytes())?;
         process::write_atomically(&self.log4j2_file(), LOG4J2_PROPERTIES.as_bytes())?;
@@ -72,6 +75,16 @@ rules:
       networkProcessor: \"$2\"
   - pattern: \"^(?!kafka.server<type=socket-server-metrics).*\"
 ";
+
+/// `--config` settings as `KEY=VALUE` lines at the end of `server.properties`, where they
+/// override what brokerbench wrote above them (the last of a key wins).
+pub(super) fn settings_lines(settings: &settings::Settings) -> String {
+    if settings.is_empty() {
+        return String::new();
+    }
+    let lines: String = settings.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    format!("# Server settings (`brokerbench broker up kafka --config KEY=VALUE`).\n{lines}")
+}
 
 /// Who a node is in its KRaft quorum: every node is broker and controller.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,8 +15,9 @@ use std::time::Duration;
 use brokerbench_brokers::cluster::{self, MAX_NODES};
 use brokerbench_brokers::daemon::{self, Daemon};
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
+use brokerbench_brokers::settings::{self, Settings};
 use brokerbench_brokers::tls::{self, TlsFiles};
-use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker, NodeStatus};
+use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker, NodeStatus, UpOptions};
 
 use layout::{NodePorts, TLS_MARK};
 
@@ -32,8 +33,8 @@ pub struct ManagedNats {
     /// Node 1; node k lives in `node-k` inside its folder.
     daemon: Daemon,
     port: Result<u16, String>,
-    /// How many nodes `up` was asked for; None: whatever runs, else one.
-    asked: Option<u32>,
+    /// What `up` was asked for: how many nodes, which server settings.
+    options: UpOptions,
 }
 
 impl ManagedNats {
@@ -49,7 +50,7 @@ impl ManagedNats {
         ManagedNats {
             daemon: Daemon::new(NAME, home),
             port,
-            asked: None,
+            options: UpOptions::default(),
         }
     }
 
@@ -150,14 +151,11 @@ impl ManagedNats {
     /// broker's address and pid (node 1 unless it is down).
     fn cluster_status(&self) -> Option<BrokerStatus> {
         let nodes: Vec<NodeStatus> = (1..=self.size()).map(|id| self.node_status(id)).collect();
-        let first = nodes.iter().find(|n| n.up)?.clone();
-        let mut status = self.daemon.status_of(
-            first.pid.expect("a running node has a pid"),
-            first.address,
-            Self::version(),
-        );
-        status.nodes = nodes;
-        Some(status)
+        let addresses: Vec<String> = nodes.iter().map(|n| n.address.clone()).collect();
+        cluster::status_of_nodes(nodes, |index, pid| {
+            self.daemon
+                .status_of(pid, addresses[index].clone(), Self::version())
+        })
     }
 
     /// The ports of a start of `nodes` nodes: node 1 on the family's ports, the others and
@@ -252,7 +250,7 @@ impl Lifecycle for ManagedNats {
 
     fn check(&self) -> Result<(), BrokerError> {
         self.port()?;
-        if let Some(nodes) = self.asked {
+        if let Some(nodes) = self.options.nodes {
             cluster::check_size(NAME, nodes, MAX_NODES)?;
         }
         Self::program().map(|_| ()).ok_or_else(missing)
@@ -271,15 +269,18 @@ impl Lifecycle for ManagedNats {
     }
 
     fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
-        cluster::check_running_size(NAME, status.nodes.len() as u32, self.asked)
+        cluster::check_running_size(NAME, status.nodes.len() as u32, self.options.nodes)?;
+        settings::check_running(NAME, &status.settings, self.options.settings.as_ref())
     }
 
     fn start(&self) -> Result<Starting, BrokerError> {
-        let nodes = self.asked.unwrap_or(1);
+        let nodes = self.options.nodes.unwrap_or(1);
         let plan = self.plan(nodes)?;
-        let tls = self.tls_block()?;
+        let asked = self.options.settings.clone().unwrap_or_default();
+        let tls = self.tls_block()? + &settings_block(&asked);
         self.clear_stores_of_another_size(nodes)?;
         cluster::record_size(&self.daemon.dir, nodes)?;
+        settings::record(&self.daemon.dir, &asked)?;
         let mut starting = Starting { nodes: Vec::new() };
         for id in 1..=nodes {
             match self.spawn_node(id, &plan, &tls) {
@@ -317,15 +318,13 @@ impl Lifecycle for ManagedNats {
         }
     }
 
-    /// Stops every node (the others first, node 1 last).
+    /// Stops every node at once.
     fn stop(&self, _pid: u32) -> Result<(), BrokerError> {
-        for id in (1..=MAX_NODES).rev() {
-            let node = self.node(id);
-            if let Some(pid) = node.running_pid() {
-                node.stop(pid)?;
-            }
-        }
-        Ok(())
+        let running: Vec<(Daemon, u32)> = (1..=MAX_NODES)
+            .map(|id| self.node(id))
+            .filter_map(|node| node.running_pid().map(|pid| (node, pid)))
+            .collect();
+        cluster::stop_all(&running, |(node, pid)| node.stop(*pid))
     }
 
     fn leftovers(&self) -> Vec<PathBuf> {
@@ -333,6 +332,19 @@ impl Lifecycle for ManagedNats {
             .flat_map(|id| self.node(id).leftovers())
             .collect()
     }
+}
+
+/// `--config` settings as top-level `KEY: VALUE` lines of every node's configuration (later
+/// lines override what brokerbench wrote above them).
+fn settings_block(settings: &Settings) -> String {
+    if settings.is_empty() {
+        return String::new();
+    }
+    let lines: String = settings
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\n"))
+        .collect();
+    format!("# Server settings (`brokerbench broker up nats --config KEY=VALUE`).\n{lines}")
 }
 
 fn missing() -> BrokerError {
@@ -364,9 +376,9 @@ impl ManagedBroker for ManagedNats {
         MAX_NODES
     }
 
-    fn up_nodes(&self, nodes: u32) -> Result<(BrokerStatus, bool), BrokerError> {
+    fn up_with(&self, options: &UpOptions) -> Result<(BrokerStatus, bool), BrokerError> {
         lifecycle::up(&ManagedNats {
-            asked: Some(nodes),
+            options: options.clone(),
             ..self.clone()
         })
     }

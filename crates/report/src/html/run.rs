@@ -372,9 +372,24 @@ fn broker_text(m: &Json, driver: &str) -> String {
                     format!(" (a cluster of {nodes} nodes managed by brokerbench)"),
                 (Some(true), _) => " (managed by brokerbench)".to_string(),
                 _ => String::new(),
-            }
+            } + &settings_text(b)
         )
     })
+}
+
+/// `; server settings: k=v, …` when the managed broker was started with some.
+fn settings_text(broker: &Json) -> String {
+    let Some(settings) = broker.get("settings").and_then(Json::as_object) else {
+        return String::new();
+    };
+    let pairs: Vec<String> = settings
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    match pairs.is_empty() {
+        true => String::new(),
+        false => format!("; server settings: {}", pairs.join(", ")),
+    }
 }
 
 /// The host as the manifest describes it.
