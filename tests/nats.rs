@@ -242,7 +242,11 @@ fn an_openmessaging_benchmark_nats_driver_file_runs_once_its_replicas_fit_the_se
     let refused = run(&["--driver", driver, "--set", "duration=1s"]);
     assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert!(
-        refused.stderr.contains("not in a cluster") && refused.stderr.contains("--set replicas=1"),
+        refused.stderr.contains("not in a cluster")
+            && refused.stderr.contains("--set replicas=1")
+            && refused
+                .stderr
+                .contains("`brokerbench broker up nats --nodes 3`"),
         "{}",
         refused.stderr
     );

@@ -411,8 +411,10 @@ impl KafkaDriver {
         if problems.is_empty() {
             return Ok(());
         }
+        // Enough nodes for the replicas asked for, and for min.insync.replicas.
+        let nodes = replicas.max(min_insync.unwrap_or(0)).min(5);
         Err(DriverError::Unsatisfiable(format!(
-            "the driver file asks for what this cluster cannot give: {}; nothing was created. To run here: {} (these names work on OpenMessaging Benchmark driver files too)",
+            "the driver file asks for what this cluster cannot give: {}; nothing was created. To run here: {} (these names work on OpenMessaging Benchmark driver files too); or, as it is, on a managed cluster of {nodes} nodes: `brokerbench broker up kafka --nodes {nodes}` and no bootstrap servers in the driver file",
             problems.join("; "),
             fixes.join(" ")
         )))
@@ -914,7 +916,8 @@ mod tests {
         assert!(
             e.contains("has 1")
                 && e.contains("--set replication_factor=1")
-                && e.contains("--set topic_config.min.insync.replicas=1"),
+                && e.contains("--set topic_config.min.insync.replicas=1")
+                && e.contains("`brokerbench broker up kafka --nodes 3`"),
             "{e}"
         );
         assert!(d.check_cluster(3).is_ok());

@@ -212,7 +212,7 @@ fn check_replicas(replicas: u32, info: &serde_json::Value) -> Result<(), DriverE
         format!("this server's cluster lists {servers} servers")
     };
     Err(DriverError::Unsatisfiable(format!(
-        "field `replicas` (OMB's replicationFactor): {replicas} replicas need a JetStream cluster of at least {replicas} servers, and {what}; to run here: --set replicas={servers}"
+        "field `replicas` (OMB's replicationFactor): {replicas} replicas need a JetStream cluster of at least {replicas} servers, and {what}; to run here: --set replicas={servers}; or, as it is, on a managed cluster: `brokerbench broker up nats --nodes {replicas}` and no servers in the driver file"
     )))
 }
 
