@@ -90,6 +90,19 @@ pub struct UpOptions {
     pub settings: Option<settings::Settings>,
 }
 
+impl UpOptions {
+    /// A running broker (`status`) answers `up` only when it has the size and settings asked
+    /// for, if any were.
+    pub fn check_running(
+        &self,
+        broker: &'static str,
+        status: &BrokerStatus,
+    ) -> Result<(), BrokerError> {
+        cluster::check_running_size(broker, status.nodes.len() as u32, self.nodes)?;
+        settings::check_running(broker, &status.settings, self.settings.as_ref())
+    }
+}
+
 /// One node of a managed broker (one process: a Kafka JVM, a nats-server, an Erlang node).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeStatus {

@@ -509,16 +509,7 @@ impl Lifecycle for Kafka {
     }
 
     fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
-        brokerbench_brokers::cluster::check_running_size(
-            NAME,
-            status.nodes.len() as u32,
-            self.options.nodes,
-        )?;
-        brokerbench_brokers::settings::check_running(
-            NAME,
-            &status.settings,
-            self.options.settings.as_ref(),
-        )?;
+        self.options.check_running(NAME, status)?;
         for node in self.nodes() {
             node.refresh_exporter_config()?;
         }

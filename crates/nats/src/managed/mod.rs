@@ -269,8 +269,7 @@ impl Lifecycle for ManagedNats {
     }
 
     fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
-        cluster::check_running_size(NAME, status.nodes.len() as u32, self.options.nodes)?;
-        settings::check_running(NAME, &status.settings, self.options.settings.as_ref())
+        self.options.check_running(NAME, status)
     }
 
     fn start(&self) -> Result<Starting, BrokerError> {
