@@ -15,21 +15,13 @@ use common::*;
 /// Runs against NATS with the bundled driver file plus `sets`.
 fn nats_run(sets: &[String]) -> Run {
     nats();
-    let mut args = vec!["--driver", NATS_DRIVER];
-    args.extend(with_sets(sets, &[]));
-    run(&args)
-}
-
-fn sets(rate: &str, seconds: u32, extra: &[&str]) -> Vec<String> {
-    let mut s = short(rate, seconds);
-    s.extend(extra.iter().map(|e| e.to_string()));
-    s
+    run_driver(NATS_DRIVER, sets)
 }
 
 #[test]
 fn a_jetstream_run_is_lossless_and_the_server_counts_the_same() {
     let _turn = serial();
-    let run = nats_run(&sets("5000", 2, &[]));
+    let run = nats_run(&short_with("5000", 2, &[]));
     let s = assert_lossless(&run);
     assert_eq!(s["driver"], "nats");
     assert!(
@@ -58,7 +50,7 @@ fn a_jetstream_run_is_lossless_and_the_server_counts_the_same() {
 #[test]
 fn two_subscriptions_are_two_durable_consumers_each_receiving_every_message() {
     let _turn = serial();
-    let run = nats_run(&sets("2000", 2, &["subscriptions_per_topic=2"]));
+    let run = nats_run(&short_with("2000", 2, &["subscriptions_per_topic=2"]));
     let s = assert_lossless_copies(&run, 2);
     let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
     assert!(acknowledged >= 5000, "{s:#}");
@@ -68,7 +60,7 @@ fn two_subscriptions_are_two_durable_consumers_each_receiving_every_message() {
 #[test]
 fn backlog_mode_stops_pulling_builds_and_drains_losslessly() {
     let _turn = serial();
-    let run = nats_run(&sets(
+    let run = nats_run(&short_with(
         "5000",
         2,
         &["backlog.size=1MB", "backlog.drain_ratio=1"],
@@ -84,7 +76,7 @@ fn partitions_memory_storage_msg_ids_and_two_members_stay_lossless_and_the_serve
     // message it stored carries a Nats-Msg-Id header.
     let prefix = format!("readback{}", std::process::id());
     let stream_prefix = format!("stream_prefix={prefix}");
-    let run = nats_run(&sets(
+    let run = nats_run(&short_with(
         "4000",
         2,
         &[
@@ -133,7 +125,7 @@ fn a_stream_limit_with_discard_old_counts_drops_by_policy_not_losses() {
     // pulling until 5,000 messages wait for them, while the stream keeps only the newest 100.
     // Whatever the machine's speed, at least 4,900 acknowledged messages are discarded by the
     // stream's limit before the consumer resumes.
-    let run = nats_run(&sets(
+    let run = nats_run(&short_with(
         "5000",
         2,
         &[
@@ -167,7 +159,7 @@ fn a_stream_limit_with_discard_old_counts_drops_by_policy_not_losses() {
 #[test]
 fn a_stream_limit_with_discard_new_fails_the_refused_publishes() {
     let _turn = serial();
-    let run = nats_run(&sets(
+    let run = nats_run(&short_with(
         "2000",
         2,
         &["consumers_per_topic=0", "max_msgs=100", "discard=new"],
@@ -381,7 +373,7 @@ fn messages_a_consumer_has_not_reached_when_the_drain_ends_are_unconsumed_not_lo
         ("explicit", "num_ack_pending"),
         ("none", "reached the client"),
     ] {
-        let run = nats_run(&sets(
+        let run = nats_run(&short_with(
             "50000",
             2,
             &[

@@ -9,21 +9,13 @@ use common::*;
 /// Runs against RabbitMQ with the bundled driver file plus `sets`.
 fn rabbit_run(sets: &[String]) -> Run {
     rabbitmq();
-    let mut args = vec!["--driver", RABBITMQ_DRIVER];
-    args.extend(with_sets(sets, &[]));
-    run(&args)
-}
-
-fn sets(rate: &str, seconds: u32, extra: &[&str]) -> Vec<String> {
-    let mut s = short(rate, seconds);
-    s.extend(extra.iter().map(|e| e.to_string()));
-    s
+    run_driver(RABBITMQ_DRIVER, sets)
 }
 
 #[test]
 fn direct_exchange_with_confirms_and_manual_acks_is_lossless() {
     let _turn = serial();
-    let run = rabbit_run(&sets("2000", 2, &[]));
+    let run = rabbit_run(&short_with("2000", 2, &[]));
     let s = assert_lossless(&run);
     assert_eq!(s["driver"], "rabbitmq");
     assert!(
@@ -45,7 +37,7 @@ fn backlog_mode_stops_taking_deliveries_builds_and_drains_losslessly() {
     let _turn = serial();
     // 1 MB of 100-byte messages is 10,000: 2 s at 5,000 msg/s; the queue holds them
     // (prefetch bounds what the paused consumer's connection takes).
-    let run = rabbit_run(&sets(
+    let run = rabbit_run(&short_with(
         "5000",
         2,
         &["backlog.size=1MB", "backlog.drain_ratio=1"],
@@ -108,7 +100,7 @@ fn run_leaving_a_backlog(queue: &str) -> serde_json::Value {
     ];
     let mut last = serde_json::Value::Null;
     for _ in 0..3 {
-        let run = rabbit_run(&sets("max", 2, &extra));
+        let run = rabbit_run(&short_with("max", 2, &extra));
         last = run.summary();
         if last["total"]["received"].as_u64() < last["total"]["acknowledged"].as_u64() {
             return last;
@@ -120,7 +112,7 @@ fn run_leaving_a_backlog(queue: &str) -> serde_json::Value {
 #[test]
 fn fanout_queues_each_receive_every_message() {
     let _turn = serial();
-    let run = rabbit_run(&sets(
+    let run = rabbit_run(&short_with(
         "1000",
         2,
         &["exchange.type=fanout", "queues_per_topic=3"],
@@ -138,9 +130,9 @@ fn fanout_queues_each_receive_every_message() {
 #[test]
 fn workload_subscriptions_are_queues_and_a_conflicting_queue_count_exits_2() {
     let _turn = serial();
-    let run = rabbit_run(&sets("1000", 2, &["subscriptions_per_topic=2"]));
+    let run = rabbit_run(&short_with("1000", 2, &["subscriptions_per_topic=2"]));
     assert_lossless_copies(&run, 2);
-    let run = rabbit_run(&sets(
+    let run = rabbit_run(&short_with(
         "1000",
         1,
         &["subscriptions_per_topic=2", "queues_per_topic=3"],
@@ -157,7 +149,7 @@ fn workload_subscriptions_are_queues_and_a_conflicting_queue_count_exits_2() {
 #[test]
 fn without_confirms_only_sent_is_counted_and_the_summary_says_so() {
     let _turn = serial();
-    let run = rabbit_run(&sets("2000", 2, &["confirms.enabled=false"]));
+    let run = rabbit_run(&short_with("2000", 2, &["confirms.enabled=false"]));
     assert_eq!(run.code, 0, "{}", run.stderr);
     let s = run.summary();
     assert_eq!(s["total"]["acknowledged"], 0);
@@ -175,7 +167,7 @@ fn without_confirms_only_sent_is_counted_and_the_summary_says_so() {
 #[test]
 fn auto_ack_consumers_are_lossless() {
     let _turn = serial();
-    let run = rabbit_run(&sets("2000", 2, &["ack.mode=auto"]));
+    let run = rabbit_run(&short_with("2000", 2, &["ack.mode=auto"]));
     assert_lossless(&run);
 }
 
@@ -195,7 +187,7 @@ fn lazy_quorum_and_stream_queues_are_lossless_and_the_broker_says_it_made_them_s
     let runs: Vec<Run> = (0..cases.len())
         .map(|i| {
             let exchange = format!("exchange.name={prefix}{i}");
-            rabbit_run(&sets(
+            rabbit_run(&short_with(
                 "1000",
                 1,
                 &[cases[i].0, "delete_queues=false", &exchange],
@@ -241,7 +233,7 @@ fn queues_with_statistics(prefix: &str) -> Vec<serde_json::Value> {
 #[test]
 fn a_queue_length_limit_with_reject_publish_counts_rejections_as_errors() {
     let _turn = serial();
-    let run = rabbit_run(&sets(
+    let run = rabbit_run(&short_with(
         "2000",
         2,
         &[

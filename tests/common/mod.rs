@@ -167,6 +167,20 @@ pub fn short(rate: &str, seconds: u32) -> Vec<String> {
     ]
 }
 
+/// [`short`] settings plus the assignments `extra`.
+pub fn short_with(rate: &str, seconds: u32, extra: &[&str]) -> Vec<String> {
+    let mut sets = short(rate, seconds);
+    sets.extend(extra.iter().map(|e| e.to_string()));
+    sets
+}
+
+/// A run with the driver file `driver` (the family's broker already up) plus `sets`.
+pub fn run_driver(driver: &str, sets: &[String]) -> Run {
+    let mut args = vec!["--driver", driver];
+    args.extend(with_sets(sets, &[]));
+    run(&args)
+}
+
 pub fn with_sets<'a>(sets: &'a [String], extra: &[&'a str]) -> Vec<&'a str> {
     let mut args: Vec<&str> = Vec::new();
     for s in sets {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::managed::RabbitMq;
 use brokerbench_brokers::ManagedBroker;
-use brokerbench_driver::family::managed_or_named;
+use brokerbench_driver::family::{config_of, managed_or_named};
 use brokerbench_driver::{Driver, DriverError, Family};
 use brokerbench_metrics::MetricSet;
 use brokerbench_model::family::{field_error, parse_driver, resolved, OmbDriver};
@@ -60,10 +60,6 @@ impl DriverSchema for RabbitMqFamily {
     }
 }
 
-fn config_of(config: &DriverConfig) -> Result<RabbitMqDriverConfig, DriverError> {
-    brokerbench_driver::family::config_of(config)
-}
-
 impl Family for RabbitMqFamily {
     fn schema(&self) -> &dyn DriverSchema {
         self
@@ -78,14 +74,16 @@ impl Family for RabbitMqFamily {
         "uri"
     }
     fn address(&self, config: &DriverConfig) -> Result<Option<String>, DriverError> {
-        Ok(config_of(config)?.uri.map(|uri| uri.address()))
+        Ok(config_of::<RabbitMqDriverConfig>(config)?
+            .uri
+            .map(|uri| uri.address()))
     }
     fn driver(
         &self,
         config: &DriverConfig,
         managed: Option<&str>,
     ) -> Result<Box<dyn Driver>, DriverError> {
-        let config = config_of(config)?;
+        let config = config_of::<RabbitMqDriverConfig>(config)?;
         let uri = managed_or_named(
             managed,
             config.uri.as_ref(),

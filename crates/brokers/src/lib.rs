@@ -117,6 +117,16 @@ pub struct NodeStatus {
 }
 
 impl NodeStatus {
+    /// Node `id` on 127.0.0.1:`port`, up when its process `pid` runs.
+    pub fn local(id: u32, pid: Option<u32>, port: u16) -> NodeStatus {
+        NodeStatus {
+            id,
+            pid,
+            address: format!("127.0.0.1:{port}"),
+            up: pid.is_some(),
+        }
+    }
+
     /// The one node of a single-node broker, running as `pid`.
     pub fn only(pid: u32, address: &str) -> Vec<NodeStatus> {
         vec![NodeStatus {

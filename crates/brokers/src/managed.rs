@@ -10,6 +10,50 @@ use std::time::{Duration, Instant};
 use crate::process::{self, Lock};
 use crate::BrokerError;
 
+/// A managed broker's client port setting: the variable that names it, its default, and
+/// the highest usable port with the reason (the broker listens on ports above it too).
+#[derive(Debug, Clone, Copy)]
+pub struct PortRule {
+    pub broker: &'static str,
+    /// e.g. `BROKERBENCH_KAFKA_PORT`.
+    pub variable: &'static str,
+    pub default: u16,
+    pub max: u16,
+    /// Why ports above `max` do not work.
+    pub why: &'static str,
+}
+
+impl PortRule {
+    /// The port the variable names (else the default), and the variable's text when it
+    /// names no usable port (reported by [`PortRule::check`]).
+    pub fn read(&self) -> (u16, Option<String>) {
+        port_from_variable(std::env::var_os(self.variable), self.default, 1..=self.max)
+    }
+
+    /// Refuses, before anything starts, a variable that named no usable port and a port
+    /// outside 1 to `max`.
+    pub fn check(&self, port: u16, invalid_variable: Option<&str>) -> Result<(), BrokerError> {
+        if let Some(value) = invalid_variable {
+            return Err(BrokerError::InvalidPortSetting {
+                broker: self.broker,
+                variable: self.variable,
+                value: value.to_string(),
+                max: self.max,
+                why: self.why,
+            });
+        }
+        if !(1..=self.max).contains(&port) {
+            return Err(BrokerError::PortOutOfRange {
+                broker: self.broker,
+                port,
+                max: self.max,
+                why: self.why,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Reads a port variable such as `BROKERBENCH_KAFKA_PORT`: its port, or `default` and the
 /// bad value to report. Unset or empty means `default`; a port outside `valid` is bad.
 pub fn port_from_variable(

@@ -37,7 +37,9 @@ pub trait Family: Sync {
     /// The managed local broker, its files under `home`.
     fn managed(&self, home: &Path) -> Box<dyn ManagedBroker>;
     /// What the broker's metrics endpoint serves and what it means, if it has one.
-    fn metrics(&self) -> Option<&'static MetricSet>;
+    fn metrics(&self) -> Option<&'static MetricSet> {
+        None
+    }
 }
 
 /// The families a build knows, in the order `--help` lists them; the first is the default.

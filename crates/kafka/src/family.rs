@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::managed::Kafka;
 use brokerbench_brokers::ManagedBroker;
-use brokerbench_driver::family::managed_or_named;
+use brokerbench_driver::family::{config_of, managed_or_named};
 use brokerbench_driver::{Driver, DriverError, Family};
 use brokerbench_metrics::MetricSet;
 use brokerbench_model::family::{parse_driver, resolved, OmbDriver};
@@ -61,10 +61,6 @@ impl DriverSchema for KafkaFamily {
     }
 }
 
-fn config_of(config: &DriverConfig) -> Result<KafkaDriverConfig, DriverError> {
-    brokerbench_driver::family::config_of(config)
-}
-
 impl Family for KafkaFamily {
     fn schema(&self) -> &dyn DriverSchema {
         self
@@ -79,14 +75,14 @@ impl Family for KafkaFamily {
         "bootstrap_servers"
     }
     fn address(&self, config: &DriverConfig) -> Result<Option<String>, DriverError> {
-        Ok(config_of(config)?.bootstrap_servers)
+        Ok(config_of::<KafkaDriverConfig>(config)?.bootstrap_servers)
     }
     fn driver(
         &self,
         config: &DriverConfig,
         managed: Option<&str>,
     ) -> Result<Box<dyn Driver>, DriverError> {
-        let config = config_of(config)?;
+        let config = config_of::<KafkaDriverConfig>(config)?;
         let servers = managed_or_named(
             managed,
             config.bootstrap_servers.as_ref(),

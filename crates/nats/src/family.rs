@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use brokerbench_brokers::ManagedBroker;
-use brokerbench_driver::family::managed_or_named;
+use brokerbench_driver::family::{config_of, managed_or_named};
 use brokerbench_driver::{Driver, DriverError, Family};
 use brokerbench_metrics::MetricSet;
 use brokerbench_model::family::{field_error, parse_driver, resolved, OmbDriver};
@@ -50,10 +50,6 @@ impl DriverSchema for NatsFamily {
     }
 }
 
-fn config_of(config: &DriverConfig) -> Result<NatsDriverConfig, DriverError> {
-    brokerbench_driver::family::config_of(config)
-}
-
 impl Family for NatsFamily {
     fn schema(&self) -> &dyn DriverSchema {
         self
@@ -68,14 +64,16 @@ impl Family for NatsFamily {
         "servers"
     }
     fn address(&self, config: &DriverConfig) -> Result<Option<String>, DriverError> {
-        Ok(config_of(config)?.servers.map(|url| url.to_string()))
+        Ok(config_of::<NatsDriverConfig>(config)?
+            .servers
+            .map(|url| url.to_string()))
     }
     fn driver(
         &self,
         config: &DriverConfig,
         managed: Option<&str>,
     ) -> Result<Box<dyn Driver>, DriverError> {
-        let config = config_of(config)?;
+        let config = config_of::<NatsDriverConfig>(config)?;
         let mut url = managed_or_named(
             managed,
             config.servers.as_ref(),

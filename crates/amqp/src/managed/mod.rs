@@ -39,7 +39,6 @@ use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, Read};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::ops::RangeInclusive;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -76,7 +75,13 @@ const DISTRIBUTION_OFFSET: u16 = 20_000;
 const MAX_PORT: u16 = u16::MAX - DISTRIBUTION_OFFSET;
 const MAX_PORT_REASON: &str = "the Erlang distribution listens on the port + 20000";
 /// Usable AMQP ports.
-const PORTS: RangeInclusive<u16> = 1..=MAX_PORT;
+const PORT_RULE: managed::PortRule = managed::PortRule {
+    broker: NAME,
+    variable: PORT_VARIABLE,
+    default: DEFAULT_PORT,
+    max: MAX_PORT,
+    why: MAX_PORT_REASON,
+};
 /// How many AMQP ports `up` tries, from the preferred one up, before giving up.
 const PORT_ATTEMPTS: u16 = 10;
 /// The start script and the CLI; Debian's package keeps the real ones here. Its `/usr/sbin`
@@ -132,8 +137,7 @@ impl RabbitMq {
     /// RabbitMQ under `home`, preferring AMQP port `$BROKERBENCH_RABBITMQ_PORT` if set, else
     /// 5672. Looks for the installed `rabbitmq-server` (see [`RabbitMq::is_installed`]).
     pub fn new(home: &Path) -> Self {
-        let (port, invalid_port_variable) =
-            managed::port_from_variable(std::env::var_os(PORT_VARIABLE), DEFAULT_PORT, PORTS);
+        let (port, invalid_port_variable) = PORT_RULE.read();
         RabbitMq {
             // The ownership check compares the folder on beam's command line.
             home: managed::absolute_home(home),
@@ -291,24 +295,7 @@ impl RabbitMq {
     }
 
     fn check_port(&self) -> Result<(), BrokerError> {
-        if let Some(value) = &self.invalid_port_variable {
-            return Err(BrokerError::InvalidPortSetting {
-                broker: NAME,
-                variable: PORT_VARIABLE,
-                value: value.clone(),
-                max: MAX_PORT,
-                why: MAX_PORT_REASON,
-            });
-        }
-        if !PORTS.contains(&self.port) {
-            return Err(BrokerError::PortOutOfRange {
-                broker: NAME,
-                port: self.port,
-                max: MAX_PORT,
-                why: MAX_PORT_REASON,
-            });
-        }
-        Ok(())
+        PORT_RULE.check(self.port, self.invalid_port_variable.as_deref())
     }
 
     fn installed_bin_dir(&self) -> Result<PathBuf, BrokerError> {

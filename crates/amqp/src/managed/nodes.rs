@@ -63,15 +63,7 @@ impl RabbitMq {
         let nodes = self.nodes();
         let statuses: Vec<NodeStatus> = nodes
             .iter()
-            .map(|node| {
-                let pid = node.running_pid();
-                NodeStatus {
-                    id: node.node,
-                    pid,
-                    address: format!("127.0.0.1:{}", node.amqp_port()),
-                    up: pid.is_some(),
-                }
-            })
+            .map(|node| NodeStatus::local(node.node, node.running_pid(), node.amqp_port()))
             .collect();
         cluster::status_of_nodes(statuses, |index, pid| nodes[index].status_of(pid))
     }

@@ -22,7 +22,6 @@
 
 use std::ffi::OsString;
 use std::fs;
-use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -67,7 +66,13 @@ const PORT_VARIABLE: &str = "BROKERBENCH_KAFKA_PORT";
 /// Why the client port can be 65534 at most.
 const CONTROLLER_PORT: &str = "the controller listens on the port after it";
 /// Usable client ports: the controller listens on the port after it.
-const PORTS: RangeInclusive<u16> = 1..=u16::MAX - 1;
+const PORT_RULE: managed::PortRule = managed::PortRule {
+    broker: NAME,
+    variable: PORT_VARIABLE,
+    default: DEFAULT_PORT,
+    max: u16::MAX - 1,
+    why: CONTROLLER_PORT,
+};
 const DEFAULT_HEAP: &str = "1g";
 /// With TLS on, the SSL listener is on the client port plus this, SASL_SSL on the next.
 const SSL_PORT_OFFSET: u16 = 2;
@@ -104,8 +109,7 @@ pub struct Kafka {
 impl Kafka {
     /// Kafka under `home`, on port `$BROKERBENCH_KAFKA_PORT` if set, else 9092.
     pub fn new(home: &Path) -> Self {
-        let (port, invalid_port_variable) =
-            managed::port_from_variable(std::env::var_os(PORT_VARIABLE), DEFAULT_PORT, PORTS);
+        let (port, invalid_port_variable) = PORT_RULE.read();
         Kafka {
             // The ownership check compares the properties path on the JVM's command line.
             home: managed::absolute_home(home),
@@ -291,24 +295,7 @@ impl Kafka {
     }
 
     fn check_port(&self) -> Result<(), BrokerError> {
-        if let Some(value) = &self.invalid_port_variable {
-            return Err(BrokerError::InvalidPortSetting {
-                broker: NAME,
-                variable: PORT_VARIABLE,
-                value: value.clone(),
-                max: *PORTS.end(),
-                why: CONTROLLER_PORT,
-            });
-        }
-        if !PORTS.contains(&self.port) {
-            return Err(BrokerError::PortOutOfRange {
-                broker: NAME,
-                port: self.port,
-                max: *PORTS.end(),
-                why: CONTROLLER_PORT,
-            });
-        }
-        Ok(())
+        PORT_RULE.check(self.port, self.invalid_port_variable.as_deref())
     }
 
     /// Arguments that only our broker's JVM has on its command line.

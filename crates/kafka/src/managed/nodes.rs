@@ -50,15 +50,7 @@ impl Kafka {
         let nodes = self.nodes();
         let statuses: Vec<NodeStatus> = nodes
             .iter()
-            .map(|node| {
-                let pid = node.running_pid();
-                NodeStatus {
-                    id: node.node,
-                    pid,
-                    address: format!("127.0.0.1:{}", node.running_port()),
-                    up: pid.is_some(),
-                }
-            })
+            .map(|node| NodeStatus::local(node.node, node.running_pid(), node.running_port()))
             .collect();
         cluster::status_of_nodes(statuses, |index, pid| nodes[index].node_status_of(pid))
     }

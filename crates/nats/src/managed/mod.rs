@@ -138,13 +138,7 @@ impl ManagedNats {
         let port = layout::client_port(&configuration)
             .or_else(|| (id == 1).then(|| self.port.clone().ok()).flatten())
             .unwrap_or(DEFAULT_PORT);
-        let pid = node.running_pid();
-        NodeStatus {
-            id,
-            pid,
-            address: format!("127.0.0.1:{port}"),
-            up: pid.is_some(),
-        }
+        NodeStatus::local(id, node.running_pid(), port)
     }
 
     /// The broker's status: every node of the last start, the first running one as the
