@@ -9,6 +9,7 @@ mod consumer;
 mod producer;
 mod producer_group;
 mod summary;
+mod tasks;
 
 use anomalies::*;
 use backlog::*;
@@ -17,6 +18,7 @@ use consumer::*;
 use producer::*;
 use producer_group::*;
 use summary::*;
+use tasks::*;
 
 pub use summary::{complete, Measured};
 
@@ -225,111 +227,26 @@ fn run_prepared(
 ) -> Result<RunOutcome, EngineError> {
     // Producer ids and consumer slots are the whole workload's; a shard runs those it takes.
     let producer_count = workload.producer_count();
-    let takes = |n: usize| sharding.as_ref().is_none_or(|s| s.shard.takes(n));
+    let shard = sharding.as_ref().map(|s| s.shard);
+    let takes = move |n: usize| shard.is_none_or(|s| s.takes(n));
     let producer_ids: Vec<u32> = (0..producer_count)
         .filter(|&id| takes(id as usize))
         .collect();
     let local_producers = producer_ids.len() as u32;
-    let subscriptions = if workload.consumers_per_topic == 0 {
-        0
-    } else {
-        driver.subscriptions_per_topic()
-    };
-    let mut slots = Vec::new();
-    for topic in 0..workload.topics {
-        for subscription in 0..subscriptions {
-            for member in 0..workload.consumers_per_topic {
-                slots.push(ConsumerSlot {
-                    topic,
-                    subscription,
-                    member,
-                });
-            }
-        }
-    }
-    let slots: Vec<ConsumerSlot> = slots
-        .into_iter()
-        .enumerate()
-        .filter(|&(n, _)| takes(n))
-        .map(|(_, slot)| slot)
-        .collect();
-    // A slot's task number follows the producers' and does not depend on how the driver
-    // groups the slots.
-    let consumer_tasks: Vec<ConsumerTask> = if slots.is_empty() {
-        Vec::new()
-    } else {
-        driver.consumers(&slots)?
-    }
-    .into_iter()
-    .map(|group| ConsumerTask {
-        slots: group
-            .slots
-            .iter()
-            .map(|&i| (local_producers as usize + i, slots[i]))
-            .collect(),
-        consumer: group.consumer,
-    })
-    .collect();
-    let consumer_count = slots.len();
-    let shared = Arc::new(Shared {
-        clock,
-        times: OnceLock::new(),
-        stop: control.stop.clone(),
-        consumers_stop: AtomicBool::new(false),
-        consumers_paused: AtomicBool::new(false),
-        measure_end_ns: AtomicU64::new(OPEN_END_NS),
-        assigned: (0..consumer_count).map(|_| AtomicUsize::new(0)).collect(),
-        unique: (0..consumer_count).map(|_| AtomicU64::new(0)).collect(),
-        run_floor_ns,
-        drain_timeout: workload.drain_timeout,
-    });
+    let (slots, subscriptions) = local_slots(workload, driver, &takes);
+    let consumers = consumer_tasks(driver, &slots, local_producers)?;
+    let shared = new_shared(workload, control, (clock, run_floor_ns), slots.len());
     let (reports, collector) = mpsc::channel::<Report>();
-    let mut handles: Vec<(&'static str, JoinHandle<()>)> = Vec::new();
-    for task in consumer_tasks {
-        let shared = shared.clone();
-        let reports = reports.clone();
-        let producers = (local_producers, producer_count);
-        handles.push((
-            "consumer",
-            std::thread::Builder::new()
-                .name(format!(
-                    "consumer-{}",
-                    task.slots.first().map_or(0, |s| s.0)
-                ))
-                .spawn(move || consumer_loop(task, producers, shared, reports))
-                .expect("spawn consumer thread"),
-        ));
-    }
-    let waited = if sharding.is_some() {
-        // The gate waits for every shard's consumers together.
-        Ok(())
-    } else {
-        wait_for_consumers(driver, workload, &slots, &shared)
-    };
-    if let Err(e) = waited {
-        stop_consumers(&shared, reports, handles);
-        return Err(e);
-    }
-
-    let mut producers: Vec<(u32, u32, Box<dyn Producer>, BodySource)> = Vec::new();
-    let mut confirms = true;
-    // Task n runs on producer thread n mod `producer_threads` when tasks share threads (see
-    // below); the driver may give each such thread's tasks one client.
-    let threads = workload.producer_threads.max(1);
-    for topic in 0..workload.topics {
-        for n in 0..workload.producers_per_topic {
-            let id = topic * workload.producers_per_topic + n;
-            if !takes(id as usize) {
-                continue;
-            }
-            let body = payload.source(id, workload.seed)?;
-            let thread = producers.len() as u32 % threads;
-            let producer = driver.producer(topic, id, thread)?;
-            confirms &= producer.confirms();
-            producers.push((id, topic, producer, body));
+    let producers = (local_producers, producer_count);
+    let mut handles = spawn_consumers(consumers, producers, &shared, &reports);
+    if sharding.is_none() {
+        // With shards, the gate waits for every shard's consumers together.
+        if let Err(e) = wait_for_consumers(driver, workload, &slots, &shared) {
+            stop_consumers(&shared, reports, handles);
+            return Err(e);
         }
     }
-
+    let (producers, confirms) = open_producers(workload, driver, payload, &takes)?;
     let start_ns = match sharding.as_mut() {
         None => clock.now_ns() + 50_000_000,
         Some(sharding) => {
@@ -345,81 +262,14 @@ fn run_prepared(
             }
         }
     };
-    let times = Times {
-        start_ns,
-        warmup_end_ns: start_ns + workload.warmup.as_nanos() as u64,
-        measure_end_ns: if workload.backlog.is_some() {
-            OPEN_END_NS
-        } else {
-            start_ns + (workload.warmup + workload.duration).as_nanos() as u64
-        },
-    };
+    let times = phase_times(workload, start_ns);
     shared
         .measure_end_ns
         .store(times.measure_end_ns, Ordering::Relaxed);
     shared.times.set(times).expect("times are set once");
-    let rate_per_producer = workload.rate_per_producer();
-    // Open-loop tasks whose client stamps acknowledgements share at most `producer_threads`
-    // threads; otherwise each task has its own.
-    let threads = threads as usize;
-    let grouped = rate_per_producer.is_some()
-        && producers.len() > threads
-        && producers.iter().all(|p| p.2.stamps_acknowledgements());
-    let mut groups: Vec<Vec<ProducerTask>> = (0..threads).map(|_| Vec::new()).collect();
-    for (task_number, (id, topic, producer, body)) in producers.into_iter().enumerate() {
-        let schedule = rate_per_producer.map(|rate| {
-            // Stagger producers evenly inside one gap so that they do not send in bursts together.
-            let offset = (id as f64 / producer_count as f64 * 1e9 / rate) as u64;
-            Schedule::new(
-                workload.arrival,
-                rate,
-                start_ns + offset,
-                workload.seed ^ (id as u64 + 1),
-            )
-        });
-        let recorder = ProducerRecorder::new(
-            task_number,
-            topic,
-            producer.confirms(),
-            times,
-            reports.clone(),
-        );
-        let keys = Keys::new(workload.keys, workload.seed.wrapping_add(id as u64));
-        let task = ProducerTask {
-            id,
-            producer,
-            body,
-            keys,
-            schedule,
-            max_in_flight: workload.max_in_flight as usize,
-            resolution: workload.schedule_resolution,
-            recorder,
-            shared: shared.clone(),
-        };
-        if grouped {
-            groups[task_number % threads].push(task);
-            continue;
-        }
-        handles.push((
-            "producer",
-            std::thread::Builder::new()
-                .name(format!("producer-{id}"))
-                .spawn(move || task.run())
-                .expect("spawn producer thread"),
-        ));
-    }
-    for (n, tasks) in groups.into_iter().enumerate() {
-        if tasks.is_empty() {
-            continue;
-        }
-        handles.push((
-            "producer",
-            std::thread::Builder::new()
-                .name(format!("producers-{n}"))
-                .spawn(move || ProducerGroup { tasks }.run())
-                .expect("spawn producer thread"),
-        ));
-    }
+    handles.extend(spawn_producers(
+        workload, producers, times, &shared, &reports,
+    ));
     drop(reports);
 
     let collected = collect(
@@ -431,20 +281,7 @@ fn run_prepared(
         observer,
         sharding.as_mut().map(|s| &mut *s.gate),
     );
-    let mut panicked = None;
-    for (kind, handle) in handles {
-        if let Err(panic) = handle.join() {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            panicked.get_or_insert(EngineError::TaskPanicked(kind, message));
-        }
-    }
-    if let Some(e) = panicked {
-        return Err(e);
-    }
+    join_tasks(handles)?;
     let ended_ns = clock.now_ns();
     let policy = DriverPolicy {
         name: driver.name(),
@@ -453,7 +290,6 @@ fn run_prepared(
         events: driver.client_events(),
         failure_settings: driver.failure_settings(),
     };
-    let shard = sharding.as_ref().map(|s| s.shard);
     let (summary, histograms, ledger) = summarize(
         workload,
         &policy,
