@@ -90,7 +90,8 @@ pub(super) fn rusage() -> Rusage {
     }
 }
 
-/// Builds and emits one-second rows as tasks report, moves through the phases and ends the drain.
+/// Builds and emits one-second rows as tasks report, moves through the phases and ends the
+/// drain; what it gathered once every task is done and every row emitted.
 pub(super) fn collect(
     workload: &Workload,
     shared: &Shared,
@@ -98,229 +99,346 @@ pub(super) fn collect(
     (producer_count, slots, subscriptions): (usize, &[ConsumerSlot], u32),
     reports: mpsc::Receiver<Report>,
     observer: &mut dyn RunObserver,
-    mut gate: Option<&mut (dyn Gate + '_)>,
+    gate: Option<&mut (dyn Gate + '_)>,
 ) -> Collected {
-    let clock = shared.clock;
-    let tasks = producer_count + slots.len();
-    let mut progress = vec![0u64; tasks];
-    let mut pending: BTreeMap<u64, Interval> = BTreeMap::new();
-    let mut next_row = 0u64;
-    let mut producers: Vec<Option<ProducerResult>> = (0..producer_count).map(|_| None).collect();
-    let mut consumers = Vec::new();
-    let mut acknowledged_per_topic = vec![0u64; workload.topics as usize];
-    let mut phase = Phase::Warmup;
-    let mut drain_started_ns = None;
-    let mut cpu_start = None;
-    let mut cpu = None;
-    let mut meter = OneMinuteRate::default();
-    let mut acknowledged_so_far = 0u64;
-    let mut received_so_far = 0u64;
-    let (mut sent_so_far, mut failed_so_far) = (0u64, 0u64);
-    let mut seconds = Vec::new();
-    let mut failed_fast = None;
-    let mut lag_per_second = Vec::new();
-    let mut measurement_end_ns = times.measure_end_ns;
-    let mut drain_progress = DrainProgress::default();
-    let mut drain_cut_off = None;
-    let mut backlog = BacklogControl::new(workload, times.start_ns);
-    observer.phase_started(Phase::Warmup, times.start_ns);
+    let mut collector = Collector {
+        workload,
+        shared,
+        times,
+        slots,
+        subscriptions,
+        observer,
+        gate,
+        progress: vec![0u64; producer_count + slots.len()],
+        pending: BTreeMap::new(),
+        next_row: 0,
+        producers: (0..producer_count).map(|_| None).collect(),
+        consumers: Vec::new(),
+        acknowledged_per_topic: vec![0u64; workload.topics as usize],
+        phase: Phase::Warmup,
+        drain_started_ns: None,
+        cpu_start: None,
+        cpu: None,
+        totals: Totals::default(),
+        seconds: Vec::new(),
+        failed_fast: None,
+        lag_per_second: Vec::new(),
+        measurement_end_ns: times.measure_end_ns,
+        window_end_ns: times.measure_end_ns,
+        drain_progress: DrainProgress::default(),
+        drain_cut_off: None,
+        backlog: BacklogControl::new(workload, times.start_ns),
+    };
+    collector
+        .observer
+        .phase_started(Phase::Warmup, times.start_ns);
     loop {
-        let all_done = progress.iter().all(|&p| p == u64::MAX);
-        if !all_done {
-            match reports.recv_timeout(Duration::from_millis(20)) {
-                Ok(Report::Interval { task, interval }) => {
-                    progress[task] = progress[task].max(interval.index + 1);
-                    let index = interval.index.max(next_row);
-                    match pending.get_mut(&index) {
-                        Some(row) => row.merge(&interval),
-                        None => {
-                            let mut row = *interval;
-                            row.index = index;
-                            pending.insert(index, row);
-                        }
+        if !collector.all_done() {
+            collector.receive(reports.recv_timeout(Duration::from_millis(20)));
+        }
+        let now = shared.clock.now_ns();
+        let producers_done = collector.advance_phase(now);
+        if producers_done && !shared.consumers_stop.load(Ordering::Relaxed) {
+            collector.stop_consumers_once_drained(now);
+        }
+        collector.emit_ready_rows(now);
+        if collector.all_done() && collector.pending.is_empty() {
+            return collector.finish();
+        }
+    }
+}
+
+/// Running sums over the rows emitted so far.
+#[derive(Default)]
+struct Totals {
+    sent: u64,
+    acknowledged: u64,
+    failed: u64,
+    received: u64,
+    meter: OneMinuteRate,
+}
+
+/// The collector's state between reports.
+struct Collector<'a, 'g> {
+    workload: &'a Workload,
+    shared: &'a Shared,
+    times: Times,
+    slots: &'a [ConsumerSlot],
+    subscriptions: u32,
+    observer: &'a mut dyn RunObserver,
+    gate: Option<&'a mut (dyn Gate + 'g)>,
+    /// Per task: the next row it has not reported, or u64::MAX once it is done.
+    progress: Vec<u64>,
+    /// Rows some task has reported and that are not emitted yet.
+    pending: BTreeMap<u64, Interval>,
+    next_row: u64,
+    producers: Vec<Option<ProducerResult>>,
+    consumers: Vec<ConsumerResult>,
+    acknowledged_per_topic: Vec<u64>,
+    phase: Phase,
+    drain_started_ns: Option<u64>,
+    cpu_start: Option<Rusage>,
+    cpu: Option<(Rusage, Rusage)>,
+    totals: Totals,
+    seconds: Vec<SecondCounts>,
+    failed_fast: Option<(f64, u64)>,
+    lag_per_second: Vec<u64>,
+    measurement_end_ns: u64,
+    /// The window's planned end as last read from [`Shared::measure_end`] (backlog mode moves
+    /// it), for the rows' phases.
+    window_end_ns: u64,
+    drain_progress: DrainProgress,
+    drain_cut_off: Option<u64>,
+    backlog: Option<BacklogControl>,
+}
+
+impl Collector<'_, '_> {
+    fn all_done(&self) -> bool {
+        self.progress.iter().all(|&p| p == u64::MAX)
+    }
+
+    /// Takes one report: a task's row, or a task's end with its result.
+    fn receive(&mut self, report: Result<Report, RecvTimeoutError>) {
+        match report {
+            Ok(Report::Interval { task, interval }) => {
+                self.progress[task] = self.progress[task].max(interval.index + 1);
+                let index = interval.index.max(self.next_row);
+                match self.pending.get_mut(&index) {
+                    Some(row) => row.merge(&interval),
+                    None => {
+                        let mut row = *interval;
+                        row.index = index;
+                        self.pending.insert(index, row);
                     }
                 }
-                Ok(Report::ProducerDone { task, result }) => {
-                    progress[task] = u64::MAX;
-                    acknowledged_per_topic[result.ledger.topic as usize] +=
-                        result.ledger.acknowledged.len();
-                    producers[task] = Some(*result);
-                }
-                Ok(Report::ConsumerDone { task, result }) => {
-                    progress[task] = u64::MAX;
-                    consumers.push(*result);
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    progress.iter_mut().for_each(|p| *p = u64::MAX);
-                }
+            }
+            Ok(Report::ProducerDone { task, result }) => {
+                self.progress[task] = u64::MAX;
+                self.acknowledged_per_topic[result.ledger.topic as usize] +=
+                    result.ledger.acknowledged.len();
+                self.producers[task] = Some(*result);
+            }
+            Ok(Report::ConsumerDone { task, result }) => {
+                self.progress[task] = u64::MAX;
+                self.consumers.push(*result);
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                self.progress.iter_mut().for_each(|p| *p = u64::MAX);
             }
         }
-        let now = clock.now_ns();
-        if phase == Phase::Warmup && now >= times.warmup_end_ns {
-            phase = Phase::Measurement;
-            cpu_start = Some(rusage());
-            if let Some(backlog) = &mut backlog {
+    }
+
+    /// Opens the measurement window at the end of the warm-up, and the drain at the window's
+    /// end or when every producer is done; whether every producer is done.
+    fn advance_phase(&mut self, now: u64) -> bool {
+        let shared = self.shared;
+        if self.phase == Phase::Warmup && now >= self.times.warmup_end_ns {
+            self.phase = Phase::Measurement;
+            self.cpu_start = Some(rusage());
+            if let Some(backlog) = &mut self.backlog {
                 backlog.window_opened(shared, now);
             }
-            observer.phase_started(phase, times.warmup_end_ns);
+            self.observer
+                .phase_started(self.phase, self.times.warmup_end_ns);
         }
         let measure_end_ns = shared.measure_end();
+        self.window_end_ns = measure_end_ns;
         // A shard may have no producers: it measures until the window's end (or Ctrl-C).
-        let producers_done = producers.iter().all(Option::is_some)
-            && (!producers.is_empty()
+        let producers_done = self.producers.iter().all(Option::is_some)
+            && (!self.producers.is_empty()
                 || now >= measure_end_ns
                 || shared.stop.load(Ordering::Relaxed));
-        if phase != Phase::Drain && (now >= measure_end_ns || producers_done) {
-            if phase == Phase::Measurement {
-                cpu = cpu_start.map(|start| (start, rusage()));
+        if self.phase != Phase::Drain && (now >= measure_end_ns || producers_done) {
+            if self.phase == Phase::Measurement {
+                self.cpu = self.cpu_start.map(|start| (start, rusage()));
             }
-            if let Some(backlog) = &mut backlog {
+            if let Some(backlog) = &mut self.backlog {
                 backlog.window_closed(shared);
             }
-            measurement_end_ns = now.min(measure_end_ns).max(times.warmup_end_ns);
-            phase = Phase::Drain;
-            drain_started_ns = Some(now);
-            observer.phase_started(phase, now);
+            self.measurement_end_ns = now.min(measure_end_ns).max(self.times.warmup_end_ns);
+            self.phase = Phase::Drain;
+            self.drain_started_ns = Some(now);
+            self.observer.phase_started(self.phase, now);
         }
-        if phase == Phase::Drain && !shared.consumers_stop.load(Ordering::Relaxed) {
-            drain_progress.observe(now, received_unique(shared));
+        if self.phase == Phase::Drain && !shared.consumers_stop.load(Ordering::Relaxed) {
+            self.drain_progress.observe(now, received_unique(shared));
         }
-        if producers_done && !shared.consumers_stop.load(Ordering::Relaxed) {
-            let received: Vec<u64> = (0..workload.topics)
-                .map(|topic| {
-                    slots
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, s)| s.topic == topic)
-                        .map(|(i, _)| shared.unique[i].load(Ordering::Relaxed))
-                        .sum()
-                })
-                .collect();
-            let caught_up = match gate.as_mut() {
-                // Consumers of one shard receive what others' producers sent.
-                Some(gate) => {
-                    let expected: Vec<u64> = acknowledged_per_topic
-                        .iter()
-                        .map(|&a| a * subscriptions as u64)
-                        .collect();
-                    gate.drained(true, &expected, &received)
-                }
-                None => received
+        producers_done
+    }
+
+    /// Tells consumers to stop once they have received every acknowledged message (with
+    /// shards: every shard's consumers, through the gate) or the drain's deadline passed.
+    fn stop_consumers_once_drained(&mut self, now: u64) {
+        let shared = self.shared;
+        let received: Vec<u64> = (0..self.workload.topics)
+            .map(|topic| {
+                self.slots
                     .iter()
-                    .zip(&acknowledged_per_topic)
-                    .all(|(&r, &a)| r >= a * subscriptions as u64),
-            };
-            let deadline = shared.drain_deadline(drain_started_ns.unwrap_or(now));
-            if caught_up || now >= deadline {
-                if !caught_up && !slots.is_empty() {
-                    drain_cut_off = Some(drain_progress.recent(received_unique(shared)));
-                }
-                shared.consumers_stop.store(true, Ordering::Relaxed);
+                    .enumerate()
+                    .filter(|(_, s)| s.topic == topic)
+                    .map(|(i, _)| shared.unique[i].load(Ordering::Relaxed))
+                    .sum()
+            })
+            .collect();
+        let expected: Vec<u64> = self
+            .acknowledged_per_topic
+            .iter()
+            .map(|&a| a * self.subscriptions as u64)
+            .collect();
+        let caught_up = match self.gate.as_mut() {
+            // Consumers of one shard receive what others' producers sent.
+            Some(gate) => gate.drained(true, &expected, &received),
+            None => received.iter().zip(&expected).all(|(&r, &e)| r >= e),
+        };
+        let deadline = shared.drain_deadline(self.drain_started_ns.unwrap_or(now));
+        if caught_up || now >= deadline {
+            if !caught_up && !self.slots.is_empty() {
+                self.drain_cut_off = Some(self.drain_progress.recent(received_unique(shared)));
             }
+            shared.consumers_stop.store(true, Ordering::Relaxed);
         }
-        let all_done = progress.iter().all(|&p| p == u64::MAX);
+    }
+
+    /// Emits every row that is complete: every task reported it and its second is over, or
+    /// its grace passed; once every task is done, every row left.
+    fn emit_ready_rows(&mut self, now: u64) {
+        let all_done = self.all_done();
         loop {
-            let row_end = times.start_ns + (next_row + 1) * SECOND_NS;
-            let reported = progress.iter().all(|&p| p > next_row);
+            let row_end = self.times.start_ns + (self.next_row + 1) * SECOND_NS;
+            let reported = self.progress.iter().all(|&p| p > self.next_row);
             let ready = if all_done {
-                pending
+                self.pending
                     .keys()
                     .next_back()
-                    .is_some_and(|&last| next_row <= last)
+                    .is_some_and(|&last| self.next_row <= last)
             } else {
                 (reported && now >= row_end) || now >= row_end + ROW_GRACE_NS
             };
             if !ready {
-                break;
+                return;
             }
-            let interval = pending
-                .remove(&next_row)
-                .unwrap_or_else(|| Interval::new(next_row));
-            let row_start = times.start_ns + next_row * SECOND_NS;
-            let row_phase = if row_start < times.warmup_end_ns {
-                Phase::Warmup
-            } else if row_start < drain_started_ns.unwrap_or(u64::MAX).min(measure_end_ns) {
-                Phase::Measurement
-            } else {
-                Phase::Drain
-            };
-            if row_phase == Phase::Measurement {
-                lag_per_second.push(interval.schedule_lag_max_ns);
-            }
-            if row_phase != Phase::Drain {
-                seconds.push(SecondCounts {
-                    second: next_row,
-                    measuring: row_phase == Phase::Measurement,
-                    sent: interval.sent,
-                    acknowledged: interval.acknowledged,
-                    disconnected: interval.disconnected,
-                    blocked: interval.blocked,
-                    publish_p50_ns: interval.publish.quantile(0.5),
-                    publish_p99_ns: interval.publish.quantile(0.99),
-                    lag_p99_ns: interval.schedule_lag.quantile(0.99),
-                });
-            }
-            acknowledged_so_far += interval.acknowledged;
-            received_so_far += interval.received;
-            sent_so_far += interval.sent;
-            failed_so_far += interval.failed;
-            if failed_fast.is_none()
-                && next_row + 1 >= FAIL_FAST_SECONDS
-                && acknowledged_so_far == 0
-                && failed_so_far >= FAIL_FAST_MESSAGES
-                && failed_so_far * 2 >= sent_so_far
-                && !shared.stop.load(Ordering::Relaxed)
-            {
-                failed_fast = Some(((next_row + 1) as f64, sent_so_far));
-                shared.stop.store(true, Ordering::Relaxed);
-            }
-            meter.add_second(interval.acknowledged);
-            let row = IntervalRow {
-                second: next_row,
-                phase: row_phase,
-                start_ns: row_start,
-                sent: interval.sent,
-                acknowledged: interval.acknowledged,
-                failed: interval.failed,
-                received: interval.received,
-                bytes_acknowledged: interval.bytes_acknowledged,
-                bytes_received: interval.bytes_received,
-                backlog: (subscriptions > 0).then(|| {
-                    (acknowledged_so_far * subscriptions as u64) as i64 - received_so_far as i64
-                }),
-                acknowledged_rate_1m: meter.rate(),
-                publish: interval.publish.into_histogram(),
-                end_to_end: interval.end_to_end.into_histogram(),
-                schedule_lag: interval.schedule_lag.into_histogram(),
-                schedule_lag_max_ns: interval.schedule_lag_max_ns,
-                disconnected_producers: interval.disconnected,
-            };
-            if let (Some(backlog), Phase::Measurement, Some(waiting)) =
-                (&mut backlog, row_phase, row.backlog)
-            {
-                backlog.row(shared, waiting, received_so_far, row_end, now);
-            }
-            observer.interval(&row);
-            next_row += 1;
-        }
-        if all_done && pending.is_empty() {
-            break;
+            self.emit_row(now, row_end);
+            self.next_row += 1;
         }
     }
-    if cpu.is_none() {
-        cpu = cpu_start.map(|start| (start, rusage()));
+
+    /// The phase row `next_row` belongs to, by when it started.
+    fn row_phase(&self, row_start: u64) -> Phase {
+        let measure_end_ns = self.window_end_ns;
+        if row_start < self.times.warmup_end_ns {
+            Phase::Warmup
+        } else if row_start
+            < self
+                .drain_started_ns
+                .unwrap_or(u64::MAX)
+                .min(measure_end_ns)
+        {
+            Phase::Measurement
+        } else {
+            Phase::Drain
+        }
     }
-    Collected {
-        producers: producers.into_iter().flatten().collect(),
-        consumers,
-        lag_per_second,
-        cpu,
-        measurement_end_ns,
-        drain_cut_off,
-        backlog: backlog.map(BacklogControl::report),
-        failed_fast,
-        seconds,
+
+    /// Emits row `next_row`: its counts for the stall notes, the running sums (and the fail-fast
+    /// check), the backlog control, and the row itself to the observer.
+    fn emit_row(&mut self, now: u64, row_end: u64) {
+        let second = self.next_row;
+        let interval = self
+            .pending
+            .remove(&second)
+            .unwrap_or_else(|| Interval::new(second));
+        let row_start = self.times.start_ns + second * SECOND_NS;
+        let row_phase = self.row_phase(row_start);
+        if row_phase == Phase::Measurement {
+            self.lag_per_second.push(interval.schedule_lag_max_ns);
+        }
+        if row_phase != Phase::Drain {
+            self.seconds
+                .push(second_counts(second, row_phase, &interval));
+        }
+        self.add_to_totals(second, &interval);
+        let subscriptions = self.subscriptions as u64;
+        let totals = &self.totals;
+        let row = IntervalRow {
+            second,
+            phase: row_phase,
+            start_ns: row_start,
+            sent: interval.sent,
+            acknowledged: interval.acknowledged,
+            failed: interval.failed,
+            received: interval.received,
+            bytes_acknowledged: interval.bytes_acknowledged,
+            bytes_received: interval.bytes_received,
+            backlog: (subscriptions > 0)
+                .then(|| (totals.acknowledged * subscriptions) as i64 - totals.received as i64),
+            acknowledged_rate_1m: totals.meter.rate(),
+            publish: interval.publish.into_histogram(),
+            end_to_end: interval.end_to_end.into_histogram(),
+            schedule_lag: interval.schedule_lag.into_histogram(),
+            schedule_lag_max_ns: interval.schedule_lag_max_ns,
+            disconnected_producers: interval.disconnected,
+        };
+        if let (Some(backlog), Phase::Measurement, Some(waiting)) =
+            (&mut self.backlog, row_phase, row.backlog)
+        {
+            backlog.row(self.shared, waiting, totals.received, row_end, now);
+        }
+        self.observer.interval(&row);
+    }
+
+    /// Adds a row to the running sums; stops the run when its first seconds acknowledged
+    /// nothing and failed at least half of what they sent.
+    fn add_to_totals(&mut self, second: u64, interval: &Interval) {
+        let totals = &mut self.totals;
+        totals.acknowledged += interval.acknowledged;
+        totals.received += interval.received;
+        totals.sent += interval.sent;
+        totals.failed += interval.failed;
+        totals.meter.add_second(interval.acknowledged);
+        let stop = &self.shared.stop;
+        if self.failed_fast.is_none()
+            && second + 1 >= FAIL_FAST_SECONDS
+            && totals.acknowledged == 0
+            && totals.failed >= FAIL_FAST_MESSAGES
+            && totals.failed * 2 >= totals.sent
+            && !stop.load(Ordering::Relaxed)
+        {
+            self.failed_fast = Some(((second + 1) as f64, totals.sent));
+            stop.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn finish(mut self) -> Collected {
+        if self.cpu.is_none() {
+            self.cpu = self.cpu_start.map(|start| (start, rusage()));
+        }
+        Collected {
+            producers: self.producers.into_iter().flatten().collect(),
+            consumers: self.consumers,
+            lag_per_second: self.lag_per_second,
+            cpu: self.cpu,
+            measurement_end_ns: self.measurement_end_ns,
+            drain_cut_off: self.drain_cut_off,
+            backlog: self.backlog.map(BacklogControl::report),
+            failed_fast: self.failed_fast,
+            seconds: self.seconds,
+        }
+    }
+}
+
+/// A warm-up or measurement second's counts, for the stall notes.
+fn second_counts(second: u64, phase: Phase, interval: &Interval) -> SecondCounts {
+    SecondCounts {
+        second,
+        measuring: phase == Phase::Measurement,
+        sent: interval.sent,
+        acknowledged: interval.acknowledged,
+        disconnected: interval.disconnected,
+        blocked: interval.blocked,
+        publish_p50_ns: interval.publish.quantile(0.5),
+        publish_p99_ns: interval.publish.quantile(0.99),
+        lag_p99_ns: interval.schedule_lag.quantile(0.99),
     }
 }
 
