@@ -35,12 +35,48 @@ pub struct RenderArgs<'a> {
 }
 
 pub fn render(args: RenderArgs<'_>) -> anyhow::Result<ExitCode> {
+    let (specs, family) = checked_inputs(&args)?;
+    let name = job_name(&args, &specs.workload.name)?;
+    let out = args
+        .out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("deploy/kubernetes").join(&name));
+    let objects = Objects {
+        args: &args,
+        name: name.clone(),
+    };
+    let files = [
+        ("00-files.yaml", objects.files()?),
+        ("10-results.yaml", vec![objects.claim()]),
+        ("20-shards.yaml", vec![objects.service(), objects.shards()]),
+        ("merge/30-merge.yaml", vec![objects.merge()]),
+        ("merge/40-results-pod.yaml", vec![objects.reader()]),
+    ];
+    write_manifests(&args, &out, &files)?;
+    println!(
+        "wrote {} ({} shards of '{}' against {}):",
+        out.display(),
+        args.shards,
+        specs.workload.name,
+        family.title()
+    );
+    print_next_steps(&args, &name, &out);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The workload and driver file, loaded with the same --set as the pods will; refuses,
+/// before anything is written, what cannot run as shards in Kubernetes.
+fn checked_inputs(
+    args: &RenderArgs<'_>,
+) -> anyhow::Result<(
+    brokerbench_model::Specs,
+    &'static dyn brokerbench_driver::Family,
+)> {
     if args.shards == 0 {
         return Err(
             BadInput("--shards 0: give the number of load generators, 1 or more".into()).into(),
         );
     }
-    // The files must be valid here, with the same --set, before anything is written.
     let specs = load_specs(
         &REGISTRY.schemas(),
         Some(args.workload),
@@ -81,9 +117,14 @@ pub fn render(args: RenderArgs<'_>) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
+    Ok((specs, family))
+}
+
+/// The Job's name: --name, else `brokerbench-<workload name>` as a DNS label.
+fn job_name(args: &RenderArgs<'_>, workload: &str) -> anyhow::Result<String> {
     let name = match args.name {
         Some(n) => n.to_string(),
-        None => dns_label(&format!("brokerbench-{}", workload.name)),
+        None => dns_label(&format!("brokerbench-{workload}")),
     };
     if !is_dns_label(&name) || name.len() > 52 {
         return Err(BadInput(format!(
@@ -91,147 +132,185 @@ pub fn render(args: RenderArgs<'_>) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
-    let read = |path: &Path| {
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
-    };
-    let workload_text = read(args.workload)?;
-    let driver_text = read(args.driver)?;
-    let out = args
-        .out
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("deploy/kubernetes").join(&name));
-    std::fs::create_dir_all(out.join("merge"))
-        .with_context(|| format!("creating {}", out.display()))?;
+    Ok(name)
+}
 
-    let meta = |object: &str| {
-        let mut m = json!({"name": object, "labels": {"app.kubernetes.io/name": "brokerbench", "app.kubernetes.io/instance": name}});
-        if let Some(ns) = args.namespace {
+/// The Kubernetes objects of one rendering, each named after the Job.
+struct Objects<'a> {
+    args: &'a RenderArgs<'a>,
+    name: String,
+}
+
+impl Objects<'_> {
+    fn meta(&self, object: &str) -> Value {
+        let mut m = json!({"name": object, "labels": self.labels()});
+        if let Some(ns) = self.args.namespace {
             m["namespace"] = json!(ns);
         }
         m
-    };
-    let files = format!("{name}-files");
-    let driver_secret = format!("{name}-driver");
-    let claim = format!("{name}-results");
-    let volumes = json!([
-        {"name": "files", "configMap": {"name": files}},
-        {"name": "driver", "secret": {"secretName": driver_secret}},
-        {"name": "results", "persistentVolumeClaim": {"claimName": claim}},
-    ]);
-    let mounts = json!([
-        {"name": "files", "mountPath": FILES, "readOnly": true},
-        // Beside the ConfigMap, not inside it: its volume is read-only.
-        {"name": "driver", "mountPath": DRIVER, "readOnly": true},
-        {"name": "results", "mountPath": RESULTS},
-    ]);
-    let resources =
-        json!({"requests": {"cpu": args.cpu, "memory": "256Mi"}, "limits": {"memory": "2Gi"}});
-
-    let config_map = json!({
-        "apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(&files),
-        "data": {"workload.yaml": workload_text},
-    });
-    // The driver file may hold credentials: a Secret, not a ConfigMap.
-    let secret = json!({
-        "apiVersion": "v1", "kind": "Secret", "metadata": meta(&driver_secret),
-        "type": "Opaque",
-        "stringData": {"driver.yaml": driver_text},
-    });
-    let mut pvc_spec = json!({
-        "accessModes": ["ReadWriteMany"],
-        "resources": {"requests": {"storage": args.results_size}},
-    });
-    if let Some(class) = args.storage_class {
-        pvc_spec["storageClassName"] = json!(class);
     }
-    let pvc = json!({
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta(&claim),
-        "spec": pvc_spec,
-    });
-    let service = json!({
-        "apiVersion": "v1", "kind": "Service", "metadata": meta(&name),
-        "spec": {
-            "clusterIP": "None",
-            "publishNotReadyAddresses": true,
-            "selector": {"job-name": name},
-            "ports": [{"name": "coordinator", "port": COORDINATOR_PORT, "targetPort": COORDINATOR_PORT}],
-        },
-    });
-    let run_args = shard_args(&name, args.shards, args.overrides);
-    let job = json!({
-        "apiVersion": "batch/v1", "kind": "Job", "metadata": meta(&name),
-        "spec": {
-            "completionMode": "Indexed",
-            "completions": args.shards,
-            "parallelism": args.shards,
-            "backoffLimit": 0,
-            "template": {
-                "metadata": {"labels": {"app.kubernetes.io/name": "brokerbench", "app.kubernetes.io/instance": name}},
-                "spec": {
-                    "subdomain": name,
-                    "restartPolicy": "Never",
-                    "containers": [{
-                        "name": "brokerbench",
-                        "image": args.image,
-                        "command": ["brokerbench"],
-                        "args": run_args,
-                        "env": [{
-                            // Every pod of one Job has its uid: one run id for the shards,
-                            // another for the next Job.
-                            "name": "BROKERBENCH_RUN_ID",
-                            "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/controller-uid']"}},
-                        }],
-                        "ports": [{"name": "coordinator", "containerPort": COORDINATOR_PORT}],
-                        "resources": resources,
-                        "volumeMounts": mounts,
-                    }],
-                    "volumes": volumes,
+    fn labels(&self) -> Value {
+        json!({"app.kubernetes.io/name": "brokerbench", "app.kubernetes.io/instance": self.name})
+    }
+    fn files_name(&self) -> String {
+        format!("{}-files", self.name)
+    }
+    fn driver_secret(&self) -> String {
+        format!("{}-driver", self.name)
+    }
+    fn claim_name(&self) -> String {
+        format!("{}-results", self.name)
+    }
+
+    /// The workload in a ConfigMap; the driver file, which may hold credentials, in a Secret.
+    fn files(&self) -> anyhow::Result<Vec<Value>> {
+        let read = |path: &Path| {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+        };
+        let config_map = json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": self.meta(&self.files_name()),
+            "data": {"workload.yaml": read(self.args.workload)?},
+        });
+        let secret = json!({
+            "apiVersion": "v1", "kind": "Secret", "metadata": self.meta(&self.driver_secret()),
+            "type": "Opaque",
+            "stringData": {"driver.yaml": read(self.args.driver)?},
+        });
+        Ok(vec![config_map, secret])
+    }
+
+    /// The results volume every shard and the merge write to.
+    fn claim(&self) -> Value {
+        let mut spec = json!({
+            "accessModes": ["ReadWriteMany"],
+            "resources": {"requests": {"storage": self.args.results_size}},
+        });
+        if let Some(class) = self.args.storage_class {
+            spec["storageClassName"] = json!(class);
+        }
+        json!({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": self.meta(&self.claim_name()),
+            "spec": spec,
+        })
+    }
+
+    /// The headless Service through which shards reach shard 0, the coordinator.
+    fn service(&self) -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "Service", "metadata": self.meta(&self.name),
+            "spec": {
+                "clusterIP": "None",
+                "publishNotReadyAddresses": true,
+                "selector": {"job-name": self.name},
+                "ports": [{"name": "coordinator", "port": COORDINATOR_PORT, "targetPort": COORDINATOR_PORT}],
+            },
+        })
+    }
+
+    /// The Indexed Job of the shards.
+    fn shards(&self) -> Value {
+        let args = self.args;
+        json!({
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": self.meta(&self.name),
+            "spec": {
+                "completionMode": "Indexed",
+                "completions": args.shards,
+                "parallelism": args.shards,
+                "backoffLimit": 0,
+                "template": {
+                    "metadata": {"labels": self.labels()},
+                    "spec": {
+                        "subdomain": self.name,
+                        "restartPolicy": "Never",
+                        "containers": [self.shard_container()],
+                        "volumes": [
+                            {"name": "files", "configMap": {"name": self.files_name()}},
+                            {"name": "driver", "secret": {"secretName": self.driver_secret()}},
+                            {"name": "results", "persistentVolumeClaim": {"claimName": self.claim_name()}},
+                        ],
+                    },
                 },
             },
-        },
-    });
-    let merge = json!({
-        "apiVersion": "batch/v1", "kind": "Job", "metadata": meta(&format!("{name}-merge")),
-        "spec": {
-            "backoffLimit": 0,
-            "template": {
-                "metadata": {"labels": {"app.kubernetes.io/name": "brokerbench", "app.kubernetes.io/instance": name}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{
-                        "name": "merge",
-                        "image": args.image,
-                        "command": ["brokerbench"],
-                        // The newest run's shards under the folder, merged beside them.
-                        "args": merge_args(&name),
-                        "volumeMounts": [{"name": "results", "mountPath": RESULTS}],
-                    }],
-                    "volumes": [{"name": "results", "persistentVolumeClaim": {"claimName": claim}}],
-                },
-            },
-        },
-    });
-    let reader = json!({
-        "apiVersion": "v1", "kind": "Pod", "metadata": meta(&format!("{name}-results")),
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{
-                "name": "results",
-                "image": args.image,
-                "command": ["sleep", "3600"],
-                "volumeMounts": [{"name": "results", "mountPath": RESULTS, "readOnly": true}],
+        })
+    }
+
+    fn shard_container(&self) -> Value {
+        let args = self.args;
+        json!({
+            "name": "brokerbench",
+            "image": args.image,
+            "command": ["brokerbench"],
+            "args": shard_args(&self.name, args.shards, args.overrides),
+            "env": [{
+                // Every pod of one Job has its uid: one run id for the shards,
+                // another for the next Job.
+                "name": "BROKERBENCH_RUN_ID",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/controller-uid']"}},
             }],
-            "volumes": [{"name": "results", "persistentVolumeClaim": {"claimName": claim, "readOnly": true}}],
-        },
-    });
-    let written = [
-        ("00-files.yaml", vec![config_map, secret]),
-        ("10-results.yaml", vec![pvc]),
-        ("20-shards.yaml", vec![service, job]),
-        ("merge/30-merge.yaml", vec![merge]),
-        ("merge/40-results-pod.yaml", vec![reader]),
-    ];
-    for (file, documents) in &written {
+            "ports": [{"name": "coordinator", "containerPort": COORDINATOR_PORT}],
+            "resources": {"requests": {"cpu": args.cpu, "memory": "256Mi"}, "limits": {"memory": "2Gi"}},
+            "volumeMounts": [
+                {"name": "files", "mountPath": FILES, "readOnly": true},
+                // Beside the ConfigMap, not inside it: its volume is read-only.
+                {"name": "driver", "mountPath": DRIVER, "readOnly": true},
+                {"name": "results", "mountPath": RESULTS},
+            ],
+        })
+    }
+
+    /// The Job that merges the newest run's shards, applied once the shards completed.
+    fn merge(&self) -> Value {
+        json!({
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": self.meta(&format!("{}-merge", self.name)),
+            "spec": {
+                "backoffLimit": 0,
+                "template": {
+                    "metadata": {"labels": self.labels()},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{
+                            "name": "merge",
+                            "image": self.args.image,
+                            "command": ["brokerbench"],
+                            // The newest run's shards under the folder, merged beside them.
+                            "args": merge_args(&self.name),
+                            "volumeMounts": [{"name": "results", "mountPath": RESULTS}],
+                        }],
+                        "volumes": [{"name": "results", "persistentVolumeClaim": {"claimName": self.claim_name()}}],
+                    },
+                },
+            },
+        })
+    }
+
+    /// A pod that mounts the results read-only, to copy them out with `kubectl cp`.
+    fn reader(&self) -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": self.meta(&self.claim_name()),
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{
+                    "name": "results",
+                    "image": self.args.image,
+                    "command": ["sleep", "3600"],
+                    "volumeMounts": [{"name": "results", "mountPath": RESULTS, "readOnly": true}],
+                }],
+                "volumes": [{"name": "results", "persistentVolumeClaim": {"claimName": self.claim_name(), "readOnly": true}}],
+            },
+        })
+    }
+}
+
+/// Writes each file of `files` under `out`: a header saying what rendered it, then its
+/// documents.
+fn write_manifests(
+    args: &RenderArgs<'_>,
+    out: &Path,
+    files: &[(&str, Vec<Value>)],
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(out.join("merge"))
+        .with_context(|| format!("creating {}", out.display()))?;
+    for (file, documents) in files {
         let mut text = format!(
             "# Rendered by `brokerbench k8s render --shards {}` from {} and {}.\n",
             args.shards,
@@ -245,13 +324,11 @@ pub fn render(args: RenderArgs<'_>) -> anyhow::Result<ExitCode> {
         let path = out.join(file);
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
-    println!(
-        "wrote {} ({} shards of '{}' against {}):",
-        out.display(),
-        args.shards,
-        workload.name,
-        family.title()
-    );
+    Ok(())
+}
+
+/// The kubectl commands that run the rendering, wait for it and fetch the results.
+fn print_next_steps(args: &RenderArgs<'_>, name: &str, out: &Path) {
     let ns = args
         .namespace
         .map(|n| format!(" -n {n}"))
@@ -268,7 +345,6 @@ pub fn render(args: RenderArgs<'_>) -> anyhow::Result<ExitCode> {
         "the driver file is in {} as a Secret; keep that file private",
         out.join("00-files.yaml").display()
     );
-    Ok(ExitCode::SUCCESS)
 }
 
 /// What each shard's pod runs: its share of the workload, results on the volume. A run with
