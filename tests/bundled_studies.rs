@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{brokerbench, kafka, rabbitmq, serial};
+use common::{brokerbench, kafka, rabbitmq, serial, OwnHome};
 
 fn bundled(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -21,9 +21,19 @@ fn run_quick(name: &str) -> (tempfile::TempDir, PathBuf, String) {
 
 /// `run_quick` with `--set` overrides (they win over --quick's durations).
 fn run_quick_with(name: &str, sets: &[&str]) -> (tempfile::TempDir, PathBuf, String) {
+    run_quick_in(name, sets, &[])
+}
+
+/// `run_quick_with` in the environment `env` (e.g. a brokerbench home of its own).
+fn run_quick_in(
+    name: &str,
+    sets: &[&str],
+    env: &[(&str, &str)],
+) -> (tempfile::TempDir, PathBuf, String) {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join(name);
     let output = brokerbench()
+        .envs(env.iter().copied())
         .current_dir(dir.path())
         .arg("study")
         .arg(bundled(name))
@@ -52,6 +62,11 @@ fn quick(name: &str, runs: usize) {
 /// `quick` with `--set` overrides.
 fn quick_with(name: &str, runs: usize, sets: &[&str]) {
     let (_dir, folder, stdout) = run_quick_with(name, sets);
+    assert_all_complete(name, &folder, runs, &stdout);
+}
+
+/// Every one of the `runs` planned runs completed and was tabled.
+fn assert_all_complete(name: &str, folder: &Path, runs: usize, stdout: &str) {
     let mut reader = csv::Reader::from_path(folder.join("runs.csv")).unwrap();
     let status = reader
         .headers()
@@ -128,4 +143,36 @@ fn max_sustainable_kafka() {
     let steps = search["steps"].as_array().unwrap();
     assert!(!steps.is_empty() && steps.len() <= 20, "{search}");
     assert_eq!(search["bracket"].as_array().unwrap().len(), 2);
+}
+
+/// In a home of its own: the study starts and stops clusters of every family.
+#[test]
+fn replication_cost() {
+    let _s = serial();
+    let home = OwnHome::new();
+    let (_dir, folder, stdout) = run_quick_in("replication-cost", &[], &home.env());
+    assert_all_complete("replication-cost", &folder, 6, &stdout);
+    for (family, before) in [
+        ("kafka", None),
+        ("rabbitmq", Some("kafka")),
+        ("nats", Some("rabbitmq")),
+    ] {
+        for nodes in ["1 node", "3 nodes"] {
+            let line = format!("broker: {family} up with {nodes}");
+            assert!(stdout.contains(&line), "{line}:\n{stdout}");
+        }
+        if let Some(before) = before {
+            let down = format!("broker: {before} down");
+            assert!(stdout.contains(&down), "{down}:\n{stdout}");
+        }
+    }
+    // The quorum queue's run was on three RabbitMQ nodes.
+    let manifest = folder.join("runs/c004-r1/manifest.json");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+    assert_eq!(
+        manifest["broker"]["nodes"].as_array().map(Vec::len),
+        Some(3),
+        "{manifest:#}"
+    );
 }

@@ -26,15 +26,8 @@ impl ClusterHome {
     /// The managed Kafka's home, its jars those of the shared home (installed there once):
     /// `port`, `port + 1` (controller) and `port + 312` (metrics) free.
     fn kafka() -> ClusterHome {
-        let shared = brokerbench_kafka::managed::Kafka::new(&brokerbench_brokers::home());
-        shared
-            .install()
-            .expect("installing Kafka from Maven Central");
         let home = ClusterHome::new("kafka", "BROKERBENCH_KAFKA_PORT", &[0, 1, 312]);
-        let version = brokerbench_kafka::managed::VERSION;
-        let kafka = home.home.path().join("kafka");
-        std::fs::create_dir_all(&kafka).unwrap();
-        std::os::unix::fs::symlink(shared.dir().join(version), kafka.join(version)).unwrap();
+        link_kafka_jars(home.home.path());
         home
     }
 
@@ -434,4 +427,96 @@ fn nodes_and_json_go_with_their_actions_and_sizes_are_bounded() {
     }
     let status = cluster.status();
     assert_eq!(status["running"], false, "nothing was started: {status:#}");
+}
+
+/// A study that varies `broker.nodes` starts the managed broker each cell asks for, records
+/// the size in every run's manifest, and keeps the cluster when a resumed study has nothing
+/// left to run.
+#[test]
+fn a_study_over_broker_nodes_restarts_the_managed_broker_between_cells() {
+    let _turn = serial();
+    let cluster = ClusterHome::nats();
+    let dir = tempfile::tempdir().unwrap();
+    let study = write(
+        dir.path(),
+        "nodes.yaml",
+        "name: nodes\ndriver: {driver: nats, replicas: 1}\nset: {rate: 1000}\naxes:\n  broker.nodes: [1, 3]\n",
+    );
+    let study_run = || {
+        brokerbench()
+            .envs(cluster.env())
+            .current_dir(dir.path())
+            .args(["study", study.to_str().unwrap(), "--quick"])
+            .timeout(std::time::Duration::from_secs(240))
+            .output()
+            .unwrap()
+    };
+    let first = study_run();
+    assert!(first.status.success(), "{}", text(&first));
+    let out = String::from_utf8_lossy(&first.stdout).into_owned();
+    let one = out.find("broker: nats up with 1 node\n");
+    let three = out.find("broker: nats up with 3 nodes\n");
+    assert!(one.is_some() && one < three, "{out}");
+
+    let folder = std::fs::read_dir(dir.path().join("studies"))
+        .unwrap()
+        .next()
+        .expect("the study's folder")
+        .unwrap()
+        .path();
+    let nodes_of = |run: &str| {
+        let manifest = folder.join("runs").join(run).join("manifest.json");
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+        manifest["broker"]["nodes"].as_array().map_or(1, Vec::len)
+    };
+    assert_eq!((nodes_of("c001-r1"), nodes_of("c002-r1")), (1, 3));
+    let status = cluster.status();
+    let nodes = status["nodes"].as_array().unwrap();
+    assert_eq!(
+        nodes.len(),
+        3,
+        "the last cell's cluster runs on: {status:#}"
+    );
+    let pids: Vec<u64> = nodes.iter().map(|n| n["pid"].as_u64().unwrap()).collect();
+
+    let again = study_run();
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(
+        !String::from_utf8_lossy(&again.stdout).contains("broker: nats up"),
+        "nothing left to run, nothing restarted: {}",
+        text(&again)
+    );
+    cluster.down_all(&pids);
+}
+
+/// A broker choice the study cannot honour stops it before anything runs, naming the field.
+#[test]
+fn a_broker_choice_that_cannot_be_honoured_exits_2_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    for (study, says) in [
+        (
+            "name: t\ndriver: {driver: nats}\naxes:\n  broker.nodes: [1, 9]\n",
+            "broker.nodes",
+        ),
+        (
+            "name: t\ndriver: {driver: nats, servers: \"nats://127.0.0.1:1\"}\nbroker: {nodes: 3}\n",
+            "external",
+        ),
+        (
+            "name: t\ndriver: {driver: nats}\nbroker: {config: {\"a b\": 1}}\n",
+            "broker.config",
+        ),
+        ("name: t\ndriver: {driver: nats}\nset: {broker.nodes: 3}\n", "set.broker.nodes"),
+    ] {
+        let file = write(dir.path(), "study.yaml", study);
+        let output = brokerbench()
+            .current_dir(dir.path())
+            .args(["study", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{study}: {}", text(&output));
+        assert!(text(&output).contains(says), "{study}: {}", text(&output));
+        assert!(!dir.path().join("studies").exists(), "{study}");
+    }
 }

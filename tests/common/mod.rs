@@ -22,6 +22,77 @@ pub fn brokerbench() -> Command {
     Command::cargo_bin("brokerbench").expect("the binary is built")
 }
 
+/// Every family's port variable, and the offsets from its port that its managed broker's
+/// node 1 listens on (Kafka: controller, metrics; RabbitMQ: management, Prometheus,
+/// distribution; NATS: monitoring).
+const FAMILY_PORTS: [(&str, &str, &[u16]); 3] = [
+    ("kafka", "BROKERBENCH_KAFKA_PORT", &[0, 1, 312]),
+    (
+        "rabbitmq",
+        "BROKERBENCH_RABBITMQ_PORT",
+        &[0, 10_000, 10_020, 20_000],
+    ),
+    ("nats", "BROKERBENCH_NATS_PORT", &[0, 4000]),
+];
+
+/// A brokerbench home of its own, every family's managed broker on a free port layout and
+/// Kafka's jars linked from the shared home: for tests that start, resize and stop managed
+/// brokers without touching those the other test binaries share. Every broker of it is taken
+/// down when it is dropped, even after a failure.
+pub struct OwnHome {
+    pub home: tempfile::TempDir,
+    /// (port variable, port) of every family.
+    ports: Vec<(&'static str, String)>,
+}
+
+impl OwnHome {
+    pub fn new() -> OwnHome {
+        let home = tempfile::tempdir().unwrap();
+        link_kafka_jars(home.path());
+        let ports = FAMILY_PORTS
+            .iter()
+            .map(|&(_, variable, offsets)| {
+                let port = brokerbench_brokers::test_support::free_port_layout(offsets);
+                (variable, port.to_string())
+            })
+            .collect();
+        OwnHome { home, ports }
+    }
+
+    /// The environment that points brokerbench at this home and its ports.
+    pub fn env(&self) -> Vec<(&str, &str)> {
+        let home = ("BROKERBENCH_HOME", self.home.path().to_str().unwrap());
+        std::iter::once(home)
+            .chain(self.ports.iter().map(|(v, p)| (*v, p.as_str())))
+            .collect()
+    }
+}
+
+impl Drop for OwnHome {
+    fn drop(&mut self) {
+        for (family, _, _) in FAMILY_PORTS {
+            let _ = brokerbench()
+                .envs(self.env())
+                .args(["broker", "down", family])
+                .timeout(Duration::from_secs(120))
+                .output();
+        }
+    }
+}
+
+/// Links the shared home's Kafka jars into the brokerbench home `home` (installing them in the
+/// shared home first, once).
+pub fn link_kafka_jars(home: &Path) {
+    let shared = brokerbench_kafka::managed::Kafka::new(&brokerbench_brokers::home());
+    shared
+        .install()
+        .expect("installing Kafka from Maven Central");
+    let version = brokerbench_kafka::managed::VERSION;
+    let kafka = home.join("kafka");
+    std::fs::create_dir_all(&kafka).unwrap();
+    std::os::unix::fs::symlink(shared.dir().join(version), kafka.join(version)).unwrap();
+}
+
 /// Starts the managed local Kafka once per test binary (idempotent) and returns its pid.
 pub fn kafka() -> u32 {
     static PID: OnceLock<u32> = OnceLock::new();

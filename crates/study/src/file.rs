@@ -8,6 +8,7 @@ use brokerbench_model::spec::did_you_mean;
 use brokerbench_model::units::parse_duration;
 use brokerbench_model::yaml::Value;
 
+use crate::broker::{is_broker_path, BrokerChoice};
 use crate::search::FindSpec;
 use crate::text::{key_text, show};
 
@@ -22,6 +23,7 @@ pub const STUDY_FIELDS: &[&str] = &[
     "order",
     "seed",
     "between_runs",
+    "broker",
     "on_failure",
     "find",
 ];
@@ -124,6 +126,8 @@ pub struct Study {
     pub order: Order,
     pub seed: u64,
     pub between_runs: BetweenRuns,
+    /// The managed broker every run uses (`broker:`), before the axes' `broker.*` values.
+    pub broker: BrokerChoice,
     pub on_failure: OnFailure,
     /// Present when the study searches for the maximum sustainable rate (`rate: find`).
     pub find: Option<FindSpec>,
@@ -214,6 +218,13 @@ impl Study {
             }
         };
         for (key, _) in &set {
+            if is_broker_path(key) {
+                return Err(StudyError::field(
+                    path,
+                    format!("set.{key}"),
+                    "the managed broker is chosen with the top-level `broker:` key (e.g. broker: {nodes: 3}), or varied with an axis such as broker.nodes",
+                ));
+            }
             if key == "driver" || key == "workload" {
                 return Err(StudyError::field(
                     path,
@@ -225,8 +236,30 @@ impl Study {
             }
         }
         let axes = axes(path, &dir, map.get("axes"))?;
+        let broker = match map.get("broker") {
+            None | Some(Value::Null) => BrokerChoice::default(),
+            Some(value) => BrokerChoice::parse(value)
+                .map_err(|(field, message)| StudyError::field(path, field, message))?,
+        };
+        let chosen = serde_json::to_value(&broker).unwrap_or_default();
         for axis in &axes {
             for p in &axis.paths {
+                let in_broker = p
+                    .strip_prefix("broker.")
+                    .and_then(|rest| match rest.split_once('.') {
+                        Some(("config", key)) => chosen["config"].get(key),
+                        _ => chosen.get(rest),
+                    })
+                    .is_some();
+                if in_broker {
+                    return Err(StudyError::field(
+                        path,
+                        format!("axes.{}", axis.name()),
+                        format!(
+                            "`{p}` is both an axis and in `broker`; remove it from one of them"
+                        ),
+                    ));
+                }
                 if set.iter().any(|(k, _)| k == p) {
                     return Err(StudyError::field(
                         path,
@@ -314,6 +347,7 @@ impl Study {
             order,
             seed,
             between_runs,
+            broker,
             on_failure,
             find,
             definition,

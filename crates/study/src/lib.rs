@@ -4,6 +4,7 @@
 //! This crate plans and evaluates; it never runs a broker. The CLI carries out each planned
 //! run as an ordinary `brokerbench run` and hands its results folder back here.
 
+pub mod broker;
 pub mod file;
 pub mod metrics;
 pub mod plan;
@@ -13,5 +14,6 @@ pub mod stats;
 pub mod tables;
 mod text;
 
+pub use broker::BrokerChoice;
 pub use file::{Axis, BetweenRuns, BrokerBetween, OnFailure, Order, Study, StudyError, StudyInput};
 pub use plan::{plan_runs, PlannedRun, RunKey};

@@ -8,6 +8,7 @@ use std::path::Path;
 use brokerbench_model::yaml::Value;
 use brokerbench_model::{load_specs_from, DriverSchema, SpecError, SpecInput, Specs};
 
+use crate::broker::{is_broker_path, BrokerChoice};
 use crate::file::{Order, Study, StudyError, StudyInput};
 use crate::text::key_text;
 
@@ -29,6 +30,8 @@ pub struct PlannedRun {
     pub driver: StudyInput,
     /// The `--set` overrides of this run, in the order applied.
     pub overrides: Vec<String>,
+    /// The managed broker this run uses, when the study chose one (`broker:`, `broker.*`).
+    pub broker: BrokerChoice,
 }
 
 impl PlannedRun {
@@ -91,17 +94,22 @@ fn spec_input<'a>(input: &'a StudyInput, inline_name: &'a str) -> SpecInput<'a> 
 pub struct RunKey(pub String);
 
 impl RunKey {
-    pub fn of(specs: &Specs, repetition: u32) -> RunKey {
+    pub fn of(specs: &Specs, broker: &BrokerChoice, repetition: u32) -> RunKey {
         // Where the broker's metrics are read, and with which credentials, is not part of
         // the measurement: moving a password into the file must not make a run look new.
         let mut driver = specs.driver.redacted();
         if let Some(fields) = driver.as_object_mut() {
             fields.remove("broker_metrics");
         }
-        let config = serde_json::json!({
+        let mut config = serde_json::json!({
             "workload": serde_json::to_value(&specs.workload).unwrap_or_default(),
             "driver": driver,
         });
+        // Only a chosen broker joins the key: the keys of studies that choose none stay as
+        // they were, so their folders resume.
+        if broker.is_set() {
+            config["broker"] = serde_json::to_value(broker).unwrap_or_default();
+        }
         // serde_json's maps are sorted by key, so this text is canonical.
         let text = config.to_string();
         RunKey(format!("{:016x}-r{repetition}", fnv1a(text.as_bytes())))
@@ -162,6 +170,19 @@ pub fn plan_runs(
         }
     }
     let mut base = Vec::new();
+    let mut base_broker = study.broker.clone();
+    for assignment in cli_sets.iter().filter(|s| is_broker_path(set_key(s))) {
+        let (path, text) = assignment.split_once('=').unwrap_or((assignment, ""));
+        let value = brokerbench_model::yaml::from_str(text.trim())
+            .unwrap_or_else(|_| Value::String(text.trim().to_string()));
+        base_broker
+            .set(path.trim(), &value)
+            .map_err(|(field, message)| StudyError::Field {
+                file: "--set".into(),
+                field,
+                message,
+            })?;
+    }
     for (path, value) in &study.set {
         if path == "rate" && matches!(value, Value::String(s) if s == "find") {
             continue; // the search sets each step's rate
@@ -172,7 +193,12 @@ pub fn plan_runs(
     if quick {
         base.extend(QUICK_SETS.iter().map(|s| s.to_string()));
     }
-    base.extend(cli_sets.iter().filter(|s| !is_rate_find(s)).cloned());
+    base.extend(
+        cli_sets
+            .iter()
+            .filter(|s| !is_rate_find(s) && !is_broker_path(set_key(s)))
+            .cloned(),
+    );
 
     // Cells: the last axis varies fastest.
     let mut cells: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
@@ -199,34 +225,54 @@ pub fn plan_runs(
     if study.order == Order::Shuffled {
         shuffle(&mut order, study.seed);
     }
-    Ok(order
+    order
         .into_iter()
         .map(|(c, repetition)| {
-            let mut workload = study.workload.clone();
-            let mut driver = study.driver.clone();
-            let mut values = Vec::new();
-            let mut overrides = base.clone();
+            let mut run = PlannedRun {
+                cell: c,
+                repetition,
+                values: Vec::new(),
+                workload: study.workload.clone(),
+                driver: study.driver.clone(),
+                overrides: base.clone(),
+                broker: base_broker.clone(),
+            };
             for &(a, p) in &cells[c] {
                 let axis = &study.axes[a];
                 for (path, value) in axis.paths.iter().zip(&axis.points[p]) {
-                    values.push((path.clone(), value.clone()));
-                    match (path.as_str(), value) {
-                        ("workload", Value::String(f)) => workload = StudyInput::File(f.into()),
-                        ("driver", Value::String(f)) => driver = StudyInput::File(f.into()),
-                        _ => overrides.push(assignment(path, value)),
-                    }
+                    run.set_axis(path, value)
+                        .map_err(|(field, message)| StudyError::Field {
+                            file: study.file.display().to_string(),
+                            field: format!("axes.{}", field),
+                            message,
+                        })?;
                 }
             }
-            PlannedRun {
-                cell: c,
-                repetition,
-                values,
-                workload,
-                driver,
-                overrides,
-            }
+            Ok(run)
         })
-        .collect())
+        .collect()
+}
+
+impl PlannedRun {
+    /// Takes an axis's value: a workload or driver file, the managed broker's, or a `--set`.
+    fn set_axis(&mut self, path: &str, value: &Value) -> Result<(), (String, String)> {
+        self.values.push((path.to_string(), value.clone()));
+        match (path, value) {
+            ("workload", Value::String(f)) => self.workload = StudyInput::File(f.into()),
+            ("driver", Value::String(f)) => self.driver = StudyInput::File(f.into()),
+            _ if is_broker_path(path) => self.broker.set(path, value)?,
+            _ => self.overrides.push(assignment(path, value)),
+        }
+        Ok(())
+    }
+}
+
+/// The path a `--set` assignment sets.
+fn set_key(assignment: &str) -> &str {
+    assignment
+        .split_once('=')
+        .map_or(assignment, |(k, _)| k)
+        .trim()
 }
 
 /// Whether a `--set` asks for the maximum-sustainable-throughput search.
@@ -371,6 +417,7 @@ mod tests {
             RunKey::of(
                 &r.specs(&[&brokerbench_driver::mock::MockSchema], &s, &[])
                     .unwrap(),
+                &r.broker,
                 r.repetition,
             )
         };
@@ -386,6 +433,7 @@ mod tests {
                 &same
                     .specs(&[&brokerbench_driver::mock::MockSchema], &t, &[])
                     .unwrap(),
+                &same.broker,
                 1
             )
         );

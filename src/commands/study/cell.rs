@@ -67,8 +67,11 @@ impl Executor<'_> {
             .specs(&REGISTRY.schemas(), self.study, &sets)
             .map_err(|e| BadInput(explain_spec_error(self.study, run, e)))?;
         let key = match attempt {
-            1 => RunKey::of(&specs, run.repetition),
-            n => RunKey(format!("{}-t{n}", RunKey::of(&specs, run.repetition))),
+            1 => RunKey::of(&specs, &run.broker, run.repetition),
+            n => RunKey(format!(
+                "{}-t{n}",
+                RunKey::of(&specs, &run.broker, run.repetition)
+            )),
         };
         self.run(run, &key, Some((step, attempt, rate)), state)
     }

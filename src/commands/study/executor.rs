@@ -16,6 +16,8 @@ pub(super) struct Executor<'a> {
     pub(super) time_spent: Duration,
     pub(super) search: Option<FindSpec>,
     pub(super) quick: bool,
+    /// The family and broker this invocation last started for a cell that chose one.
+    pub(super) broker_now: Option<(&'static str, brokerbench_study::BrokerChoice)>,
 }
 
 impl Executor<'_> {
@@ -70,8 +72,15 @@ impl Executor<'_> {
             record.status = "interrupted".into();
             return Ok(record);
         }
+        let restart = self.executed > 0 && self.study.between_runs.broker == BrokerBetween::Restart;
         if self.executed > 0 {
             self.between_runs(run)?;
+        }
+        if let Err(error) = self.ensure_broker(run, restart) {
+            // The cell's broker did not start: the run failed before it began.
+            record.status = "failed".into();
+            record.error = Some(format!("{error:#}"));
+            return Ok(record);
         }
         let log_path = self.dir.join("runs").join(format!("{name}.log"));
         set_aside(&folder, &log_path)?;
@@ -164,7 +173,10 @@ impl Executor<'_> {
         while Instant::now() < until && self.signals.received() == 0 {
             std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
         }
-        if self.study.between_runs.broker == BrokerBetween::Restart && self.signals.received() == 0
+        // A chosen broker restarts with its nodes and settings: `ensure_broker`.
+        if self.study.between_runs.broker == BrokerBetween::Restart
+            && self.signals.received() == 0
+            && !run.broker.is_set()
         {
             let specs = run
                 .specs(&REGISTRY.schemas(), self.study, &[])

@@ -28,6 +28,7 @@ use serde_json::Value as Json;
 
 use super::read_json;
 
+mod broker;
 mod cell;
 mod executor;
 mod folder;
@@ -121,6 +122,7 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
         time_spent: Duration::ZERO,
         search: search.clone(),
         quick: args.quick,
+        broker_now: None,
     };
     let mut searches: Vec<Json> = Vec::new();
     let mut outcome = Outcome::Complete;
@@ -177,7 +179,10 @@ fn validate_runs(
             ))
             .into());
         }
-        keys.push(RunKey::of(&specs, run.repetition));
+        if run.broker.is_set() {
+            broker::check_choice(study, run, &specs)?;
+        }
+        keys.push(RunKey::of(&specs, &run.broker, run.repetition));
     }
     Ok(keys)
 }
