@@ -388,7 +388,8 @@ pub fn validate_file_noting(
     }
 }
 
-fn parse_scalar(text: &str) -> Value {
+/// A `--set` value as YAML reads it (`3` a number, `all` a string), else the text itself.
+pub fn parse_scalar(text: &str) -> Value {
     crate::yaml::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 

@@ -34,6 +34,14 @@ impl BrokerChoice {
         self.nodes.is_some() || !self.config.is_empty()
     }
 
+    /// Whether `path` (`broker.nodes`, `broker.config.KEY`) is chosen already.
+    pub fn chooses(&self, path: &str) -> bool {
+        match path.strip_prefix("broker.config.") {
+            Some(key) => self.config.contains_key(key),
+            None => path == "broker.nodes" && self.nodes.is_some(),
+        }
+    }
+
     /// The nodes `broker up` is asked for: those chosen, else 1.
     pub fn node_count(&self) -> u32 {
         self.nodes.unwrap_or(1)
@@ -142,6 +150,10 @@ mod tests {
         assert_eq!(choice.describe(), "3 nodes, a=x, num.io.threads=4");
         assert!(choice.is_set());
         assert!(!BrokerChoice::default().is_set());
+        assert!(choice.chooses("broker.nodes") && choice.chooses("broker.config.num.io.threads"));
+        assert!(
+            !choice.chooses("broker.config.b") && !BrokerChoice::default().chooses("broker.nodes")
+        );
     }
 
     #[test]

@@ -241,17 +241,9 @@ impl Study {
             Some(value) => BrokerChoice::parse(value)
                 .map_err(|(field, message)| StudyError::field(path, field, message))?,
         };
-        let chosen = serde_json::to_value(&broker).unwrap_or_default();
         for axis in &axes {
             for p in &axis.paths {
-                let in_broker = p
-                    .strip_prefix("broker.")
-                    .and_then(|rest| match rest.split_once('.') {
-                        Some(("config", key)) => chosen["config"].get(key),
-                        _ => chosen.get(rest),
-                    })
-                    .is_some();
-                if in_broker {
+                if broker.chooses(p) {
                     return Err(StudyError::field(
                         path,
                         format!("axes.{}", axis.name()),

@@ -154,10 +154,7 @@ pub fn plan_runs(
     quick: bool,
 ) -> Result<Vec<PlannedRun>, StudyError> {
     for assignment in cli_sets {
-        let key = assignment
-            .split_once('=')
-            .map_or(assignment.as_str(), |(k, _)| k)
-            .trim();
+        let key = set_key(assignment);
         if let Some(axis) = study.axes.iter().find(|a| a.paths.iter().any(|p| p == key)) {
             return Err(StudyError::Field {
                 file: "--set".into(),
@@ -173,8 +170,7 @@ pub fn plan_runs(
     let mut base_broker = study.broker.clone();
     for assignment in cli_sets.iter().filter(|s| is_broker_path(set_key(s))) {
         let (path, text) = assignment.split_once('=').unwrap_or((assignment, ""));
-        let value = brokerbench_model::yaml::from_str(text.trim())
-            .unwrap_or_else(|_| Value::String(text.trim().to_string()));
+        let value = brokerbench_model::spec::parse_scalar(text.trim());
         base_broker
             .set(path.trim(), &value)
             .map_err(|(field, message)| StudyError::Field {
