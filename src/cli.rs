@@ -4,9 +4,17 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod examples;
+
 /// Measure how fast a message broker ingests and delivers messages, at what latency, losing what.
 #[derive(Debug, Parser)]
-#[command(name = "brokerbench", version, about, propagate_version = true)]
+#[command(
+    name = "brokerbench",
+    version,
+    about,
+    propagate_version = true,
+    after_long_help = examples::TOP
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -15,15 +23,19 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a benchmark (default: the built-in quickstart against the managed local Kafka).
+    #[command(after_long_help = examples::RUN)]
     Run(RunArgs),
     /// Run a study: a grid of settings × repetitions (or a search for the maximum sustainable
     /// rate), resumable, with tables of every run and of every cell.
+    #[command(after_long_help = examples::STUDY)]
     Study(StudyArgs),
     /// Compare run folders or study cells side by side, with ratios and whether each
     /// difference is beyond the noise of the repetitions.
+    #[command(after_long_help = examples::COMPARE)]
     Compare(CompareArgs),
     /// Build report.html: for a run folder or a study folder (written into it), or for
     /// several run folders (a comparison).
+    #[command(after_long_help = examples::REPORT)]
     Report {
         /// A run folder, a study folder, or several run folders to compare.
         #[arg(required = true)]
@@ -41,6 +53,7 @@ pub enum Command {
     },
     /// Merge the results folders of a run's shards (`run --shard I/N`) into one: latency
     /// histograms added, counts summed, delivery ledgers joined, a table of the shards.
+    #[command(after_long_help = examples::MERGE)]
     Merge {
         /// Every shard's results folder, or a folder holding them (the newest run's shards
         /// in it and two levels below).
@@ -54,17 +67,20 @@ pub enum Command {
         exit_zero_on_errors: bool,
     },
     /// Kubernetes: manifests that run a workload as shards of an Indexed Job.
+    #[command(after_long_help = examples::K8S)]
     K8s {
         #[command(subcommand)]
         command: K8sCommand,
     },
     /// Check workload and driver files without running anything.
+    #[command(after_long_help = examples::VALIDATE)]
     Validate {
         /// Workload or driver files (a file with a `driver:` field is a driver file).
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
     /// Manage a local broker that brokerbench installs and runs for you.
+    #[command(after_long_help = examples::BROKER)]
     Broker {
         #[arg(value_enum)]
         action: BrokerAction,
@@ -97,9 +113,26 @@ pub enum Command {
         json: bool,
     },
     /// Data sets for replay.
+    #[command(after_long_help = examples::DATA)]
     Data {
         #[command(subcommand)]
         command: DataCommand,
+    },
+    /// Print a completion script for a shell (`source <(brokerbench completions bash)`);
+    /// `scripts/setup` installs the bash one.
+    #[command(after_long_help = examples::COMPLETIONS)]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write one page per command into a folder;
+    /// `scripts/setup` installs them.
+    #[command(after_long_help = examples::MAN)]
+    Man {
+        /// Write brokerbench.1 and a brokerbench-COMMAND.1 for each command into this folder
+        /// instead of printing brokerbench.1.
+        #[arg(long, value_name = "FOLDER")]
+        out: Option<PathBuf>,
     },
 }
 
@@ -260,6 +293,7 @@ pub enum K8sCommand {
     /// Write the manifests: the files (a ConfigMap, the driver file as a Secret), a results
     /// volume, a headless Service and an Indexed Job of N shards, and a merge Job to apply
     /// once the shards are done. Prints the kubectl commands.
+    #[command(after_long_help = examples::K8S)]
     Render {
         /// Number of shards (pods), each running its share of producers and consumers.
         #[arg(long)]
@@ -298,6 +332,7 @@ pub enum K8sCommand {
 #[derive(Debug, Subcommand)]
 pub enum DataCommand {
     /// Write generated sensor records (DEBS 2012 Grand Challenge shape), one per line.
+    #[command(after_long_help = examples::DATA)]
     Generate {
         /// Number of records.
         #[arg(long)]

@@ -203,3 +203,197 @@ fn rate_find_on_run_prints_the_study_that_searches_and_that_study_plans() {
         assert!(out.contains("1 searches"), "{out}");
     }
 }
+
+/// Every command and subcommand, each with its long help's examples (`  brokerbench …` lines).
+fn commands_with_examples() -> Vec<(String, Vec<String>)> {
+    fn walk(command: &clap::Command, path: String, into: &mut Vec<(String, Vec<String>)>) {
+        let help = command
+            .get_after_long_help()
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        let examples = help
+            .lines()
+            .filter_map(|l| l.strip_prefix("  "))
+            .filter(|l| l.starts_with("brokerbench"))
+            .map(str::to_string)
+            .collect();
+        into.push((path.clone(), examples));
+        for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+            walk(sub, format!("{path} {}", sub.get_name()), into);
+        }
+    }
+    let mut all = Vec::new();
+    walk(
+        &<brokerbench::cli::Cli as clap::CommandFactory>::command(),
+        "brokerbench".into(),
+        &mut all,
+    );
+    all
+}
+
+#[test]
+fn every_command_has_examples_that_parse_and_name_files_that_exist() {
+    use clap::Parser;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut wrong = Vec::new();
+    let all = commands_with_examples();
+    for (command, examples) in &all {
+        if examples.is_empty() {
+            wrong.push(format!("{command}: no examples at the end of its --help"));
+        }
+        for example in examples {
+            let words = shlex::split(example).expect("balanced quotes");
+            if let Err(e) = brokerbench::cli::Cli::try_parse_from(&words) {
+                wrong.push(format!(
+                    "{command}: `{example}`: {}",
+                    e.to_string().lines().next().unwrap_or_default()
+                ));
+            }
+            for file in words.iter().filter(|w| w.ends_with(".yaml")) {
+                if !root.join(file).is_file() {
+                    wrong.push(format!(
+                        "{command}: `{example}` names {file}, which is not in the repository"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(all.len() >= 14, "only {} commands found", all.len());
+    assert!(wrong.is_empty(), "help examples:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_help_examples_that_only_read_files_succeed() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut ran = 0;
+    for (_, examples) in commands_with_examples() {
+        for example in examples {
+            let words = shlex::split(&example).unwrap();
+            let cheap = words[1] == "validate" || words.iter().any(|w| w == "--dry-run");
+            if cheap {
+                ran += 1;
+                brokerbench()
+                    .current_dir(root)
+                    .args(&words[1..])
+                    .assert()
+                    .success();
+            }
+        }
+    }
+    assert!(ran >= 2, "only {ran} examples ran");
+}
+
+#[test]
+fn the_bash_completion_completes_commands_families_and_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("brokerbench.bash");
+    let printed = brokerbench()
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert!(printed.status.success());
+    std::fs::write(&script, printed.stdout).unwrap();
+    let complete = |line: &str| {
+        let words: Vec<&str> = line.split(' ').collect();
+        let program = format!(
+            "source {}; COMP_WORDS=({}); COMP_CWORD={}; COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}; \
+             _brokerbench brokerbench '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            words.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(" "),
+            words.len() - 1,
+            words[words.len() - 1],
+            words[words.len().saturating_sub(2)],
+        );
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(program)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(complete("brokerbench br").lines().any(|l| l == "broker"));
+    let families = complete("brokerbench broker up ");
+    for family in ["kafka", "rabbitmq", "nats"] {
+        assert!(
+            families.lines().any(|l| l == family),
+            "{family} not offered: {families}"
+        );
+    }
+    assert!(complete("brokerbench study --dr")
+        .lines()
+        .any(|l| l == "--dry-run"));
+}
+
+#[test]
+fn every_shell_gets_a_completion_script() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let out = brokerbench().args(["completions", shell]).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            out.status.success() && text.contains("dry-run"),
+            "{shell}: {text}"
+        );
+    }
+    brokerbench().args(["completions", "tcsh"]).assert().code(2);
+}
+
+#[test]
+fn the_man_pages_render_with_their_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    brokerbench()
+        .arg("man")
+        .arg("--out")
+        .arg(dir.path())
+        .assert()
+        .success();
+    let pages: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(
+        pages.len(),
+        commands_with_examples().len(),
+        "one page per command: {pages:?}"
+    );
+    for page in pages {
+        let out = std::process::Command::new("man")
+            .args(["--warnings=all", "-l"])
+            .arg(&page)
+            .env("MANWIDTH", "100")
+            .output()
+            .expect("man (man-db) is installed by scripts/setup");
+        let text = without_overstrikes(&String::from_utf8_lossy(&out.stdout));
+        let warnings = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && warnings.trim().is_empty(),
+            "{}: {warnings}",
+            page.display()
+        );
+        assert!(
+            text.contains("EXAMPLES") && text.contains("SYNOPSIS"),
+            "{}:\n{text}",
+            page.display()
+        );
+    }
+    let top = brokerbench().arg("man").output().unwrap();
+    assert!(String::from_utf8_lossy(&top.stdout).contains("\n.TH brokerbench 1 "));
+}
+
+/// man's bold and underline as plain text: a character followed by a backspace is struck over.
+fn without_overstrikes(text: &str) -> String {
+    let mut plain = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\u{8}' => {
+                plain.pop();
+            }
+            c => plain.push(c),
+        }
+    }
+    plain
+}

@@ -2,9 +2,11 @@
 
 mod broker;
 mod compare;
+mod completions;
 mod data;
 mod find_study;
 mod k8s;
+mod man;
 mod merge;
 mod report;
 mod run;
@@ -92,6 +94,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Data {
             command: DataCommand::Generate { records, out, seed },
         } => data::generate(records, &out, seed),
+        Command::Completions { shell } => completions::completions(shell),
+        Command::Man { out } => man::man(out.as_deref()),
     }
 }
 
