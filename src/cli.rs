@@ -148,6 +148,12 @@ pub struct RunArgs {
     /// Override a field of either file, e.g. `--set rate=20000 --set producer_config.acks=all`.
     #[arg(long = "set", short = 's', value_name = "FIELD=VALUE")]
     pub overrides: Vec<String>,
+    /// A fault during the measurement window, as KEY=VALUE pairs separated by commas
+    /// (repeatable; replaces the workload file's `faults:`), e.g.
+    /// `--fault at=10s,action=kill,node=2,restart_after=10s`. Keys: at, action (kill, stop,
+    /// pause, command), node (an id or random), for, restart_after, run, undo.
+    #[arg(long = "fault", value_name = "KEY=VALUE,...")]
+    pub faults: Vec<String>,
     /// Results folder for this run. Default: results/<date>-<time>-<workload name>.
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -397,3 +397,44 @@ fn without_overstrikes(text: &str) -> String {
     }
     plain
 }
+
+#[test]
+fn bad_faults_exit_2_naming_the_field_before_anything_runs() {
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--fault", "at=1s,action=explode,node=1"],
+            "faults[0].action",
+        ),
+        (
+            &["--fault", "at=40s,action=kill,node=1"],
+            "past the 30s measurement window",
+        ),
+        (&["--fault", "at=1s,action=pause,node=1"], "faults[0].for"),
+        (
+            &["--fault", "at=1s,action=partition,node=1,for=2s"],
+            "not available yet",
+        ),
+        (&["--fault", "at 1s"], "KEY=VALUE pairs"),
+    ];
+    for (args, says) in cases {
+        brokerbench()
+            .arg("run")
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(says));
+    }
+    // A kill needs the managed broker: refused before connecting to one named in the file.
+    brokerbench()
+        .args([
+            "run",
+            "--set",
+            "driver=nats",
+            "--set",
+            "servers=nats://127.0.0.1:1",
+        ])
+        .args(["--fault", "at=1s,action=kill,node=1"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("use action: command"));
+}

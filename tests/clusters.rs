@@ -97,6 +97,13 @@ impl ClusterHome {
         (pids, first)
     }
 
+    /// Every node's pid now (after a fault, a restarted node has a new one).
+    fn pids(&self) -> Vec<u64> {
+        let status = self.status();
+        let nodes = status["nodes"].as_array().unwrap();
+        nodes.iter().map(|n| n["pid"].as_u64().unwrap()).collect()
+    }
+
     /// `down`, checked: no node left.
     fn down_all(&self, pids: &[u64]) {
         let down = self.broker(&["down", self.family]);
@@ -128,6 +135,43 @@ impl ClusterHome {
             "{broker:#}"
         );
         assert_every_node_sampled(&s, pids);
+        s
+    }
+}
+
+impl ClusterHome {
+    /// A run with `faults` (`--fault` values) on this cluster: nothing acknowledged was lost,
+    /// each fault was injected into a node's process and measured, and every node runs again
+    /// afterwards. The summary.
+    fn run_with_faults(&self, args: &[&str], faults: &[&str]) -> serde_json::Value {
+        let mut all = args.to_vec();
+        for fault in faults {
+            all.extend(["--fault", fault]);
+        }
+        let run = run_with_env(tempfile::tempdir().unwrap(), &all, &self.env());
+        assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+        let s = run.summary();
+        assert_eq!(
+            s["integrity"]["lost"], 0,
+            "acknowledged, never received: {s:#}"
+        );
+        let reported = s["faults"].as_array().expect("faults in the summary");
+        assert_eq!(reported.len(), faults.len(), "{s:#}");
+        for fault in reported {
+            assert!(
+                fault["pid"].as_u64().is_some() || fault["output"].is_string(),
+                "{fault:#}"
+            );
+            assert!(fault["problems"].is_null(), "{fault:#}");
+            assert!(fault["injected_at_s"].as_f64().unwrap() > 0.0, "{fault:#}");
+            assert!(fault["ended_at_s"].as_f64().is_some(), "{fault:#}");
+        }
+        let status = self.status();
+        let nodes = status["nodes"].as_array().unwrap();
+        assert!(
+            nodes.iter().all(|n| n["up"] == true),
+            "every node runs again: {status:#}"
+        );
         s
     }
 }
@@ -164,6 +208,18 @@ fn rss_bytes(pid: u64) -> u64 {
 
 /// Running: its /proc entry is there and it is no zombie (a stopped node waits to be reaped
 /// by whoever adopted it).
+/// Polls `done` for up to 10 s.
+fn wait_until(done: impl Fn() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    done()
+}
+
 fn alive(pid: u64) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         let state = stat
@@ -223,7 +279,79 @@ fn a_nats_cluster_of_three_runs_a_stream_of_three_replicas_losslessly() {
         info["state"]["messages"], s["total"]["acknowledged"],
         "the stream holds what was acknowledged: {info:#}"
     );
-    cluster.down_all(&pids);
+
+    // Faults: node 4 of three is refused before anything runs; node 2 killed and started
+    // again; node 1, the client's server, paused by the user's own command.
+    let nats = ["--driver", NATS_DRIVER, "--set", "replicas=3"];
+    let four = run_with_env(
+        tempfile::tempdir().unwrap(),
+        &[&nats[..], &["--fault", "at=1s,action=kill,node=4"]].concat(),
+        &cluster.env(),
+    );
+    assert_eq!(four.code, 2, "{}", four.stderr);
+    assert!(
+        four.stderr.contains("faults[0].node") && four.stderr.contains("has 3 node(s)"),
+        "{}",
+        four.stderr
+    );
+    let pause = format!(
+        "at=9s,action=command,run=kill -STOP {0},undo=kill -CONT {0},for=3s",
+        pids[0]
+    );
+    let sets = short("1000", 18);
+    let args = [&nats[..], &with_sets(&sets, &[])].concat();
+    let s = cluster.run_with_faults(
+        &args,
+        &["at=2s,action=kill,node=2,restart_after=3s", &pause],
+    );
+    let (kill, command) = (&s["faults"][0], &s["faults"][1]);
+    assert_eq!(
+        (kill["action"].as_str(), kill["node"].as_u64()),
+        (Some("kill"), Some(2)),
+        "{kill:#}"
+    );
+    assert_eq!(kill["pid"].as_u64(), Some(pids[1]), "{kill:#}");
+    assert_ne!(kill["restarted_pid"].as_u64(), Some(pids[1]), "{kill:#}");
+    let at = kill["injected_at_s"].as_f64().unwrap();
+    assert!((2.9..4.5).contains(&at), "1 s of warm-up and 2 s: {kill:#}");
+    // The pause stalled the run, inside its window, and the note says whose doing it was.
+    let from = command["injected_at_s"].as_f64().unwrap();
+    let stalls = s["stalls"].as_array().unwrap();
+    assert!(
+        stalls
+            .iter()
+            .any(|t| (from - 1.0..from + 3.0).contains(&t["start_s"].as_f64().unwrap())),
+        "a stall in the pause: {from} {stalls:?}"
+    );
+    assert!(
+        command["unavailable_s"].as_f64().unwrap() >= 2.0,
+        "{command:#}"
+    );
+    let notes = s["notes"].to_string();
+    assert!(
+        notes.contains("FAULT 2 (command)") && notes.contains("STALL"),
+        "{notes}"
+    );
+
+    // A node that crashed is started again by the next `up`, on its port.
+    let before = cluster.status();
+    let third = before["nodes"][2]["pid"].as_u64().unwrap();
+    // SAFETY: kill(2) with a pid this test's cluster started.
+    unsafe { libc::kill(third as i32, libc::SIGKILL) };
+    assert!(wait_until(|| !alive(third)), "node 3 killed");
+    let up = cluster.broker(&["up", "nats"]);
+    assert!(
+        text(&up).contains("node 3 of the nats was down: started again"),
+        "{}",
+        text(&up)
+    );
+    let after = cluster.status();
+    assert_eq!(
+        after["nodes"][2]["address"], before["nodes"][2]["address"],
+        "{after:#}"
+    );
+    assert_eq!(after["nodes"][2]["up"], true, "{after:#}");
+    cluster.down_all(&cluster.pids());
 }
 
 #[test]
@@ -267,7 +395,23 @@ fn a_kafka_cluster_of_three_runs_an_rf3_topic_with_acks_all_losslessly() {
 
     let (replicas, in_sync) = kafka_partition_replicas(&address, &prefix);
     assert_eq!((replicas, in_sync), (3, 3), "the topic's replicas and ISR");
-    cluster.down_all(&pids);
+
+    // Node 2 killed and started again 3 s later: with acks=all and min.insync.replicas=2
+    // nothing acknowledged is lost, and the rate is back by the end.
+    let sets = short_with("1000", 24, &["partitions_per_topic=3"]);
+    let args = [
+        vec!["--driver", file.to_str().unwrap()],
+        with_sets(&sets, &[]),
+    ]
+    .concat();
+    let s = cluster.run_with_faults(&args, &["at=3s,action=kill,node=2,restart_after=3s"]);
+    let kill = &s["faults"][0];
+    assert_eq!(kill["pid"].as_u64(), Some(pids[1]), "{kill:#}");
+    assert!(
+        kill["recovered_after_s"].as_f64().is_some(),
+        "the rate is back: {kill:#}"
+    );
+    cluster.down_all(&cluster.pids());
 }
 
 #[test]
@@ -300,7 +444,13 @@ fn a_rabbitmq_cluster_of_three_runs_a_quorum_queue_of_three_members_losslessly()
     assert_eq!(queue["type"], "quorum", "{queue:#}");
     let members = queue["members"].as_array().map_or(0, Vec::len);
     assert_eq!(members, 3, "a quorum queue on every node: {queue:#}");
-    cluster.down_all(&pids);
+
+    // Node 2 killed and started again 3 s later: a quorum queue with confirms loses nothing.
+    let sets = short_with("1000", 15, &["queue.type=quorum"]);
+    let args = [vec!["--driver", RABBITMQ_DRIVER], with_sets(&sets, &[])].concat();
+    let s = cluster.run_with_faults(&args, &["at=3s,action=kill,node=2,restart_after=3s"]);
+    assert_eq!(s["faults"][0]["pid"].as_u64(), Some(pids[1]), "{s:#}");
+    cluster.down_all(&cluster.pids());
 }
 
 /// Partition 0 of the topic whose name starts with `prefix`: its replicas and in-sync replicas,

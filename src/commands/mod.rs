@@ -11,6 +11,7 @@ mod merge;
 mod report;
 mod run;
 mod run_broker;
+mod run_faults;
 mod run_shard;
 mod study;
 

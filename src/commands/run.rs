@@ -34,6 +34,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     check_inputs(&args, &specs)?;
     let sharding = resolve_sharding(&args, &workload, &specs.workload_source)?;
     let target = broker_target(&specs.driver, &args)?;
+    let managed = target.broker.managed;
+    super::run_faults::check(&specs, managed, sharding.is_some())?;
     let mut driver = target.driver;
     if let Some(s) = &sharding {
         check_share(s.shard, &workload, driver.subscriptions_per_topic())?;
@@ -48,6 +50,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| default_folder(started_ns, &workload.name, sharding.as_ref()));
     let run_id = args.run_id.clone().unwrap_or_else(|| run_id(started_ns));
+    let mut faults = super::run_faults::injector(&specs, managed, &out);
     let mut folder = create_folder(&out, &specs, target.broker, &run_id, started_ns)?;
     if let Some(s) = &sharding {
         // At once, so that the folder of a shard that fails is known as one.
@@ -81,6 +84,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         if let Some(m) = monitoring.as_mut() {
             list.push(m);
         }
+        if let Some(f) = faults.as_mut() {
+            list.push(f);
+        }
         let mut tee = Tee::new(list);
         let sharding = match (&sharding, gate.as_mut()) {
             (Some(s), Some(gate)) => Some(brokerbench_engine::Sharding {
@@ -103,6 +109,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let measured = measure(&args, &outcome, monitoring, &observers, sharding.is_some());
     brokerbench_engine::complete(&mut outcome.summary, measured);
+    super::run_faults::measure_into(faults, &mut outcome.summary, &outcome.ack_gaps);
     drop(exposition);
     write_window_histograms(&mut folder, &outcome, &observers.phases);
     if let (Some(s), Some(gate)) = (&sharding, &gate) {
@@ -139,12 +146,27 @@ fn load(args: &RunArgs) -> anyhow::Result<brokerbench_model::Specs> {
         },
         (None, path) => path.as_deref().into(),
     };
+    let mut overrides = args.overrides.clone();
+    overrides.extend(faults_override(&args.faults)?);
     Ok(load_specs_from(
         &REGISTRY.schemas(),
         args.workload.as_deref().into(),
         driver,
-        &args.overrides,
+        &overrides,
     )?)
+}
+
+/// `--fault` flags as one `faults=[…]` override: they replace the workload file's faults.
+fn faults_override(flags: &[String]) -> anyhow::Result<Option<String>> {
+    if flags.is_empty() {
+        return Ok(None);
+    }
+    let faults = flags
+        .iter()
+        .map(|flag| brokerbench_model::faults::fault_from_flag(flag))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(BadInput)?;
+    Ok(Some(format!("faults={}", serde_json::Value::Array(faults))))
 }
 
 /// What the files name outside themselves: the folder of `--omb-result` and the payload

@@ -169,6 +169,14 @@ pub trait ManagedBroker {
             }),
         }
     }
+    /// Starts node `id` of the running broker again after it stopped or was killed (a
+    /// fault's `restart_after`): on its own ports, with its data and the broker's recorded
+    /// settings. Waits until it answers; returns its pid (a node that runs is left alone).
+    fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
+        Err(BrokerError::Unsupported {
+            what: format!("starting node {id} again on its own"),
+        })
+    }
     /// Stops exactly the process `up` started; returns its pid, or None when none ran.
     fn down(&self) -> Result<Option<u32>, BrokerError>;
     /// The running broker, or None.

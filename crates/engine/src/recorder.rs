@@ -261,7 +261,14 @@ pub(crate) struct ProducerResult {
     pub outages: Vec<OutageSpan>,
     /// Times the broker blocked publishing, in order.
     pub blocks: Vec<BlockSpan>,
+    /// Spans longer than [`ACK_GAP_NS`] in which a message was due and no acknowledgement
+    /// came, (from, to) in ns since the UNIX epoch, in order: what a fault cost this producer.
+    pub ack_gaps: Vec<(u64, u64)>,
 }
+
+/// Shorter spans without an acknowledgement are not kept (at any rate worth measuring,
+/// acknowledgements come far more often when the broker is well).
+pub const ACK_GAP_NS: u64 = 100_000_000;
 
 /// A consumer's final measurements.
 #[derive(Debug)]
@@ -352,6 +359,11 @@ pub(crate) struct ProducerRecorder {
     /// False when the broker sends no confirmations: a sent message is then what the ledger
     /// expects consumers to receive.
     confirms: bool,
+    /// When the last acknowledgement came (0 before the first).
+    last_ack_ns: u64,
+    /// The earliest intended send time of the messages sent since then (u64::MAX: none);
+    /// a message whose send failed stays due.
+    first_due_ns: u64,
     result: ProducerResult,
 }
 
@@ -375,6 +387,8 @@ impl ProducerRecorder {
             interval: IntervalState::new(task, times, reports),
             times,
             confirms,
+            last_ack_ns: 0,
+            first_due_ns: u64::MAX,
             result: ProducerResult {
                 publish: Latencies::default(),
                 service_time: Latencies::default(),
@@ -393,8 +407,22 @@ impl ProducerRecorder {
                 unsent_at_window_end: 0,
                 outages: Vec::new(),
                 blocks: Vec::new(),
+                ack_gaps: Vec::new(),
             },
         }
+    }
+
+    /// Keeps the span before an acknowledgement at `now_ns` in which a message was due (the
+    /// one acknowledged since `due_ns`, or one sent since the last acknowledgement, failed
+    /// ones included) and none came, when it is long.
+    #[inline]
+    fn note_gap(&mut self, due_ns: u64, now_ns: u64) {
+        let from = self.last_ack_ns.max(due_ns.min(self.first_due_ns));
+        if now_ns > from.saturating_add(ACK_GAP_NS) {
+            self.result.ack_gaps.push((from, now_ns));
+        }
+        self.last_ack_ns = self.last_ack_ns.max(now_ns);
+        self.first_due_ns = u64::MAX;
     }
 
     /// The open outage, if the client is disconnected now.
@@ -464,6 +492,7 @@ impl ProducerRecorder {
         if !self.confirms {
             self.result.ledger.acknowledged.insert(sequence);
         }
+        self.first_due_ns = self.first_due_ns.min(intended_ns);
         let lag = sent_ns.saturating_sub(intended_ns);
         let interval = self.interval.roll(sent_ns);
         interval.sent += 1;
@@ -533,6 +562,7 @@ impl ProducerRecorder {
             outage.first_ack_ns = Some(now_ns.max(outage.start_ns));
         }
         let intended = ack.envelope.intended_ns;
+        self.note_gap(intended, now_ns);
         let publish = now_ns.saturating_sub(intended);
         let interval = self.interval.roll(now_ns);
         interval.acknowledged += 1;
@@ -552,13 +582,18 @@ impl ProducerRecorder {
         r.ledger.acknowledged.insert(ack.envelope.sequence);
     }
 
-    /// Sends the last interval and the final result to the collector.
+    /// Sends the last interval and the final result to the collector; messages still
+    /// unacknowledged at `now_ns` close a last span without acknowledgements.
     pub fn finish(
         mut self,
         unacknowledged: u64,
         ack_note: Option<String>,
         closed_by_broker: Option<String>,
+        now_ns: u64,
     ) {
+        if unacknowledged > 0 && self.confirms && self.last_ack_ns > 0 {
+            self.note_gap(0, now_ns);
+        }
         self.result.ledger.unacknowledged = unacknowledged;
         self.result.ack_note = ack_note;
         self.result.closed_by_broker = closed_by_broker;

@@ -53,6 +53,11 @@ fn control() -> RunControl {
     }
 }
 
+/// The longest span without acknowledgements, s.
+fn longest_gap_s(gaps: &[(u64, u64)]) -> f64 {
+    gaps.iter().map(|(from, to)| to - from).max().unwrap_or(0) as f64 / 1e9
+}
+
 #[test]
 fn clean_run_counts_everything_once() {
     let w = workload("rate: 2000\nwarmup: 1s\nduration: 2s\ndrain_timeout: 2s\nproducers_per_topic: 2\nconsumers_per_topic: 1");
@@ -61,6 +66,9 @@ fn clean_run_counts_everything_once() {
     let turn = timed();
     let out = run(&w, &mut driver, &mut rows, &control()).unwrap();
     drop(turn);
+    // A well broker leaves no long span without acknowledgements (a short one is a
+    // producer thread the scheduler held back on a busy host).
+    assert!(longest_gap_s(&out.ack_gaps) < 0.5, "{:?}", out.ack_gaps);
     let s = &out.summary;
     assert_eq!(s.status, RunStatus::Complete);
     assert!(
@@ -629,6 +637,13 @@ fn an_outage_is_waited_out_reported_once_and_its_messages_sent_late() {
         .collect();
     assert_eq!(unavailable.len(), 1, "{:?}", s.notes);
     assert!(unavailable[0].contains("2 producers"), "{unavailable:?}");
+    // The spans without acknowledgements hold the outage, failed messages included.
+    let longest = longest_gap_s(&out.ack_gaps);
+    assert!(
+        (0.7..1.3 + late).contains(&longest),
+        "{:?}, {late} s late",
+        out.ack_gaps
+    );
     let marked = rows.0.iter().filter(|&&n| n > 0).count();
     assert!(
         (1..=2).contains(&marked) && rows.0.iter().all(|&n| n <= 2),
@@ -783,6 +798,12 @@ fn a_broker_that_stops_acknowledging_while_connected_is_a_stall_not_client_bound
         "{stall:?}, {late} s late"
     );
     assert!(!s.client_bound && !s.broker_bound, "{:?}", s.notes);
+    let longest = longest_gap_s(&out.ack_gaps);
+    assert!(
+        (2.9..3.2 + late).contains(&longest),
+        "{:?}, {late} s late",
+        out.ack_gaps
+    );
     assert_eq!(
         s.notes
             .iter()

@@ -3,6 +3,7 @@
 
 pub mod calendar;
 pub mod family;
+pub mod faults;
 pub mod metrics_endpoint;
 mod named;
 pub mod omb;

@@ -456,6 +456,9 @@ pub struct Summary {
     /// alarm), in order.
     #[serde(default)]
     pub blocks: Vec<Block>,
+    /// The workload's faults, each as injected and measured, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<crate::faults::FaultReport>,
 }
 
 /// The broker refusing to take messages while connected, from its notice to the one that

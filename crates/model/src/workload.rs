@@ -126,7 +126,7 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             Scalar::Number(n) => n.to_string(),
             Scalar::Text(t) => t.clone(),
@@ -198,6 +198,7 @@ pub struct RawWorkload {
     pub producer_threads: Option<u32>,
     pub seed: Option<u64>,
     pub backlog: Option<RawBacklog>,
+    pub faults: Option<Vec<crate::faults::RawFault>>,
 }
 
 /// Top-level workload field names, used to route `--set` overrides to the workload file.
@@ -221,6 +222,7 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "producer_threads",
     "seed",
     "backlog",
+    "faults",
 ];
 
 /// A validated workload with every default filled in.
@@ -271,6 +273,9 @@ pub struct Workload {
     /// Backlog mode; None runs consumers throughout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backlog: Option<Backlog>,
+    /// What to do to the broker's nodes during the measurement window, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<crate::faults::Fault>,
 }
 
 /// Serializes durations as text such as "5s" so that a manifest reads like the workload file.
@@ -441,6 +446,7 @@ impl RawWorkload {
             None => None,
             Some(raw) => Some(backlog(raw, consumers_per_topic, message_size)?),
         };
+        let faults = crate::faults::check_faults(self.faults.as_deref().unwrap_or(&[]), duration)?;
         Ok(Workload {
             name,
             topics,
@@ -461,6 +467,7 @@ impl RawWorkload {
             producer_threads,
             seed: self.seed.unwrap_or(0x6272_6f6b_6572),
             backlog,
+            faults,
         })
     }
 }

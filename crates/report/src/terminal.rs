@@ -310,6 +310,15 @@ pub fn terminal_summary(summary: &Summary) -> String {
         let _ = writeln!(out, "{:<LABEL$}{} (whole run)", "errors", kinds.join(", "));
     }
 
+    for fault in &summary.faults {
+        let _ = writeln!(
+            out,
+            "{:<LABEL$}{}",
+            format!("fault {}", fault.index),
+            fault_text(fault)
+        );
+    }
+
     let client = &summary.client;
     if client.peak_rss_bytes == 0 && client.cpu_user_s + client.cpu_system_s == 0.0 {
         let _ = writeln!(out, "{:<LABEL$}not measured", "client");
@@ -337,6 +346,33 @@ pub fn terminal_summary(summary: &Summary) -> String {
         let _ = writeln!(out, "{label:<LABEL$}- {note}");
     }
     out
+}
+
+/// One fault: what, when, how long producers went without acknowledgements, when the run
+/// was back, and publish p99 before and during.
+fn fault_text(fault: &brokerbench_model::faults::FaultReport) -> String {
+    let mut text = fault.describe();
+    if fault.pid.is_none() && fault.output.is_none() {
+        return text + ": not injected";
+    }
+    text.push_str(&format!(" at {:.1} s", fault.injected_at_s));
+    match fault.ended_at_s {
+        Some(ended) => text.push_str(&format!(", {} at {ended:.1} s", fault.ending())),
+        None if fault.action == "kill" || fault.action == "stop" => text.push_str(", left down"),
+        None => {}
+    }
+    text.push_str(&format!(": unavailable {:.2} s, ", fault.unavailable_s));
+    text.push_str(&match fault.recovered_after_s {
+        Some(s) => format!("recovered after {s:.1} s"),
+        None => "not recovered in the window".into(),
+    });
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), |ms| format_nanos((ms * 1e6) as u64));
+    text.push_str(&format!(
+        "; publish p99 {} before, {} during",
+        ms(fault.before.publish_p99_ms),
+        ms(fault.during.publish_p99_ms)
+    ));
+    text
 }
 
 /// Broker and host resources over the measurement window, and the broker's own count.
@@ -416,6 +452,47 @@ mod tests {
         assert_eq!(group_thousands(1_800_000), "1,800,000");
         assert_eq!(format_count_rate(49_998.4), "49,998");
         assert_eq!(format_count_rate(2.5), "2.50");
+    }
+
+    #[test]
+    fn a_line_per_fault_says_what_it_cost() {
+        use brokerbench_model::faults::{FaultLatency, FaultReport};
+        let mut s = summary();
+        let latency = |ms| FaultLatency {
+            publish_p99_ms: Some(ms),
+            ..FaultLatency::default()
+        };
+        s.faults = vec![
+            FaultReport {
+                index: 1,
+                action: "kill".into(),
+                node: Some(2),
+                pid: Some(4242),
+                injected_at_s: 7.0,
+                ended_at_s: Some(20.1),
+                restarted_pid: Some(4343),
+                unavailable_s: 9.41,
+                recovered_after_s: Some(15.0),
+                before: latency(3.0),
+                during: latency(9330.0),
+                ..FaultReport::default()
+            },
+            FaultReport {
+                index: 2,
+                action: "stop".into(),
+                node: Some(3),
+                ..FaultReport::default()
+            },
+        ];
+        let text = terminal_summary(&s);
+        assert_eq!(
+            line(&text, "fault 1"),
+            "fault 1      kill of node 2 (pid 4242) at 7.0 s, started again at 20.1 s: unavailable 9.41 s, recovered after 15.0 s; publish p99 3.00 ms before, 9.33 s during"
+        );
+        assert_eq!(
+            line(&text, "fault 2"),
+            "fault 2      stop of node 3: not injected"
+        );
     }
 
     #[test]

@@ -103,5 +103,6 @@ pub(crate) fn summary() -> Summary {
         outages: Vec::new(),
         stalls: Vec::new(),
         blocks: Vec::new(),
+        faults: Vec::new(),
     }
 }

@@ -849,6 +849,9 @@ impl brokerbench_brokers::ManagedBroker for RabbitMq {
     fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
         RabbitMq::up(self)
     }
+    fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
+        RabbitMq::restart_node(self, id)
+    }
     fn max_nodes(&self) -> u32 {
         brokerbench_brokers::cluster::MAX_NODES
     }

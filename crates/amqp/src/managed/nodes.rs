@@ -108,6 +108,25 @@ impl RabbitMq {
         node.wait_until_ready(port, Watch::Running(pid)).map(|_| ())
     }
 
+    /// Node `id` of the running cluster started again on its recorded port, with its
+    /// database as it was (so it rejoins the cluster by itself) and the recorded settings.
+    pub(super) fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
+        let node = self.node(id);
+        if let Some(pid) = node.running_pid() {
+            return Ok(pid);
+        }
+        let node = RabbitMq {
+            port: node.amqp_port(),
+            options: UpOptions {
+                settings: Some(settings::recorded(&self.root())),
+                ..self.options.clone()
+            },
+            ..node
+        };
+        let (mut script, port) = node.start_node()?;
+        node.wait_until_ready(port, Watch::Started(&mut script))
+    }
+
     /// Joins this running node (AMQP `port`) to the cluster of node `first`.
     fn join(&self, port: u16, first: &str) -> Result<(), BrokerError> {
         let bin_dir = self.installed_bin_dir()?;

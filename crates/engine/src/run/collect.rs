@@ -25,6 +25,19 @@ pub(super) struct Collected {
     pub(super) seconds: Vec<SecondCounts>,
 }
 
+impl Collected {
+    /// Every producer's spans without acknowledgements, sorted by their start.
+    pub(super) fn ack_gaps(&self) -> Vec<(u64, u64)> {
+        let mut gaps: Vec<(u64, u64)> = self
+            .producers
+            .iter()
+            .flat_map(|p| p.ack_gaps.iter().copied())
+            .collect();
+        gaps.sort_unstable();
+        gaps
+    }
+}
+
 /// What one second's row says about acknowledgements (for the stall notes).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct SecondCounts {

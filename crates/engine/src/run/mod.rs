@@ -109,6 +109,9 @@ pub struct RunOutcome {
     pub ended_ns: u64,
     /// What each producer had acknowledged and each consumer received, for a merge.
     pub ledger: LedgerFile,
+    /// Every producer's spans longer than 100 ms in which a message was due and no
+    /// acknowledgement came, (from, to) in ns since the UNIX epoch, sorted.
+    pub ack_gaps: Vec<(u64, u64)>,
 }
 
 /// A shard's part of a run: which shard, and the gate it passes with the others.
@@ -290,6 +293,7 @@ fn run_prepared(
         events: driver.client_events(),
         failure_settings: driver.failure_settings(),
     };
+    let ack_gaps = collected.ack_gaps();
     let (summary, histograms, ledger) = summarize(
         workload,
         &policy,
@@ -304,6 +308,7 @@ fn run_prepared(
         started_ns: start_ns,
         ended_ns,
         ledger,
+        ack_gaps,
     })
 }
 

@@ -123,7 +123,8 @@ impl ProducerTask {
         producer.abandon();
         recorder.roll(clock.now_ns());
         drop(self.producer);
-        self.recorder.finish(unacknowledged, note, closed);
+        self.recorder
+            .finish(unacknowledged, note, closed, clock.now_ns());
     }
 }
 

@@ -154,7 +154,8 @@ impl ProducerGroup {
             task.producer.abandon();
             task.recorder.roll(clock.now_ns());
             drop(task.producer);
-            task.recorder.finish(unacknowledged, note, closed);
+            task.recorder
+                .finish(unacknowledged, note, closed, clock.now_ns());
         }
     }
 }

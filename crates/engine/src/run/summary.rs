@@ -133,6 +133,7 @@ pub(super) fn summarize(
         outages: anomalies.outages,
         stalls: anomalies.stalls,
         blocks: anomalies.blocks,
+        faults: Vec::new(),
     };
     (summary, histograms, ledger)
 }

@@ -578,6 +578,9 @@ impl brokerbench_brokers::ManagedBroker for Kafka {
     fn max_nodes(&self) -> u32 {
         nodes::MAX_NODES
     }
+    fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
+        Kafka::restart_node(self, id)
+    }
     fn up_with(&self, options: &UpOptions) -> Result<(BrokerStatus, bool), BrokerError> {
         Kafka::up_with(self, options)
     }

@@ -58,12 +58,8 @@ impl Kafka {
     /// The nodes a start of `count` starts: node 1 on this handle's port, the others on free
     /// layouts that overlap no other node's ports.
     pub(super) fn plan(&self, count: u32) -> Result<Vec<Kafka>, BrokerError> {
-        let heap = match (count, self.heap.as_str()) {
-            (2.., DEFAULT_HEAP) => CLUSTER_HEAP.to_string(),
-            _ => self.heap.clone(),
-        };
         let first = Kafka {
-            heap,
+            heap: self.heap_for(count),
             ..self.clone()
         };
         let offsets = first.layout();
@@ -79,6 +75,43 @@ impl Kafka {
             });
         }
         Ok(nodes)
+    }
+
+    /// Each node's heap in a start of `count` nodes.
+    fn heap_for(&self, count: u32) -> String {
+        match (count, self.heap.as_str()) {
+            (2.., DEFAULT_HEAP) => CLUSTER_HEAP.to_string(),
+            _ => self.heap.clone(),
+        }
+    }
+
+    /// Node `id` of the running cluster started again: the configuration of the last start
+    /// (its ports, the quorum, the recorded settings), its data as it was; it rejoins the
+    /// quorum and catches up.
+    pub(super) fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
+        let recorded = Kafka {
+            options: UpOptions {
+                settings: Some(settings::recorded(&self.dir())),
+                ..self.options.clone()
+            },
+            ..self.clone()
+        };
+        let nodes = recorded.nodes();
+        let Some(node) = nodes.iter().find(|n| n.node == id) else {
+            return Err(BrokerError::Unsupported {
+                what: format!("node {id} of a {}-node Kafka", nodes.len()),
+            });
+        };
+        if let Some(pid) = node.running_pid() {
+            return Ok(pid);
+        }
+        let node = Kafka {
+            heap: recorded.heap_for(nodes.len() as u32),
+            ..node.clone()
+        };
+        let mut started = node.start_node(&quorum_of(&nodes, id))?;
+        node.wait_until_ready(&started.status, started.jvm.take())?;
+        Ok(started.status.pid)
     }
 
     /// A node's ports, as offsets from its client port.

@@ -213,6 +213,23 @@ impl ManagedNats {
         node.spawn(&text, command)
     }
 
+    /// Node `id` started again with the configuration of the last start (its ports, routes
+    /// and settings) and its store as it was; it rejoins the cluster.
+    fn restart(&self, id: u32) -> Result<u32, BrokerError> {
+        let node = self.node(id);
+        if let Some(pid) = node.running_pid() {
+            return Ok(pid);
+        }
+        let file = node.config_file();
+        let text = std::fs::read_to_string(&file).map_err(BrokerError::io("reading", &file))?;
+        let client = layout::client_port(&text).unwrap_or(DEFAULT_PORT);
+        let mut command = Command::new(Self::program().ok_or_else(missing)?);
+        command.arg("-c").arg(&file);
+        let mut child = node.spawn(&text, command)?;
+        node.wait(&mut child, || ready::answers(client))?;
+        Ok(child.id())
+    }
+
     /// The user logs in over TLS with the home's CA, as a client of the driver file will.
     fn check_tls_login(&self, port: u16) -> Result<(), BrokerError> {
         let url = self.tls_url(port)?;
@@ -365,6 +382,9 @@ impl ManagedBroker for ManagedNats {
         lifecycle::up(self)
     }
 
+    fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
+        self.restart(id)
+    }
     fn max_nodes(&self) -> u32 {
         MAX_NODES
     }

@@ -67,5 +67,6 @@ pub fn summary(status: RunStatus, target_rate: f64, measurement_s: f64) -> Summa
         outages: Vec::new(),
         stalls: Vec::new(),
         blocks: Vec::new(),
+        faults: Vec::new(),
     }
 }

@@ -1,0 +1,159 @@
+use super::*;
+use brokerbench_model::faults::{Fault, FaultAction, FaultNode};
+use brokerbench_model::new_histogram;
+use std::time::Duration;
+
+const T0: u64 = 1_000 * SECOND_NS;
+
+/// A row of second `s` (from T0) with `acknowledged` acks, publish latency `ms` and schedule
+/// lag `lag_ms`.
+fn row(s: u64, acknowledged: u64, ms: u64, lag_ms: u64) -> IntervalRow {
+    let mut publish = new_histogram();
+    let mut lag = new_histogram();
+    for _ in 0..acknowledged.max(1) {
+        publish.record(ms * 1_000_000).unwrap();
+        lag.record(lag_ms * 1_000_000).unwrap();
+    }
+    IntervalRow {
+        second: s,
+        phase: if s < 2 {
+            Phase::Warmup
+        } else {
+            Phase::Measurement
+        },
+        start_ns: T0 + s * SECOND_NS,
+        sent: acknowledged,
+        acknowledged,
+        failed: 0,
+        received: acknowledged,
+        bytes_acknowledged: 0,
+        bytes_received: 0,
+        backlog: None,
+        acknowledged_rate_1m: 0.0,
+        publish: if acknowledged == 0 {
+            new_histogram()
+        } else {
+            publish
+        },
+        end_to_end: new_histogram(),
+        schedule_lag: lag,
+        schedule_lag_max_ns: lag_ms * 1_000_000,
+        disconnected_producers: 0,
+    }
+}
+
+/// 30 s at 1,000 msg/s with 3 ms latency, nothing acknowledged in seconds 10–13 (a kill at
+/// 10.2 s), a catch-up burst at 14, back at 15.
+fn record() -> RunRecord {
+    let mut record = RunRecord {
+        started_ns: T0,
+        window_start_ns: T0 + 2 * SECOND_NS,
+        window_end_ns: T0 + 30 * SECOND_NS,
+        ..RunRecord::default()
+    };
+    for s in 0..30 {
+        let r = match s {
+            10 => row(s, 200, 3, 1),
+            11..=13 => row(s, 0, 0, 1),
+            14 => row(s, 4000, 3500, 1),
+            _ => row(s, 1000, 3, 1),
+        };
+        record.keep(&r);
+    }
+    record
+}
+
+fn kill(ended: Option<u64>) -> Injected {
+    Injected {
+        index: 0,
+        fault: Some(Fault {
+            at: Duration::from_millis(8200),
+            action: FaultAction::Kill,
+            node: Some(FaultNode::Id(2)),
+            lasts: None,
+            restart_after: Some(Duration::from_secs(3)),
+            run: None,
+            undo: None,
+        }),
+        node: Some(2),
+        chosen: Some("as given".into()),
+        pid: Some(4242),
+        injected_ns: Some(T0 + 10_200_000_000),
+        ended_ns: ended,
+        ..Injected::default()
+    }
+}
+
+#[test]
+fn a_kill_is_measured_from_the_gaps_and_the_rows() {
+    let gaps = [
+        (T0 + 5 * SECOND_NS, T0 + 5_150_000_000),
+        (T0 + 10_150_000_000, T0 + 14_050_000_000),
+    ];
+    let reports = measure(
+        &[kill(Some(T0 + 13_200_000_000))],
+        &record(),
+        &gaps,
+        Some(1000.0),
+    );
+    let r = &reports[0];
+    assert_eq!(r.index, 1);
+    assert!((r.injected_at_s - 10.2).abs() < 1e-9);
+    assert_eq!(r.ended_at_s, Some(13.2));
+    assert!((r.unavailable_s - 3.85).abs() < 1e-9, "{}", r.unavailable_s);
+    assert!(
+        (r.recovered_after_s.unwrap() - 4.8).abs() < 1e-9,
+        "back at second 15"
+    );
+    assert!(r.before.publish_p99_ms.unwrap() < 4.0);
+    assert!(r.during.publish_max_ms.unwrap() > 3000.0);
+    assert_eq!(r.describe(), "kill of node 2 (pid 4242)");
+}
+
+#[test]
+fn a_fault_that_never_ended_lasts_to_the_windows_end_and_may_not_recover() {
+    let mut record = record();
+    record.rows.truncate(14);
+    record.window_end_ns = T0 + 14 * SECOND_NS;
+    let reports = measure(&[kill(None)], &record, &[], Some(1000.0));
+    assert_eq!(reports[0].ended_at_s, None);
+    assert_eq!(reports[0].recovered_after_s, None);
+    assert_eq!(reports[0].unavailable_s, 0.0);
+    assert!((reports[0].during.seconds - 3.8).abs() < 1e-9);
+}
+
+#[test]
+fn a_fault_not_injected_keeps_why_and_measures_nothing() {
+    let mut never = kill(None);
+    never.injected_ns = None;
+    never.pid = None;
+    never.problems = vec!["not injected: node 2 was not running".into()];
+    let reports = measure(&[never], &record(), &[], Some(1000.0));
+    assert!(reports[0].problems[0].contains("not running"));
+    assert_eq!(reports[0].injected_at_s, 0.0);
+    assert_eq!(reports[0].unavailable_s, 0.0);
+}
+
+#[test]
+fn bursty_acknowledgements_at_the_rate_count_as_recovered_and_a_burst_after_nothing_does_not() {
+    let mut record = RunRecord {
+        started_ns: T0,
+        window_start_ns: T0 + 2 * SECOND_NS,
+        window_end_ns: T0 + 24 * SECOND_NS,
+        ..RunRecord::default()
+    };
+    let acks = [
+        1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 3, 0, 0, 5384, 869, 3748, 770, 1259, 1009,
+        1026, 981, 907, 1108, 1000, 1000, 1000,
+    ];
+    for (s, n) in acks.into_iter().enumerate() {
+        record.keep(&row(s as u64, n, 3, 1));
+    }
+    let reports = measure(&[kill(None)], &record, &[], Some(1000.0));
+    // Seconds 14–18 average 1,009/s with none below half the rate.
+    assert!(
+        (reports[0].recovered_after_s.unwrap() - 3.8).abs() < 1e-9,
+        "{:?}",
+        reports[0].recovered_after_s
+    );
+}

@@ -1,0 +1,197 @@
+//! The injector against real processes: `sleep` processes stand for a broker's nodes, so
+//! that signals, restarts and commands are the real ones.
+
+use std::process::{Child, Command};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use brokerbench_faults::{Injector, Nodes};
+use brokerbench_model::faults::{Fault, FaultAction, FaultNode};
+use brokerbench_model::{Phase, RunObserver};
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+/// Nodes that are `sleep` processes; a restart starts another.
+#[derive(Clone, Default)]
+struct Sleepers(Arc<Mutex<Vec<Child>>>);
+
+impl Sleepers {
+    fn new(count: usize) -> Self {
+        let nodes = Sleepers::default();
+        for _ in 0..count {
+            nodes.0.lock().unwrap().push(sleeper());
+        }
+        nodes
+    }
+
+    fn state(&self, id: u32) -> char {
+        let pid = self.0.lock().unwrap()[id as usize - 1].id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.rsplit(')')
+            .next()
+            .and_then(|r| r.trim().chars().next())
+            .unwrap_or('?')
+    }
+}
+
+impl Drop for Sleepers {
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.0) == 1 {
+            for child in self.0.lock().unwrap().iter_mut() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+fn sleeper() -> Child {
+    Command::new("sleep").arg("60").spawn().expect("sleep runs")
+}
+
+impl Nodes for Sleepers {
+    fn count(&self) -> u32 {
+        self.0.lock().unwrap().len() as u32
+    }
+    fn pid(&self, id: u32) -> Option<u32> {
+        let mut nodes = self.0.lock().unwrap();
+        let child = nodes.get_mut(id as usize - 1)?;
+        match child.try_wait() {
+            Ok(None) => Some(child.id()),
+            _ => None,
+        }
+    }
+    fn restart(&self, id: u32) -> Result<u32, String> {
+        let mut nodes = self.0.lock().unwrap();
+        let _ = nodes[id as usize - 1].wait();
+        nodes[id as usize - 1] = sleeper();
+        Ok(nodes[id as usize - 1].id())
+    }
+}
+
+fn fault(at_ms: u64, action: FaultAction, node: Option<u32>) -> Fault {
+    Fault {
+        at: Duration::from_millis(at_ms),
+        action,
+        node: node.map(FaultNode::Id),
+        lasts: None,
+        restart_after: None,
+        run: None,
+        undo: None,
+    }
+}
+
+#[test]
+fn pause_kill_restart_and_command_are_carried_out_on_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let nodes = Sleepers::new(2);
+    let pause = Fault {
+        lasts: Some(Duration::from_millis(400)),
+        ..fault(100, FaultAction::Pause, Some(1))
+    };
+    let kill = Fault {
+        restart_after: Some(Duration::from_millis(300)),
+        ..fault(200, FaultAction::Kill, Some(2))
+    };
+    let command = Fault {
+        run: Some("echo injected".into()),
+        undo: Some("echo undone; exit 3".into()),
+        lasts: Some(Duration::from_millis(100)),
+        ..fault(50, FaultAction::Command, None)
+    };
+    let first_pid = nodes.pid(2).unwrap();
+    let mut injector = Injector::new(
+        vec![pause, kill, command],
+        1,
+        dir.path(),
+        Some(Box::new(nodes.clone())),
+        now_ns,
+    );
+    injector.phase_started(Phase::Warmup, now_ns());
+    injector.phase_started(Phase::Measurement, now_ns());
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(nodes.state(1), 'T', "node 1 is stopped while paused");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_ne!(nodes.state(1), 'T', "node 1 runs again after its pause");
+    let (done, _) = injector.finish();
+    assert_eq!(done[0].pid, nodes.pid(1));
+    let paused_for = done[0].ended_ns.unwrap() - done[0].injected_ns.unwrap();
+    assert!(
+        (400_000_000..600_000_000).contains(&paused_for),
+        "{paused_for}"
+    );
+    assert_eq!(done[1].pid, Some(first_pid));
+    assert_ne!(done[1].restarted_pid, Some(first_pid));
+    assert_eq!(done[1].restarted_pid, nodes.pid(2), "node 2 runs again");
+    let log = std::fs::read_to_string(dir.path().join("fault-3.log")).unwrap();
+    assert!(log.contains("injected") && log.contains("undone"), "{log}");
+    assert!(
+        done[2].problems[0].contains("exit status: 3"),
+        "{:?}",
+        done[2].problems
+    );
+}
+
+#[test]
+fn a_run_that_ends_early_undoes_what_is_due_and_injects_nothing_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let nodes = Sleepers::new(1);
+    let pause = Fault {
+        lasts: Some(Duration::from_secs(60)),
+        ..fault(0, FaultAction::Pause, Some(1))
+    };
+    let later = Fault {
+        restart_after: Some(Duration::from_secs(1)),
+        ..fault(30_000, FaultAction::Kill, Some(1))
+    };
+    let mut injector = Injector::new(
+        vec![pause, later],
+        1,
+        dir.path(),
+        Some(Box::new(nodes.clone())),
+        now_ns,
+    );
+    injector.phase_started(Phase::Measurement, now_ns());
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(nodes.state(1), 'T');
+    let (done, _) = injector.finish();
+    assert_ne!(
+        nodes.state(1),
+        'T',
+        "the pause was undone at the end of the run"
+    );
+    assert!(done[0].ended_ns.is_some());
+    assert!(done[1].injected_ns.is_none());
+    assert!(done[1].problems[0].contains("ended before"));
+}
+
+#[test]
+fn a_fault_on_a_node_that_is_down_is_not_injected_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let nodes = Sleepers::new(1);
+    {
+        let mut children = nodes.0.lock().unwrap();
+        let _ = children[0].kill();
+        let _ = children[0].wait();
+    }
+    let mut injector = Injector::new(
+        vec![fault(0, FaultAction::Kill, Some(1))],
+        1,
+        dir.path(),
+        Some(Box::new(nodes.clone())),
+        now_ns,
+    );
+    injector.phase_started(Phase::Measurement, now_ns());
+    std::thread::sleep(Duration::from_millis(100));
+    let (done, _) = injector.finish();
+    assert!(
+        done[0].problems[0].contains("node 1 was not running"),
+        "{:?}",
+        done[0].problems
+    );
+}

@@ -1,0 +1,113 @@
+//! A run's faults: checked against the broker the run uses before anything starts, carried
+//! out on the managed broker's nodes while the run measures, and measured into its summary.
+
+use std::path::Path;
+
+use brokerbench_driver::Family;
+use brokerbench_faults::{Injector, Nodes};
+use brokerbench_model::{SpecError, Specs, Summary};
+
+use crate::families::REGISTRY;
+use crate::BadInput;
+
+/// The managed broker's nodes, as its status and its family's restart know them.
+struct ManagedNodes {
+    family: &'static dyn Family,
+}
+
+impl ManagedNodes {
+    fn status(&self) -> Option<brokerbench_brokers::BrokerStatus> {
+        let managed = self.family.managed(&brokerbench_brokers::home());
+        managed.status().ok().flatten()
+    }
+}
+
+impl Nodes for ManagedNodes {
+    fn count(&self) -> u32 {
+        self.status().map_or(0, |s| s.nodes.len().max(1) as u32)
+    }
+
+    fn pid(&self, id: u32) -> Option<u32> {
+        let status = self.status()?;
+        match status.nodes.iter().find(|n| n.id == id) {
+            Some(node) => node.pid,
+            None if id == 1 => Some(status.pid),
+            None => None,
+        }
+    }
+
+    fn restart(&self, id: u32) -> Result<u32, String> {
+        let managed = self.family.managed(&brokerbench_brokers::home());
+        managed.restart_node(id).map_err(|e| e.to_string())
+    }
+}
+
+/// Faults that the broker cannot take (a node it does not have, a kill of a broker
+/// brokerbench does not run) or in a sharded run: bad input, said before anything starts.
+pub(super) fn check(specs: &Specs, managed: bool, sharded: bool) -> anyhow::Result<()> {
+    let faults = &specs.workload.faults;
+    if faults.is_empty() {
+        return Ok(());
+    }
+    if sharded {
+        return Err(BadInput(format!(
+            "{}: field `faults`: faults are not available for a sharded run yet; run it unsharded",
+            specs.workload_source
+        ))
+        .into());
+    }
+    let nodes = managed_nodes(specs);
+    let count = managed.then(|| nodes.count().max(1));
+    brokerbench_faults::check(faults, count, nodes.family.name()).map_err(|e| {
+        SpecError::Field {
+            file: specs.workload_source.clone(),
+            field: e.field,
+            message: e.message,
+        }
+    })?;
+    Ok(())
+}
+
+fn managed_nodes(specs: &Specs) -> ManagedNodes {
+    let family = REGISTRY
+        .get(specs.driver.name())
+        .expect("a validated driver file names a registered family");
+    ManagedNodes { family }
+}
+
+/// The injector of the workload's (checked) faults, None when it has none; it writes a
+/// command fault's output into `out`.
+pub(super) fn injector(specs: &Specs, managed: bool, out: &Path) -> Option<Injector> {
+    let workload = &specs.workload;
+    if workload.faults.is_empty() {
+        return None;
+    }
+    let nodes = managed.then(|| Box::new(managed_nodes(specs)) as Box<dyn Nodes>);
+    Some(Injector::new(
+        workload.faults.clone(),
+        workload.seed,
+        out,
+        nodes,
+        now_ns,
+    ))
+}
+
+fn now_ns() -> u64 {
+    brokerbench_driver::Clock::process().now_ns()
+}
+
+/// Ends the faults and puts what each cost into the summary, with the notes that tie the
+/// run's outages and stalls to them.
+pub(super) fn measure_into(
+    injector: Option<Injector>,
+    summary: &mut Summary,
+    ack_gaps: &[(u64, u64)],
+) {
+    let Some(mut injector) = injector else {
+        return;
+    };
+    let (injected, record) = injector.finish();
+    summary.faults = brokerbench_faults::measure(&injected, &record, ack_gaps, summary.target_rate);
+    let notes = brokerbench_faults::notes(&summary.faults, summary);
+    summary.notes.extend(notes);
+}
