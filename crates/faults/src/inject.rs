@@ -4,7 +4,7 @@
 //! fault that asked for its end. It watches the run as an observer, to know when the window
 //! starts and to keep the per-second rows the faults are measured with.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,6 +17,9 @@ use brokerbench_model::{IntervalRow, Phase, RunObserver};
 use crate::measure::RunRecord;
 use crate::nodes::{self, Nodes};
 use crate::{command, schedule};
+
+/// The problem of a fault whose time came after the run ended.
+const NOT_INJECTED: &str = "not injected: the run ended before its time";
 
 /// What was done for one fault, times in ns since the UNIX epoch.
 #[derive(Debug, Clone, Default)]
@@ -101,7 +104,7 @@ impl Injector {
             .map(|(index, fault)| Injected {
                 index,
                 fault: Some(fault),
-                problems: vec!["not injected: the run ended before its time".into()],
+                problems: vec![NOT_INJECTED.into()],
                 ..Injected::default()
             })
             .collect()
@@ -148,16 +151,17 @@ enum Step {
 impl Plan {
     /// Carries out every step at its time; when `stop` is set, the ends still due at once.
     fn carry_out(mut self, window_start_ns: u64, stop: &AtomicBool) -> Vec<Injected> {
-        let mut due: BTreeMap<(u64, Step), ()> = BTreeMap::new();
-        for (i, fault) in self.faults.iter().enumerate() {
-            due.insert(
+        let mut due: BTreeSet<(u64, Step)> = self
+            .faults
+            .iter()
+            .enumerate()
+            .map(|(i, fault)| {
                 (
                     window_start_ns + fault.at.as_nanos() as u64,
                     Step::Inject(i),
-                ),
-                (),
-            );
-        }
+                )
+            })
+            .collect();
         let mut done: Vec<Injected> = (0..self.faults.len())
             .map(|index| Injected {
                 index,
@@ -165,23 +169,14 @@ impl Plan {
                 ..Injected::default()
             })
             .collect();
-        while let Some(((at, step), ())) = due.pop_first() {
+        while let Some((at, step)) = due.pop_first() {
             let stopping = self.sleep_until(at, stop);
             match step {
-                Step::Inject(_) if stopping => {
-                    done[step_index(step)]
-                        .problems
-                        .push("not injected: the run ended before its time".into());
-                }
+                Step::Inject(i) if stopping => done[i].problems.push(NOT_INJECTED.into()),
                 Step::Inject(i) => {
                     if let Some(end) = self.inject(&mut done[i]) {
-                        due.insert(
-                            (
-                                done[i].injected_ns.unwrap_or(at) + end.as_nanos() as u64,
-                                Step::End(i),
-                            ),
-                            (),
-                        );
+                        let from = done[i].injected_ns.unwrap_or(at);
+                        due.insert((from + end.as_nanos() as u64, Step::End(i)));
                     }
                 }
                 Step::End(i) => self.end(&mut done[i]),
@@ -274,11 +269,5 @@ impl Plan {
             .map_err(|e| format!("node {node} could not be started again: {e}"))?;
         record.restarted_pid = Some(pid);
         Ok(())
-    }
-}
-
-fn step_index(step: Step) -> usize {
-    match step {
-        Step::Inject(i) | Step::End(i) => i,
     }
 }
