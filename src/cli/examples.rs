@@ -23,9 +23,9 @@ Examples:
       Your own workload and driver files (OMB's files are read unchanged too).
   brokerbench run --set driver=nats --set message_size=1KiB --out results/nats-1k
       NATS JetStream's built-in driver file, 1 KiB messages, into a folder you name.
-  brokerbench run --set driver=nats --set replicas=3 --fault at=5s,action=kill,node=2,restart_after=5s
-      Kill node 2 of the managed cluster 5 s into the window, start it again 5 s later, and
-      measure what it cost (brokerbench broker up nats --nodes 3 first).
+  brokerbench run --set driver=nats --set replicas=3 --fault at=5s,action=kill,node=leader,restart_after=5s
+      Kill the node that leads the run's stream 5 s into the window, start it again 5 s later,
+      and measure what it cost (brokerbench broker up nats --nodes 3 first).
 
 Book: docs/src/workload.md (the fields --set reaches), docs/src/results.md (what it writes),
 docs/src/faults.md (--fault)";

@@ -50,7 +50,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| default_folder(started_ns, &workload.name, sharding.as_ref()));
     let run_id = args.run_id.clone().unwrap_or_else(|| run_id(started_ns));
-    let mut faults = super::run_faults::injector(&specs, managed, &out);
+    let led = driver.leader_object(&run_id, &workload.name);
+    let mut faults = super::run_faults::injector(&specs, managed, &out, led);
     let mut folder = create_folder(&out, &specs, target.broker, &run_id, started_ns)?;
     if let Some(s) = &sharding {
         // At once, so that the folder of a shard that fails is known as one.

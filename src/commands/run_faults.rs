@@ -3,16 +3,18 @@
 
 use std::path::Path;
 
-use brokerbench_driver::Family;
-use brokerbench_faults::{Injector, Nodes};
+use brokerbench_driver::{Family, Led};
+use brokerbench_faults::{Injector, Leader, Nodes};
 use brokerbench_model::{SpecError, Specs, Summary};
 
 use crate::families::REGISTRY;
 use crate::BadInput;
 
-/// The managed broker's nodes, as its status and its family's restart know them.
+/// The managed broker's nodes, as its status and its family's restart know them, and the
+/// broker-side name whose leader `node: leader` hits.
 struct ManagedNodes {
     family: &'static dyn Family,
+    led: Option<Led>,
 }
 
 impl ManagedNodes {
@@ -40,6 +42,21 @@ impl Nodes for ManagedNodes {
         let managed = self.family.managed(&brokerbench_brokers::home());
         managed.restart_node(id).map_err(|e| e.to_string())
     }
+
+    fn leader(&self) -> Result<Leader, String> {
+        let led = self.led.as_ref().ok_or_else(|| {
+            format!(
+                "the {} driver names nothing with a leader",
+                self.family.name()
+            )
+        })?;
+        let managed = self.family.managed(&brokerbench_brokers::home());
+        let node = managed.leader(&led.name).map_err(|e| e.to_string())?;
+        Ok(Leader {
+            node,
+            of: led.to_string(),
+        })
+    }
 }
 
 /// Faults that the broker cannot take (a node it does not have, a kill of a broker
@@ -56,7 +73,7 @@ pub(super) fn check(specs: &Specs, managed: bool, sharded: bool) -> anyhow::Resu
         ))
         .into());
     }
-    let nodes = managed_nodes(specs);
+    let nodes = managed_nodes(specs, None);
     let count = managed.then(|| nodes.count().max(1));
     brokerbench_faults::check(faults, count, nodes.family.name()).map_err(|e| {
         SpecError::Field {
@@ -68,21 +85,26 @@ pub(super) fn check(specs: &Specs, managed: bool, sharded: bool) -> anyhow::Resu
     Ok(())
 }
 
-fn managed_nodes(specs: &Specs) -> ManagedNodes {
+fn managed_nodes(specs: &Specs, led: Option<Led>) -> ManagedNodes {
     let family = REGISTRY
         .get(specs.driver.name())
         .expect("a validated driver file names a registered family");
-    ManagedNodes { family }
+    ManagedNodes { family, led }
 }
 
 /// The injector of the workload's (checked) faults, None when it has none; it writes a
-/// command fault's output into `out`.
-pub(super) fn injector(specs: &Specs, managed: bool, out: &Path) -> Option<Injector> {
+/// command fault's output into `out`. `led` is what the driver names for `node: leader`.
+pub(super) fn injector(
+    specs: &Specs,
+    managed: bool,
+    out: &Path,
+    led: Option<Led>,
+) -> Option<Injector> {
     let workload = &specs.workload;
     if workload.faults.is_empty() {
         return None;
     }
-    let nodes = managed.then(|| Box::new(managed_nodes(specs)) as Box<dyn Nodes>);
+    let nodes = managed.then(|| Box::new(managed_nodes(specs, led)) as Box<dyn Nodes>);
     Some(Injector::new(
         workload.faults.clone(),
         workload.seed,

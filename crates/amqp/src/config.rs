@@ -15,6 +15,7 @@ fn default_prefix() -> String {
 pub const RABBITMQ_DRIVER_FIELDS: &[&str] = &[
     "driver",
     "uri",
+    "failover_uris",
     "exchange",
     "queues_per_topic",
     "queue",
@@ -47,6 +48,11 @@ pub struct RabbitMqDriverConfig {
     /// broker". Its password never appears in Debug output, errors or the serialized form.
     #[serde(default)]
     pub uri: Option<AmqpUri>,
+    /// Other nodes of `uri`'s cluster: a connection that cannot be opened (its node is down)
+    /// moves every later one to the next of these, in turn. Without `uri`, the managed
+    /// cluster's other nodes.
+    #[serde(default)]
+    pub failover_uris: Vec<AmqpUri>,
     /// The exchange each topic publishes to.
     #[serde(default)]
     pub exchange: ExchangeConfig,
@@ -263,6 +269,12 @@ impl RabbitMqDriverConfig {
     /// The checks serde cannot make: combinations the broker would refuse or that would stall a
     /// run. Each error names the field and the fix.
     pub fn validate(&self) -> Result<(), FieldError> {
+        if self.uri.is_none() && !self.failover_uris.is_empty() {
+            return Err(FieldError::new(
+                "failover_uris",
+                "goes with uri: give the broker's uri too, or leave both out to use the managed broker (whose cluster nodes are the failover ones)",
+            ));
+        }
         let queue = &self.queue;
         let kind = queue.kind.as_str();
         if self.exchange.name.is_empty() || self.exchange.name.starts_with("amq.") {

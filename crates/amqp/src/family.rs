@@ -83,13 +83,21 @@ impl Family for RabbitMqFamily {
         config: &DriverConfig,
         managed: Option<&str>,
     ) -> Result<Box<dyn Driver>, DriverError> {
-        let config = config_of::<RabbitMqDriverConfig>(config)?;
+        let mut config = config_of::<RabbitMqDriverConfig>(config)?;
+        // A managed cluster's address is every running node's URI, node 1's first.
+        let mut nodes = managed.map(|m| m.split(',')).into_iter().flatten();
         let uri = managed_or_named(
-            managed,
+            nodes.next(),
             config.uri.as_ref(),
             self.address_field(),
             AmqpUri::parse,
         )?;
+        if config.uri.is_none() {
+            config.failover_uris = nodes
+                .map(AmqpUri::parse)
+                .collect::<Result<_, _>>()
+                .map_err(DriverError::Other)?;
+        }
         Ok(Box::new(AmqpDriver::new(config, uri)))
     }
     fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {

@@ -85,6 +85,7 @@
 pub mod config;
 mod confirms;
 mod consumer;
+mod failover;
 mod family;
 pub mod managed;
 pub mod metrics;
@@ -102,7 +103,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::config::{AmqpUri, RabbitMqDriverConfig};
-use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Producer, Topology};
+use crate::failover::Failover;
+use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Led, Producer, Topology};
 
 pub use naming::TopicNames;
 
@@ -122,6 +124,8 @@ const QUEUE_LIMITS: &str = "the queue's length limits (queue.max_length, queue.o
 pub struct AmqpDriver {
     config: RabbitMqDriverConfig,
     uri: AmqpUri,
+    /// `uri`, then the cluster's other nodes.
+    failover: Arc<Failover>,
     broker: Option<String>,
     run_id: String,
     topics: Vec<TopicNames>,
@@ -147,6 +151,7 @@ impl AmqpDriver {
     /// A driver for the broker at `uri` (the driver file's, or the managed broker's).
     pub fn new(config: RabbitMqDriverConfig, uri: AmqpUri) -> Self {
         AmqpDriver {
+            failover: Arc::new(Failover::new(&uri, &config.failover_uris)),
             config,
             uri,
             broker: None,
@@ -172,12 +177,10 @@ impl AmqpDriver {
 
     /// A connection for declaring or deleting (role `admin` or `cleanup`).
     fn admin_session(&self, role: &str) -> Result<Arc<Session>, DriverError> {
-        Session::open(
-            &self.uri,
-            &format!("brokerbench-{}-{role}", self.run_id),
-            Reading::Caller,
-        )
-        .map(Arc::new)
+        let name = format!("brokerbench-{}-{role}", self.run_id);
+        self.failover
+            .open(|uri| Session::open(uri, &name, Reading::Caller))
+            .map(Arc::new)
     }
 
     fn topic(&self, topic: u32) -> Result<&TopicNames, DriverError> {
@@ -329,6 +332,16 @@ fn admin(
 }
 
 impl Driver for AmqpDriver {
+    fn leader_object(&self, run_id: &str, workload: &str) -> Option<Led> {
+        let mut config = self.config.clone();
+        config.queues_per_topic = config.queues_per_topic.max(1);
+        let queues = TopicNames::new(&config, workload, run_id, 0).queues;
+        queues.into_iter().next().map(|name| Led {
+            kind: "queue",
+            name,
+        })
+    }
+
     fn name(&self) -> &'static str {
         "rabbitmq"
     }
@@ -389,7 +402,7 @@ impl Driver for AmqpDriver {
         }
         let per_connection = self.config.channels_per_connection.max(1);
         self.dialer = Some(Arc::new(Dialer {
-            uri: self.uri.clone(),
+            failover: self.failover.clone(),
             run_id: self.run_id.clone(),
             config: self.config.clone(),
             producers: Pool::new("producer", per_connection, Reading::Thread),
@@ -499,7 +512,7 @@ pub(crate) fn probe_error(uri: &AmqpUri, error: probe::ProbeError) -> DriverErro
 
 /// Opens producers' and consumers' connections, and again after one is lost.
 pub(crate) struct Dialer {
-    uri: AmqpUri,
+    failover: Arc<Failover>,
     run_id: String,
     pub(crate) config: RabbitMqDriverConfig,
     producers: Pool,
@@ -509,11 +522,15 @@ pub(crate) struct Dialer {
 impl Dialer {
     /// A connection for a producer: the pool's current one while it has room and is open.
     pub(crate) fn producer_session(&self) -> Result<Arc<Session>, DriverError> {
-        self.producers.session(&self.uri, &self.run_id)
+        let run_id = &self.run_id;
+        self.failover
+            .open(|uri| self.producers.session(uri, run_id))
     }
 
     pub(crate) fn consumer_session(&self) -> Result<Arc<Session>, DriverError> {
-        self.consumers.session(&self.uri, &self.run_id)
+        let run_id = &self.run_id;
+        self.failover
+            .open(|uri| self.consumers.session(uri, run_id))
     }
 
     /// Declares `topic`'s exchange, queues and bindings again on `session` (after a

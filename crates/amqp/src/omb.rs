@@ -77,8 +77,12 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
     };
     let mut out = Mapping::new();
     out.insert("driver".into(), Value::from("rabbitmq"));
-    if let Some(first) = uris.first() {
+    if let Some((first, others)) = uris.split_first() {
         out.insert("uri".into(), Value::from(first.clone()));
+        if !others.is_empty() {
+            let others = others.iter().cloned().map(Value::from).collect();
+            out.insert("failover_uris".into(), Value::Array(others));
+        }
     }
     out.insert(
         "exchange".into(),
@@ -109,7 +113,7 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
         0 => notes.push("no amqpUris: the managed local RabbitMQ".into()),
         1 => {}
         n => notes.push(format!(
-            "amqpUris lists {n} brokers; brokerbench connects to the first"
+            "amqpUris lists {n} brokers: brokerbench connects to the first and goes over to the others in turn when a node cannot be reached (failover_uris); OMB spreads its clients over them"
         )),
     }
     if OMB_DRIVER_FIELDS[5..]
@@ -146,6 +150,25 @@ mod tests {
         assert_eq!(m["prefetch"], 0);
         assert!(
             d.notes.iter().all(|n| !n.contains("secret")),
+            "{:?}",
+            d.notes
+        );
+    }
+
+    #[test]
+    fn the_other_amqp_uris_are_the_failover_ones() {
+        let file = FILE.replace(
+            "  - amqp://u:secret@127.0.0.1:5672\n",
+            "  - amqp://u:secret@127.0.0.1:5672\n  - amqp://u:secret@127.0.0.1:5673\n",
+        );
+        let d = omb(&file).unwrap();
+        assert_eq!(d.map["uri"], "amqp://u:secret@127.0.0.1:5672");
+        assert_eq!(
+            d.map["failover_uris"],
+            Value::Array(vec!["amqp://u:secret@127.0.0.1:5673".into()])
+        );
+        assert!(
+            d.notes.iter().any(|n| n.contains("failover_uris")),
             "{:?}",
             d.notes
         );

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 pub mod cluster;
 pub mod daemon;
+pub mod http;
 pub mod lifecycle;
 pub mod managed;
 pub mod process;
@@ -175,6 +176,14 @@ pub trait ManagedBroker {
     fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
         Err(BrokerError::Unsupported {
             what: format!("starting node {id} again on its own"),
+        })
+    }
+    /// The node that leads `object` now (a name from the driver's `leader_object`: a topic's
+    /// partition 0, a quorum queue, a stream), as the broker's own metadata says; a fault with
+    /// `node: leader` asks at its injection.
+    fn leader(&self, object: &str) -> Result<u32, BrokerError> {
+        Err(BrokerError::Unsupported {
+            what: format!("finding the node that leads {object}"),
         })
     }
     /// Stops exactly the process `up` started; returns its pid, or None when none ran.
@@ -339,6 +348,9 @@ pub enum BrokerError {
         busy: String,
         variable: &'static str,
     },
+
+    #[error("no node leads {object} now: {why}")]
+    NoLeader { object: String, why: String },
 
     #[error("creating the TLS material failed: {what}")]
     Tls { what: String },

@@ -76,6 +76,20 @@ impl Topology {
     }
 }
 
+/// What a `node: leader` fault asks the broker about: a topic, queue or stream of the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Led {
+    /// "topic", "queue", "stream".
+    pub kind: &'static str,
+    pub name: String,
+}
+
+impl std::fmt::Display for Led {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.kind, self.name)
+    }
+}
+
 /// Identifies a consumer: which topic, which subscription of it, and its number inside it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConsumerSlot {
@@ -307,6 +321,14 @@ pub trait Driver: Send + Sync {
     /// run that stops early names the setting of its commonest error's kind.
     fn failure_settings(&self) -> &'static [(&'static str, &'static str)] {
         &[]
+    }
+    /// The broker-side name whose leader a `node: leader` fault hits: the run's first topic
+    /// (Kafka, partition 0), its first subscription's queue (RabbitMQ), its first stream
+    /// (NATS). Names follow from the run id and the workload's name, so this is known before
+    /// `prepare`. None: the family has no leaders to find.
+    fn leader_object(&self, run_id: &str, workload: &str) -> Option<Led> {
+        let _ = (run_id, workload);
+        None
     }
     /// What the client library did on its own during the run that can reorder or repeat
     /// messages — requests it retried, consumer group rebalances — for the summary to name

@@ -583,7 +583,8 @@ impl ProducerRecorder {
     }
 
     /// Sends the last interval and the final result to the collector; messages still
-    /// unacknowledged at `now_ns` close a last span without acknowledgements.
+    /// unacknowledged at `now_ns`, failed since the last acknowledgement or not sent for want
+    /// of a connection close a last span without acknowledgements.
     pub fn finish(
         mut self,
         unacknowledged: u64,
@@ -591,7 +592,9 @@ impl ProducerRecorder {
         closed_by_broker: Option<String>,
         now_ns: u64,
     ) {
-        if unacknowledged > 0 && self.confirms && self.last_ack_ns > 0 {
+        let due =
+            unacknowledged > 0 || self.first_due_ns != u64::MAX || self.open_outage().is_some();
+        if due && self.confirms && self.last_ack_ns > 0 {
             self.note_gap(0, now_ns);
         }
         self.result.ledger.unacknowledged = unacknowledged;

@@ -676,6 +676,10 @@ fn a_client_that_never_gets_the_broker_back_reports_an_open_outage() {
     );
     assert!(!s.client_bound, "{:?}", s.notes);
     assert!(s.total.sent < 500, "nothing was sent while it was gone");
+    // The span without acknowledgements runs from the loss to the end of the run, though
+    // every message due in it failed rather than waited.
+    let longest = longest_gap_s(&out.ack_gaps);
+    assert!(longest > 1.2, "{:?}", out.ack_gaps);
 }
 
 #[test]

@@ -30,6 +30,9 @@ pub struct Injected {
     pub node: Option<u32>,
     pub chosen: Option<String>,
     pub pid: Option<u32>,
+    /// The leader at the injection, and when the run's messages were in.
+    pub leader_before: Option<u32>,
+    pub leader_after: Option<u32>,
     pub injected_ns: Option<u64>,
     pub ended_ns: Option<u64>,
     pub restarted_pid: Option<u32>,
@@ -43,7 +46,12 @@ pub struct Injector {
     plan: Option<Plan>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<Vec<Injected>>>,
+    /// What the thread did, once it has ended.
+    done: Option<Vec<Injected>>,
     record: RunRecord,
+    /// The nodes, to ask who leads once the run's messages are in.
+    nodes: Option<Arc<dyn Nodes>>,
+    leader_after: Option<u32>,
 }
 
 /// What the thread needs.
@@ -51,7 +59,7 @@ struct Plan {
     faults: Vec<Fault>,
     seed: u64,
     folder: PathBuf,
-    nodes: Option<Box<dyn Nodes>>,
+    nodes: Option<Arc<dyn Nodes>>,
     now_ns: fn() -> u64,
 }
 
@@ -65,34 +73,54 @@ impl Injector {
         nodes: Option<Box<dyn Nodes>>,
         now_ns: fn() -> u64,
     ) -> Self {
+        let nodes: Option<Arc<dyn Nodes>> = nodes.map(Arc::from);
         Injector {
             plan: Some(Plan {
                 faults,
                 seed,
                 folder: folder.to_path_buf(),
-                nodes,
+                nodes: nodes.clone(),
                 now_ns,
             }),
             stop: Arc::new(AtomicBool::new(false)),
             thread: None,
+            done: None,
             record: RunRecord::default(),
+            nodes,
+            leader_after: None,
         }
     }
 
     /// Ends the faults (undoing what is due at once), and returns what was done and the run's
     /// rows to measure them with.
     pub fn finish(&mut self) -> (Vec<Injected>, RunRecord) {
+        self.end_faults();
+        let injected = match self.done.take() {
+            Some(done) => done,
+            None => self.never_started(),
+        };
+        let leader_after = self.leader_after;
+        let injected = injected
+            .into_iter()
+            .map(|mut i| {
+                i.leader_after = i.node.and(leader_after);
+                i
+            })
+            .collect();
+        (injected, std::mem::take(&mut self.record))
+    }
+
+    /// Stops the thread, which undoes at once what is due, and keeps what it did.
+    fn end_faults(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        let injected = match self.thread.take() {
-            Some(thread) => thread.join().unwrap_or_else(|_| {
+        if let Some(thread) = self.thread.take() {
+            self.done = Some(thread.join().unwrap_or_else(|_| {
                 vec![Injected {
                     problems: vec!["the fault thread panicked".into()],
                     ..Injected::default()
                 }]
-            }),
-            None => self.never_started(),
-        };
-        (injected, std::mem::take(&mut self.record))
+            }));
+        }
     }
 
     /// The faults of a run that ended before its measurement window began.
@@ -138,6 +166,16 @@ impl RunObserver for Injector {
 
     fn interval(&mut self, row: &IntervalRow) {
         self.record.keep(row);
+    }
+
+    /// The run's messages are in: who leads now, while its topics still exist; then the faults
+    /// end (a node killed with `restart_after` is started again), so that the driver removes
+    /// what the run created from the whole cluster.
+    fn drained(&mut self, _at_ns: u64) {
+        if let Some(nodes) = &self.nodes {
+            self.leader_after = nodes.leader().ok().map(|l| l.node);
+        }
+        self.end_faults();
     }
 }
 
@@ -205,8 +243,18 @@ impl Plan {
         if fault.action == FaultAction::Command {
             return self.start_command(&fault, record);
         }
+        // Asked before the injection, while every node answers at once.
+        let leader = self.leader();
+        record.leader_before = leader.as_ref().ok().map(|l| l.node);
         let count = self.nodes.as_ref().map_or(0, |n| n.count());
-        let (node, chosen) = schedule::node_of(fault.node?, record.index, self.seed, count);
+        let (node, chosen) =
+            match schedule::node_of(fault.node?, record.index, self.seed, count, leader) {
+                Ok(pick) => pick,
+                Err(problem) => {
+                    record.problems.push(format!("not injected: {problem}"));
+                    return None;
+                }
+            };
         record.node = Some(node);
         record.chosen = Some(chosen);
         let Some(pid) = self.nodes.as_ref().and_then(|n| n.pid(node)) else {
@@ -226,6 +274,13 @@ impl Plan {
             record.problems.push(problem);
         }
         fault.lasts.or(fault.restart_after)
+    }
+
+    fn leader(&self) -> Result<crate::nodes::Leader, String> {
+        match &self.nodes {
+            Some(nodes) => nodes.leader(),
+            None => Err("no managed broker to ask".into()),
+        }
     }
 
     fn start_command(&mut self, fault: &Fault, record: &mut Injected) -> Option<Duration> {

@@ -13,5 +13,5 @@ mod schedule;
 
 pub use inject::{Injected, Injector};
 pub use measure::{measure, notes, RunRecord};
-pub use nodes::Nodes;
+pub use nodes::{Leader, Nodes};
 pub use schedule::check;

@@ -101,6 +101,8 @@ fn report(
         node: one.node,
         chosen: one.chosen.clone(),
         pid: one.pid,
+        leader_before: one.leader_before,
+        leader_after: one.leader_after,
         at_s: fault.map_or(0.0, |f| f.at.as_secs_f64()),
         restarted_pid: one.restarted_pid,
         output: one.output.clone(),

@@ -2,14 +2,25 @@
 
 use std::time::{Duration, Instant};
 
+/// The node that leads what a run uses, and what that is ("topic T (partition 0)").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leader {
+    pub node: u32,
+    pub of: String,
+}
+
 /// The broker's nodes as the caller knows them (the managed broker's processes).
-pub trait Nodes: Send {
+pub trait Nodes: Send + Sync {
     /// How many nodes the broker has.
     fn count(&self) -> u32;
     /// Node `id`'s process now, if it runs.
     fn pid(&self, id: u32) -> Option<u32>;
     /// Starts node `id` again after a kill or stop and waits until it answers; its new pid.
     fn restart(&self, id: u32) -> Result<u32, String>;
+    /// The node that leads the run's first topic, queue or stream now.
+    fn leader(&self) -> Result<Leader, String> {
+        Err("this broker's leaders are not known to brokerbench".into())
+    }
 }
 
 /// How long a clean stop may take before the node is killed.

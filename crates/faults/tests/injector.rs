@@ -5,7 +5,7 @@ use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use brokerbench_faults::{Injector, Nodes};
+use brokerbench_faults::{Injector, Leader, Nodes};
 use brokerbench_model::faults::{Fault, FaultAction, FaultNode};
 use brokerbench_model::{Phase, RunObserver};
 
@@ -71,6 +71,16 @@ impl Nodes for Sleepers {
         let _ = nodes[id as usize - 1].wait();
         nodes[id as usize - 1] = sleeper();
         Ok(nodes[id as usize - 1].id())
+    }
+    /// The first node that runs leads, as after an election among those left.
+    fn leader(&self) -> Result<Leader, String> {
+        let node = (1..=self.count())
+            .find(|&id| self.pid(id).is_some())
+            .ok_or("no node runs")?;
+        Ok(Leader {
+            node,
+            of: "stream s".into(),
+        })
     }
 }
 
@@ -194,4 +204,68 @@ fn a_fault_on_a_node_that_is_down_is_not_injected_and_says_so() {
         "{:?}",
         done[0].problems
     );
+}
+
+#[test]
+fn the_leader_is_asked_at_the_injection_and_again_when_the_messages_are_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let nodes = Sleepers::new(3);
+    let first = nodes.pid(1).unwrap();
+    let kill = Fault {
+        node: Some(FaultNode::Leader),
+        ..fault(0, FaultAction::Kill, None)
+    };
+    let mut injector = Injector::new(
+        vec![kill, fault(100, FaultAction::Stop, Some(3))],
+        1,
+        dir.path(),
+        Some(Box::new(nodes.clone())),
+        now_ns,
+    );
+    injector.phase_started(Phase::Measurement, now_ns());
+    std::thread::sleep(Duration::from_millis(300));
+    injector.drained(now_ns());
+    let (done, _) = injector.finish();
+    assert_eq!((done[0].node, done[0].pid), (Some(1), Some(first)));
+    assert_eq!(
+        done[0].chosen.as_deref(),
+        Some("leader of stream s at injection")
+    );
+    assert_eq!(
+        (done[0].leader_before, done[0].leader_after),
+        (Some(1), Some(2))
+    );
+    assert_eq!(
+        (done[1].leader_before, done[1].leader_after),
+        (Some(2), Some(2)),
+        "a fault on another node says who led as well"
+    );
+    assert_eq!(nodes.pid(1), None, "no restart was asked for");
+}
+
+#[test]
+fn a_leader_that_cannot_be_found_is_not_guessed() {
+    let dir = tempfile::tempdir().unwrap();
+    let nodes = Sleepers::new(1);
+    {
+        let mut children = nodes.0.lock().unwrap();
+        let _ = children[0].kill();
+        let _ = children[0].wait();
+    }
+    let kill = Fault {
+        node: Some(FaultNode::Leader),
+        ..fault(0, FaultAction::Kill, None)
+    };
+    let mut injector = Injector::new(
+        vec![kill],
+        1,
+        dir.path(),
+        Some(Box::new(nodes.clone())),
+        now_ns,
+    );
+    injector.phase_started(Phase::Measurement, now_ns());
+    std::thread::sleep(Duration::from_millis(100));
+    let (done, _) = injector.finish();
+    assert_eq!(done[0].problems, ["not injected: no node runs"]);
+    assert_eq!((done[0].node, done[0].pid), (None, None));
 }

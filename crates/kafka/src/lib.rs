@@ -16,7 +16,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 
 use brokerbench_driver::{
     one_consumer_per_slot, Ack, Consumer, ConsumerGroup, ConsumerSlot, Driver, DriverError,
-    Envelope, OutgoingMessage, Producer, SendError, Topology,
+    Envelope, Led, OutgoingMessage, Producer, SendError, Topology,
 };
 
 pub mod config;
@@ -498,6 +498,18 @@ const CREDENTIALS: &str = "the credentials in producer_config (sasl.username, sa
 const TOPICS: &str =
     "the topic settings (topics, partitions_per_topic) and whether the broker creates topics";
 
+impl KafkaDriver {
+    /// Topic `index` of a run: `<prefix>-<workload>-<run id>-<index>`, without the run id
+    /// when the driver file shares topics between runs (`unique_topics: false`).
+    fn topic_name(&self, run_id: &str, workload: &str, index: u32) -> String {
+        let prefix = &self.config.topic_prefix;
+        match self.config.unique_topics {
+            true => format!("{prefix}-{workload}-{run_id}-{index}"),
+            false => format!("{prefix}-{workload}-{index}"),
+        }
+    }
+}
+
 impl Driver for KafkaDriver {
     fn name(&self) -> &'static str {
         "kafka"
@@ -543,6 +555,13 @@ impl Driver for KafkaDriver {
         self.check_cluster(metadata.brokers().len())
     }
 
+    fn leader_object(&self, run_id: &str, workload: &str) -> Option<Led> {
+        Some(Led {
+            kind: "topic",
+            name: self.topic_name(run_id, workload, 0),
+        })
+    }
+
     fn prepare(&mut self, topology: &Topology) -> Result<(), DriverError> {
         self.partitions = topology.partitions_per_topic;
         self.subscriptions = topology.subscriptions_per_topic.max(1);
@@ -550,16 +569,7 @@ impl Driver for KafkaDriver {
         self.removes = topology.removes();
         self.sharded = topology.shard.is_some();
         self.topics = (0..topology.topics)
-            .map(|i| {
-                if self.config.unique_topics {
-                    format!(
-                        "{}-{}-{}-{i}",
-                        self.config.topic_prefix, topology.workload, topology.run_id
-                    )
-                } else {
-                    format!("{}-{}-{i}", self.config.topic_prefix, topology.workload)
-                }
-            })
+            .map(|i| self.topic_name(&topology.run_id, &topology.workload, i))
             .collect();
         let admin = self.admin()?;
         let new_topics: Vec<NewTopic> = self

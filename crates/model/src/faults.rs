@@ -49,14 +49,18 @@ pub enum FaultNode {
     Id(u32),
     /// Picked from the nodes with the workload's seed.
     Random,
+    /// The node that leads the run's first topic (partition 0), queue or stream when the fault
+    /// is injected, as the broker's own metadata says.
+    Leader,
 }
 
-/// As written: the id, or `random`.
+/// As written: the id, `random` or `leader`.
 impl Serialize for FaultNode {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             FaultNode::Id(id) => s.serialize_u32(*id),
             FaultNode::Random => s.serialize_str("random"),
+            FaultNode::Leader => s.serialize_str("leader"),
         }
     }
 }
@@ -208,13 +212,13 @@ fn node(value: &Option<Scalar>, field: &str) -> Result<Option<FaultNode>, FieldE
     };
     match value.text().as_str() {
         "random" => Ok(Some(FaultNode::Random)),
-        "leader" => Err(FieldError::new(
-            field,
-            "leader is not available yet: give the node's id (brokerbench broker status FAMILY lists them) or random",
-        )),
+        "leader" => Ok(Some(FaultNode::Leader)),
         text => match text.parse::<u32>() {
             Ok(id) if id >= 1 => Ok(Some(FaultNode::Id(id))),
-            _ => Err(FieldError::new(field, format!("'{text}': give a node id (1, 2, …) or random"))),
+            _ => Err(FieldError::new(
+                field,
+                format!("'{text}': give a node id (1, 2, …), random or leader"),
+            )),
         },
     }
 }
@@ -241,7 +245,8 @@ pub struct FaultReport {
     /// 1 for the first fault of the schedule.
     pub index: u32,
     pub action: String,
-    /// The node it hit, and how it was chosen ("as given", "random, seed 7").
+    /// The node it hit, and how it was chosen ("as given", "random among 3, seed 7", "leader
+    /// of topic T (partition 0)").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -249,6 +254,13 @@ pub struct FaultReport {
     /// The node's process when it was hit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// The node that led the run's first topic, queue or stream when the fault was injected,
+    /// and when the run's messages were in (before its topics were removed); None where the
+    /// broker did not say (a broker brokerbench does not run, a node fault not injected).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub leader_before: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub leader_after: Option<u32>,
     /// The schedule's `at`, from the start of the measurement window.
     pub at_s: f64,
     pub injected_at_s: f64,

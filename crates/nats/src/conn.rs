@@ -345,49 +345,6 @@ pub fn push_number(out: &mut Vec<u8>, mut n: usize) {
     out.extend_from_slice(&digits[i..]);
 }
 
-/// Connects again after a lost connection, under the driver file's `reconnect` backoff.
-pub struct Reconnector {
-    url: crate::config::NatsUrl,
-    pub policy: brokerbench_model::reconnect::Reconnect,
-    pub redial: brokerbench_driver::Redial,
-}
-
-impl Reconnector {
-    pub fn new(
-        url: &crate::config::NatsUrl,
-        policy: brokerbench_model::reconnect::Reconnect,
-    ) -> Self {
-        Reconnector {
-            url: url.clone(),
-            policy,
-            redial: Default::default(),
-        }
-    }
-
-    /// One attempt, when due (else waits up to `timeout` for it): a new connection that
-    /// listens on `subject`, or None.
-    pub fn attempt(&mut self, timeout: Duration, subject: &str) -> Option<Conn> {
-        if !self.redial.due() {
-            std::thread::sleep(timeout.min(self.redial.wait()));
-            return None;
-        }
-        match Conn::connect(&self.url, REDIAL_TIMEOUT) {
-            Ok(mut conn) => {
-                conn.subscribe(subject, 1);
-                self.redial.succeeded();
-                Some(conn)
-            }
-            Err(_) => {
-                self.redial.failed(&self.policy);
-                None
-            }
-        }
-    }
-}
-
-/// How long one attempt to connect again may take.
-const REDIAL_TIMEOUT: Duration = Duration::from_secs(2);
-
 /// The error kind of a lost connection.
 pub const CONNECTION_CLOSED: &str = "connection_closed";
 

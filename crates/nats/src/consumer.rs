@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use brokerbench_driver::{Consumer, Delivery, Unread};
 
 use crate::config::{AckPolicy, NatsDriverConfig, NatsUrl};
-use crate::conn::{write_publish, Conn, Msg, Reconnector};
+use crate::conn::{write_publish, Conn, Msg};
+use crate::reconnect::Reconnector;
 
 /// How long a pull request waits on the server for messages.
 const PULL_EXPIRES_NS: u64 = 1_000_000_000;
@@ -42,6 +43,7 @@ impl NatsConsumer {
         let inbox = crate::unique_inbox();
         conn.subscribe(&inbox, 1);
         let batch = config.pull_batch as u64;
+        let reconnector = Reconnector::new(url, config.reconnect, &conn.info);
         NatsConsumer {
             conn,
             next_subject: format!("$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}").into_bytes(),
@@ -53,7 +55,7 @@ impl NatsConsumer {
             outstanding: 0,
             ack: config.ack_policy == AckPolicy::Explicit,
             broken: false,
-            reconnector: Reconnector::new(url, config.reconnect),
+            reconnector,
         }
     }
 

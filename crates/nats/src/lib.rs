@@ -14,11 +14,12 @@ pub mod managed;
 pub mod metrics;
 pub mod omb;
 mod producer;
+mod reconnect;
 mod unread;
 
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Producer, Topology};
+use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Led, Producer, Topology};
 
 use crate::config::{AckPolicy, Discard, NatsDriverConfig, NatsUrl, Storage};
 use crate::conn::{Conn, ConnectError};
@@ -95,8 +96,7 @@ impl NatsDriver {
         })
     }
 
-    /// A JetStream API request; the reply's JSON, or its `error.description`.
-    /// A JetStream API request; after a lost admin connection (a server restart), once more
+    /// A JetStream API request: the reply's JSON, or its `error.description`; after a lost admin connection (a server restart), once more
     /// on a new one.
     fn request(
         &mut self,
@@ -170,9 +170,10 @@ impl NatsDriver {
         Ok(value)
     }
 
-    fn stream_name(&self, topology: &Topology, topic: u32) -> String {
-        let workload: String = topology
-            .workload
+    /// Stream `topic` of a run: `<prefix>-<workload>-<run id>-<topic>`, the workload's name
+    /// with what a stream name cannot hold made `_`.
+    fn stream_name(&self, run_id: &str, workload: &str, topic: u32) -> String {
+        let workload: String = workload
             .chars()
             .map(|c| {
                 if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
@@ -182,10 +183,7 @@ impl NatsDriver {
                 }
             })
             .collect();
-        format!(
-            "{}-{workload}-{}-{topic}",
-            self.config.stream_prefix, topology.run_id
-        )
+        format!("{}-{workload}-{run_id}-{topic}", self.config.stream_prefix)
     }
 }
 
@@ -265,6 +263,13 @@ impl Driver for NatsDriver {
         self.version.clone()
     }
 
+    fn leader_object(&self, run_id: &str, workload: &str) -> Option<Led> {
+        Some(Led {
+            kind: "stream",
+            name: self.stream_name(run_id, workload, 0),
+        })
+    }
+
     fn prepare(&mut self, topology: &Topology) -> Result<(), DriverError> {
         if self.admin.is_none() {
             self.connect()?;
@@ -273,7 +278,7 @@ impl Driver for NatsDriver {
         self.partitions = topology.partitions_per_topic.max(1);
         self.subscriptions = topology.subscriptions_per_topic.max(1);
         for topic in 0..topology.topics {
-            let name = self.stream_name(topology, topic);
+            let name = self.stream_name(&topology.run_id, &topology.workload, topic);
             let mut stream = serde_json::json!({
                 "name": name,
                 "subjects": [format!("{name}.*")],

@@ -7,7 +7,8 @@ use std::time::Duration;
 use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendError};
 
 use crate::config::{NatsDriverConfig, NatsUrl};
-use crate::conn::{push_number, Conn, Reconnector};
+use crate::conn::{push_number, Conn};
+use crate::reconnect::Reconnector;
 
 struct Pending {
     n: u64,
@@ -43,6 +44,7 @@ impl NatsProducer {
     ) -> Self {
         let inbox = crate::unique_inbox();
         conn.subscribe(&format!("{inbox}.*"), 1);
+        let reconnector = Reconnector::new(url, config.reconnect, &conn.info);
         NatsProducer {
             conn,
             subjects: (0..partitions)
@@ -58,7 +60,7 @@ impl NatsProducer {
             headers: Vec::new(),
             clock: Clock::process(),
             broken: None,
-            reconnector: Reconnector::new(url, config.reconnect),
+            reconnector,
         }
     }
 

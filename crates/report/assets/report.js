@@ -122,7 +122,24 @@
     outage: "rgba(220,40,40,0.18)",
     stall: "rgba(255,140,0,0.22)",
     blocked: "rgba(150,40,200,0.18)",
+    fault: "rgba(60,60,60,0.12)",
   };
+
+  // A dashed line where a span starts, with its label (a fault's number) beside it.
+  function markStart(ctx, u, x, label) {
+    const dpr = devicePixelRatio;
+    ctx.strokeStyle = "rgba(60,60,60,0.8)";
+    ctx.lineWidth = dpr;
+    ctx.setLineDash([4 * dpr, 3 * dpr]);
+    ctx.beginPath();
+    ctx.moveTo(x, u.bbox.top);
+    ctx.lineTo(x, u.bbox.top + u.bbox.height);
+    ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.fillStyle = "rgba(40,40,40,0.9)";
+    ctx.font = `${11 * dpr}px sans-serif`;
+    ctx.fillText(label, x + 3 * dpr, u.bbox.top + 12 * dpr);
+  }
 
   // Shades warm-up, drain, outages and stalls on time charts (before the series are drawn).
   function phasePlugin(phases) {
@@ -137,6 +154,7 @@
             ctx.save();
             ctx.fillStyle = PHASE_FILL[ph.name] || "rgba(120,120,255,0.12)";
             ctx.fillRect(x0, u.bbox.top, Math.max(1, x1 - x0), u.bbox.height);
+            if (ph.label) markStart(ctx, u, x0, ph.label);
             ctx.restore();
           }
         },

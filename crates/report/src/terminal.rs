@@ -372,6 +372,9 @@ fn fault_text(fault: &brokerbench_model::faults::FaultReport) -> String {
         ms(fault.before.publish_p99_ms),
         ms(fault.during.publish_p99_ms)
     ));
+    if let (Some(before), Some(after)) = (fault.leader_before, fault.leader_after) {
+        text.push_str(&format!("; leader node {before} → node {after}"));
+    }
     text
 }
 
@@ -475,6 +478,8 @@ mod tests {
                 recovered_after_s: Some(15.0),
                 before: latency(3.0),
                 during: latency(9330.0),
+                leader_before: Some(2),
+                leader_after: Some(1),
                 ..FaultReport::default()
             },
             FaultReport {
@@ -487,7 +492,7 @@ mod tests {
         let text = terminal_summary(&s);
         assert_eq!(
             line(&text, "fault 1"),
-            "fault 1      kill of node 2 (pid 4242) at 7.0 s, started again at 20.1 s: unavailable 9.41 s, recovered after 15.0 s; publish p99 3.00 ms before, 9.33 s during"
+            "fault 1      kill of node 2 (pid 4242) at 7.0 s, started again at 20.1 s: unavailable 9.41 s, recovered after 15.0 s; publish p99 3.00 ms before, 9.33 s during; leader node 2 → node 1"
         );
         assert_eq!(
             line(&text, "fault 2"),

@@ -265,3 +265,16 @@ fn the_password_never_shows() {
         );
     }
 }
+
+#[test]
+fn failover_uris_go_with_a_uri() {
+    let c = rabbitmq(
+        "uri: amqp://u:p@10.0.0.1:5672/%2f\nfailover_uris: [amqp://u:p@10.0.0.2:5672/%2f, amqp://u:p@10.0.0.3:5672/%2f]",
+    )
+    .unwrap();
+    let others: Vec<String> = c.failover_uris.iter().map(|u| u.address()).collect();
+    assert_eq!(others, ["10.0.0.2:5672", "10.0.0.3:5672"]);
+    assert!(RabbitMqDriverConfig::default().failover_uris.is_empty());
+    let e = rabbitmq("failover_uris: [amqp://u:p@10.0.0.2:5672/%2f]").unwrap_err();
+    assert!(e.starts_with("failover_uris: goes with uri"), "{e}");
+}

@@ -53,6 +53,7 @@ use crate::probe::{server_properties, ProbeError};
 
 mod files;
 mod install;
+mod leader;
 mod nodes;
 mod ports;
 
@@ -852,6 +853,9 @@ impl brokerbench_brokers::ManagedBroker for RabbitMq {
     fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
         RabbitMq::restart_node(self, id)
     }
+    fn leader(&self, queue: &str) -> Result<u32, BrokerError> {
+        self.leader_of(queue)
+    }
     fn max_nodes(&self) -> u32 {
         brokerbench_brokers::cluster::MAX_NODES
     }
@@ -867,8 +871,18 @@ impl brokerbench_brokers::ManagedBroker for RabbitMq {
     fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
         RabbitMq::status(self)
     }
-    fn client_address(&self, _status: &BrokerStatus) -> String {
-        self.amqp_uri()
+    /// Every running node's URI, node 1's (or the first running one's) first.
+    fn client_address(&self, status: &BrokerStatus) -> String {
+        let up: Vec<String> = status
+            .nodes
+            .iter()
+            .filter(|n| n.up)
+            .map(|n| self.node(n.id).amqp_uri())
+            .collect();
+        match up.is_empty() {
+            true => self.amqp_uri(),
+            false => up.join(","),
+        }
     }
     fn metrics_url(&self) -> Option<String> {
         Some(format!(

@@ -37,6 +37,7 @@ use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{managed, settings, BrokerError, BrokerStatus, NodeStatus, UpOptions};
 
 mod install;
+mod leader;
 mod nodes;
 mod properties;
 mod storage;
@@ -580,6 +581,9 @@ impl brokerbench_brokers::ManagedBroker for Kafka {
     }
     fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
         Kafka::restart_node(self, id)
+    }
+    fn leader(&self, topic: &str) -> Result<u32, BrokerError> {
+        self.leader_of(topic)
     }
     fn up_with(&self, options: &UpOptions) -> Result<(BrokerStatus, bool), BrokerError> {
         Kafka::up_with(self, options)

@@ -15,9 +15,12 @@ fn a_schedule_of_each_action_is_read() {
         "- {at: 8s, action: kill, node: 2, restart_after: 10s}\n\
          - {at: 20s, action: pause, node: random, for: 3s}\n\
          - {at: 25s, action: command, run: 'kill -STOP 1', undo: 'kill -CONT 1', for: 2s}\n\
-         - {at: 1s, action: stop, node: 3}\n",
+         - {at: 1s, action: stop, node: 3}\n\
+         - {at: 2s, action: pause, node: leader, for: 1s}\n",
     )
     .unwrap();
+    assert_eq!(faults[4].node, Some(FaultNode::Leader));
+    assert_eq!(serde_json::to_value(&faults[4]).unwrap()["node"], "leader");
     assert_eq!(faults[0].node, Some(FaultNode::Id(2)));
     assert_eq!(faults[0].restart_after, Some(Duration::from_secs(10)));
     assert_eq!(faults[1].node, Some(FaultNode::Random));
@@ -70,9 +73,9 @@ fn each_bad_entry_names_its_field_and_the_fix() {
             "not available yet",
         ),
         (
-            "- {at: 1s, action: kill, node: leader}",
+            "- {at: 1s, action: kill, node: primary}",
             "faults[0].node",
-            "not available yet",
+            "random or leader",
         ),
         (
             "- {at: 1s, action: kill, node: 1, run: x}",

@@ -6,6 +6,7 @@
 //! free ports, written into each node's configuration file (where `status` reads them back).
 
 mod layout;
+mod leader;
 mod ready;
 
 use std::path::{Path, PathBuf};
@@ -384,6 +385,9 @@ impl ManagedBroker for ManagedNats {
 
     fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
         self.restart(id)
+    }
+    fn leader(&self, stream: &str) -> Result<u32, BrokerError> {
+        self.leader_of(stream)
     }
     fn max_nodes(&self) -> u32 {
         MAX_NODES

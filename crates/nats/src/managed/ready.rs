@@ -2,7 +2,7 @@
 //! cluster, every node is healthy and the JetStream meta group has a leader and every node
 //! (else the first stream of several replicas is refused for want of peers).
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -36,16 +36,10 @@ fn meta_group_led(jsz: &serde_json::Value, size: usize) -> bool {
         && meta["cluster_size"].as_u64() == Some(size as u64)
 }
 
-/// GET `path` from the monitoring endpoint on 127.0.0.1:`port`: its JSON body.
-fn get_json(port: u16, path: &str) -> Option<serde_json::Value> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-    stream.write_all(request.as_bytes()).ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let body = response.split_once("\r\n\r\n")?.1;
-    serde_json::from_str(body).ok()
+/// GET `path` from the monitoring endpoint on 127.0.0.1:`port`: its JSON body (a 200's).
+pub(super) fn get_json(port: u16, path: &str) -> Option<serde_json::Value> {
+    let body = brokerbench_brokers::http::get(port, path, None, Duration::from_secs(2))?;
+    serde_json::from_str(&body).ok()
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 mod comparison;
 mod data;
+mod faults;
 pub use data::read_hlog;
 mod run;
 mod study;

@@ -162,6 +162,7 @@ impl RunFolder {
             let until = b["end_s"].as_f64().unwrap_or(end);
             out.push(json!({"name": "blocked", "start": start, "end": until}));
         }
+        out.extend(super::faults::spans(summary, end));
         Json::Array(out)
     }
 
@@ -301,6 +302,7 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
     if let Some(s) = s {
         headline(&mut page.body, s);
         outages(&mut page.body, s);
+        super::faults::table(&mut page.body, s);
         notes(&mut page.body, s);
     }
     if let Some(table) = shards_table(dir) {
@@ -535,7 +537,7 @@ fn over_time(page: &mut Page, run: &RunFolder, s: Option<&Json>) {
         return;
     };
     let xs = run.seconds();
-    page.body.push_str("<h2>Over time</h2><p class=\"legend-note\">Warm-up is shaded yellow, the drain blue; the summary covers the unshaded measurement window. Outages (from the loss to the first acknowledgement after it) are shaded red, stalls orange, publishing blocked by the broker purple.</p>");
+    page.body.push_str("<h2>Over time</h2><p class=\"legend-note\">Warm-up is shaded yellow, the drain blue; the summary covers the unshaded measurement window. Outages (from the loss to the first acknowledgement after it) are shaded red, stalls orange, publishing blocked by the broker purple, faults grey from their injection to their end (marked with their number).</p>");
     let col = |name: &str| t.get(name).cloned().unwrap_or_default();
     let mut rates = vec![
         ("sent", col("sent"), Reduce::Mean, 0),

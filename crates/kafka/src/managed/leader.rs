@@ -1,0 +1,45 @@
+//! Which node leads a topic: the leader of its partition 0 in the cluster's metadata, asked
+//! of the running nodes (a node's `node.id` is its number here).
+
+use super::*;
+
+/// How long the metadata request may take (a killed node's address is in the list).
+const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Kafka {
+    /// The node that leads partition 0 of `topic` now.
+    pub(super) fn leader_of(&self, topic: &str) -> Result<u32, BrokerError> {
+        let no_leader = |why: String| BrokerError::NoLeader {
+            object: format!("topic {topic} (partition 0)"),
+            why,
+        };
+        let status = self
+            .status()?
+            .ok_or_else(|| no_leader("no node runs".into()))?;
+        let running: Vec<&str> = status
+            .nodes
+            .iter()
+            .filter(|n| n.up)
+            .map(|n| n.address.as_str())
+            .collect();
+        let bootstrap = match running.is_empty() {
+            true => status.address.clone(),
+            false => running.join(","),
+        };
+        let client = metadata_client(&bootstrap).map_err(|e| no_leader(e.to_string()))?;
+        let metadata = client
+            .fetch_metadata(Some(topic), METADATA_TIMEOUT)
+            .map_err(|e| no_leader(format!("the metadata request failed: {e}")))?;
+        let leader = metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic)
+            .and_then(|t| t.partitions().iter().find(|p| p.id() == 0))
+            .map(|p| p.leader())
+            .ok_or_else(|| no_leader("the cluster does not know it".into()))?;
+        u32::try_from(leader)
+            .ok()
+            .filter(|&id| id >= 1)
+            .ok_or_else(|| no_leader("its replicas are electing one".into()))
+    }
+}
