@@ -5,7 +5,7 @@ use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use brokerbench_faults::{Injector, Leader, Nodes};
+use brokerbench_faults::{Injected, Injector, Leader, Nodes};
 use brokerbench_model::faults::{Fault, FaultAction, FaultNode};
 use brokerbench_model::{Phase, RunObserver};
 
@@ -27,6 +27,13 @@ impl Sleepers {
             nodes.0.lock().unwrap().push(sleeper());
         }
         nodes
+    }
+
+    /// Node 1 killed before the run, as a crashed node would be.
+    fn kill_first(&self) {
+        let mut children = self.0.lock().unwrap();
+        let _ = children[0].kill();
+        let _ = children[0].wait();
     }
 
     fn state(&self, id: u32) -> char {
@@ -180,17 +187,13 @@ fn a_run_that_ends_early_undoes_what_is_due_and_injects_nothing_more() {
     assert!(done[1].problems[0].contains("ended before"));
 }
 
-#[test]
-fn a_fault_on_a_node_that_is_down_is_not_injected_and_says_so() {
+/// What the injector did with `fault` on one node that was killed before the run.
+fn on_a_dead_node(fault: Fault) -> Injected {
     let dir = tempfile::tempdir().unwrap();
     let nodes = Sleepers::new(1);
-    {
-        let mut children = nodes.0.lock().unwrap();
-        let _ = children[0].kill();
-        let _ = children[0].wait();
-    }
+    nodes.kill_first();
     let mut injector = Injector::new(
-        vec![fault(0, FaultAction::Kill, Some(1))],
+        vec![fault],
         1,
         dir.path(),
         Some(Box::new(nodes.clone())),
@@ -198,11 +201,16 @@ fn a_fault_on_a_node_that_is_down_is_not_injected_and_says_so() {
     );
     injector.phase_started(Phase::Measurement, now_ns());
     std::thread::sleep(Duration::from_millis(100));
-    let (done, _) = injector.finish();
+    injector.finish().0.remove(0)
+}
+
+#[test]
+fn a_fault_on_a_node_that_is_down_is_not_injected_and_says_so() {
+    let done = on_a_dead_node(fault(0, FaultAction::Kill, Some(1)));
     assert!(
-        done[0].problems[0].contains("node 1 was not running"),
+        done.problems[0].contains("node 1 was not running"),
         "{:?}",
-        done[0].problems
+        done.problems
     );
 }
 
@@ -245,27 +253,10 @@ fn the_leader_is_asked_at_the_injection_and_again_when_the_messages_are_in() {
 
 #[test]
 fn a_leader_that_cannot_be_found_is_not_guessed() {
-    let dir = tempfile::tempdir().unwrap();
-    let nodes = Sleepers::new(1);
-    {
-        let mut children = nodes.0.lock().unwrap();
-        let _ = children[0].kill();
-        let _ = children[0].wait();
-    }
-    let kill = Fault {
+    let done = on_a_dead_node(Fault {
         node: Some(FaultNode::Leader),
         ..fault(0, FaultAction::Kill, None)
-    };
-    let mut injector = Injector::new(
-        vec![kill],
-        1,
-        dir.path(),
-        Some(Box::new(nodes.clone())),
-        now_ns,
-    );
-    injector.phase_started(Phase::Measurement, now_ns());
-    std::thread::sleep(Duration::from_millis(100));
-    let (done, _) = injector.finish();
-    assert_eq!(done[0].problems, ["not injected: no node runs"]);
-    assert_eq!((done[0].node, done[0].pid), (None, None));
+    });
+    assert_eq!(done.problems, ["not injected: no node runs"]);
+    assert_eq!((done.node, done.pid), (None, None));
 }

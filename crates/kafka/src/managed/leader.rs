@@ -16,16 +16,7 @@ impl Kafka {
         let status = self
             .status()?
             .ok_or_else(|| no_leader("no node runs".into()))?;
-        let running: Vec<&str> = status
-            .nodes
-            .iter()
-            .filter(|n| n.up)
-            .map(|n| n.address.as_str())
-            .collect();
-        let bootstrap = match running.is_empty() {
-            true => status.address.clone(),
-            false => running.join(","),
-        };
+        let bootstrap = brokerbench_brokers::ManagedBroker::client_address(self, &status);
         let client = metadata_client(&bootstrap).map_err(|e| no_leader(e.to_string()))?;
         let metadata = client
             .fetch_metadata(Some(topic), METADATA_TIMEOUT)
