@@ -178,9 +178,8 @@ pub trait ManagedBroker {
             what: format!("starting node {id} again on its own"),
         })
     }
-    /// The node that leads `object` now (a name from the driver's `leader_object`: a topic's
-    /// partition 0, a quorum queue, a stream), as the broker's own metadata says; a fault with
-    /// `node: leader` asks at its injection.
+    /// The node that leads `object` now (a name from the driver's `leader_object`), as the
+    /// broker's own metadata says; a fault with `node: leader` asks just before its injection.
     fn leader(&self, object: &str) -> Result<u32, BrokerError> {
         Err(BrokerError::Unsupported {
             what: format!("finding the node that leads {object}"),

@@ -322,10 +322,10 @@ pub trait Driver: Send + Sync {
     fn failure_settings(&self) -> &'static [(&'static str, &'static str)] {
         &[]
     }
-    /// The broker-side name whose leader a `node: leader` fault hits: the run's first topic
-    /// (Kafka, partition 0), its first subscription's queue (RabbitMQ), its first stream
-    /// (NATS). Names follow from the run id and the workload's name, so this is known before
-    /// `prepare`. None: the family has no leaders to find.
+    /// The broker-side object whose leader a `node: leader` fault hits: the run's first topic
+    /// as the broker names it (a topic, its first subscription's queue, a stream). Names follow
+    /// from the run id and the workload's name, so this is known before `prepare`. None: the
+    /// family has no leaders to find.
     fn leader_object(&self, run_id: &str, workload: &str) -> Option<Led> {
         let _ = (run_id, workload);
         None

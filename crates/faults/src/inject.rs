@@ -49,7 +49,7 @@ pub struct Injector {
     /// What the thread did, once it has ended.
     done: Option<Vec<Injected>>,
     record: RunRecord,
-    /// The nodes, to ask who leads once the run's messages are in.
+    /// The nodes, to ask who leads once the run's messages are in (when a fault hits a node).
     nodes: Option<Arc<dyn Nodes>>,
     leader_after: Option<u32>,
 }
@@ -74,6 +74,7 @@ impl Injector {
         now_ns: fn() -> u64,
     ) -> Self {
         let nodes: Option<Arc<dyn Nodes>> = nodes.map(Arc::from);
+        let asked = faults.iter().any(|f| f.node.is_some());
         Injector {
             plan: Some(Plan {
                 faults,
@@ -86,7 +87,7 @@ impl Injector {
             thread: None,
             done: None,
             record: RunRecord::default(),
-            nodes,
+            nodes: nodes.filter(|_| asked),
             leader_after: None,
         }
     }

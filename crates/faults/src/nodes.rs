@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-/// The node that leads what a run uses, and what that is ("topic T (partition 0)").
+/// The node that leads what a run uses, and what that is ("topic T", "stream S").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leader {
     pub node: u32,

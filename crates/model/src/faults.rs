@@ -49,8 +49,8 @@ pub enum FaultNode {
     Id(u32),
     /// Picked from the nodes with the workload's seed.
     Random,
-    /// The node that leads the run's first topic (partition 0), queue or stream when the fault
-    /// is injected, as the broker's own metadata says.
+    /// The node that leads the run's first topic (as the broker names it: a topic, a queue, a
+    /// stream) when the fault is injected, as the broker's own metadata says.
     Leader,
 }
 
@@ -246,7 +246,7 @@ pub struct FaultReport {
     pub index: u32,
     pub action: String,
     /// The node it hit, and how it was chosen ("as given", "random among 3, seed 7", "leader
-    /// of topic T (partition 0)").
+    /// of topic T at injection").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]

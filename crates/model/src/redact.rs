@@ -21,22 +21,30 @@ pub fn is_secret_key(key: &str) -> bool {
 
 /// Replaces the password in `scheme://user:password@host` with `***`, and a user given
 /// without a password (`scheme://TOKEN@host`, how NATS and many HTTP endpoints take a token)
-/// with `***` as a whole.
+/// with `***` as a whole; in every URI of the text (a list of them, `[a://u:p@h, b://…]`).
 pub fn redact_uri(text: &str) -> String {
-    if let Some(scheme_end) = text.find("://") {
-        let rest = &text[scheme_end + 3..];
-        // The host starts after the last '@' of the authority (a raw '@' may be in the password).
-        let authority_end = rest.find('/').unwrap_or(rest.len());
-        if let Some(at) = rest[..authority_end].rfind('@') {
+    let Some(scheme_end) = text.find("://") else {
+        return text.to_string();
+    };
+    let (head, rest) = text.split_at(scheme_end + 3);
+    // The authority ends at the path, or before the next URI; the host starts after its last
+    // '@' (a raw '@' may be in the password).
+    let authority_end = [rest.find('/'), rest.find("://")]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => {
             let userinfo = &rest[..at];
             let shown = match userinfo.find(':') {
                 Some(colon) => format!("{}:***", &userinfo[..colon]),
                 None => "***".to_string(),
             };
-            return format!("{}://{shown}@{}", &text[..scheme_end], &rest[at + 1..]);
+            format!("{head}{shown}@{}", redact_uri(&rest[at + 1..]))
         }
+        None => format!("{head}{}", redact_uri(rest)),
     }
-    text.to_string()
 }
 
 /// Redacts secret-named keys and URI passwords anywhere in a JSON tree.
@@ -156,5 +164,25 @@ mod tests {
             redact_uri("amqp://u:p@ss@h:5672/%2f"),
             "amqp://u:***@h:5672/%2f"
         );
+    }
+
+    #[test]
+    fn every_uri_of_a_list_is_redacted() {
+        for (given, shown) in [
+            (
+                "failover_uris=[amqp://u:p1@a/%2f, amqp://u:p2@b/%2f]",
+                "failover_uris=[amqp://u:***@a/%2f, amqp://u:***@b/%2f]",
+            ),
+            (
+                "servers=nats://tok@h:4222,nats://u:p2@h2:4222",
+                "servers=nats://***@h:4222,nats://u:***@h2:4222",
+            ),
+            (
+                "x=[http://h/a, amqp://u:p@b]",
+                "x=[http://h/a, amqp://u:***@b]",
+            ),
+        ] {
+            assert_eq!(redact_assignment(given), shown);
+        }
     }
 }

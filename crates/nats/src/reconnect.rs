@@ -40,13 +40,27 @@ impl Reconnector {
         reconnector
     }
 
-    /// Adds the servers an INFO announces that the pool lacks.
+    /// Adds the servers an INFO announces that the pool lacks (the same address under another
+    /// name, `localhost` and `127.0.0.1`, is the same server).
     fn learn(&mut self, info: &serde_json::Value) {
         for server in announced(info) {
-            if !self.pool.contains(&server) {
+            let known = self.pool.iter().any(|p| same_server(p, &server));
+            if !known {
                 self.pool.push(server);
             }
         }
+    }
+
+    /// The driver file's server, with the pool's entry `index` as its address. Over TLS the
+    /// certificate is checked against the driver file's host unless `server_name` says
+    /// otherwise: an announced address is where that server listens, not its name.
+    fn server(&self, index: usize) -> NatsUrl {
+        let mut server = self.url.clone();
+        (server.host, server.port) = self.pool[index].clone();
+        if let Some(tls) = server.tls.as_mut() {
+            tls.server_name.get_or_insert_with(|| self.url.host.clone());
+        }
+        server
     }
 
     /// One attempt, when due (else waits up to `timeout` for it), to the pool's next server:
@@ -58,9 +72,7 @@ impl Reconnector {
         }
         let index = self.next % self.pool.len();
         self.next = index + 1;
-        let mut server = self.url.clone();
-        (server.host, server.port) = self.pool[index].clone();
-        match Conn::connect(&server, REDIAL_TIMEOUT) {
+        match Conn::connect(&self.server(index), REDIAL_TIMEOUT) {
             Ok(mut conn) => {
                 conn.subscribe(subject, 1);
                 self.learn(&conn.info.clone());
@@ -72,6 +84,21 @@ impl Reconnector {
                 None
             }
         }
+    }
+}
+
+/// Whether two (host, port) pairs are one server: equal, or resolving to a common address.
+fn same_server(a: &(String, u16), b: &(String, u16)) -> bool {
+    use std::net::ToSocketAddrs;
+    let resolved = |(host, port): &(String, u16)| -> Vec<std::net::SocketAddr> {
+        (host.as_str(), *port)
+            .to_socket_addrs()
+            .map(Iterator::collect)
+            .unwrap_or_default()
+    };
+    a == b || {
+        let b = resolved(b);
+        resolved(a).iter().any(|x| b.contains(x))
     }
 }
 
@@ -115,5 +142,18 @@ mod tests {
         );
         let alone = Reconnector::new(&url, Default::default(), &json!({}));
         assert_eq!(alone.pool.len(), 1);
+    }
+
+    #[test]
+    fn a_name_and_its_address_are_one_server_and_tls_keeps_the_name() {
+        let mut url = NatsUrl::parse("nats://localhost:4322").unwrap();
+        url.tls = Some(Default::default());
+        let info = json!({"connect_urls": ["127.0.0.1:4322", "127.0.0.1:4400"]});
+        let r = Reconnector::new(&url, Default::default(), &info);
+        assert_eq!(r.pool.len(), 2, "{:?}", r.pool);
+        let other = r.server(1);
+        assert_eq!((other.host.as_str(), other.port), ("127.0.0.1", 4400));
+        let name = other.tls.and_then(|t| t.server_name);
+        assert_eq!(name.as_deref(), Some("localhost"));
     }
 }

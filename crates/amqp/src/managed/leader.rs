@@ -16,7 +16,8 @@ impl RabbitMq {
                 node.management_port(),
                 &path,
                 Some(GUEST_BASIC_AUTH),
-                Duration::from_secs(3),
+                // A paused node takes the connection and never answers: the fault waits.
+                Duration::from_secs(1),
             )
         });
         let no_leader = |why: &str| BrokerError::NoLeader {

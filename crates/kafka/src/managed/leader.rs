@@ -3,8 +3,8 @@
 
 use super::*;
 
-/// How long the metadata request may take (a killed node's address is in the list).
-const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the metadata request may take: it delays the fault that asks.
+const METADATA_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Kafka {
     /// The node that leads partition 0 of `topic` now.

@@ -39,7 +39,10 @@ impl ManagedNats {
     fn jsz(&self, id: u32) -> Option<Value> {
         let configuration = std::fs::read_to_string(self.node(id).config_file()).ok()?;
         let port = layout::monitor_port(&configuration)?;
-        ready::get_json(port, "/jsz?accounts=true&streams=true")
+        // A paused node takes the connection and never answers: the fault waits.
+        let path = "/jsz?accounts=true&streams=true";
+        let body = brokerbench_brokers::http::get(port, path, None, Duration::from_secs(1))?;
+        serde_json::from_str(&body).ok()
     }
 }
 

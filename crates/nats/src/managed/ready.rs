@@ -37,7 +37,7 @@ fn meta_group_led(jsz: &serde_json::Value, size: usize) -> bool {
 }
 
 /// GET `path` from the monitoring endpoint on 127.0.0.1:`port`: its JSON body (a 200's).
-pub(super) fn get_json(port: u16, path: &str) -> Option<serde_json::Value> {
+fn get_json(port: u16, path: &str) -> Option<serde_json::Value> {
     let body = brokerbench_brokers::http::get(port, path, None, Duration::from_secs(2))?;
     serde_json::from_str(&body).ok()
 }

@@ -33,7 +33,7 @@ pub(super) fn table(body: &mut String, s: &Json) {
     if faults.is_empty() {
         return;
     }
-    body.push_str("<h2>Faults</h2><table class=\"faults\"><thead><tr><th class=\"text\">fault</th><th class=\"text\">node</th><th class=\"text\">injected at</th><th>ended</th><th>unavailable</th><th>recovered after</th><th>publish p99 before → during</th><th>leader before → after</th></tr></thead><tbody>");
+    body.push_str("<h2>Faults</h2><table class=\"faults\"><thead><tr><th class=\"text\">fault</th><th class=\"text\">node</th><th class=\"text\">injected at</th><th>ended</th><th>unavailable</th><th>recovered after</th><th>publish p99 before → during</th><th>leader before → after</th><th class=\"text\">problems</th></tr></thead><tbody>");
     for f in &faults {
         row(body, f);
     }
@@ -47,9 +47,9 @@ fn row(body: &mut String, f: &FaultReport) {
         _ => "-".into(),
     };
     let seconds = |v: Option<f64>, none: &str| v.map_or(none.to_string(), |v| format!("{v:.1} s"));
-    let injected = match f.problems.is_empty() && (f.pid.is_some() || f.output.is_some()) {
+    let injected = match f.pid.is_some() || f.output.is_some() {
         true => format!("{:.1} s", f.injected_at_s),
-        false => format!("not injected: {}", f.problems.join("; ")),
+        false => "not injected".to_string(),
     };
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |ms| format_nanos((ms * 1e6) as u64));
     let leader = match (f.leader_before, f.leader_after) {
@@ -59,7 +59,7 @@ fn row(body: &mut String, f: &FaultReport) {
     };
     let _ = write!(
         body,
-        "<tr><td class=\"text\">{} {}</td><td class=\"text wrap\">{}</td><td class=\"text wrap\">{}</td><td>{} {}</td><td>{:.2} s</td><td>{}</td><td>{} → {}</td><td>{}</td></tr>",
+        "<tr><td class=\"text\">{} {}</td><td class=\"text wrap\">{}</td><td class=\"text wrap\">{}</td><td>{} {}</td><td>{:.2} s</td><td>{}</td><td>{} → {}</td><td>{}</td><td class=\"text wrap\">{}</td></tr>",
         f.index,
         esc(&f.action),
         node,
@@ -71,6 +71,7 @@ fn row(body: &mut String, f: &FaultReport) {
         esc(&ms(f.before.publish_p99_ms)),
         esc(&ms(f.during.publish_p99_ms)),
         esc(&leader),
+        esc(&f.problems.join("; ")),
     );
 }
 
@@ -99,11 +100,22 @@ mod tests {
             "{body}"
         );
         assert!(
-            body.contains("<td>1.25 s</td><td>6.0 s</td><td>3.00 ms → 1.20 s</td><td>2 → 1</td>"),
+            body.contains("<td>1.25 s</td><td>6.0 s</td><td>3.00 ms → 1.20 s</td><td>2 → 1</td><td class=\"text wrap\"></td>"),
             "{body}"
         );
         assert!(
-            body.contains("not injected: the run ended before its time"),
+            body.contains(">not injected</td>")
+                && body.contains("not injected: the run ended before its time"),
+            "{body}"
+        );
+        // A fault injected whose restart failed is injected, with its problem beside it.
+        let mut failed = s.clone();
+        failed["faults"][0]["problems"] = json!(["node 2 could not be started again: no"]);
+        let mut body = String::new();
+        table(&mut body, &failed);
+        assert!(
+            body.contains("<td class=\"text wrap\">4.0 s</td>")
+                && body.contains(">node 2 could not be started again: no</td>"),
             "{body}"
         );
         let spans = spans(Some(&s), 30.0);
