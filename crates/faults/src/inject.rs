@@ -51,7 +51,6 @@ pub struct Injector {
     record: RunRecord,
     /// The nodes, to ask who leads once the run's messages are in (when a fault hits a node).
     nodes: Option<Arc<dyn Nodes>>,
-    leader_after: Option<u32>,
 }
 
 /// What the thread needs.
@@ -88,7 +87,6 @@ impl Injector {
             done: None,
             record: RunRecord::default(),
             nodes: nodes.filter(|_| asked),
-            leader_after: None,
         }
     }
 
@@ -100,14 +98,6 @@ impl Injector {
             Some(done) => done,
             None => self.never_started(),
         };
-        let leader_after = self.leader_after;
-        let injected = injected
-            .into_iter()
-            .map(|mut i| {
-                i.leader_after = i.node.and(leader_after);
-                i
-            })
-            .collect();
         (injected, std::mem::take(&mut self.record))
     }
 
@@ -173,10 +163,11 @@ impl RunObserver for Injector {
     /// end (a node killed with `restart_after` is started again), so that the driver removes
     /// what the run created from the whole cluster.
     fn drained(&mut self, _at_ns: u64) {
-        if let Some(nodes) = &self.nodes {
-            self.leader_after = nodes.leader().ok().map(|l| l.node);
-        }
+        let leader = self.nodes.as_ref().and_then(|n| n.leader().ok());
         self.end_faults();
+        for fault in self.done.iter_mut().flatten() {
+            fault.leader_after = fault.node.and(leader.as_ref().map(|l| l.node));
+        }
     }
 }
 

@@ -75,7 +75,7 @@ impl Reconnector {
         match Conn::connect(&self.server(index), REDIAL_TIMEOUT) {
             Ok(mut conn) => {
                 conn.subscribe(subject, 1);
-                self.learn(&conn.info.clone());
+                self.learn(&conn.info);
                 self.redial.succeeded();
                 Some(conn)
             }

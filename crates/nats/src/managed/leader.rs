@@ -40,9 +40,11 @@ impl ManagedNats {
         let configuration = std::fs::read_to_string(self.node(id).config_file()).ok()?;
         let port = layout::monitor_port(&configuration)?;
         // A paused node takes the connection and never answers: the fault waits.
-        let path = "/jsz?accounts=true&streams=true";
-        let body = brokerbench_brokers::http::get(port, path, None, Duration::from_secs(1))?;
-        serde_json::from_str(&body).ok()
+        ready::get_json(
+            port,
+            "/jsz?accounts=true&streams=true",
+            Duration::from_secs(1),
+        )
     }
 }
 

@@ -6,6 +6,9 @@ use std::io::Read;
 use std::net::TcpStream;
 use std::time::Duration;
 
+/// How long a readiness request may take.
+const READY_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// True when the server at `port` sends its INFO with JetStream on.
 pub(super) fn answers(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
@@ -22,10 +25,12 @@ pub(super) fn answers(port: u16) -> bool {
 /// a cluster, in contact with the JetStream meta leader) and the first knows that leader and
 /// a meta group of all the nodes.
 pub(super) fn cluster_formed(monitors: &[u16]) -> bool {
-    let healthy = monitors
-        .iter()
-        .all(|&port| get_json(port, "/healthz").is_some_and(|h| h["status"] == "ok"));
-    healthy && get_json(monitors[0], "/jsz").is_some_and(|jsz| meta_group_led(&jsz, monitors.len()))
+    let healthy = monitors.iter().all(|&port| {
+        get_json(port, "/healthz", READY_TIMEOUT).is_some_and(|h| h["status"] == "ok")
+    });
+    healthy
+        && get_json(monitors[0], "/jsz", READY_TIMEOUT)
+            .is_some_and(|jsz| meta_group_led(&jsz, monitors.len()))
 }
 
 /// The meta group in a `/jsz` answer has a leader and `size` members. (Only the leader lists
@@ -36,9 +41,10 @@ fn meta_group_led(jsz: &serde_json::Value, size: usize) -> bool {
         && meta["cluster_size"].as_u64() == Some(size as u64)
 }
 
-/// GET `path` from the monitoring endpoint on 127.0.0.1:`port`: its JSON body (a 200's).
-fn get_json(port: u16, path: &str) -> Option<serde_json::Value> {
-    let body = brokerbench_brokers::http::get(port, path, None, Duration::from_secs(2))?;
+/// GET `path` from the monitoring endpoint on 127.0.0.1:`port`, waiting at most `timeout`:
+/// its JSON body (a 200's).
+pub(super) fn get_json(port: u16, path: &str, timeout: Duration) -> Option<serde_json::Value> {
+    let body = brokerbench_brokers::http::get(port, path, None, timeout)?;
     serde_json::from_str(&body).ok()
 }
 
