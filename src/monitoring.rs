@@ -75,6 +75,7 @@ impl Monitoring {
         metrics: Option<BrokerMetrics>,
     ) -> anyhow::Result<Monitoring> {
         let clock = Clock::process();
+        let nodes = broker.len();
         let mut targets = vec![Target::client()];
         targets.extend(broker);
         let broker_metrics = metrics.and_then(|m| {
@@ -111,10 +112,13 @@ impl Monitoring {
             metrics_csv = Some(file);
         }
         let resources_path = folder.join(RESOURCES_FILE);
-        let mut resources_csv = ResourcesCsv::new(BufWriter::new(
-            File::create(&resources_path)
-                .with_context(|| format!("creating {}", resources_path.display()))?,
-        ))?;
+        let mut resources_csv = ResourcesCsv::with_nodes(
+            BufWriter::new(
+                File::create(&resources_path)
+                    .with_context(|| format!("creating {}", resources_path.display()))?,
+            ),
+            nodes,
+        )?;
         let on_sample = {
             let shared = shared.clone();
             let broker_metrics = broker_metrics.clone();

@@ -18,9 +18,12 @@ struct ClusterHome {
 }
 
 impl ClusterHome {
-    /// The managed nats-server's home: `port` and `port + 4000` (monitoring) free.
+    /// The managed nats-server's home, its server the shared home's pinned release: `port` and
+    /// `port + 4000` (monitoring) free.
     fn nats() -> ClusterHome {
-        ClusterHome::new("nats", "BROKERBENCH_NATS_PORT", &[0, 4000])
+        let home = ClusterHome::new("nats", "BROKERBENCH_NATS_PORT", &[0, 4000]);
+        link_nats_server(home.home.path());
+        home
     }
 
     /// The managed Kafka's home, its jars those of the shared home (installed there once):
@@ -104,6 +107,24 @@ impl ClusterHome {
         nodes.iter().map(|n| n["pid"].as_u64().unwrap()).collect()
     }
 
+    /// Node `id` killed outside brokerbench (as a chaos tool would), then `up`: the cluster is
+    /// whole again, and `up` says which node it started.
+    fn up_starts_a_killed_node(&self, id: usize) {
+        let pids = self.pids();
+        let killed = pids[id - 1];
+        // SAFETY: kill(2) on a pid this test's cluster runs.
+        unsafe { libc::kill(killed as i32, libc::SIGKILL) };
+        assert!(wait_until(|| !alive(killed)), "node {id} ({killed}) died");
+        let up = self.broker(&["up", self.family]);
+        assert!(up.status.success(), "{}", text(&up));
+        let said = format!("node {id} of the {} was down: started again", self.family);
+        assert!(text(&up).contains(&said), "{}", text(&up));
+        let status = self.status();
+        let nodes = status["nodes"].as_array().unwrap();
+        assert!(nodes.iter().all(|n| n["up"] == true), "{status:#}");
+        assert_ne!(nodes[id - 1]["pid"].as_u64(), Some(killed), "{status:#}");
+    }
+
     /// `down`, checked: no node left.
     fn down_all(&self, pids: &[u64]) {
         let down = self.broker(&["down", self.family]);
@@ -135,6 +156,7 @@ impl ClusterHome {
             "{broker:#}"
         );
         assert_every_node_sampled(&s, pids);
+        assert_each_node_has_columns(&run, pids.len());
         s
     }
 }
@@ -207,6 +229,42 @@ fn assert_every_node_sampled(s: &serde_json::Value, pids: &[u64]) {
     );
 }
 
+/// resources.csv has each node's columns, and the broker's are their sum: in every row where
+/// all nodes' RSS is known, the broker's RSS is exactly the nodes' total.
+fn assert_each_node_has_columns(run: &Run, nodes: usize) {
+    let csv = run.file("resources.csv");
+    let mut lines = csv.lines();
+    let names: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = |name: &str| {
+        names
+            .iter()
+            .position(|n| *n == name)
+            .unwrap_or_else(|| panic!("no {name} in resources.csv: {names:?}"))
+    };
+    let total = column("broker_rss_bytes");
+    let each: Vec<usize> = (1..=nodes)
+        .map(|id| column(&format!("broker_node{id}_rss_bytes")))
+        .collect();
+    let mut summed_rows = 0;
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        let rss: Option<Vec<u64>> = each.iter().map(|&i| cells[i].parse().ok()).collect();
+        if let Some(rss) = rss {
+            let sum: u64 = rss.iter().sum();
+            assert_eq!(cells[total].parse::<u64>().ok(), Some(sum), "{line}");
+            assert!(
+                rss.iter().all(|&b| b > 10_000_000),
+                "each node is a broker: {line}"
+            );
+            summed_rows += 1;
+        }
+    }
+    assert!(
+        summed_rows >= 3,
+        "rows with every node's RSS: {summed_rows}\n{csv}"
+    );
+}
+
 fn text(output: &Output) -> String {
     format!(
         "exit {:?}\nstdout: {}\nstderr: {}",
@@ -256,6 +314,11 @@ fn a_nats_cluster_of_three_runs_a_stream_of_three_replicas_losslessly() {
     let cluster = ClusterHome::nats();
     let (pids, address) = cluster.up_three();
     let status = cluster.status();
+    assert_eq!(
+        status["version"],
+        brokerbench_nats::managed::VERSION,
+        "the pinned release runs: {status:#}"
+    );
 
     // Another size is refused and changes nothing.
     let other = cluster.broker(&["up", "nats", "--nodes", "1"]);
@@ -546,6 +609,7 @@ fn a_rabbitmq_cluster_of_three_runs_a_quorum_queue_of_three_members_losslessly()
     );
     let after = kill["leader_after"].as_u64();
     assert!(after.is_some_and(|n| n != 1), "node 1 is down: {kill:#}");
+    cluster.up_starts_a_killed_node(1);
     cluster.down_all(&cluster.pids());
 }
 

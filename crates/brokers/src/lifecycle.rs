@@ -24,6 +24,11 @@ pub trait Lifecycle {
     fn running_pid(&self) -> Option<u32>;
     /// The status of the running process `pid`.
     fn status_of(&self, pid: u32) -> BrokerStatus;
+    /// Whether the running broker `status` is what `up` asked for (size, settings).
+    fn check_running(&self, status: &BrokerStatus) -> Result<(), BrokerError>;
+    /// Starts node `id` of the running cluster again, as it was (its port, data and
+    /// settings); its pid.
+    fn start_again(&self, id: u32) -> Result<u32, BrokerError>;
     /// Waits until the already running broker `status` answers.
     fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError>;
     /// Writes the configuration and spawns the broker.
@@ -44,6 +49,8 @@ pub fn up<L: Lifecycle + ?Sized>(broker: &L) -> Result<(BrokerStatus, bool), Bro
     let _lock = managed::create_and_lock(&broker.dir())?;
     if let Some(pid) = broker.running_pid() {
         let status = broker.status_of(pid);
+        broker.check_running(&status)?;
+        let status = start_down_nodes(broker, status)?;
         broker.wait_running(&status)?;
         return Ok((status, true));
     }
@@ -56,6 +63,36 @@ pub fn up<L: Lifecycle + ?Sized>(broker: &L) -> Result<(BrokerStatus, bool), Bro
             Err(error)
         }
     }
+}
+
+/// A running cluster with nodes down (killed by a fault, a chaos tool or a crash) comes back
+/// whole: each node down starts again as it was, and the status's note says which.
+fn start_down_nodes<L: Lifecycle + ?Sized>(
+    broker: &L,
+    status: BrokerStatus,
+) -> Result<BrokerStatus, BrokerError> {
+    let down: Vec<u32> = status
+        .nodes
+        .iter()
+        .filter(|n| !n.up)
+        .map(|n| n.id)
+        .collect();
+    if down.is_empty() {
+        return Ok(status);
+    }
+    let mut said = Vec::new();
+    for id in down {
+        let pid = broker.start_again(id)?;
+        said.push(format!(
+            "node {id} of the {} was down: started again (pid {pid})",
+            status.name
+        ));
+    }
+    let pid = broker.running_pid().unwrap_or(status.pid);
+    let mut status = broker.status_of(pid);
+    said.extend(status.note.take());
+    status.note = Some(said.join("; "));
+    Ok(status)
 }
 
 /// Stops the process this folder started; its pid, or None when none ran.

@@ -6,6 +6,10 @@
 //! instant columns (RSS, threads, memory, load) are the values at `time_ns`. A cell is empty
 //! when the value is unknown: first sample, no such target, process lost, file unreadable.
 //! Process CPU is percent of one core; host CPU is percent of all cores.
+//!
+//! A broker of several nodes has the fixed columns (`broker_*`, the nodes' sum) and, after
+//! them, each node's own: `broker_node1_alive` … `broker_node1_threads`, then node 2's, and so
+//! on ([`node_columns`]).
 
 use std::io::{self, Write};
 
@@ -56,11 +60,35 @@ pub const RESOURCES_COLUMNS: &[&str] = &[
     "lo_tx_packets",
 ];
 
+/// What each process has in resources.csv, after its prefix (`broker_`, `client_`,
+/// `broker_node2_`).
+const PROCESS_COLUMNS: [&str; 8] = [
+    "alive",
+    "processes",
+    "cpu_user_pct",
+    "cpu_system_pct",
+    "rss_bytes",
+    "disk_read_bytes",
+    "disk_written_bytes",
+    "threads",
+];
+
+/// The per-node columns of a broker of `nodes` nodes (none for one node), after the fixed ones.
+pub fn node_columns(nodes: usize) -> Vec<String> {
+    if nodes < 2 {
+        return Vec::new();
+    }
+    (1..=nodes)
+        .flat_map(|id| PROCESS_COLUMNS.map(|c| format!("broker_node{id}_{c}")))
+        .collect()
+}
+
 /// Writes resources.csv row by row with the `csv` crate, flushing each row so that an
 /// interrupted run keeps everything sampled so far.
 pub struct ResourcesCsv<W: Write> {
     out: csv::Writer<W>,
     row: Vec<String>,
+    nodes: usize,
 }
 
 impl<W: Write> std::fmt::Debug for ResourcesCsv<W> {
@@ -70,14 +98,23 @@ impl<W: Write> std::fmt::Debug for ResourcesCsv<W> {
 }
 
 impl<W: Write> ResourcesCsv<W> {
-    /// Writes the header line.
+    /// Writes the header line of a broker of one node.
     pub fn new(out: W) -> io::Result<ResourcesCsv<W>> {
+        ResourcesCsv::with_nodes(out, 1)
+    }
+
+    /// Writes the header line of a broker of `nodes` nodes (each has columns when there are
+    /// several).
+    pub fn with_nodes(out: W, nodes: usize) -> io::Result<ResourcesCsv<W>> {
         let mut out = csv::Writer::from_writer(out);
-        out.write_record(RESOURCES_COLUMNS)?;
+        let per_node = node_columns(nodes);
+        let header = RESOURCES_COLUMNS.iter().copied();
+        out.write_record(header.chain(per_node.iter().map(String::as_str)))?;
         out.flush()?;
         Ok(ResourcesCsv {
             out,
-            row: Vec::with_capacity(RESOURCES_COLUMNS.len()),
+            row: Vec::with_capacity(RESOURCES_COLUMNS.len() + per_node.len()),
+            nodes: if per_node.is_empty() { 0 } else { nodes },
         })
     }
 
@@ -115,6 +152,9 @@ impl<W: Write> ResourcesCsv<W> {
             cell(row, interface.as_ref().map(|i| i.rx_packets));
             cell(row, interface.as_ref().map(|i| i.tx_packets));
         }
+        for id in 0..self.nodes {
+            process_cells(row, sample.nodes.get(id));
+        }
         self.out.write_record(row.iter())?;
         self.out.flush()
     }
@@ -134,6 +174,7 @@ fn cell(row: &mut Vec<String>, value: Option<impl std::fmt::Display>) {
     row.push(value.map(|v| v.to_string()).unwrap_or_default());
 }
 
+/// The cells of [`PROCESS_COLUMNS`], in order.
 fn process_cells(row: &mut Vec<String>, process: Option<&ProcessSample>) {
     cell(row, process.map(|p| p.alive));
     cell(row, process.filter(|p| p.alive).map(|p| p.processes));
@@ -158,5 +199,21 @@ mod tests {
             .filter(|l| !l.is_empty() && !l.starts_with('#'))
             .collect();
         assert_eq!(listed, RESOURCES_COLUMNS);
+    }
+
+    #[test]
+    fn a_process_has_the_same_columns_under_each_prefix() {
+        for prefix in ["broker_", "client_"] {
+            let fixed: Vec<&str> = RESOURCES_COLUMNS
+                .iter()
+                .filter_map(|c| c.strip_prefix(prefix))
+                .collect();
+            assert_eq!(fixed, PROCESS_COLUMNS);
+        }
+        assert!(node_columns(1).is_empty());
+        let three = node_columns(3);
+        assert_eq!(three.len(), 24);
+        assert_eq!(three[0], "broker_node1_alive");
+        assert_eq!(three[23], "broker_node3_threads");
     }
 }

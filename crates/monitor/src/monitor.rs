@@ -380,6 +380,7 @@ mod tests {
             time_ns,
             interval_s,
             processes: vec![process],
+            nodes: Vec::new(),
             host: HostSample {
                 cpu_count: 2,
                 cpu: interval_s.map(|_| HostCpu {

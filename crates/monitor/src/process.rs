@@ -199,6 +199,19 @@ pub(crate) struct TargetState {
     has_previous: bool,
 }
 
+/// The broker's samples when it has several nodes (one target each), else none.
+pub fn broker_nodes(samples: &[ProcessSample]) -> Vec<ProcessSample> {
+    let nodes: Vec<ProcessSample> = samples
+        .iter()
+        .filter(|s| s.role == Role::Broker)
+        .cloned()
+        .collect();
+    match nodes.len() {
+        0 | 1 => Vec::new(),
+        _ => nodes,
+    }
+}
+
 /// One sample per role, in the order each role first appears: the samples of the targets of
 /// one role (the nodes of a broker) summed. The sum is alive while any member is; it is lost
 /// when every member is (at the latest loss); an interval value is known when any member's is.

@@ -19,8 +19,12 @@ pub struct Sample {
     /// Real time since the previous sample, seconds (monotonic clock); `None` for the first
     /// sample, which only sets the baseline for interval values.
     pub interval_s: Option<f64>,
-    /// One entry per target, in the order the targets were given.
+    /// One entry per role (broker, client), in the order the targets were given; a broker
+    /// of several nodes is their sum.
     pub processes: Vec<ProcessSample>,
+    /// Each node of a broker of several nodes, in the order its targets were given (node 1
+    /// first); empty for a broker of one node.
+    pub nodes: Vec<ProcessSample>,
     /// The host.
     pub host: HostSample,
 }
@@ -105,17 +109,19 @@ impl<S: ProcSource> Sampler<S> {
             self.table.refresh(&tree_roots, &mut self.source);
             Some(self.table.processes())
         };
-        let processes = self
+        let processes: Vec<ProcessSample> = self
             .targets
             .iter_mut()
             .map(|target| target.sample(now_ns, interval_s, table, self.units, &mut self.source))
             .collect();
+        let nodes = crate::process::broker_nodes(&processes);
         let processes = crate::process::sum_by_role(processes);
         let host = self.host.sample(&mut self.source);
         Sample {
             time_ns: now_ns,
             interval_s,
             processes,
+            nodes,
             host,
         }
     }

@@ -58,7 +58,7 @@ impl Family for NatsFamily {
         "NATS"
     }
     fn about(&self) -> &'static str {
-        "NATS JetStream from Debian's nats-server package, on loopback; any NATS server with JetStream by servers"
+        "NATS JetStream from the nats-server release brokerbench pins (else Debian's), on loopback; any NATS server with JetStream by servers"
     }
     fn address_field(&self) -> &'static str {
         "servers"

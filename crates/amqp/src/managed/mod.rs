@@ -772,9 +772,19 @@ impl Lifecycle for RabbitMq {
             .unwrap_or_else(|| RabbitMq::status_of(self, pid))
     }
 
+    fn check_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
+        self.options.check_running(NAME, status)
+    }
+
+    fn start_again(&self, id: u32) -> Result<u32, BrokerError> {
+        RabbitMq::restart_node(self, id)
+    }
+
+    /// Waits for the node that gives the status (the first running one).
     fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
-        self.options.check_running(NAME, status)?;
-        self.wait_until_ready(self.amqp_port(), Watch::Running(status.pid))
+        let node = status.nodes.iter().find(|n| n.pid == Some(status.pid));
+        let node = self.node(node.map_or(1, |n| n.id));
+        node.wait_until_ready(node.amqp_port(), Watch::Running(status.pid))
             .map(|_| ())
     }
 

@@ -496,8 +496,15 @@ impl Lifecycle for Kafka {
             .unwrap_or_else(|| self.node_status_of(pid))
     }
 
+    fn check_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
+        self.options.check_running(NAME, status)
+    }
+
+    fn start_again(&self, id: u32) -> Result<u32, BrokerError> {
+        Kafka::restart_node(self, id)
+    }
+
     fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
-        self.options.check_running(NAME, status)?;
         for node in self.nodes() {
             node.refresh_exporter_config()?;
         }

@@ -5,6 +5,7 @@
 //! it) with monitoring on that port + 4000; the other nodes, and every node's route port, take
 //! free ports, written into each node's configuration file (where `status` reads them back).
 
+mod install;
 mod layout;
 mod leader;
 mod ready;
@@ -20,6 +21,7 @@ use brokerbench_brokers::settings::{self, Settings};
 use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker, NodeStatus, UpOptions};
 
+pub use install::VERSION;
 use layout::{NodePorts, TLS_MARK};
 
 const NAME: &str = "nats";
@@ -67,19 +69,11 @@ impl ManagedNats {
             })
     }
 
-    fn program() -> Option<std::path::PathBuf> {
-        ["/usr/sbin", "/usr/bin", "/usr/local/bin", "/usr/local/sbin"]
-            .iter()
-            .map(|d| Path::new(d).join(PROGRAM))
-            .find(|p| p.is_file())
-    }
-
-    fn version() -> String {
-        Self::program()
-            .and_then(|p| Command::new(p).arg("--version").output().ok())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .and_then(|v| v.rsplit('v').next().map(str::to_string))
-            .unwrap_or_else(|| "unknown".into())
+    /// The server binary a start runs (see [`install`]).
+    fn program(&self) -> Result<PathBuf, BrokerError> {
+        self.server()
+            .map(|s| s.path().to_path_buf())
+            .ok_or_else(missing)
     }
 
     /// Node `id`'s daemon (1 to [`MAX_NODES`]).
@@ -149,7 +143,7 @@ impl ManagedNats {
         let addresses: Vec<String> = nodes.iter().map(|n| n.address.clone()).collect();
         cluster::status_of_nodes(nodes, |index, pid| {
             self.daemon
-                .status_of(pid, addresses[index].clone(), Self::version())
+                .status_of(pid, addresses[index].clone(), self.running_version(pid))
         })
     }
 
@@ -209,7 +203,7 @@ impl ManagedNats {
     fn spawn_node(&self, id: u32, plan: &[NodePorts], tls: &str) -> Result<Child, BrokerError> {
         let node = self.node(id);
         let text = layout::configuration(id, plan, &node.data_dir(), tls);
-        let mut command = Command::new(Self::program().ok_or_else(missing)?);
+        let mut command = Command::new(self.program()?);
         command.arg("-c").arg(node.config_file());
         node.spawn(&text, command)
     }
@@ -224,7 +218,7 @@ impl ManagedNats {
         let file = node.config_file();
         let text = std::fs::read_to_string(&file).map_err(BrokerError::io("reading", &file))?;
         let client = layout::client_port(&text).unwrap_or(DEFAULT_PORT);
-        let mut command = Command::new(Self::program().ok_or_else(missing)?);
+        let mut command = Command::new(self.program()?);
         command.arg("-c").arg(&file);
         let mut child = node.spawn(&text, command)?;
         node.wait(&mut child, || ready::answers(client))?;
@@ -265,7 +259,7 @@ impl Lifecycle for ManagedNats {
         if let Some(nodes) = self.options.nodes {
             cluster::check_size(NAME, nodes, MAX_NODES)?;
         }
-        Self::program().map(|_| ()).ok_or_else(missing)
+        self.program().map(|_| ())
     }
 
     fn running_pid(&self) -> Option<u32> {
@@ -276,12 +270,20 @@ impl Lifecycle for ManagedNats {
         self.cluster_status().unwrap_or_else(|| {
             let port = self.port.clone().unwrap_or(DEFAULT_PORT);
             self.daemon
-                .status_of(pid, format!("127.0.0.1:{port}"), Self::version())
+                .status_of(pid, format!("127.0.0.1:{port}"), self.running_version(pid))
         })
     }
 
-    fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
+    fn check_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
         self.options.check_running(NAME, status)
+    }
+
+    fn start_again(&self, id: u32) -> Result<u32, BrokerError> {
+        self.restart(id)
+    }
+
+    fn wait_running(&self, _status: &BrokerStatus) -> Result<(), BrokerError> {
+        Ok(())
     }
 
     fn start(&self) -> Result<Starting, BrokerError> {
@@ -369,14 +371,7 @@ fn missing() -> BrokerError {
 
 impl ManagedBroker for ManagedNats {
     fn install(&self) -> Result<String, BrokerError> {
-        match Self::program() {
-            Some(p) => Ok(format!(
-                "nats {} is installed ({}, Debian package nats-server)",
-                Self::version(),
-                p.display()
-            )),
-            None => Err(missing()),
-        }
+        self.install_pinned()
     }
 
     fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {

@@ -6,6 +6,7 @@
 mod comparison;
 mod data;
 mod faults;
+mod nodes;
 pub use data::read_hlog;
 mod run;
 mod study;

@@ -218,7 +218,7 @@ impl RunFolder {
 }
 
 /// One time chart from timeseries columns.
-fn time_chart(
+pub(super) fn time_chart(
     id: &str,
     xs: &[f64],
     series: Vec<(&str, Vec<Option<f64>>, Reduce, u8)>,
@@ -671,6 +671,9 @@ fn resources(page: &mut Page, run: &RunFolder) {
         "Host network (all interfaces, loopback included)",
         "",
     );
+    for (spec, title, note) in super::nodes::charts(&r, &rx, per_s) {
+        page.add_chart(spec, title, note);
+    }
     page.body.push_str("</div>");
 }
 

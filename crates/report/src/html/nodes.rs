@@ -1,0 +1,134 @@
+//! A broker of several nodes in its run's report: each node's CPU, memory and disk writes over
+//! time, from resources.csv's per-node columns (`broker_nodeK_*`), beside the broker's sum.
+
+use serde_json::{json, Value as Json};
+
+use super::data::{Columns, Reduce};
+use super::run::time_chart;
+
+/// How many nodes have columns in `r` (0 for a broker of one node).
+fn node_count(r: &Columns) -> usize {
+    (1..)
+        .take_while(|id| r.get(&format!("broker_node{id}_alive")).is_some())
+        .count()
+}
+
+/// The per-node charts (spec, title, note), none for a broker of one node. `rx`: the
+/// samples' times; `per_s`: a byte column as bytes per second.
+pub(super) fn charts(
+    r: &Columns,
+    rx: &[f64],
+    per_s: impl Fn(&str) -> Vec<Option<f64>>,
+) -> Vec<(Json, &'static str, &'static str)> {
+    let nodes = node_count(r);
+    if nodes == 0 {
+        return Vec::new();
+    }
+    let column = |id: usize, name: &str| format!("broker_node{id}_{name}");
+    let labels: Vec<String> = (1..=nodes).map(|id| format!("node {id}")).collect();
+    let cpu = (1..=nodes).map(|id| {
+        let user = r.get(&column(id, "cpu_user_pct"));
+        let system = r.get(&column(id, "cpu_system_pct"));
+        both(user, system)
+    });
+    let rss = (1..=nodes).map(|id| r.get(&column(id, "rss_bytes")).cloned().unwrap_or_default());
+    let written = (1..=nodes).map(|id| per_s(&column(id, "disk_written_bytes")));
+    let series = |values: Vec<Vec<Option<f64>>>, reduce| {
+        labels
+            .iter()
+            .zip(values)
+            .map(|(label, v)| (label.as_str(), v, reduce, 0))
+            .collect::<Vec<_>>()
+    };
+    vec![
+        (
+            time_chart(
+                "node-cpu",
+                rx,
+                series(cpu.collect(), Reduce::Max),
+                json!({"yLabel": "% of one core", "unitY": "pct", "height": 220}),
+            ),
+            "Broker CPU per node",
+            "user + system, percent of one core; the broker's CPU above is their sum",
+        ),
+        (
+            time_chart(
+                "node-memory",
+                rx,
+                series(rss.collect(), Reduce::Max),
+                json!({"yLabel": "RSS", "unitY": "bytes", "height": 220}),
+            ),
+            "Broker memory per node",
+            "resident set size of each node's processes",
+        ),
+        (
+            time_chart(
+                "node-disk",
+                rx,
+                series(written.collect(), Reduce::Mean),
+                json!({"yLabel": "written per second", "unitY": "bytes", "height": 220}),
+            ),
+            "Broker disk writes per node",
+            "bytes each node really sent to storage per second",
+        ),
+    ]
+}
+
+/// `a + b` row by row; unknown where either is.
+fn both(a: Option<&Vec<Option<f64>>>, b: Option<&Vec<Option<f64>>>) -> Vec<Option<f64>> {
+    let (Some(a), Some(b)) = (a, b) else {
+        return Vec::new();
+    };
+    a.iter().zip(b).map(|(a, b)| Some((*a)? + (*b)?)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn columns(csv: &str) -> Columns {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("resources.csv");
+        std::fs::write(&path, csv).unwrap();
+        Columns::read(&path).unwrap()
+    }
+
+    #[test]
+    fn a_broker_of_one_node_has_no_node_charts() {
+        let r = columns("time_ns,broker_cpu_user_pct\n1,2\n");
+        assert!(charts(&r, &[0.0], |_| Vec::new()).is_empty());
+    }
+
+    #[test]
+    fn each_node_is_a_line_its_cpu_user_plus_system() {
+        let mut header = vec!["time_ns".to_string()];
+        let mut row = vec!["1".to_string()];
+        for id in 1..=3 {
+            for (name, value) in [
+                ("alive", 1),
+                ("cpu_user_pct", 10 * id),
+                ("cpu_system_pct", id),
+                ("rss_bytes", 100 * id),
+            ] {
+                header.push(format!("broker_node{id}_{name}"));
+                row.push(value.to_string());
+            }
+        }
+        let r = columns(&format!("{}\n{}\n", header.join(","), row.join(",")));
+        let charts = charts(&r, &[0.0], |_| vec![Some(5.0)]);
+        let titles: Vec<&str> = charts.iter().map(|c| c.1).collect();
+        assert_eq!(
+            titles,
+            [
+                "Broker CPU per node",
+                "Broker memory per node",
+                "Broker disk writes per node"
+            ]
+        );
+        let cpu = &charts[0].0["series"];
+        assert_eq!(cpu.as_array().unwrap().len(), 3, "{cpu:#}");
+        assert_eq!(cpu[2]["label"], "node 3");
+        assert_eq!(cpu[2]["values"][0].as_f64(), Some(33.0), "{cpu:#}");
+        assert_eq!(charts[1].0["series"][1]["values"][0].as_f64(), Some(200.0));
+    }
+}
