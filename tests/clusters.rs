@@ -363,6 +363,12 @@ fn a_nats_cluster_of_three_runs_a_stream_of_three_replicas_losslessly() {
         info["state"]["messages"], s["total"]["acknowledged"],
         "the stream holds what was acknowledged: {info:#}"
     );
+    // Read from all three servers, each holding a replica, the stream is counted once.
+    let broker = &s["broker_metrics"];
+    assert_eq!(
+        broker["messages_in"], broker["messages_counted_by_brokerbench"],
+        "{broker:#}"
+    );
 
     // Faults: node 4 of three is refused before anything runs; node 2 killed and started
     // again; node 1, the client's server, paused by the user's own command.

@@ -56,6 +56,10 @@ pub enum Combine {
     Sum,
     /// The sum divided by the number of series (of the latest scrape).
     Mean,
+    /// A replicated figure: the same series (name and labels) read from several nodes counts
+    /// once, at its highest value (the leader's, or the most advanced replica's); different
+    /// series are summed. A stream of three replicas is one stream, not three.
+    MaxPerSeries,
 }
 
 /// How a broker serves its metrics.
@@ -67,7 +71,8 @@ pub enum Format {
     /// JSON documents at the URL followed by each path (e.g. NATS `/varz`, `/jsz`). Each
     /// numeric leaf is a sample named by its path, `<document>.<key>.<key>...`, where the
     /// document is the path's first word (`varz`) and array elements share their array's
-    /// name (so a spec sums them).
+    /// name (so a spec sums them); an element with a string `name` labels what is under it
+    /// with that name, the label's key its array's (`stream_detail="orders"`).
     Json { paths: &'static [&'static str] },
 }
 
@@ -233,13 +238,25 @@ impl BrokerMetrics {
         reading
     }
 
-    /// Every endpoint's samples, node 1's first.
+    /// Every endpoint's samples, node 1's first. A node that does not answer (killed by a
+    /// fault, restarting) is left out of this reading; only when none answers is it an error
+    /// (node 1's).
     fn samples(&self) -> Result<Vec<Sample>, ScrapeError> {
-        let mut samples = self.samples_of(&self.scraper)?;
+        let (mut samples, first_error) = match self.samples_of(&self.scraper) {
+            Ok(samples) => (samples, None),
+            Err(error) => (Vec::new(), Some(error)),
+        };
+        let mut answered = first_error.is_none();
         for other in &self.others {
-            samples.extend(self.samples_of(other)?);
+            if let Ok(more) = self.samples_of(other) {
+                answered = true;
+                samples.extend(more);
+            }
         }
-        Ok(samples)
+        match first_error {
+            Some(error) if !answered => Err(error),
+            _ => Ok(samples),
+        }
     }
 
     fn samples_of(&self, scraper: &Scraper) -> Result<Vec<Sample>, ScrapeError> {
@@ -277,17 +294,13 @@ impl BrokerMetrics {
         let mut values = Vec::with_capacity(self.set.specs.len());
         let mut totals = Vec::with_capacity(self.set.specs.len());
         for (i, spec) in self.set.specs.iter().enumerate() {
-            let matching: Vec<f64> = samples
-                .iter()
-                .filter(|s| spec.matches(s))
-                .map(|s| s.value)
-                .collect();
+            let matching: Vec<&Sample> = samples.iter().filter(|s| spec.matches(s)).collect();
             if matching.is_empty() && !spec.absent_is_zero {
                 values.push(None);
                 totals.push(None);
                 continue;
             }
-            let sum: f64 = matching.iter().sum();
+            let sum = spec.combine.total(&matching);
             let share = spec.share(samples, matching.len());
             match spec.kind {
                 MetricKind::Gauge => {
@@ -311,6 +324,26 @@ impl BrokerMetrics {
             values,
             totals,
         }
+    }
+}
+
+impl Combine {
+    /// The matching series' values made one: summed, the highest of each series summed.
+    fn total(self, matching: &[&Sample]) -> f64 {
+        if self != Combine::MaxPerSeries {
+            return matching.iter().map(|s| s.value).sum();
+        }
+        let mut highest: Vec<(&[(String, String)], f64)> = Vec::new();
+        for sample in matching {
+            match highest
+                .iter_mut()
+                .find(|(labels, _)| *labels == sample.labels.as_slice())
+            {
+                Some((_, value)) => *value = value.max(sample.value),
+                None => highest.push((&sample.labels, sample.value)),
+            }
+        }
+        highest.iter().map(|(_, value)| value).sum()
     }
 }
 
@@ -343,24 +376,40 @@ impl MetricSpec {
 
 /// The numeric leaves of a JSON document as samples named by their path.
 fn flatten(name: &str, value: &serde_json::Value, out: &mut Vec<Sample>) {
+    flatten_labelled(name, value, &[], out);
+}
+
+/// [`flatten`] under `labels`: an array element with a string `name` adds the label
+/// (array's key, name) to what is under it.
+fn flatten_labelled(
+    name: &str,
+    value: &serde_json::Value,
+    labels: &[(String, String)],
+    out: &mut Vec<Sample>,
+) {
     match value {
         serde_json::Value::Number(n) => {
             if let Some(v) = n.as_f64() {
                 out.push(Sample {
                     name: name.to_string(),
-                    labels: Vec::new(),
+                    labels: labels.to_vec(),
                     value: v,
                 });
             }
         }
         serde_json::Value::Object(fields) => {
             for (key, field) in fields {
-                flatten(&format!("{name}.{key}"), field, out);
+                flatten_labelled(&format!("{name}.{key}"), field, labels, out);
             }
         }
         serde_json::Value::Array(items) => {
+            let key = name.rsplit('.').next().unwrap_or(name);
             for item in items {
-                flatten(name, item, out);
+                let mut labels = labels.to_vec();
+                if let Some(item_name) = item.get("name").and_then(|n| n.as_str()) {
+                    labels.push((key.to_string(), item_name.to_string()));
+                }
+                flatten_labelled(name, item, &labels, out);
             }
         }
         _ => {}
@@ -450,5 +499,87 @@ mod tests {
             vec![Some(0.0)],
             "no streams yet: zero, not unknown"
         );
+    }
+
+    /// Three servers' `/jsz`: stream `a` on all three (R3; one replica behind, and one server
+    /// down in the third reading), stream `b` on one (R1).
+    #[test]
+    fn a_replicated_series_counts_once_at_its_highest() {
+        let jsz = |streams: &[(&str, u64)]| {
+            let detail: Vec<serde_json::Value> = streams
+                .iter()
+                .map(|(name, seq)| serde_json::json!({"name": name, "state": {"last_seq": seq}}))
+                .collect();
+            serde_json::json!({"account_details": [{"name": "$G", "stream_detail": detail}]})
+        };
+        let mut samples = Vec::new();
+        for doc in [
+            jsz(&[("a", 100), ("b", 7)]),
+            jsz(&[("a", 99)]),
+            jsz(&[("a", 100)]),
+        ] {
+            flatten("jsz", &doc, &mut samples);
+        }
+        let labels: Vec<(String, String)> = vec![
+            ("account_details".into(), "$G".into()),
+            ("stream_detail".into(), "b".into()),
+        ];
+        assert_eq!(samples[1].labels, labels, "{samples:?}");
+        const SPECS: &[MetricSpec] = &[MetricSpec {
+            combine: Combine::MaxPerSeries,
+            without_label: None,
+            ..counter(
+                "stored",
+                "jsz.account_details.stream_detail.state.last_seq",
+                None,
+            )
+        }];
+        static SET: MetricSet = MetricSet {
+            source: "test",
+            format: Format::Json { paths: &["/jsz"] },
+            specs: SPECS,
+        };
+        let m = BrokerMetrics::new(unused_scraper(), &SET);
+        assert_eq!(m.interpret(&samples, 1).totals, vec![Some(107.0)]);
+        let one_down = &samples[..3];
+        assert_eq!(m.interpret(one_down, 1).totals, vec![Some(107.0)]);
+    }
+
+    /// Answers one HTTP request with `body` on a port of its own; the endpoint's URL.
+    fn serve_once(body: &'static str) -> String {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+            stream.write_all((head + body).as_bytes()).unwrap();
+        });
+        url
+    }
+
+    #[test]
+    fn a_node_that_does_not_answer_is_left_out_of_the_reading() {
+        const SPECS: &[MetricSpec] = &[MetricSpec {
+            without_label: None,
+            ..gauge("stored", "jsz.messages", None, 1.0)
+        }];
+        static SET: MetricSet = MetricSet {
+            source: "test",
+            format: Format::Json { paths: &["/jsz"] },
+            specs: SPECS,
+        };
+        let scraper = |url: &str| Scraper::new(crate::Endpoint::new(url).unwrap()).unwrap();
+        let closed = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            format!("http://{}", listener.local_addr().unwrap())
+        };
+        let first = scraper(&serve_once(r#"{"messages": 5}"#));
+        let mut m = BrokerMetrics::new(first, &SET).with_other_nodes(vec![scraper(&closed)]);
+        assert_eq!(m.read(1).unwrap().values, vec![Some(5.0)]);
+        let mut none = BrokerMetrics::new(scraper(&closed), &SET);
+        assert!(none.read(1).is_err(), "no node answered");
     }
 }

@@ -1,7 +1,7 @@
 //! What the NATS server's monitoring endpoints serve, and what each figure means
 //! (docs/src/broker-metrics.md).
 
-use brokerbench_metrics::{counter, gauge, Format, MetricSet, MetricSpec, MESSAGES_IN};
+use brokerbench_metrics::{counter, gauge, Combine, Format, MetricSet, MetricSpec, MESSAGES_IN};
 
 /// A figure from a JSON document: its samples carry no labels to tell apart.
 const fn json(spec: MetricSpec) -> MetricSpec {
@@ -11,12 +11,17 @@ const fn json(spec: MetricSpec) -> MetricSpec {
     }
 }
 
-/// From the monitoring endpoints: `/varz` (server) and `/jsz?streams=true` (JetStream). The
-/// count compared with brokerbench's is the sum of the streams' last sequence numbers: every
-/// message a stream stored, whatever its limits later discarded.
+/// From the monitoring endpoints: `/varz` (server) and `/jsz?streams=true` (JetStream), of
+/// every server of a cluster. The count compared with brokerbench's is the sum of the streams'
+/// last sequence numbers: every message a stream stored, whatever its limits later discarded —
+/// each stream once, however many servers hold a replica of it (the highest a server says, so
+/// an election or a server down changes nothing). The servers' own totals (`/varz` messages and
+/// bytes in and out, `/jsz` messages, bytes and storage) are summed: what the cluster's servers
+/// handled and the copies they store.
 const SPECS: &[MetricSpec] = &[
     MetricSpec {
         absent_is_zero: true,
+        combine: Combine::MaxPerSeries,
         ..json(counter(
             MESSAGES_IN,
             "jsz.account_details.stream_detail.state.last_seq",

@@ -416,6 +416,16 @@ impl ManagedBroker for ManagedNats {
             .map(|port| format!("http://127.0.0.1:{port}"))
     }
 
+    /// Every node's monitoring endpoint, node 1's first: each stream is counted by the server
+    /// that leads it (see the metric set).
+    fn metrics_urls(&self) -> Vec<String> {
+        let others = (2..=self.size()).filter_map(|id| {
+            let configuration = std::fs::read_to_string(self.node(id).config_file()).ok()?;
+            layout::monitor_port(&configuration).map(|port| format!("http://127.0.0.1:{port}"))
+        });
+        self.metrics_url().into_iter().chain(others).collect()
+    }
+
     fn endpoints(&self) -> Vec<String> {
         let mut lines: Vec<String> = self
             .metrics_url()
