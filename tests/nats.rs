@@ -245,7 +245,26 @@ fn an_openmessaging_benchmark_nats_driver_file_runs_once_its_replicas_fit_the_se
     let mut args = vec!["--driver", driver, "--set", "replicas=1"];
     let sets = short("1000", 1);
     args.extend(with_sets(&sets, &[]));
-    assert_lossless(&run(&args));
+    let omb = run(&args);
+    let s = assert_lossless(&omb);
+
+    // The file names the managed server's address: it is watched as the managed server is
+    // (its process sampled, its metrics read), the file's address kept.
+    assert!(
+        omb.stderr.contains("names the managed NATS"),
+        "{}",
+        omb.stderr
+    );
+    let broker = &omb.manifest()["broker"];
+    assert_eq!(broker["managed"], true, "{broker:#}");
+    assert_eq!(broker["address"], format!("nats://{address}"), "{broker:#}");
+    let rss = s["resources"]["broker"]["rss_bytes_max"].as_u64();
+    assert!(rss.is_some_and(|b| b > 1_000_000), "{:#}", s["resources"]);
+    let metrics = &s["broker_metrics"];
+    assert_eq!(
+        metrics["messages_in"], metrics["messages_counted_by_brokerbench"],
+        "{metrics:#}"
+    );
 }
 
 /// Publishes `count` enveloped messages through the driver's producer and waits until the

@@ -64,18 +64,21 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
         .get(driver.name())
         .expect("a validated driver file names a registered family");
     let mut target = match family.address(driver)? {
-        Some(address) => BrokerTarget {
-            driver: family.driver(driver, None)?,
-            broker: BrokerInfo {
-                address,
-                version: None,
-                managed: false,
-                nodes: Vec::new(),
-                settings: Default::default(),
+        Some(address) => match running_managed_named(family, &address) {
+            Some(managed) => watched_as_managed(family, driver, address, managed)?,
+            None => BrokerTarget {
+                driver: family.driver(driver, None)?,
+                broker: BrokerInfo {
+                    address,
+                    version: None,
+                    managed: false,
+                    nodes: Vec::new(),
+                    settings: Default::default(),
+                },
+                processes: Vec::new(),
+                metrics_urls: Vec::new(),
+                metrics: family.metrics(),
             },
-            processes: Vec::new(),
-            metrics_urls: Vec::new(),
-            metrics: family.metrics(),
         },
         None => {
             let (status, client_address, metrics_urls) = super::broker::managed(family)?;
@@ -127,6 +130,71 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
         }];
     }
     Ok(target)
+}
+
+/// The family's managed broker, running, when `address` (the driver file's) names one of its
+/// nodes' client addresses on this machine (OMB's files name `localhost:9092`): its status and
+/// metrics endpoints.
+fn running_managed_named(
+    family: &'static dyn Family,
+    address: &str,
+) -> Option<(BrokerStatus, Vec<String>)> {
+    let managed = family.managed(&brokerbench_brokers::home());
+    let status = managed.status().ok().flatten()?;
+    let ports: Vec<u16> = status
+        .nodes
+        .iter()
+        .filter_map(|n| n.address.rsplit(':').next()?.parse().ok())
+        .collect();
+    let named = local_ports(address).iter().any(|p| ports.contains(p));
+    named.then(|| (status, managed.metrics_urls()))
+}
+
+/// The ports of the loopback hosts an address names: `localhost:9092,127.0.0.1:9093`,
+/// `amqp://user@localhost:5672/vhost` and `nats://127.0.0.1:4222` each give theirs.
+fn local_ports(address: &str) -> Vec<u16> {
+    address
+        .split(',')
+        .filter_map(|one| {
+            let one = one.trim();
+            let one = one.split_once("://").map_or(one, |(_, rest)| rest);
+            let one = one.rsplit_once('@').map_or(one, |(_, rest)| rest);
+            let host_port = one.split('/').next()?;
+            let (host, port) = host_port.rsplit_once(':')?;
+            let local = ["localhost", "127.0.0.1", "[::1]"].contains(&host);
+            local.then(|| port.parse().ok()).flatten()
+        })
+        .collect()
+}
+
+/// A run on the address its driver file names, which is the managed broker's: its processes
+/// sampled and its metrics read as if the file had named no address, the file's own address
+/// and settings kept for the clients (and in the manifest).
+fn watched_as_managed(
+    family: &'static dyn Family,
+    driver: &DriverConfig,
+    address: String,
+    (status, metrics_urls): (BrokerStatus, Vec<String>),
+) -> anyhow::Result<BrokerTarget> {
+    eprintln!(
+        "note: the driver file's {} names the managed {} (pid {}): its processes are sampled and its metrics read",
+        family.address_field(),
+        family.title(),
+        status.pid
+    );
+    Ok(BrokerTarget {
+        driver: family.driver(driver, None)?,
+        processes: managed_processes(family, &status),
+        broker: BrokerInfo {
+            nodes: cluster_addresses(&status),
+            settings: status.settings.iter().cloned().collect(),
+            address,
+            version: Some(status.version),
+            managed: true,
+        },
+        metrics_urls,
+        metrics: family.metrics(),
+    })
 }
 
 /// The broker's metrics endpoint and how to read it: the URL from `--broker-metrics`, else
@@ -186,4 +254,23 @@ fn other_nodes(urls: &[String]) -> anyhow::Result<Vec<Scraper>> {
             Scraper::new(endpoint).map_err(|e| BadInput(format!("{url}: {e}")).into())
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_gives_the_ports_of_its_loopback_hosts() {
+        assert_eq!(local_ports("localhost:9092"), [9092]);
+        assert_eq!(
+            local_ports("localhost:9092, 127.0.0.1:9093,kafka-1:9094"),
+            [9092, 9093]
+        );
+        assert_eq!(local_ports("amqp://user:secret@localhost:5672/%2f"), [5672]);
+        assert_eq!(local_ports("nats://127.0.0.1:4322"), [4322]);
+        assert_eq!(local_ports("tls://[::1]:4222"), [4222]);
+        assert!(local_ports("broker.example.com:9092").is_empty());
+        assert!(local_ports("localhost").is_empty());
+    }
 }

@@ -121,7 +121,7 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
     out.insert("consumer_config".into(), consumer);
     match &bootstrap {
         Some(servers) => notes.push(format!(
-            "bootstrap.servers={servers}: the run uses the broker there (`brokerbench broker up kafka` starts the managed one at 127.0.0.1:9092)"
+            "bootstrap.servers={servers}: the run uses the broker there (if that is the managed Kafka of `brokerbench broker up kafka`, the run samples its processes and reads its metrics)"
         )),
         None => notes.push("no bootstrap.servers: the managed local Kafka".into()),
     }
