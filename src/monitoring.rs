@@ -75,7 +75,11 @@ impl Monitoring {
         metrics: Option<BrokerMetrics>,
     ) -> anyhow::Result<Monitoring> {
         let clock = Clock::process();
-        let nodes = broker.len();
+        let nodes: Vec<u32> = broker
+            .iter()
+            .enumerate()
+            .map(|(i, t)| t.node.unwrap_or(i as u32 + 1))
+            .collect();
         let mut targets = vec![Target::client()];
         targets.extend(broker);
         let broker_metrics = metrics.and_then(|m| {
@@ -117,7 +121,7 @@ impl Monitoring {
                 File::create(&resources_path)
                     .with_context(|| format!("creating {}", resources_path.display()))?,
             ),
-            nodes,
+            &nodes,
         )?;
         let on_sample = {
             let shared = shared.clone();

@@ -438,3 +438,36 @@ fn bad_faults_exit_2_naming_the_field_before_anything_runs() {
         .code(2)
         .stderr(predicates::str::contains("use action: command"));
 }
+
+/// Output into a pipe whose reader is gone (`brokerbench completions bash | head -1`) ends the
+/// command quietly, by SIGPIPE as Unix tools end, not with a panic on stderr.
+#[test]
+fn a_closed_pipe_ends_a_command_quietly() {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::process::ExitStatusExt;
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills both descriptors; the read end is closed at once, so the write
+    // end given to the command is a pipe with no reader from the start.
+    let write_end = unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        libc::close(fds[0]);
+        std::os::fd::OwnedFd::from_raw_fd(fds[1])
+    };
+    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin("brokerbench"))
+        .args(["completions", "bash"])
+        .stdout(std::process::Stdio::from(write_end))
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?}: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -395,6 +395,9 @@ fn a_nats_cluster_of_three_runs_a_stream_of_three_replicas_losslessly() {
         &["at=2s,action=kill,node=2,restart_after=3s", &pause],
     );
     let (kill, command) = (&s["faults"][0], &s["faults"][1]);
+    // A replica was behind its leader while its server was down or paused, as the servers said.
+    let lag = s["broker_metrics"]["maxima"]["stream_replica_lag_entries"].as_f64();
+    assert!(lag.is_some_and(|l| l > 0.0), "{:#}", s["broker_metrics"]);
     assert_eq!(
         (kill["action"].as_str(), kill["node"].as_u64()),
         (Some("kill"), Some(2)),

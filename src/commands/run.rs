@@ -277,7 +277,10 @@ fn create_folder(
 
 /// A broker process to sample, found again after a restart where that is known.
 fn watched_broker(process: super::run_broker::WatchedProcess) -> brokerbench_monitor::Target {
-    let target = brokerbench_monitor::Target::broker(process.pid);
+    let mut target = brokerbench_monitor::Target::broker(process.pid);
+    if let Some(id) = process.node {
+        target = target.of_node(id);
+    }
     match process.refind {
         Some(refind) => target.following(refind),
         None => target,

@@ -26,6 +26,8 @@ pub(super) struct BrokerTarget {
 /// A broker process to sample.
 pub(super) struct WatchedProcess {
     pub(super) pid: u32,
+    /// The node of a managed broker it is.
+    pub(super) node: Option<u32>,
     /// How to find it again after it restarts (a managed broker's status, or
     /// `--broker-process`'s name).
     pub(super) refind: Option<Box<dyn Fn() -> Option<u32> + Send + Sync>>,
@@ -40,6 +42,7 @@ fn managed_processes(family: &'static dyn Family, status: &BrokerStatus) -> Vec<
         .filter_map(|node| Some((node.id, node.pid?)))
         .map(|(id, pid)| WatchedProcess {
             pid,
+            node: Some(id),
             refind: Some(Box::new(move || {
                 let managed = family.managed(&brokerbench_brokers::home());
                 let status = managed.status().ok().flatten()?;
@@ -65,7 +68,11 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
         .expect("a validated driver file names a registered family");
     let mut target = match family.address(driver)? {
         Some(address) => match running_managed_named(family, &address) {
-            Some(managed) => watched_as_managed(family, driver, address, managed)?,
+            Some(managed) => {
+                say_watched(family, &managed.0);
+                let clients = family.driver(driver, None)?;
+                managed_target(family, clients, address, managed)
+            }
             None => BrokerTarget {
                 driver: family.driver(driver, None)?,
                 broker: BrokerInfo {
@@ -82,26 +89,20 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
         },
         None => {
             let (status, client_address, metrics_urls) = super::broker::managed(family)?;
-            BrokerTarget {
-                driver: family.driver(driver, Some(&client_address))?,
-                processes: managed_processes(family, &status),
-                broker: BrokerInfo {
-                    nodes: cluster_addresses(&status),
-                    settings: status.settings.iter().cloned().collect(),
-                    address: status.address,
-                    version: Some(status.version),
-                    managed: true,
-                },
-                metrics_urls,
-                metrics: family.metrics(),
-            }
+            let clients = family.driver(driver, Some(&client_address))?;
+            let address = status.address.clone();
+            managed_target(family, clients, address, (status, metrics_urls))
         }
     };
     if let Some(pid) = args.broker_pid {
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             return Err(BadInput(format!("--broker-pid {pid}: no such process")).into());
         }
-        target.processes = vec![WatchedProcess { pid, refind: None }];
+        target.processes = vec![WatchedProcess {
+            pid,
+            node: None,
+            refind: None,
+        }];
     }
     if let Some(name) = &args.broker_process {
         let pids = brokerbench_monitor::find_pids_by_name(name);
@@ -126,6 +127,7 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
         };
         target.processes = vec![WatchedProcess {
             pid,
+            node: None,
             refind: Some(refind),
         }];
     }
@@ -150,7 +152,7 @@ fn running_managed_named(
     named.then(|| (status, managed.metrics_urls()))
 }
 
-/// The ports of the loopback hosts an address names: `localhost:9092,127.0.0.1:9093`,
+/// The ports of the IPv4 loopback hosts an address names: `localhost:9092,127.0.0.1:9093`,
 /// `amqp://user@localhost:5672/vhost` and `nats://127.0.0.1:4222` each give theirs.
 fn local_ports(address: &str) -> Vec<u16> {
     address
@@ -158,32 +160,37 @@ fn local_ports(address: &str) -> Vec<u16> {
         .filter_map(|one| {
             let one = one.trim();
             let one = one.split_once("://").map_or(one, |(_, rest)| rest);
-            let one = one.rsplit_once('@').map_or(one, |(_, rest)| rest);
-            let host_port = one.split('/').next()?;
+            let authority = one.split(['/', '?', '#']).next()?;
+            let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
             let (host, port) = host_port.rsplit_once(':')?;
-            let local = ["localhost", "127.0.0.1", "[::1]"].contains(&host);
+            // The managed nodes listen on 127.0.0.1 only.
+            let local = ["localhost", "127.0.0.1"].contains(&host);
             local.then(|| port.parse().ok()).flatten()
         })
         .collect()
 }
 
-/// A run on the address its driver file names, which is the managed broker's: its processes
-/// sampled and its metrics read as if the file had named no address, the file's own address
-/// and settings kept for the clients (and in the manifest).
-fn watched_as_managed(
-    family: &'static dyn Family,
-    driver: &DriverConfig,
-    address: String,
-    (status, metrics_urls): (BrokerStatus, Vec<String>),
-) -> anyhow::Result<BrokerTarget> {
+/// Says that the driver file's address is the managed broker's (`status`), so it is watched.
+fn say_watched(family: &dyn Family, status: &BrokerStatus) {
     eprintln!(
         "note: the driver file's {} names the managed {} (pid {}): its processes are sampled and its metrics read",
         family.address_field(),
         family.title(),
         status.pid
     );
-    Ok(BrokerTarget {
-        driver: family.driver(driver, None)?,
+}
+
+/// A run on the managed broker (`status`, its metrics endpoints): every node sampled, its
+/// metrics read; `driver`'s clients connect to `address` (the managed broker's, or the one
+/// the driver file names, which is a node of it).
+fn managed_target(
+    family: &'static dyn Family,
+    driver: Box<dyn Driver>,
+    address: String,
+    (status, metrics_urls): (BrokerStatus, Vec<String>),
+) -> BrokerTarget {
+    BrokerTarget {
+        driver,
         processes: managed_processes(family, &status),
         broker: BrokerInfo {
             nodes: cluster_addresses(&status),
@@ -194,7 +201,7 @@ fn watched_as_managed(
         },
         metrics_urls,
         metrics: family.metrics(),
-    })
+    }
 }
 
 /// The broker's metrics endpoint and how to read it: the URL from `--broker-metrics`, else
@@ -269,7 +276,15 @@ mod tests {
         );
         assert_eq!(local_ports("amqp://user:secret@localhost:5672/%2f"), [5672]);
         assert_eq!(local_ports("nats://127.0.0.1:4322"), [4322]);
-        assert_eq!(local_ports("tls://[::1]:4222"), [4222]);
+        assert_eq!(
+            local_ports("amqp://localhost:5672/v@h?heartbeat=10"),
+            [5672]
+        );
+        assert_eq!(local_ports("amqp://localhost:5672?heartbeat=10"), [5672]);
+        assert!(
+            local_ports("tls://[::1]:4222").is_empty(),
+            "not where the nodes listen"
+        );
         assert!(local_ports("broker.example.com:9092").is_empty());
         assert!(local_ports("localhost").is_empty());
     }

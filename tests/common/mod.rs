@@ -93,7 +93,7 @@ pub fn link_kafka_jars(home: &Path) {
     std::os::unix::fs::symlink(shared.dir().join(version), kafka.join(version)).unwrap();
 }
 
-/// Makes the nats-server release of the shared home (installed there once) that of `home`,
+/// Makes the nats-server release of the shared home (installed there unless it is) that of `home`,
 /// so a test's own home runs what users get after `broker install nats`.
 pub fn link_nats_server(home: &Path) {
     let shared = brokerbench_nats::managed::ManagedNats::new(&brokerbench_brokers::home());

@@ -65,8 +65,10 @@ pub fn up<L: Lifecycle + ?Sized>(broker: &L) -> Result<(BrokerStatus, bool), Bro
     }
 }
 
-/// A running cluster with nodes down (killed by a fault, a chaos tool or a crash) comes back
-/// whole: each node down starts again as it was, and the status's note says which.
+/// A running cluster with nodes down (killed by a fault, a chaos tool or a crash) gets them
+/// back: each node down starts again as it was and is waited for until it answers its clients
+/// (catching up with the others is the cluster's own business), and the status's note says
+/// which.
 fn start_down_nodes<L: Lifecycle + ?Sized>(
     broker: &L,
     status: BrokerStatus,

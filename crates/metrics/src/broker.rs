@@ -179,6 +179,9 @@ pub struct BrokerMetrics {
     others: Vec<Scraper>,
     set: &'static MetricSet,
     previous: Option<Reading>,
+    /// What each endpoint (node 1's first) answered last: a node that does not answer counts
+    /// with it, so that its counters neither vanish from a sum nor come back at once.
+    last: Vec<Option<Vec<Sample>>>,
 }
 
 impl BrokerMetrics {
@@ -189,6 +192,7 @@ impl BrokerMetrics {
             others: Vec::new(),
             set,
             previous: None,
+            last: Vec::new(),
         }
     }
 
@@ -205,7 +209,7 @@ impl BrokerMetrics {
     /// Checks that `url` serves this set's metrics: Ok(false) when it answers with something
     /// else (another broker's endpoint).
     pub fn check(&self) -> Result<bool, ScrapeError> {
-        let samples = self.samples()?;
+        let samples = self.samples_of(&self.scraper)?;
         Ok(match self.set.format {
             Format::Prometheus { marker } => samples.iter().any(|s| s.name.starts_with(marker)),
             Format::Json { .. } => !samples.is_empty(),
@@ -239,24 +243,29 @@ impl BrokerMetrics {
     }
 
     /// Every endpoint's samples, node 1's first. A node that does not answer (killed by a
-    /// fault, restarting) is left out of this reading; only when none answers is it an error
-    /// (node 1's).
-    fn samples(&self) -> Result<Vec<Sample>, ScrapeError> {
-        let (mut samples, first_error) = match self.samples_of(&self.scraper) {
-            Ok(samples) => (samples, None),
-            Err(error) => (Vec::new(), Some(error)),
-        };
-        let mut answered = first_error.is_none();
-        for other in &self.others {
-            if let Ok(more) = self.samples_of(other) {
-                answered = true;
-                samples.extend(more);
+    /// fault, restarting) counts with what it answered last; only when none answers is it an
+    /// error (node 1's).
+    fn samples(&mut self) -> Result<Vec<Sample>, ScrapeError> {
+        let answers: Vec<Result<Vec<Sample>, ScrapeError>> = std::iter::once(&self.scraper)
+            .chain(&self.others)
+            .map(|scraper| self.samples_of(scraper))
+            .collect();
+        if answers.iter().all(Result::is_err) {
+            let first = answers
+                .into_iter()
+                .next()
+                .expect("node 1's endpoint is read");
+            return first;
+        }
+        self.last.resize(answers.len(), None);
+        let mut samples = Vec::new();
+        for (last, answer) in self.last.iter_mut().zip(answers) {
+            if let Ok(fresh) = answer {
+                *last = Some(fresh);
             }
+            samples.extend(last.iter().flatten().cloned());
         }
-        match first_error {
-            Some(error) if !answered => Err(error),
-            _ => Ok(samples),
-        }
+        Ok(samples)
     }
 
     fn samples_of(&self, scraper: &Scraper) -> Result<Vec<Sample>, ScrapeError> {
@@ -331,7 +340,7 @@ impl Combine {
     /// The matching series' values made one: summed, the highest of each series summed.
     fn total(self, matching: &[&Sample]) -> f64 {
         if self != Combine::MaxPerSeries {
-            return matching.iter().map(|s| s.value).sum();
+            return matching.iter().map(|s| s.value).sum::<f64>() + 0.0;
         }
         let mut highest: Vec<(&[(String, String)], f64)> = Vec::new();
         for sample in matching {
@@ -343,7 +352,8 @@ impl Combine {
                 None => highest.push((&sample.labels, sample.value)),
             }
         }
-        highest.iter().map(|(_, value)| value).sum()
+        // + 0.0: an empty sum is -0.0, which a CSV would show as `-0.000`.
+        highest.iter().map(|(_, value)| value).sum::<f64>() + 0.0
     }
 }
 
@@ -501,8 +511,8 @@ mod tests {
         );
     }
 
-    /// Three servers' `/jsz`: stream `a` on all three (R3; one replica behind, and one server
-    /// down in the third reading), stream `b` on one (R1).
+    /// Three servers' `/jsz`: stream `a` on all three (R3; the second server leads it, the
+    /// others are behind), stream `b` on the first only (R1); then without the leader's.
     #[test]
     fn a_replicated_series_counts_once_at_its_highest() {
         let jsz = |streams: &[(&str, u64)]| {
@@ -514,9 +524,9 @@ mod tests {
         };
         let mut samples = Vec::new();
         for doc in [
-            jsz(&[("a", 100), ("b", 7)]),
-            jsz(&[("a", 99)]),
+            jsz(&[("a", 99), ("b", 7)]),
             jsz(&[("a", 100)]),
+            jsz(&[("a", 98)]),
         ] {
             flatten("jsz", &doc, &mut samples);
         }
@@ -541,27 +551,34 @@ mod tests {
         };
         let m = BrokerMetrics::new(unused_scraper(), &SET);
         assert_eq!(m.interpret(&samples, 1).totals, vec![Some(107.0)]);
-        let one_down = &samples[..3];
-        assert_eq!(m.interpret(one_down, 1).totals, vec![Some(107.0)]);
+        let leader_down: Vec<Sample> = [&samples[..2], &samples[3..]].concat();
+        assert_eq!(m.interpret(&leader_down, 1).totals, vec![Some(106.0)]);
     }
 
-    /// Answers one HTTP request with `body` on a port of its own; the endpoint's URL.
-    fn serve_once(body: &'static str) -> String {
+    /// Answers one HTTP request with each of `bodies` in turn on a port of its own, then
+    /// closes it; the endpoint's URL.
+    fn serve(bodies: &[&'static str]) -> String {
         use std::io::{Read, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
+        let bodies = bodies.to_vec();
         std::thread::spawn(move || {
-            let (mut stream, _) = listener.accept().unwrap();
-            let mut request = [0u8; 4096];
-            let _ = stream.read(&mut request);
-            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
-            stream.write_all((head + body).as_bytes()).unwrap();
+            for body in bodies {
+                let (mut stream, _) = listener.accept().unwrap();
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                stream.write_all((head + body).as_bytes()).unwrap();
+            }
         });
         url
     }
 
     #[test]
-    fn a_node_that_does_not_answer_is_left_out_of_the_reading() {
+    fn a_node_that_does_not_answer_counts_with_its_last_answer() {
         const SPECS: &[MetricSpec] = &[MetricSpec {
             without_label: None,
             ..gauge("stored", "jsz.messages", None, 1.0)
@@ -576,9 +593,16 @@ mod tests {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             format!("http://{}", listener.local_addr().unwrap())
         };
-        let first = scraper(&serve_once(r#"{"messages": 5}"#));
-        let mut m = BrokerMetrics::new(first, &SET).with_other_nodes(vec![scraper(&closed)]);
-        assert_eq!(m.read(1).unwrap().values, vec![Some(5.0)]);
+        // Node 1 answers twice, node 2 once and then no more.
+        let first = scraper(&serve(&[r#"{"messages": 5}"#, r#"{"messages": 6}"#]));
+        let second = scraper(&serve(&[r#"{"messages": 10}"#]));
+        let mut m = BrokerMetrics::new(first, &SET).with_other_nodes(vec![second]);
+        assert_eq!(m.read(1).unwrap().values, vec![Some(15.0)]);
+        assert_eq!(
+            m.read(2).unwrap().values,
+            vec![Some(16.0)],
+            "node 2's last answer"
+        );
         let mut none = BrokerMetrics::new(scraper(&closed), &SET);
         assert!(none.read(1).is_err(), "no node answered");
     }

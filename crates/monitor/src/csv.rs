@@ -73,12 +73,14 @@ const PROCESS_COLUMNS: [&str; 8] = [
     "threads",
 ];
 
-/// The per-node columns of a broker of `nodes` nodes (none for one node), after the fixed ones.
-pub fn node_columns(nodes: usize) -> Vec<String> {
-    if nodes < 2 {
+/// The per-node columns of a broker whose sampled nodes are `nodes` (their ids; none for one
+/// node), after the fixed ones.
+pub fn node_columns(nodes: &[u32]) -> Vec<String> {
+    if nodes.len() < 2 {
         return Vec::new();
     }
-    (1..=nodes)
+    nodes
+        .iter()
         .flat_map(|id| PROCESS_COLUMNS.map(|c| format!("broker_node{id}_{c}")))
         .collect()
 }
@@ -88,7 +90,8 @@ pub fn node_columns(nodes: usize) -> Vec<String> {
 pub struct ResourcesCsv<W: Write> {
     out: csv::Writer<W>,
     row: Vec<String>,
-    nodes: usize,
+    /// The nodes with columns, in column order.
+    nodes: Vec<u32>,
 }
 
 impl<W: Write> std::fmt::Debug for ResourcesCsv<W> {
@@ -100,12 +103,12 @@ impl<W: Write> std::fmt::Debug for ResourcesCsv<W> {
 impl<W: Write> ResourcesCsv<W> {
     /// Writes the header line of a broker of one node.
     pub fn new(out: W) -> io::Result<ResourcesCsv<W>> {
-        ResourcesCsv::with_nodes(out, 1)
+        ResourcesCsv::with_nodes(out, &[])
     }
 
-    /// Writes the header line of a broker of `nodes` nodes (each has columns when there are
-    /// several).
-    pub fn with_nodes(out: W, nodes: usize) -> io::Result<ResourcesCsv<W>> {
+    /// Writes the header line of a broker whose sampled nodes are `nodes` (their ids; each has
+    /// columns when there are several).
+    pub fn with_nodes(out: W, nodes: &[u32]) -> io::Result<ResourcesCsv<W>> {
         let mut out = csv::Writer::from_writer(out);
         let per_node = node_columns(nodes);
         let header = RESOURCES_COLUMNS.iter().copied();
@@ -114,7 +117,11 @@ impl<W: Write> ResourcesCsv<W> {
         Ok(ResourcesCsv {
             out,
             row: Vec::with_capacity(RESOURCES_COLUMNS.len() + per_node.len()),
-            nodes: if per_node.is_empty() { 0 } else { nodes },
+            nodes: if per_node.is_empty() {
+                Vec::new()
+            } else {
+                nodes.to_vec()
+            },
         })
     }
 
@@ -152,8 +159,8 @@ impl<W: Write> ResourcesCsv<W> {
             cell(row, interface.as_ref().map(|i| i.rx_packets));
             cell(row, interface.as_ref().map(|i| i.tx_packets));
         }
-        for id in 0..self.nodes {
-            process_cells(row, sample.nodes.get(id));
+        for id in &self.nodes {
+            process_cells(row, sample.nodes.iter().find(|p| p.node == Some(*id)));
         }
         self.out.write_record(row.iter())?;
         self.out.flush()
@@ -210,10 +217,14 @@ mod tests {
                 .collect();
             assert_eq!(fixed, PROCESS_COLUMNS);
         }
-        assert!(node_columns(1).is_empty());
-        let three = node_columns(3);
-        assert_eq!(three.len(), 24);
-        assert_eq!(three[0], "broker_node1_alive");
-        assert_eq!(three[23], "broker_node3_threads");
+        assert!(node_columns(&[1]).is_empty());
+        let two_of_three = node_columns(&[1, 3]);
+        assert_eq!(two_of_three.len(), 16);
+        assert_eq!(two_of_three[0], "broker_node1_alive");
+        assert_eq!(
+            two_of_three[8], "broker_node3_alive",
+            "named by node, not position"
+        );
+        assert_eq!(two_of_three[15], "broker_node3_threads");
     }
 }

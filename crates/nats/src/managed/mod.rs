@@ -1,4 +1,5 @@
-//! The managed nats-server: Debian's `nats-server` package, JetStream on, its store in the
+//! The managed nats-server: the release brokerbench pins (see [`install`]), else Debian's
+//! `nats-server` package, JetStream on, its store in the
 //! broker folder, client and monitoring ports on loopback; one server, or a JetStream cluster
 //! of up to five (`broker up nats --nodes N`). Node 1's client port is
 //! `BROKERBENCH_NATS_PORT` (default 4322, not NATS's 4222, so a system server can run beside
@@ -416,8 +417,8 @@ impl ManagedBroker for ManagedNats {
             .map(|port| format!("http://127.0.0.1:{port}"))
     }
 
-    /// Every node's monitoring endpoint, node 1's first: each stream is counted by the server
-    /// that leads it (see the metric set).
+    /// Every node's monitoring endpoint, node 1's first: each stream is counted once, at the
+    /// highest sequence a server holding it says (see the metric set).
     fn metrics_urls(&self) -> Vec<String> {
         let others = (2..=self.size()).filter_map(|id| {
             let configuration = std::fs::read_to_string(self.node(id).config_file()).ok()?;

@@ -6,11 +6,20 @@ use serde_json::{json, Value as Json};
 use super::data::{Columns, Reduce};
 use super::run::time_chart;
 
-/// How many nodes have columns in `r` (0 for a broker of one node).
-fn node_count(r: &Columns) -> usize {
-    (1..)
-        .take_while(|id| r.get(&format!("broker_node{id}_alive")).is_some())
-        .count()
+/// The nodes that have columns in `r`, in order (none for a broker of one node).
+fn node_ids(r: &Columns) -> Vec<u32> {
+    let mut ids: Vec<u32> = r
+        .numbers
+        .keys()
+        .filter_map(|name| {
+            name.strip_prefix("broker_node")?
+                .strip_suffix("_alive")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    ids.sort_unstable();
+    ids
 }
 
 /// The per-node charts (spec, title, note), none for a broker of one node. `rx`: the
@@ -20,19 +29,23 @@ pub(super) fn charts(
     rx: &[f64],
     per_s: impl Fn(&str) -> Vec<Option<f64>>,
 ) -> Vec<(Json, &'static str, &'static str)> {
-    let nodes = node_count(r);
-    if nodes == 0 {
+    let nodes = node_ids(r);
+    if nodes.is_empty() {
         return Vec::new();
     }
-    let column = |id: usize, name: &str| format!("broker_node{id}_{name}");
-    let labels: Vec<String> = (1..=nodes).map(|id| format!("node {id}")).collect();
-    let cpu = (1..=nodes).map(|id| {
+    let column = |id: u32, name: &str| format!("broker_node{id}_{name}");
+    let labels: Vec<String> = nodes.iter().map(|id| format!("node {id}")).collect();
+    let cpu = nodes.iter().map(|&id| {
         let user = r.get(&column(id, "cpu_user_pct"));
         let system = r.get(&column(id, "cpu_system_pct"));
-        both(user, system)
+        sum(user, system)
     });
-    let rss = (1..=nodes).map(|id| r.get(&column(id, "rss_bytes")).cloned().unwrap_or_default());
-    let written = (1..=nodes).map(|id| per_s(&column(id, "disk_written_bytes")));
+    let rss = nodes
+        .iter()
+        .map(|&id| r.get(&column(id, "rss_bytes")).cloned().unwrap_or_default());
+    let written = nodes
+        .iter()
+        .map(|&id| per_s(&column(id, "disk_written_bytes")));
     let series = |values: Vec<Vec<Option<f64>>>, reduce| {
         labels
             .iter()
@@ -75,7 +88,7 @@ pub(super) fn charts(
 }
 
 /// `a + b` row by row; unknown where either is.
-fn both(a: Option<&Vec<Option<f64>>>, b: Option<&Vec<Option<f64>>>) -> Vec<Option<f64>> {
+fn sum(a: Option<&Vec<Option<f64>>>, b: Option<&Vec<Option<f64>>>) -> Vec<Option<f64>> {
     let (Some(a), Some(b)) = (a, b) else {
         return Vec::new();
     };
