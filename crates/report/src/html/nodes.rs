@@ -46,46 +46,53 @@ pub(super) fn charts(
     let written = nodes
         .iter()
         .map(|&id| per_s(&column(id, "disk_written_bytes")));
-    let series = |values: Vec<Vec<Option<f64>>>, reduce| {
-        labels
-            .iter()
-            .zip(values)
-            .map(|(label, v)| (label.as_str(), v, reduce, 0))
-            .collect::<Vec<_>>()
-    };
-    vec![
+    let kinds = [
         (
-            time_chart(
-                "node-cpu",
-                rx,
-                series(cpu.collect(), Reduce::Max),
-                json!({"yLabel": "% of one core", "unitY": "pct", "height": 220}),
-            ),
-            "Broker CPU per node",
-            "user + system, percent of one core; the broker's CPU above is their sum",
+            "node-cpu",
+            cpu.collect::<Vec<_>>(),
+            Reduce::Max,
+            "% of one core",
+            "pct",
         ),
+        ("node-memory", rss.collect(), Reduce::Max, "RSS", "bytes"),
         (
-            time_chart(
-                "node-memory",
-                rx,
-                series(rss.collect(), Reduce::Max),
-                json!({"yLabel": "RSS", "unitY": "bytes", "height": 220}),
-            ),
-            "Broker memory per node",
-            "resident set size of each node's processes",
+            "node-disk",
+            written.collect(),
+            Reduce::Mean,
+            "written per second",
+            "bytes",
         ),
-        (
-            time_chart(
-                "node-disk",
-                rx,
-                series(written.collect(), Reduce::Mean),
-                json!({"yLabel": "written per second", "unitY": "bytes", "height": 220}),
-            ),
-            "Broker disk writes per node",
-            "bytes each node really sent to storage per second",
-        ),
-    ]
+    ];
+    kinds
+        .into_iter()
+        .zip(TITLES)
+        .map(|((id, values, reduce, y_label, unit), (title, note))| {
+            let series = labels
+                .iter()
+                .zip(values)
+                .map(|(label, v)| (label.as_str(), v, reduce, 0))
+                .collect();
+            let options = json!({"yLabel": y_label, "unitY": unit, "height": 220});
+            (time_chart(id, rx, series, options), title, note)
+        })
+        .collect()
 }
+
+/// Each per-node chart's title and note, in the order of [`charts`].
+const TITLES: [(&str, &str); 3] = [
+    (
+        "Broker CPU per node",
+        "user + system, percent of one core; the broker's CPU above is their sum",
+    ),
+    (
+        "Broker memory per node",
+        "resident set size of each node's processes",
+    ),
+    (
+        "Broker disk writes per node",
+        "bytes each node really sent to storage per second",
+    ),
+];
 
 /// `a + b` row by row; unknown where either is.
 fn sum(a: Option<&Vec<Option<f64>>>, b: Option<&Vec<Option<f64>>>) -> Vec<Option<f64>> {
