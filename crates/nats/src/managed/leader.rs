@@ -37,8 +37,7 @@ impl ManagedNats {
 
     /// Node `id`'s `/jsz` with every account's streams, when it answers.
     fn jsz(&self, id: u32) -> Option<Value> {
-        let configuration = std::fs::read_to_string(self.node(id).config_file()).ok()?;
-        let port = layout::monitor_port(&configuration)?;
+        let port = super::monitor_port(&self.node(id))?;
         // A paused node takes the connection and never answers: the fault waits.
         ready::get_json(
             port,

@@ -361,6 +361,12 @@ fn settings_block(settings: &Settings) -> String {
     format!("# Server settings (`brokerbench broker up nats --config KEY=VALUE`).\n{lines}")
 }
 
+/// The monitoring port a node's configuration file names, if it has one.
+pub(super) fn monitor_port(node: &Daemon) -> Option<u16> {
+    let configuration = std::fs::read_to_string(node.config_file()).ok()?;
+    layout::monitor_port(&configuration)
+}
+
 fn missing() -> BrokerError {
     BrokerError::PackageMissing {
         broker: NAME,
@@ -411,19 +417,17 @@ impl ManagedBroker for ManagedNats {
 
     /// Node 1's monitoring endpoint, as its configuration names it (else the port setting's).
     fn metrics_url(&self) -> Option<String> {
-        let configuration = std::fs::read_to_string(self.daemon.config_file()).unwrap_or_default();
-        layout::monitor_port(&configuration)
-            .or_else(|| self.port.as_ref().ok().map(|port| port + MONITOR_OFFSET))
-            .map(|port| format!("http://127.0.0.1:{port}"))
+        let port = monitor_port(&self.daemon)
+            .or_else(|| self.port.as_ref().ok().map(|port| port + MONITOR_OFFSET))?;
+        Some(format!("http://127.0.0.1:{port}"))
     }
 
     /// Every node's monitoring endpoint, node 1's first: each stream is counted once, at the
     /// highest sequence a server holding it says (see the metric set).
     fn metrics_urls(&self) -> Vec<String> {
-        let others = (2..=self.size()).filter_map(|id| {
-            let configuration = std::fs::read_to_string(self.node(id).config_file()).ok()?;
-            layout::monitor_port(&configuration).map(|port| format!("http://127.0.0.1:{port}"))
-        });
+        let others = (2..=self.size())
+            .filter_map(|id| monitor_port(&self.node(id)))
+            .map(|port| format!("http://127.0.0.1:{port}"));
         self.metrics_url().into_iter().chain(others).collect()
     }
 
