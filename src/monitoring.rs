@@ -102,6 +102,7 @@ impl Monitoring {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let mut messages_in_before = None;
         let mut metrics_csv = None;
+        let mut columns = Vec::new();
         if let Some(metrics) = &broker_metrics {
             let mut m = metrics.lock().unwrap_or_else(|e| e.into_inner());
             if let Ok(reading) = m.read(clock.now_ns()) {
@@ -111,7 +112,8 @@ impl Monitoring {
             let mut file = csv::Writer::from_writer(BufWriter::new(
                 File::create(&path).with_context(|| format!("creating {}", path.display()))?,
             ));
-            file.write_record(std::iter::once("time_s").chain(m.specs().iter().map(|s| s.key)))?;
+            columns = m.columns();
+            file.write_record(std::iter::once("time_s").chain(columns.iter().map(String::as_str)))?;
             file.flush()?;
             metrics_csv = Some(file);
         }
@@ -141,11 +143,11 @@ impl Monitoring {
                                 .map(|v| v.map(|v| format!("{v:.3}")).unwrap_or_default());
                             let _ = csv.write_record(std::iter::once(time_s).chain(cells));
                             let _ = csv.flush();
-                            for (spec, value) in metrics.specs().iter().zip(&reading.values) {
+                            for (column, value) in columns.iter().zip(&reading.values) {
                                 // The CSV column's name, so one name means one figure.
                                 if let Some(v) = value {
                                     live.push((
-                                        format!("broker_{}", spec.key),
+                                        format!("broker_{column}"),
                                         "The broker's own metric, from its metrics endpoint \
                                          (docs/src/broker-metrics.md)."
                                             .into(),

@@ -265,6 +265,42 @@ fn assert_each_node_has_columns(run: &Run, nodes: usize) {
     );
 }
 
+/// broker-metrics.csv's column `name`, a value per row (None where blank).
+fn broker_metric(run: &Run, name: &str) -> Vec<Option<f64>> {
+    let csv = run.file("broker-metrics.csv");
+    let mut lines = csv.lines();
+    let names: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = names
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or_else(|| panic!("no {name} in broker-metrics.csv: {names:?}"));
+    lines
+        .map(|line| line.split(',').nth(column).and_then(|v| v.parse().ok()))
+        .collect()
+}
+
+/// The per-node broker figure `key` of node `killed` of three went blank while the node was
+/// down, and in those rows the other two nodes' figures came: each node is read on its own.
+fn assert_node_silent_while_down(run: &Run, key: &str, killed: u64) {
+    let own = broker_metric(run, &format!("{key}_node{killed}"));
+    assert!(
+        own.iter().any(Option::is_some),
+        "{key}: node {killed} answered before"
+    );
+    let silent: Vec<usize> = (0..own.len()).filter(|&row| own[row].is_none()).collect();
+    assert!(
+        !silent.is_empty(),
+        "{key}: node {killed} went silent: {own:?}"
+    );
+    for other in (1..=3).filter(|&n| n != killed) {
+        let values = broker_metric(run, &format!("{key}_node{other}"));
+        assert!(
+            silent.iter().any(|&row| values[row].is_some()),
+            "{key}: node {other} answered while node {killed} was down: {values:?}"
+        );
+    }
+}
+
 fn text(output: &Output) -> String {
     format!(
         "exit {:?}\nstdout: {}\nstderr: {}",
@@ -390,10 +426,11 @@ fn a_nats_cluster_of_three_runs_a_stream_of_three_replicas_losslessly() {
     );
     let sets = short("1000", 18);
     let args = [&nats[..], &with_sets(&sets, &[])].concat();
-    let (_, s) = cluster.run_with_faults(
+    let (run, s) = cluster.run_with_faults(
         &args,
         &["at=2s,action=kill,node=2,restart_after=3s", &pause],
     );
+    assert_node_silent_while_down(&run, "stream_replica_lag_entries", 2);
     let (kill, command) = (&s["faults"][0], &s["faults"][1]);
     // A replica was behind its leader while its server was down or paused, as the servers said.
     let lag = s["broker_metrics"]["maxima"]["stream_replica_lag_entries"].as_f64();
@@ -534,7 +571,7 @@ fn a_kafka_cluster_of_three_runs_an_rf3_topic_with_acks_all_losslessly() {
         with_sets(&sets, &[]),
     ]
     .concat();
-    let (_, s) =
+    let (run, s) =
         cluster.run_with_faults(&args, &["at=3s,action=kill,node=leader,restart_after=3s"]);
     let kill = &s["faults"][0];
     let node = kill["node"]
@@ -558,6 +595,9 @@ fn a_kafka_cluster_of_three_runs_an_rf3_topic_with_acks_all_losslessly() {
         after.is_some_and(|n| n != node),
         "leadership moved: {kill:#}"
     );
+    // Read at each node: the killed node's figures are silent while it is down, the others'
+    // come on.
+    assert_node_silent_while_down(&run, "leader_partitions", node);
     assert!(
         kill["recovered_after_s"].as_f64().is_some(),
         "the rate is back: {kill:#}"
@@ -581,7 +621,12 @@ fn a_rabbitmq_cluster_of_three_runs_a_quorum_queue_of_three_members_losslessly()
         format!("exchange.name={prefix}"),
     ]);
     let args = [vec!["--driver", RABBITMQ_DRIVER], with_sets(&sets, &[])].concat();
-    cluster.run_lossless(&args, &pids);
+    let s = cluster.run_lossless(&args, &pids);
+    let broker = &s["broker_metrics"];
+    assert_eq!(
+        broker["messages_in"], broker["messages_counted_by_brokerbench"],
+        "every node's endpoint read: {broker:#}"
+    );
 
     let amqp: u16 = address.rsplit(':').next().unwrap().parse().unwrap();
     let queues = rabbitmq_api_at(amqp + 10_000, "GET", "/api/queues/%2f");
@@ -618,6 +663,14 @@ fn a_rabbitmq_cluster_of_three_runs_a_quorum_queue_of_three_members_losslessly()
     );
     let after = kill["leader_after"].as_u64();
     assert!(after.is_some_and(|n| n != 1), "node 1 is down: {kill:#}");
+    // Each node's quorum queue members, read at each node: node 1's are silent while it is
+    // down, the others' go on committing.
+    assert_node_silent_while_down(&run, "raft_committed_entries", 1);
+    let committed = broker_metric(&run, "raft_committed_entries_node2");
+    assert!(
+        committed.iter().flatten().any(|&c| c > 0.0),
+        "{committed:?}"
+    );
     cluster.up_starts_a_killed_node(1);
     cluster.down_all(&cluster.pids());
 }

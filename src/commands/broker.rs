@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use brokerbench_brokers::cluster::check_size;
-use brokerbench_brokers::{settings, BrokerStatus, UpOptions};
+use brokerbench_brokers::{settings, BrokerStatus, NodeUrl, UpOptions};
 use brokerbench_driver::Family;
 
 use crate::cli::BrokerAction;
@@ -204,8 +204,9 @@ fn print_status(status: &BrokerStatus, state: &str) {
 }
 
 /// Starts the family's managed broker if needed and returns its status, the address its
-/// driver connects to, and its metrics endpoint, saying what it did on stderr.
-pub fn managed(family: &dyn Family) -> anyhow::Result<(BrokerStatus, String, Vec<String>)> {
+/// driver connects to, and its nodes' metrics endpoints (with their ids), saying what it did
+/// on stderr.
+pub fn managed(family: &dyn Family) -> anyhow::Result<(BrokerStatus, String, Vec<NodeUrl>)> {
     let managed = family.managed(&brokerbench_brokers::home());
     if managed.status()?.is_none() {
         eprintln!(

@@ -1,7 +1,7 @@
 //! Which broker a run talks to (the one the driver file names, else the family's managed
 //! one), which process to sample, and how to read its metrics endpoint.
 
-use brokerbench_brokers::BrokerStatus;
+use brokerbench_brokers::{BrokerStatus, NodeUrl};
 use brokerbench_driver::{Driver, Family};
 use brokerbench_metrics::{BrokerMetrics, Endpoint, EndpointSettings, MetricSet, Scraper};
 use brokerbench_model::DriverConfig;
@@ -18,7 +18,7 @@ pub(super) struct BrokerTarget {
     /// Processes to sample: one per node of the broker, as far as they are known.
     pub(super) processes: Vec<WatchedProcess>,
     /// Metrics endpoints of a managed broker (node 1's first), read together.
-    pub(super) metrics_urls: Vec<String>,
+    pub(super) metrics_urls: Vec<NodeUrl>,
     /// What that endpoint serves, from the family.
     pub(super) metrics: Option<&'static MetricSet>,
 }
@@ -140,7 +140,7 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
 fn running_managed_named(
     family: &'static dyn Family,
     address: &str,
-) -> Option<(BrokerStatus, Vec<String>)> {
+) -> Option<(BrokerStatus, Vec<NodeUrl>)> {
     let managed = family.managed(&brokerbench_brokers::home());
     let status = managed.status().ok().flatten()?;
     let ports: Vec<u16> = status
@@ -187,7 +187,7 @@ fn managed_target(
     family: &'static dyn Family,
     driver: Box<dyn Driver>,
     address: String,
-    (status, metrics_urls): (BrokerStatus, Vec<String>),
+    (status, metrics_urls): (BrokerStatus, Vec<NodeUrl>),
 ) -> BrokerTarget {
     BrokerTarget {
         driver,
@@ -211,7 +211,7 @@ fn managed_target(
 pub(super) fn metrics_scraper(
     specs: &brokerbench_model::Specs,
     args: &RunArgs,
-    managed_urls: Vec<String>,
+    managed_urls: Vec<NodeUrl>,
     set: Option<&'static MetricSet>,
 ) -> anyhow::Result<Option<BrokerMetrics>> {
     if args.no_monitor {
@@ -225,13 +225,13 @@ pub(super) fn metrics_scraper(
             format!("{}: field `broker_metrics.url`", specs.driver_source),
         ),
         (None, None) => match managed_urls.first() {
-            Some(url) => (url.clone(), "the managed broker".to_string()),
+            Some((_, url)) => (url.clone(), "the managed broker".to_string()),
             None => return Ok(None),
         },
     };
-    let others = match source.as_str() {
-        "the managed broker" => other_nodes(&managed_urls[1..])?,
-        _ => Vec::new(),
+    let (first, others) = match (source.as_str(), managed_urls.first()) {
+        ("the managed broker", Some((first, _))) => (*first, other_nodes(&managed_urls[1..])?),
+        _ => (1, Vec::new()),
     };
     let Some(set) = set else { return Ok(None) };
     let mut endpoint = Endpoint::new(&url).map_err(|e| BadInput(format!("{source}: {e}")))?;
@@ -249,16 +249,17 @@ pub(super) fn metrics_scraper(
     let scraper = Scraper::new(endpoint.with_environment())
         .map_err(|e| BadInput(format!("{source}: {e}")))?;
     Ok(Some(
-        BrokerMetrics::new(scraper, set).with_other_nodes(others),
+        BrokerMetrics::new(scraper, set).with_other_nodes(first, others),
     ))
 }
 
-/// Scrapers of the other nodes' endpoints of a managed cluster.
-fn other_nodes(urls: &[String]) -> anyhow::Result<Vec<Scraper>> {
+/// Scrapers of the other nodes' endpoints of a managed cluster, with their node ids.
+fn other_nodes(urls: &[NodeUrl]) -> anyhow::Result<Vec<(u32, Scraper)>> {
     urls.iter()
-        .map(|url| {
+        .map(|(id, url)| {
             let endpoint = Endpoint::new(url).map_err(|e| BadInput(format!("{url}: {e}")))?;
-            Scraper::new(endpoint).map_err(|e| BadInput(format!("{url}: {e}")).into())
+            let scraper = Scraper::new(endpoint).map_err(|e| BadInput(format!("{url}: {e}")))?;
+            Ok((*id, scraper))
         })
         .collect()
 }

@@ -139,6 +139,9 @@ impl NodeStatus {
     }
 }
 
+/// A node's id and a URL of it (its metrics endpoint).
+pub type NodeUrl = (u32, String);
+
 /// A managed local broker as a family supplies it: the lifecycle `brokerbench broker
 /// install|up|down|status NAME` and managed runs drive, whatever the broker.
 pub trait ManagedBroker {
@@ -194,11 +197,11 @@ pub trait ManagedBroker {
     fn client_address(&self, status: &BrokerStatus) -> String;
     /// The endpoint broker metrics are read from, if the broker serves one.
     fn metrics_url(&self) -> Option<String>;
-    /// Every endpoint a run reads broker metrics from, read together: node 1's, and the
-    /// other nodes' where the family's figures add up across nodes (Kafka counts what each
-    /// node leads).
-    fn metrics_urls(&self) -> Vec<String> {
-        self.metrics_url().into_iter().collect()
+    /// Every endpoint a run reads broker metrics from, read together, with its node's id:
+    /// node 1's (or the first running node's), and the other nodes' where the family's
+    /// figures add up across nodes (Kafka counts what each node leads).
+    fn metrics_urls(&self) -> Vec<NodeUrl> {
+        self.metrics_url().into_iter().map(|url| (1, url)).collect()
     }
     /// Further endpoints worth printing after `up` (management UI, monitoring).
     fn endpoints(&self) -> Vec<String> {

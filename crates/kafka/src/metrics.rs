@@ -53,12 +53,35 @@ const SPECS: &[MetricSpec] = &[
         Some("RequestQueueSize"),
         1.0,
     ),
-    gauge(
-        "under_replicated_partitions",
-        "kafka_server_replicamanager_value",
-        Some("UnderReplicatedPartitions"),
-        1.0,
-    ),
+    // Replication health, each node's too: which node lost followers, and whose partitions
+    // moved to whom when a node failed.
+    MetricSpec {
+        per_node: true,
+        ..gauge(
+            "under_replicated_partitions",
+            "kafka_server_replicamanager_value",
+            Some("UnderReplicatedPartitions"),
+            1.0,
+        )
+    },
+    MetricSpec {
+        per_node: true,
+        ..gauge(
+            "under_min_isr_partitions",
+            "kafka_server_replicamanager_value",
+            Some("UnderMinIsrPartitionCount"),
+            1.0,
+        )
+    },
+    MetricSpec {
+        per_node: true,
+        ..gauge(
+            "leader_partitions",
+            "kafka_server_replicamanager_value",
+            Some("LeaderCount"),
+            1.0,
+        )
+    },
     counter(
         "log_flushes_per_second",
         "kafka_log_logflushstats_count",

@@ -6,6 +6,8 @@
 //! units spelled out: `_per_second`, `_ratio` for 0–1, `_seconds`, `_bytes`). What each one
 //! means is written in docs/src/broker-metrics.md.
 
+mod nodes;
+
 use crate::scrape::{ScrapeError, Scraper};
 use crate::text::{parse, Sample};
 
@@ -48,6 +50,9 @@ pub struct MetricSpec {
     /// A counter whose samples are all absent counts as 0 rather than unknown (a sum over
     /// streams the run creates: none exist before it starts).
     pub absent_is_zero: bool,
+    /// Read from a cluster, the figure is also given for each node alone, as that node's
+    /// endpoint says (`<key>_node<id>`): replication health, where which node lags matters.
+    pub per_node: bool,
 }
 
 /// How the series a spec matches make one figure.
@@ -106,6 +111,7 @@ pub const fn counter(
         ceiling: None,
         scale: 1.0,
         absent_is_zero: false,
+        per_node: false,
     }
 }
 
@@ -163,7 +169,8 @@ pub struct Reading {
     /// When the scrape was made, ns since the UNIX epoch.
     pub time_ns: u64,
     /// Per spec: the rate (counters; None on the first scrape) or value (gauges); None when
-    /// the endpoint had no such sample.
+    /// the endpoint had no such sample. Read from a cluster, the per-node figures follow
+    /// ([`BrokerMetrics::columns`] names them all).
     pub values: Vec<Option<f64>>,
     /// Per spec: the raw summed counter value (None for gauges and absent samples).
     pub totals: Vec<Option<f64>>,
@@ -171,17 +178,22 @@ pub struct Reading {
 
 /// Reads one broker's metrics repeatedly: one endpoint, or one per node of a cluster, whose
 /// series are read together (summed or averaged as each spec says, as if one broker served
-/// them all).
+/// them all), and for a cluster each node's alone where a spec asks it ([`MetricSpec::per_node`]).
 #[derive(Debug, Clone)]
 pub struct BrokerMetrics {
     scraper: Scraper,
-    /// The endpoints of the other nodes of a cluster, if any.
-    others: Vec<Scraper>,
+    /// The node the first endpoint is (1 unless node 1 was down when the run began).
+    first: u32,
+    /// The endpoints of the other nodes of a cluster, if any, with their node ids.
+    others: Vec<(u32, Scraper)>,
     set: &'static MetricSet,
     previous: Option<Reading>,
     /// What each endpoint (node 1's first) answered last: a node that does not answer counts
     /// with it, so that its counters neither vanish from a sum nor come back at once.
     last: Vec<Option<Vec<Sample>>>,
+    /// Each endpoint's own reading of the last scrape (None when it did not answer), for the
+    /// per-node figures' rates.
+    node_previous: Vec<Option<Reading>>,
 }
 
 impl BrokerMetrics {
@@ -189,16 +201,23 @@ impl BrokerMetrics {
     pub fn new(scraper: Scraper, set: &'static MetricSet) -> Self {
         BrokerMetrics {
             scraper,
+            first: 1,
             others: Vec::new(),
             set,
             previous: None,
             last: Vec::new(),
+            node_previous: Vec::new(),
         }
     }
 
-    /// Also reads these endpoints, the other nodes' of a cluster, with every scrape.
-    pub fn with_other_nodes(self, others: Vec<Scraper>) -> Self {
-        BrokerMetrics { others, ..self }
+    /// The endpoint is node `first` of a cluster; these endpoints, the other nodes' (with
+    /// their ids), are read with every scrape too.
+    pub fn with_other_nodes(self, first: u32, others: Vec<(u32, Scraper)>) -> Self {
+        BrokerMetrics {
+            first,
+            others,
+            ..self
+        }
     }
 
     /// How many endpoints each scrape reads.
@@ -229,10 +248,28 @@ impl BrokerMetrics {
         self.set.specs
     }
 
-    /// Reads now and returns the figures.
+    /// Reads now and returns the figures, in the order of [`BrokerMetrics::columns`]. A node
+    /// that does not answer (killed by a fault, restarting) counts with what it answered last;
+    /// only when none answers is it an error (node 1's).
     pub fn read(&mut self, now_ns: u64) -> Result<Reading, ScrapeError> {
-        let samples = self.samples()?;
-        Ok(self.take(&samples, now_ns))
+        let mut fresh = Vec::new();
+        let mut first_error = None;
+        for scraper in std::iter::once(&self.scraper).chain(self.others.iter().map(|(_, s)| s)) {
+            match self.samples_of(scraper) {
+                Ok(samples) => fresh.push(Some(samples)),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    fresh.push(None);
+                }
+            }
+        }
+        if let (true, Some(e)) = (fresh.iter().all(Option::is_none), first_error) {
+            return Err(e);
+        }
+        let samples = self.with_last(&fresh);
+        let mut reading = self.take(&samples, now_ns);
+        reading.values.extend(self.per_node(&fresh, now_ns));
+        Ok(reading)
     }
 
     /// Turns samples read at `now_ns` into figures (rates against the samples taken before).
@@ -242,30 +279,17 @@ impl BrokerMetrics {
         reading
     }
 
-    /// Every endpoint's samples, node 1's first. A node that does not answer (killed by a
-    /// fault, restarting) counts with what it answered last; only when none answers is it an
-    /// error (node 1's).
-    fn samples(&mut self) -> Result<Vec<Sample>, ScrapeError> {
-        let answers: Vec<Result<Vec<Sample>, ScrapeError>> = std::iter::once(&self.scraper)
-            .chain(&self.others)
-            .map(|scraper| self.samples_of(scraper))
-            .collect();
-        if answers.iter().all(Result::is_err) {
-            let first = answers
-                .into_iter()
-                .next()
-                .expect("node 1's endpoint is read");
-            return first;
-        }
-        self.last.resize(answers.len(), None);
+    /// Every endpoint's samples, node 1's first: a fresh answer, else the node's last one.
+    fn with_last(&mut self, fresh: &[Option<Vec<Sample>>]) -> Vec<Sample> {
+        self.last.resize(fresh.len(), None);
         let mut samples = Vec::new();
-        for (last, answer) in self.last.iter_mut().zip(answers) {
-            if let Ok(fresh) = answer {
-                *last = Some(fresh);
+        for (last, answer) in self.last.iter_mut().zip(fresh) {
+            if let Some(answer) = answer {
+                *last = Some(answer.clone());
             }
             samples.extend(last.iter().flatten().cloned());
         }
-        Ok(samples)
+        samples
     }
 
     fn samples_of(&self, scraper: &Scraper) -> Result<Vec<Sample>, ScrapeError> {
@@ -300,39 +324,49 @@ impl BrokerMetrics {
     }
 
     fn interpret(&self, samples: &[Sample], now_ns: u64) -> Reading {
-        let mut values = Vec::with_capacity(self.set.specs.len());
-        let mut totals = Vec::with_capacity(self.set.specs.len());
-        for (i, spec) in self.set.specs.iter().enumerate() {
-            let matching: Vec<&Sample> = samples.iter().filter(|s| spec.matches(s)).collect();
-            if matching.is_empty() && !spec.absent_is_zero {
-                values.push(None);
+        interpret(self.set.specs, self.previous.as_ref(), samples, now_ns)
+    }
+}
+
+/// `samples` read at `now_ns` as figures of `specs`: counters as rates against `previous`.
+fn interpret(
+    specs: &[MetricSpec],
+    previous: Option<&Reading>,
+    samples: &[Sample],
+    now_ns: u64,
+) -> Reading {
+    let mut values = Vec::with_capacity(specs.len());
+    let mut totals = Vec::with_capacity(specs.len());
+    for (i, spec) in specs.iter().enumerate() {
+        let matching: Vec<&Sample> = samples.iter().filter(|s| spec.matches(s)).collect();
+        if matching.is_empty() && !spec.absent_is_zero {
+            values.push(None);
+            totals.push(None);
+            continue;
+        }
+        let sum = spec.combine.total(&matching);
+        let share = spec.share(samples, matching.len());
+        match spec.kind {
+            MetricKind::Gauge => {
+                values.push(Some(sum * spec.scale * share));
                 totals.push(None);
-                continue;
             }
-            let sum = spec.combine.total(&matching);
-            let share = spec.share(samples, matching.len());
-            match spec.kind {
-                MetricKind::Gauge => {
-                    values.push(Some(sum * spec.scale * share));
-                    totals.push(None);
-                }
-                MetricKind::Counter => {
-                    let rate = self.previous.as_ref().and_then(|p| {
-                        let before = p.totals.get(i).copied().flatten()?;
-                        let seconds = now_ns.checked_sub(p.time_ns)? as f64 / 1e9;
-                        let rate = (sum - before).max(0.0) / seconds * spec.scale * share;
-                        (seconds > 0.0).then(|| spec.ceiling.map_or(rate, |c| rate.min(c)))
-                    });
-                    values.push(rate);
-                    totals.push(Some(sum));
-                }
+            MetricKind::Counter => {
+                let rate = previous.and_then(|p| {
+                    let before = p.totals.get(i).copied().flatten()?;
+                    let seconds = now_ns.checked_sub(p.time_ns)? as f64 / 1e9;
+                    let rate = (sum - before).max(0.0) / seconds * spec.scale * share;
+                    (seconds > 0.0).then(|| spec.ceiling.map_or(rate, |c| rate.min(c)))
+                });
+                values.push(rate);
+                totals.push(Some(sum));
             }
         }
-        Reading {
-            time_ns: now_ns,
-            values,
-            totals,
-        }
+    }
+    Reading {
+        time_ns: now_ns,
+        values,
+        totals,
     }
 }
 
@@ -578,11 +612,18 @@ mod tests {
     }
 
     #[test]
-    fn a_node_that_does_not_answer_counts_with_its_last_answer() {
-        const SPECS: &[MetricSpec] = &[MetricSpec {
-            without_label: None,
-            ..gauge("stored", "jsz.messages", None, 1.0)
-        }];
+    fn a_node_that_does_not_answer_counts_with_its_last_answer_and_alone_with_none() {
+        const SPECS: &[MetricSpec] = &[
+            MetricSpec {
+                without_label: None,
+                ..gauge("stored", "jsz.messages", None, 1.0)
+            },
+            MetricSpec {
+                without_label: None,
+                per_node: true,
+                ..counter("written", "jsz.seq", None)
+            },
+        ];
         static SET: MetricSet = MetricSet {
             source: "test",
             format: Format::Json { paths: &["/jsz"] },
@@ -593,17 +634,41 @@ mod tests {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             format!("http://{}", listener.local_addr().unwrap())
         };
-        // Node 1 answers twice, node 2 once and then no more.
-        let first = scraper(&serve(&[r#"{"messages": 5}"#, r#"{"messages": 6}"#]));
-        let second = scraper(&serve(&[r#"{"messages": 10}"#]));
-        let mut m = BrokerMetrics::new(first, &SET).with_other_nodes(vec![second]);
-        assert_eq!(m.read(1).unwrap().values, vec![Some(15.0)]);
+        // Node 1 answers three times, node 3 twice and then no more.
+        let first = scraper(&serve(&[
+            r#"{"messages": 5, "seq": 100}"#,
+            r#"{"messages": 6, "seq": 110}"#,
+            r#"{"messages": 7, "seq": 130}"#,
+        ]));
+        let third = scraper(&serve(&[
+            r#"{"messages": 10, "seq": 90}"#,
+            r#"{"messages": 10, "seq": 91}"#,
+        ]));
+        let mut m = BrokerMetrics::new(first, &SET).with_other_nodes(1, vec![(3, third)]);
         assert_eq!(
-            m.read(2).unwrap().values,
-            vec![Some(16.0)],
-            "node 2's last answer"
+            m.columns(),
+            ["stored", "written", "written_node1", "written_node3"]
+        );
+        let second = 1_000_000_000;
+        assert_eq!(
+            m.read(second).unwrap().values,
+            [Some(15.0), None, None, None]
+        );
+        assert_eq!(
+            m.read(2 * second).unwrap().values,
+            [Some(16.0), Some(11.0), Some(10.0), Some(1.0)]
+        );
+        assert_eq!(
+            m.read(3 * second).unwrap().values,
+            [Some(17.0), Some(20.0), Some(20.0), None],
+            "node 3's last answer in the cluster's figures, nothing for node 3 alone"
         );
         let mut none = BrokerMetrics::new(scraper(&closed), &SET);
         assert!(none.read(1).is_err(), "no node answered");
+        assert_eq!(
+            none.columns(),
+            ["stored", "written"],
+            "one node: no per-node columns"
+        );
     }
 }

@@ -48,6 +48,7 @@ const SPECS: &[MetricSpec] = &[
     MetricSpec {
         absent_is_zero: true,
         combine: Combine::MaxPerSeries,
+        per_node: true,
         ..json(gauge(
             "stream_replica_lag_entries",
             "jsz.account_details.stream_detail.cluster.replicas.lag",

@@ -47,7 +47,9 @@ use std::time::Duration;
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::process;
 use brokerbench_brokers::tls::{self, TlsFiles};
-use brokerbench_brokers::{managed, settings, BrokerError, BrokerStatus, NodeStatus, UpOptions};
+use brokerbench_brokers::{
+    managed, settings, BrokerError, BrokerStatus, NodeStatus, NodeUrl, UpOptions,
+};
 
 use crate::probe::{server_properties, ProbeError};
 
@@ -899,6 +901,14 @@ impl brokerbench_brokers::ManagedBroker for RabbitMq {
             "http://127.0.0.1:{}/metrics",
             self.prometheus_port()
         ))
+    }
+    /// Every node's rabbitmq_prometheus endpoint: each counts what its own connections and
+    /// queue leaders handled.
+    fn metrics_urls(&self) -> Vec<NodeUrl> {
+        self.nodes()
+            .iter()
+            .filter_map(|node| Some((node.node, node.metrics_url()?)))
+            .collect()
     }
     fn endpoints(&self) -> Vec<String> {
         let mut lines = vec![format!(

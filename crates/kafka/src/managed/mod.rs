@@ -34,7 +34,9 @@ use rdkafka::ClientContext;
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::process;
 use brokerbench_brokers::tls::{self, TlsFiles};
-use brokerbench_brokers::{managed, settings, BrokerError, BrokerStatus, NodeStatus, UpOptions};
+use brokerbench_brokers::{
+    managed, settings, BrokerError, BrokerStatus, NodeStatus, NodeUrl, UpOptions,
+};
 
 mod install;
 mod leader;
@@ -618,8 +620,11 @@ impl brokerbench_brokers::ManagedBroker for Kafka {
         Kafka::metrics_url(self)
     }
     /// Every running node's exporter: each counts the messages of the partitions it leads.
-    fn metrics_urls(&self) -> Vec<String> {
-        self.nodes().iter().filter_map(Kafka::metrics_url).collect()
+    fn metrics_urls(&self) -> Vec<NodeUrl> {
+        self.nodes()
+            .iter()
+            .filter_map(|node| Some((node.node, Kafka::metrics_url(node)?)))
+            .collect()
     }
     fn endpoints(&self) -> Vec<String> {
         let mut lines: Vec<String> = self

@@ -66,6 +66,8 @@ includeObjectNames:
   - \"kafka.controller:type=KafkaController,name=ActiveControllerCount\"
   - \"kafka.network:type=RequestChannel,name=RequestQueueSize\"
   - \"kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions\"
+  - \"kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount\"
+  - \"kafka.server:type=ReplicaManager,name=LeaderCount\"
   - \"kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs\"
 rules:
   - pattern: \"kafka.server<type=socket-server-metrics, listener=(.+), networkProcessor=(.+)><>io-wait-time-ns-total\"

@@ -20,7 +20,9 @@ use brokerbench_brokers::daemon::{self, Daemon};
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::settings::{self, Settings};
 use brokerbench_brokers::tls::{self, TlsFiles};
-use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker, NodeStatus, UpOptions};
+use brokerbench_brokers::{
+    BrokerError, BrokerStatus, ManagedBroker, NodeStatus, NodeUrl, UpOptions,
+};
 
 pub use install::VERSION;
 use layout::{NodePorts, TLS_MARK};
@@ -424,11 +426,12 @@ impl ManagedBroker for ManagedNats {
 
     /// Every node's monitoring endpoint, node 1's first: each stream is counted once, at the
     /// highest sequence a server holding it says (see the metric set).
-    fn metrics_urls(&self) -> Vec<String> {
+    fn metrics_urls(&self) -> Vec<NodeUrl> {
         let others = (2..=self.size())
-            .filter_map(|id| monitor_port(&self.node(id)))
-            .map(|port| format!("http://127.0.0.1:{port}"));
-        self.metrics_url().into_iter().chain(others).collect()
+            .filter_map(|id| Some((id, monitor_port(&self.node(id))?)))
+            .map(|(id, port)| (id, format!("http://127.0.0.1:{port}")));
+        let first = self.metrics_url().map(|url| (1, url));
+        first.into_iter().chain(others).collect()
     }
 
     fn endpoints(&self) -> Vec<String> {

@@ -1,5 +1,6 @@
 //! A broker of several nodes in its run's report: each node's CPU, memory and disk writes over
-//! time, from resources.csv's per-node columns (`broker_nodeK_*`), beside the broker's sum.
+//! time, from resources.csv's per-node columns (`broker_nodeK_*`), beside the broker's sum; and
+//! each node's line of a broker metric given per node (broker-metrics.csv's `<key>_nodeK`).
 
 use serde_json::{json, Value as Json};
 
@@ -102,6 +103,33 @@ fn sum(a: Option<&Vec<Option<f64>>>, b: Option<&Vec<Option<f64>>>) -> Vec<Option
     a.iter().zip(b).map(|(a, b)| Some((*a)? + (*b)?)).collect()
 }
 
+/// The node a broker-metrics.csv column is a per-node figure of (`<key>_node<id>` beside a
+/// `<key>` column), if it is one.
+pub(super) fn metric_node(column: &str, b: &Columns) -> Option<u32> {
+    let (key, id) = column.rsplit_once("_node")?;
+    let id = id.parse().ok()?;
+    b.numbers.contains_key(key).then_some(id)
+}
+
+/// Each node's line of the broker metric `key` among the per-node columns, labelled
+/// `node K` and in the nodes' order.
+pub(super) fn metric_nodes(
+    key: &str,
+    per_node: &[&String],
+    b: &Columns,
+) -> Vec<(String, Vec<Option<f64>>)> {
+    let mut lines: Vec<(u32, Vec<Option<f64>>)> = per_node
+        .iter()
+        .filter(|column| column.rsplit_once("_node").is_some_and(|(k, _)| k == key))
+        .filter_map(|column| Some((metric_node(column, b)?, b.get(column)?.clone())))
+        .collect();
+    lines.sort_by_key(|(id, _)| *id);
+    lines
+        .into_iter()
+        .map(|(id, values)| (format!("node {id}"), values))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +178,20 @@ mod tests {
         assert_eq!(cpu[2]["label"], "node 3");
         assert_eq!(cpu[2]["values"][0].as_f64(), Some(33.0), "{cpu:#}");
         assert_eq!(charts[1].0["series"][1]["values"][0].as_f64(), Some(200.0));
+    }
+
+    #[test]
+    fn per_node_columns_are_found_beside_their_figure_in_the_nodes_order() {
+        let b =
+            columns("lag,lag_node3,lag_node1,leader_node2,messages_node_count\n1,1,1,1,1\n,,,,\n");
+        assert_eq!(metric_node("lag_node3", &b), Some(3));
+        assert_eq!(metric_node("leader_node2", &b), None, "no `leader` figure");
+        assert_eq!(metric_node("messages_node_count", &b), None);
+        let per_node: Vec<String> = vec!["lag_node3".into(), "lag_node1".into()];
+        let per_node: Vec<&String> = per_node.iter().collect();
+        let lines = metric_nodes("lag", &per_node, &b);
+        let labels: Vec<&str> = lines.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(labels, ["node 1", "node 3"]);
+        assert_eq!(lines[0].1, [Some(1.0), None]);
     }
 }

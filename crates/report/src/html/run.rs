@@ -712,6 +712,9 @@ fn broker_metrics(page: &mut Page, run: &RunFolder, s: Option<&Json>) {
         "<h2>The broker's own metrics <small>({}; each name is defined in docs/src/broker-metrics.md)</small></h2><div class=\"grid2\">",
         esc(source)
     );
+    let (per_node, names): (Vec<&String>, Vec<&String>) = names
+        .into_iter()
+        .partition(|name| super::nodes::metric_node(name, &b).is_some());
     for name in names {
         let values = b.get(name).cloned().unwrap_or_default();
         if values.iter().all(Option::is_none) {
@@ -722,15 +725,29 @@ fn broker_metrics(page: &mut Page, run: &RunFolder, s: Option<&Json>) {
             name.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
         );
         let unit = broker_metric_unit(name);
+        let node_lines = super::nodes::metric_nodes(name, &per_node, &b);
+        let (label, note) = match node_lines.is_empty() {
+            true => (name.as_str(), ""),
+            false => (
+                "cluster",
+                "the cluster's figure, and each node's alone (a gap: the node did not answer)",
+            ),
+        };
+        let mut series = vec![(label, values, Reduce::Max, 0)];
+        series.extend(
+            node_lines
+                .iter()
+                .map(|(label, values)| (label.as_str(), values.clone(), Reduce::Max, 0)),
+        );
         page.add_chart(
             time_chart(
                 &id,
                 &bx,
-                vec![(name.as_str(), values, Reduce::Max, 0)],
+                series,
                 json!({"yLabel": name, "unitY": unit, "height": 170}),
             ),
             name,
-            "",
+            note,
         );
     }
     page.body.push_str("</div>");
