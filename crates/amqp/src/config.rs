@@ -165,6 +165,10 @@ pub struct QueueConfig {
     /// `x-overflow`: what the broker does when a length limit is reached.
     #[serde(default)]
     pub overflow: Overflow,
+    /// `x-quorum-initial-group-size`: how many members (copies) a quorum queue starts with;
+    /// none: the broker's default (RabbitMQ 3.10: 3, or every node of a smaller cluster).
+    #[serde(default)]
+    pub initial_group_size: Option<u32>,
 }
 
 impl Default for QueueConfig {
@@ -305,6 +309,21 @@ impl RabbitMqDriverConfig {
                 "queue.durable",
                 format!("{kind} queues are always durable; set queue.durable: true, or use queue.type: classic for a transient queue"),
             ));
+        }
+        match queue.initial_group_size {
+            Some(_) if queue.kind != QueueKind::Quorum => {
+                return Err(FieldError::new(
+                    "queue.initial_group_size",
+                    format!("only quorum queues have members to count ({kind} queues do not); remove it or use queue.type: quorum"),
+                ))
+            }
+            Some(0) => {
+                return Err(FieldError::new(
+                    "queue.initial_group_size",
+                    "must be at least 1 (a quorum queue of 3 members survives one node down)",
+                ))
+            }
+            _ => {}
         }
         if queue.lazy && queue.kind != QueueKind::Classic {
             return Err(FieldError::new(

@@ -112,7 +112,8 @@ pub enum Argument {
     Integer(i64),
 }
 
-/// Arguments of queue.declare: queue type, lazy mode, length limits and overflow.
+/// Arguments of queue.declare: queue type, lazy mode, length limits, quorum members and
+/// overflow.
 pub fn queue_arguments(queue: &QueueConfig) -> Vec<(&'static str, Argument)> {
     let mut arguments = vec![("x-queue-type", Argument::Text(queue.kind.as_str().into()))];
     if queue.lazy {
@@ -124,6 +125,9 @@ pub fn queue_arguments(queue: &QueueConfig) -> Vec<(&'static str, Argument)> {
     }
     if let Some(n) = queue.max_length_bytes {
         arguments.push(("x-max-length-bytes", clamp(n)));
+    }
+    if let Some(n) = queue.initial_group_size {
+        arguments.push(("x-quorum-initial-group-size", clamp(n.into())));
     }
     // Streams take no overflow argument; for the others drop-head is the broker's default
     // and is stated anyway, so that the queue says what the run assumed.
@@ -243,5 +247,13 @@ mod tests {
             vec![("x-stream-offset", text("first"))]
         );
         assert!(consume_arguments(&config("{}").queue).is_empty());
+        let quorum = config("queue: {type: quorum, initial_group_size: 5}").queue;
+        assert_eq!(
+            queue_arguments(&quorum),
+            vec![
+                ("x-queue-type", text("quorum")),
+                ("x-quorum-initial-group-size", Argument::Integer(5)),
+            ]
+        );
     }
 }

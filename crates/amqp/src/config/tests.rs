@@ -60,6 +60,16 @@ fn invalid_combinations_name_the_field_and_the_fix() {
             "queue.type: classic",
         ),
         (
+            "queue: {initial_group_size: 3}",
+            "queue.initial_group_size",
+            "queue.type: quorum",
+        ),
+        (
+            "queue: {type: quorum, initial_group_size: 0}",
+            "queue.initial_group_size",
+            "at least 1",
+        ),
+        (
             "queue: {type: stream}\nack: {mode: auto}",
             "ack.mode",
             "ack.mode: manual",
