@@ -82,40 +82,16 @@ impl Monitoring {
             .collect();
         let mut targets = vec![Target::client()];
         targets.extend(broker);
-        let broker_metrics = metrics.and_then(|m| {
-            let (url, set) = (m.url().to_string(), m.set());
-            match m.check() {
-                Ok(true) => Some(Arc::new(Mutex::new(m))),
-                Ok(false) => {
-                    eprintln!(
-                        "note: {url} serves no {} metrics; broker metrics are not recorded",
-                        set.source
-                    );
-                    None
-                }
-                Err(e) => {
-                    eprintln!("note: broker metrics are not recorded: {e}");
-                    None
-                }
-            }
-        });
+        let broker_metrics = metrics.and_then(serving_metrics);
         let shared = Arc::new(Mutex::new(Shared::default()));
         let mut messages_in_before = None;
         let mut metrics_csv = None;
-        let mut columns = Vec::new();
         if let Some(metrics) = &broker_metrics {
             let mut m = metrics.lock().unwrap_or_else(|e| e.into_inner());
             if let Ok(reading) = m.read(clock.now_ns()) {
                 messages_in_before = messages_in_total(&reading, &m);
             }
-            let path = folder.join(BROKER_METRICS_FILE);
-            let mut file = csv::Writer::from_writer(BufWriter::new(
-                File::create(&path).with_context(|| format!("creating {}", path.display()))?,
-            ));
-            columns = m.columns();
-            file.write_record(std::iter::once("time_s").chain(columns.iter().map(String::as_str)))?;
-            file.flush()?;
-            metrics_csv = Some(file);
+            metrics_csv = Some(MetricsCsv::create(folder, &m)?);
         }
         let resources_path = folder.join(RESOURCES_FILE);
         let mut resources_csv = ResourcesCsv::with_nodes(
@@ -133,33 +109,7 @@ impl Monitoring {
                 let mut live = resource_gauges(sample);
                 let mut shared = shared.lock().unwrap_or_else(|e| e.into_inner());
                 if let (Some(metrics), Some(csv)) = (&broker_metrics, metrics_csv.as_mut()) {
-                    let mut metrics = metrics.lock().unwrap_or_else(|e| e.into_inner());
-                    match metrics.read(sample.time_ns) {
-                        Ok(reading) => {
-                            let time_s = format!("{:.3}", reading.time_ns as f64 / 1e9);
-                            let cells = reading
-                                .values
-                                .iter()
-                                .map(|v| v.map(|v| format!("{v:.3}")).unwrap_or_default());
-                            let _ = csv.write_record(std::iter::once(time_s).chain(cells));
-                            let _ = csv.flush();
-                            for (column, value) in columns.iter().zip(&reading.values) {
-                                // The CSV column's name, so one name means one figure.
-                                if let Some(v) = value {
-                                    live.push((
-                                        format!("broker_{column}"),
-                                        "The broker's own metric, from its metrics endpoint \
-                                         (docs/src/broker-metrics.md)."
-                                            .into(),
-                                        String::new(),
-                                        *v,
-                                    ));
-                                }
-                            }
-                            shared.readings.push(reading);
-                        }
-                        Err(_) => shared.scrape_errors += 1,
-                    }
+                    csv.record(metrics, sample.time_ns, &mut shared, &mut live);
                 }
                 shared.live = live;
             }
@@ -211,6 +161,87 @@ impl Monitoring {
             )
         });
         (resources, broker)
+    }
+}
+
+/// The broker's metrics, shared with the monitor thread, when its endpoint serves what the
+/// family says it does; otherwise a note says why they are not recorded.
+fn serving_metrics(metrics: BrokerMetrics) -> Option<Arc<Mutex<BrokerMetrics>>> {
+    let (url, set) = (metrics.url().to_string(), metrics.set());
+    match metrics.check() {
+        Ok(true) => Some(Arc::new(Mutex::new(metrics))),
+        Ok(false) => {
+            eprintln!(
+                "note: {url} serves no {} metrics; broker metrics are not recorded",
+                set.source
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("note: broker metrics are not recorded: {e}");
+            None
+        }
+    }
+}
+
+/// broker-metrics.csv as the monitor thread writes it.
+struct MetricsCsv {
+    writer: csv::Writer<BufWriter<File>>,
+    /// The names of its columns after the time, as the broker's metrics name them.
+    columns: Vec<String>,
+}
+
+impl MetricsCsv {
+    /// Creates broker-metrics.csv in `folder`, with its header.
+    fn create(folder: &Path, metrics: &BrokerMetrics) -> anyhow::Result<MetricsCsv> {
+        let path = folder.join(BROKER_METRICS_FILE);
+        let mut writer = csv::Writer::from_writer(BufWriter::new(
+            File::create(&path).with_context(|| format!("creating {}", path.display()))?,
+        ));
+        let columns = metrics.columns();
+        writer.write_record(std::iter::once("time_s").chain(columns.iter().map(String::as_str)))?;
+        writer.flush()?;
+        Ok(MetricsCsv { writer, columns })
+    }
+
+    /// Reads the broker's metrics at `time_ns` into a row, the `live` gauges and the
+    /// readings kept for the window's summary; a failed read is counted.
+    fn record(
+        &mut self,
+        metrics: &Mutex<BrokerMetrics>,
+        time_ns: u64,
+        shared: &mut Shared,
+        live: &mut Vec<(String, String, String, f64)>,
+    ) {
+        let mut metrics = metrics.lock().unwrap_or_else(|e| e.into_inner());
+        match metrics.read(time_ns) {
+            Ok(reading) => {
+                let time_s = format!("{:.3}", reading.time_ns as f64 / 1e9);
+                let cells = reading
+                    .values
+                    .iter()
+                    .map(|v| v.map(|v| format!("{v:.3}")).unwrap_or_default());
+                let _ = self
+                    .writer
+                    .write_record(std::iter::once(time_s).chain(cells));
+                let _ = self.writer.flush();
+                for (column, value) in self.columns.iter().zip(&reading.values) {
+                    // The CSV column's name, so one name means one figure.
+                    if let Some(v) = value {
+                        live.push((
+                            format!("broker_{column}"),
+                            "The broker's own metric, from its metrics endpoint \
+                             (docs/src/broker-metrics.md)."
+                                .into(),
+                            String::new(),
+                            *v,
+                        ));
+                    }
+                }
+                shared.readings.push(reading);
+            }
+            Err(_) => shared.scrape_errors += 1,
+        }
     }
 }
 
@@ -362,119 +393,36 @@ struct Totals {
     end_to_end: (f64, u64),
 }
 
+impl Totals {
+    /// Adds one second's counts and latency observations.
+    fn add(&mut self, row: &IntervalRow) {
+        self.sent += row.sent;
+        self.acknowledged += row.acknowledged;
+        self.failed += row.failed;
+        self.received += row.received;
+        self.bytes_acknowledged += row.bytes_acknowledged;
+        self.bytes_received += row.bytes_received;
+        for (total, h) in [
+            (&mut self.publish, &row.publish),
+            (&mut self.end_to_end, &row.end_to_end),
+        ] {
+            total.0 += h.mean() * h.len() as f64 / 1e9;
+            total.1 += h.len();
+        }
+    }
+}
+
 impl RunObserver for LiveExposition {
     fn phase_started(&mut self, phase: Phase, _at_ns: u64) {
         self.phase = phase;
     }
 
     fn interval(&mut self, row: &IntervalRow) {
-        let t = &mut self.totals;
-        t.sent += row.sent;
-        t.acknowledged += row.acknowledged;
-        t.failed += row.failed;
-        t.received += row.received;
-        t.bytes_acknowledged += row.bytes_acknowledged;
-        t.bytes_received += row.bytes_received;
-        for (total, h) in [
-            (&mut t.publish, &row.publish),
-            (&mut t.end_to_end, &row.end_to_end),
-        ] {
-            total.0 += h.mean() * h.len() as f64 / 1e9;
-            total.1 += h.len();
-        }
+        self.totals.add(row);
         let mut e = Exposition::default();
-        for (name, help, value) in [
-            (
-                "messages_sent_total",
-                "Messages handed to the client library since the run started.",
-                t.sent,
-            ),
-            (
-                "messages_acknowledged_total",
-                "Messages acknowledged by the broker since the run started.",
-                t.acknowledged,
-            ),
-            (
-                "messages_failed_total",
-                "Messages whose send or acknowledgement failed since the run started.",
-                t.failed,
-            ),
-            (
-                "messages_received_total",
-                "Messages received by consumers since the run started (every copy).",
-                t.received,
-            ),
-            (
-                "acknowledged_bytes_total",
-                "Payload bytes acknowledged since the run started.",
-                t.bytes_acknowledged,
-            ),
-            (
-                "received_bytes_total",
-                "Payload bytes received since the run started.",
-                t.bytes_received,
-            ),
-        ] {
-            e.counter(name, help, "", value as f64);
-        }
-        e.gauge(
-            "acknowledged_one_minute_rate",
-            "Kafka-style one-minute exponentially weighted acknowledged rate, messages per second.",
-            "",
-            row.acknowledged_rate_1m,
-        );
-        if let Some(backlog) = row.backlog {
-            e.gauge(
-                "backlog_messages",
-                "Acknowledged and not yet received.",
-                "",
-                backlog as f64,
-            );
-        }
-        e.gauge(
-            "schedule_lag_max_seconds",
-            "Largest lateness of a send against its intended time in the last second.",
-            "",
-            row.schedule_lag_max_ns as f64 / 1e9,
-        );
-        e.gauge(
-            "disconnected_producers",
-            "Producers whose client had lost the broker at some time in the last second.",
-            "",
-            row.disconnected_producers as f64,
-        );
-        for (name, what, histogram, total) in [
-            (
-                "publish_latency_seconds",
-                "Publish latency (acknowledgement − intended send time)",
-                &row.publish,
-                t.publish,
-            ),
-            (
-                "end_to_end_latency_seconds",
-                "End-to-end latency (receive − intended send time)",
-                &row.end_to_end,
-                t.end_to_end,
-            ),
-        ] {
-            let quantiles: Vec<(f64, f64)> = if histogram.is_empty() {
-                Vec::new()
-            } else {
-                [0.5, 0.99, 0.999, 1.0]
-                    .iter()
-                    .map(|q| (*q, histogram.value_at_quantile(*q) as f64 / 1e9))
-                    .collect()
-            };
-            e.summary(
-                name,
-                &format!(
-                    "{what}: quantiles over the last second; sum and count since the run started."
-                ),
-                &quantiles,
-                total.0,
-                total.1,
-            );
-        }
+        message_counters(&mut e, &self.totals);
+        second_gauges(&mut e, row);
+        latency_summaries(&mut e, row, &self.totals);
         for phase in [Phase::Warmup, Phase::Measurement, Phase::Drain] {
             e.gauge(
                 "phase",
@@ -489,5 +437,111 @@ impl RunObserver for LiveExposition {
             e.gauge(name, help, labels, *value);
         }
         self.server.publish(&e);
+    }
+}
+
+/// The counters of messages and bytes since the run started.
+fn message_counters(e: &mut Exposition, t: &Totals) {
+    for (name, help, value) in [
+        (
+            "messages_sent_total",
+            "Messages handed to the client library since the run started.",
+            t.sent,
+        ),
+        (
+            "messages_acknowledged_total",
+            "Messages acknowledged by the broker since the run started.",
+            t.acknowledged,
+        ),
+        (
+            "messages_failed_total",
+            "Messages whose send or acknowledgement failed since the run started.",
+            t.failed,
+        ),
+        (
+            "messages_received_total",
+            "Messages received by consumers since the run started (every copy).",
+            t.received,
+        ),
+        (
+            "acknowledged_bytes_total",
+            "Payload bytes acknowledged since the run started.",
+            t.bytes_acknowledged,
+        ),
+        (
+            "received_bytes_total",
+            "Payload bytes received since the run started.",
+            t.bytes_received,
+        ),
+    ] {
+        e.counter(name, help, "", value as f64);
+    }
+}
+
+/// The gauges of the last second: the one-minute rate, backlog, schedule lag and
+/// disconnected producers.
+fn second_gauges(e: &mut Exposition, row: &IntervalRow) {
+    e.gauge(
+        "acknowledged_one_minute_rate",
+        "Kafka-style one-minute exponentially weighted acknowledged rate, messages per second.",
+        "",
+        row.acknowledged_rate_1m,
+    );
+    if let Some(backlog) = row.backlog {
+        e.gauge(
+            "backlog_messages",
+            "Acknowledged and not yet received.",
+            "",
+            backlog as f64,
+        );
+    }
+    e.gauge(
+        "schedule_lag_max_seconds",
+        "Largest lateness of a send against its intended time in the last second.",
+        "",
+        row.schedule_lag_max_ns as f64 / 1e9,
+    );
+    e.gauge(
+        "disconnected_producers",
+        "Producers whose client had lost the broker at some time in the last second.",
+        "",
+        row.disconnected_producers as f64,
+    );
+}
+
+/// Publish and end-to-end latency: quantiles of the last second, sum and count since the
+/// run started.
+fn latency_summaries(e: &mut Exposition, row: &IntervalRow, t: &Totals) {
+    for (name, what, histogram, total) in [
+        (
+            "publish_latency_seconds",
+            "Publish latency (acknowledgement − intended send time)",
+            &row.publish,
+            t.publish,
+        ),
+        (
+            "end_to_end_latency_seconds",
+            "End-to-end latency (receive − intended send time)",
+            &row.end_to_end,
+            t.end_to_end,
+        ),
+    ] {
+        let quantiles: Vec<(f64, f64)> = if histogram.is_empty() {
+            Vec::new()
+        } else {
+            [0.5, 0.99, 0.999, 1.0]
+                .iter()
+                .map(|q| (*q, histogram.value_at_quantile(*q) as f64 / 1e9))
+                .collect()
+        };
+        e.summary(
+            name,
+            &format!(
+                "{what}: quantiles over the last second; sum and count since the run started."
+            ),
+            &quantiles,
+            total.0,
+            total.1,
+        );
     }
 }

@@ -431,85 +431,113 @@ fn serve_member(stream: TcpStream, settings: &GateSettings, state: &Mutex<State>
                 identity,
             } => {
                 let Ok(mut s) = state.lock() else { return };
-                let problem = if shards != settings.shard.count || run_id != settings.run_id {
-                    Some(format!(
-                        "a shard {index}/{shards} of run '{run_id}' connected to shard 0 of run '{}' with {} shards; give every shard the same --run-id and --shard I/N",
-                        settings.run_id, settings.shard.count
-                    ))
-                } else if identity != settings.identity {
-                    Some(format!(
-                        "shard {index} runs another workload or driver than shard 0 (after --set and defaults); every shard of a run needs the same files and settings"
-                    ))
-                } else if index == 0 || index >= shards {
-                    Some(format!(
-                        "a second shard 0 or shard {index} of {shards} connected"
-                    ))
-                } else if s.started {
-                    Some(format!(
-                        "shard {index} arrived after the run had started; start every shard within --shard-timeout of the others"
-                    ))
-                } else if s.members.contains_key(&index) {
-                    Some(format!(
-                        "shard {index} connected twice; is it running twice?"
-                    ))
-                } else {
-                    None
-                };
+                let problem = hello_problem(settings, &s, index, shards, &run_id, &identity);
                 if let Some(problem) = problem {
-                    if let Ok(mut w) = writer.lock() {
-                        let _ = send(
-                            &mut w,
-                            &Message::Abort {
-                                reason: problem.clone(),
-                            },
-                        );
-                    }
+                    reply(
+                        &writer,
+                        &Message::Abort {
+                            reason: problem.clone(),
+                        },
+                    );
                     s.refused.get_or_insert(problem);
                     return;
                 }
                 s.members.insert(index, writer.clone());
                 shard = Some(index);
                 drop(s);
-                if let Ok(mut w) = writer.lock() {
-                    let _ = send(&mut w, &Message::Welcome);
-                }
+                reply(&writer, &Message::Welcome);
             }
             Message::Ping { sent_ns } => {
                 let at_ns = clock.now_ns();
-                if let Ok(mut w) = writer.lock() {
-                    let _ = send(&mut w, &Message::Pong { sent_ns, at_ns });
-                }
+                reply(&writer, &Message::Pong { sent_ns, at_ns });
             }
-            Message::Assigned { subscriptions } => {
-                if let (Some(index), Ok(mut s)) = (shard, state.lock()) {
-                    s.assigned.insert(index, subscriptions);
-                }
-            }
-            Message::Progress {
-                done,
-                expected,
-                received,
-            } => {
-                if let (Some(index), Ok(mut s)) = (shard, state.lock()) {
-                    s.progress.insert(
-                        index,
-                        Progress {
-                            done,
-                            expected,
-                            received,
-                        },
-                    );
-                }
-            }
-            Message::Finished => {
-                if let (Some(index), Ok(mut s)) = (shard, state.lock()) {
-                    s.finished.insert(index);
-                }
-            }
-            _ => {}
+            report => note_report(report, shard, state),
         }
     }
     // The connection ended.
+    connection_ended(shard, state);
+}
+
+/// Why shard `index` of `shards` of run `run_id`, running what `identity` digests, cannot
+/// join the run, if it cannot.
+fn hello_problem(
+    settings: &GateSettings,
+    s: &State,
+    index: u32,
+    shards: u32,
+    run_id: &str,
+    identity: &str,
+) -> Option<String> {
+    if shards != settings.shard.count || run_id != settings.run_id {
+        Some(format!(
+            "a shard {index}/{shards} of run '{run_id}' connected to shard 0 of run '{}' with {} shards; give every shard the same --run-id and --shard I/N",
+            settings.run_id, settings.shard.count
+        ))
+    } else if identity != settings.identity {
+        Some(format!(
+            "shard {index} runs another workload or driver than shard 0 (after --set and defaults); every shard of a run needs the same files and settings"
+        ))
+    } else if index == 0 || index >= shards {
+        Some(format!(
+            "a second shard 0 or shard {index} of {shards} connected"
+        ))
+    } else if s.started {
+        Some(format!(
+            "shard {index} arrived after the run had started; start every shard within --shard-timeout of the others"
+        ))
+    } else if s.members.contains_key(&index) {
+        Some(format!(
+            "shard {index} connected twice; is it running twice?"
+        ))
+    } else {
+        None
+    }
+}
+
+/// Sends `message` to a member, if its stream can be had; a failed send shows later.
+fn reply(writer: &Mutex<TcpStream>, message: &Message) {
+    if let Ok(mut w) = writer.lock() {
+        let _ = send(&mut w, message);
+    }
+}
+
+/// Notes what a member that said hello (`shard`) reports: its consumers' assignments, its
+/// progress in the drain, or that it finished. Other messages are ignored.
+fn note_report(message: Message, shard: Option<u32>, state: &Mutex<State>) {
+    match message {
+        Message::Assigned { subscriptions } => {
+            if let (Some(index), Ok(mut s)) = (shard, state.lock()) {
+                s.assigned.insert(index, subscriptions);
+            }
+        }
+        Message::Progress {
+            done,
+            expected,
+            received,
+        } => {
+            if let (Some(index), Ok(mut s)) = (shard, state.lock()) {
+                s.progress.insert(
+                    index,
+                    Progress {
+                        done,
+                        expected,
+                        received,
+                    },
+                );
+            }
+        }
+        Message::Finished => {
+            if let (Some(index), Ok(mut s)) = (shard, state.lock()) {
+                s.finished.insert(index);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A member's connection ended: before the start it may come back; after it, unless it had
+/// finished, it is lost.
+fn connection_ended(shard: Option<u32>, state: &Mutex<State>) {
     if let (Some(index), Ok(mut s)) = (shard, state.lock()) {
         s.members.remove(&index);
         if !s.started {
@@ -557,6 +585,35 @@ impl Member {
     /// Connects (again and again until the deadline: shard 0 may start later), says hello
     /// and measures the clock.
     fn connect(&mut self, deadline: Instant, stop: &AtomicBool) -> Result<(), String> {
+        let stream = self.reach(deadline, stop)?;
+        let _ = stream.set_nodelay(true);
+        let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
+        let rx = inbox(stream)?;
+        let shard = self.settings.shard;
+        send(
+            &mut writer,
+            &Message::Hello {
+                shard: shard.index,
+                shards: shard.count,
+                run_id: self.settings.run_id.clone(),
+                identity: self.settings.identity.clone(),
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        match self.answer(&rx, deadline)? {
+            Message::Welcome => {}
+            Message::Abort { reason } => return Err(reason),
+            other => return Err(format!("shard 0 answered {other:?} to hello")),
+        }
+        self.clock = self.measure_clock(&mut writer, &rx, deadline)?;
+        self.stream = Some(writer);
+        self.inbox = Some(rx);
+        Ok(())
+    }
+
+    /// A connection to shard 0, tried again and again until the deadline (shard 0 may start
+    /// later).
+    fn reach(&self, deadline: Instant, stop: &AtomicBool) -> Result<TcpStream, String> {
         let address = &self.settings.coordinator;
         let mut last_error;
         let stream = loop {
@@ -583,55 +640,36 @@ impl Member {
             })?;
             std::thread::sleep(Duration::from_millis(200));
         };
-        let _ = stream.set_nodelay(true);
-        let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
-        let (tx, rx) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("shard-gate".into())
-            .spawn(move || {
-                for line in BufReader::new(stream).lines() {
-                    let Ok(line) = line else { break };
-                    if let Ok(message) = serde_json::from_str::<Message>(&line) {
-                        if tx.send(message).is_err() {
-                            break;
-                        }
-                    }
-                }
+        Ok(stream)
+    }
+
+    /// The coordinator's next message, or why none came before `deadline`.
+    fn answer(&self, rx: &Receiver<Message>, deadline: Instant) -> Result<Message, String> {
+        rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .map_err(|e| match e {
+                mpsc::RecvTimeoutError::Timeout => format!(
+                    "shard 0 (the coordinator at {}) did not answer within {:?}",
+                    self.settings.coordinator, self.settings.timeout
+                ),
+                mpsc::RecvTimeoutError::Disconnected => self.coordinator_gone(),
             })
-            .map_err(|e| e.to_string())?;
-        let shard = self.settings.shard;
-        send(
-            &mut writer,
-            &Message::Hello {
-                shard: shard.index,
-                shards: shard.count,
-                run_id: self.settings.run_id.clone(),
-                identity: self.settings.identity.clone(),
-            },
-        )
-        .map_err(|e| e.to_string())?;
-        let wait = |rx: &Receiver<Message>| {
-            rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .map_err(|e| match e {
-                    mpsc::RecvTimeoutError::Timeout => format!(
-                        "shard 0 (the coordinator at {}) did not answer within {:?}",
-                        self.settings.coordinator, self.settings.timeout
-                    ),
-                    mpsc::RecvTimeoutError::Disconnected => self.coordinator_gone(),
-                })
-        };
-        match wait(&rx)? {
-            Message::Welcome => {}
-            Message::Abort { reason } => return Err(reason),
-            other => return Err(format!("shard 0 answered {other:?} to hello")),
-        }
+    }
+
+    /// This shard's clock against the coordinator's: of a few pings, the one with the
+    /// shortest round trip.
+    fn measure_clock(
+        &self,
+        writer: &mut TcpStream,
+        rx: &Receiver<Message>,
+        deadline: Instant,
+    ) -> Result<ClockEstimate, String> {
         let clock = Clock::process();
         let mut best: Option<ClockEstimate> = None;
         for _ in 0..PINGS {
             let sent_ns = clock.now_ns();
-            send(&mut writer, &Message::Ping { sent_ns }).map_err(|e| e.to_string())?;
+            send(writer, &Message::Ping { sent_ns }).map_err(|e| e.to_string())?;
             loop {
-                match wait(&rx)? {
+                match self.answer(rx, deadline)? {
                     Message::Pong { sent_ns: s, at_ns } if s == sent_ns => {
                         let back = clock.now_ns();
                         let round_trip_ns = back.saturating_sub(sent_ns);
@@ -649,10 +687,7 @@ impl Member {
                 }
             }
         }
-        self.clock = best.unwrap_or_default();
-        self.stream = Some(writer);
-        self.inbox = Some(rx);
-        Ok(())
+        Ok(best.unwrap_or_default())
     }
 
     fn start(
@@ -727,6 +762,25 @@ impl Member {
             let _ = stream.flush();
         }
     }
+}
+
+/// The messages read from shard 0's `stream`, by a thread of their own until it ends.
+fn inbox(stream: TcpStream) -> Result<Receiver<Message>, String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("shard-gate".into())
+        .spawn(move || {
+            for line in BufReader::new(stream).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(message) = serde_json::from_str::<Message>(&line) {
+                    if tx.send(message).is_err() {
+                        break;
+                    }
+                }
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(rx)
 }
 
 /// A digest of the run's resolved workload and driver name (FNV-1a): shards compare it.

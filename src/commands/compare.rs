@@ -2,7 +2,7 @@
 //! side, with ratios to the first and, where repetitions exist, Welch's t-test at 95% to tell
 //! a difference from the noise.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use brokerbench_model::units::{format_nanos, format_rate};
@@ -221,17 +221,7 @@ fn show(path: &str, v: f64) -> String {
 
 /// Reads one input: a run folder, a study folder with one cell, or `STUDY_DIR#N`.
 fn side(input: &str) -> anyhow::Result<Side> {
-    let (dir, cell) = match input.rsplit_once('#') {
-        Some((d, n)) => {
-            let n: usize = n.parse().map_err(|_| {
-                BadInput(format!(
-                    "{input}: `#{n}` is not a cell number; write STUDY_DIR#N with N from the `cell` column of cells.csv"
-                ))
-            })?;
-            (PathBuf::from(d), Some(n))
-        }
-        None => (PathBuf::from(input), None),
-    };
+    let (dir, cell) = folder_and_cell(input)?;
     if cell.is_none() && dir.join(brokerbench_report::SUMMARY_FILE).exists() {
         let summary = read_json(&dir.join(brokerbench_report::SUMMARY_FILE))?;
         return Ok(Side {
@@ -248,6 +238,27 @@ fn side(input: &str) -> anyhow::Result<Side> {
         ))
         .into());
     }
+    study_cell_side(input, &dir, cell)
+}
+
+/// The folder an input names and, for `STUDY_DIR#N`, the cell number N.
+fn folder_and_cell(input: &str) -> anyhow::Result<(PathBuf, Option<usize>)> {
+    Ok(match input.rsplit_once('#') {
+        Some((d, n)) => {
+            let n: usize = n.parse().map_err(|_| {
+                BadInput(format!(
+                    "{input}: `#{n}` is not a cell number; write STUDY_DIR#N with N from the `cell` column of cells.csv"
+                ))
+            })?;
+            (PathBuf::from(d), Some(n))
+        }
+        None => (PathBuf::from(input), None),
+    })
+}
+
+/// One cell of the study in `dir` (the `cell`th, or its only one): the summaries of its
+/// complete runs.
+fn study_cell_side(input: &str, dir: &Path, cell: Option<usize>) -> anyhow::Result<Side> {
     let study = read_json(&dir.join("study.json"))?;
     let runs = study
         .get("runs")
@@ -258,26 +269,7 @@ fn side(input: &str) -> anyhow::Result<Side> {
         .iter()
         .filter(|r| r.get("status").and_then(Json::as_str) == Some("complete"))
         .collect();
-    let cells: std::collections::BTreeSet<u64> = complete
-        .iter()
-        .filter_map(|r| r.get("cell").and_then(Json::as_u64))
-        .collect();
-    let cell = match (cell, cells.len()) {
-        (Some(n), _) => n as u64 - 1,
-        (None, 1) => *cells.iter().next().unwrap_or(&0),
-        (None, _) => {
-            return Err(BadInput(format!(
-                "{input}: the study has {} cells; name one as {input}#N (N from cells.csv: {})",
-                cells.len(),
-                cells
-                    .iter()
-                    .map(|c| (c + 1).to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-            .into())
-        }
-    };
+    let cell = chosen_cell(input, cell, &complete)?;
     let mut summaries = Vec::new();
     let mut manifest = None;
     let mut values = String::new();
@@ -287,18 +279,7 @@ fn side(input: &str) -> anyhow::Result<Side> {
     {
         if values.is_empty() {
             if let Some(v) = r.get("values").and_then(Json::as_array) {
-                values = v
-                    .iter()
-                    .filter_map(|pair| {
-                        let p = pair.get(0)?.as_str()?;
-                        let v = pair.get(1)?;
-                        Some(format!(
-                            "{p}={}",
-                            v.as_str().map_or(v.to_string(), |s| s.to_string())
-                        ))
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                values = cell_values(v);
             }
         }
         let folder = dir.join(r.get("results").and_then(Json::as_str).unwrap_or_default());
@@ -328,4 +309,43 @@ fn side(input: &str) -> anyhow::Result<Side> {
         },
         summaries,
     })
+}
+
+/// The index of the cell to compare: the one named (counted from 1), or the only cell with
+/// complete runs.
+fn chosen_cell(input: &str, named: Option<usize>, complete: &[&Json]) -> anyhow::Result<u64> {
+    let cells: std::collections::BTreeSet<u64> = complete
+        .iter()
+        .filter_map(|r| r.get("cell").and_then(Json::as_u64))
+        .collect();
+    match (named, cells.len()) {
+        (Some(n), _) => Ok(n as u64 - 1),
+        (None, 1) => Ok(*cells.iter().next().unwrap_or(&0)),
+        (None, _) => Err(BadInput(format!(
+            "{input}: the study has {} cells; name one as {input}#N (N from cells.csv: {})",
+            cells.len(),
+            cells
+                .iter()
+                .map(|c| (c + 1).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .into()),
+    }
+}
+
+/// A cell's axis values, as `path=value, …`.
+fn cell_values(values: &[Json]) -> String {
+    values
+        .iter()
+        .filter_map(|pair| {
+            let p = pair.get(0)?.as_str()?;
+            let v = pair.get(1)?;
+            Some(format!(
+                "{p}={}",
+                v.as_str().map_or(v.to_string(), |s| s.to_string())
+            ))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -172,6 +172,44 @@ pub fn merge(
     out: Option<&Path>,
     exit_zero_on_errors: bool,
 ) -> anyhow::Result<ExitCode> {
+    let folders = shard_folders(given)?;
+    let folders = &folders[..];
+    let mut shards = folders
+        .iter()
+        .map(|d| read_shard(d))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    shards.sort_by_key(|s| s.shard.shard);
+    let run_id = checked_run_id(&shards)?;
+    let out = out.map(Path::to_path_buf).unwrap_or_else(|| {
+        folders[0]
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(format!("{}-{run_id}-merged", shards[0].summary.workload))
+    });
+
+    // The window's histograms: added, tag by tag.
+    let histograms = added_window_histograms(&shards)?;
+    let summary = merged_summary(&shards, &histograms)?;
+
+    let table = write_merged_folder(&out, &shards, &summary, &histograms)?;
+    let report = brokerbench_report::html::write_folder_report(&out)
+        .map_err(|e| eprintln!("warning: no report.html: {e}"))
+        .ok();
+    print!("{}", brokerbench_report::terminal_summary(&summary));
+    print!("{}", table.text);
+    println!("merged: {}", out.display());
+    if let Some(report) = report {
+        println!("report: {}", report.display());
+    }
+    Ok(ExitCode::from(match summary.status {
+        RunStatus::Interrupted => crate::exit::INTERRUPTED,
+        _ if summary.is_clean() || exit_zero_on_errors => crate::exit::CLEAN,
+        _ => crate::exit::WITH_ERRORS,
+    }))
+}
+
+/// The shard folders given, with those under each given folder that is no shard's.
+fn shard_folders(given: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     // A folder that is no shard's may hold them (a results volume).
     let mut folders = Vec::new();
     for dir in given {
@@ -181,15 +219,15 @@ pub fn merge(
             folders.extend(shard_folders_under(dir)?);
         }
     }
-    let folders = &folders[..];
-    let mut shards = folders
-        .iter()
-        .map(|d| read_shard(d))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    shards.sort_by_key(|s| s.shard.shard);
+    Ok(folders)
+}
+
+/// The id of the run the shards (sorted by index) are of, once it is sure that they are
+/// every shard of that one run, each once.
+fn checked_run_id(shards: &[ShardFolder]) -> anyhow::Result<String> {
     let first = &shards[0];
     let (run_id, count) = (first.shard.run_id.clone(), first.shard.shards);
-    for s in &shards {
+    for s in shards {
         if s.shard.run_id != run_id || s.shard.shards != count {
             return Err(BadInput(format!(
                 "{} is shard {}/{} of run '{}', {} shard {}/{count} of run '{run_id}': merge the folders of one run",
@@ -225,16 +263,13 @@ pub fn merge(
         ))
         .into());
     }
-    let out = out.map(Path::to_path_buf).unwrap_or_else(|| {
-        folders[0]
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(format!("{}-{run_id}-merged", first.summary.workload))
-    });
+    Ok(run_id)
+}
 
-    // The window's histograms: added, tag by tag.
+/// The shards' window histograms, added tag by tag.
+fn added_window_histograms(shards: &[ShardFolder]) -> anyhow::Result<WindowHistograms> {
     let mut histograms = WindowHistograms::default();
-    for s in &shards {
+    for s in shards {
         for (tag, _, h) in &s.window {
             let target = match tag.as_str() {
                 "publish" => &mut histograms.publish,
@@ -248,18 +283,55 @@ pub fn merge(
                 .map_err(|e| anyhow::anyhow!("adding {tag} of shard {}: {e:?}", s.shard.shard))?;
         }
     }
-    let summary = merged_summary(&shards, &histograms)?;
+    Ok(histograms)
+}
 
+/// Writes the merged results folder `out`: the first shard's manifest with this command,
+/// a row per second, the window's histograms, omb-result.json, the shards' table and the
+/// summary. Returns the shards' table, for the terminal.
+fn write_merged_folder(
+    out: &Path,
+    shards: &[ShardFolder],
+    summary: &Summary,
+    histograms: &WindowHistograms,
+) -> anyhow::Result<ShardTable> {
     let base = &shards[0];
     let mut manifest = base.manifest.clone();
     manifest.command = std::env::args()
         .map(|a| brokerbench_model::redact::redact_assignment(&a))
         .collect();
-    let mut folder = ResultsFolder::create(&out, manifest.clone())
+    let mut folder = ResultsFolder::create(out, manifest.clone())
         .with_context(|| format!("creating the merged folder '{}'", out.display()))?;
-    let workload = &base.manifest.workload;
+    let mut omb = omb_result(&base.manifest.workload, summary);
+    {
+        let mut tee = Tee::new(vec![&mut folder, &mut omb]);
+        for row in merged_rows(shards) {
+            tee.interval(&row);
+        }
+    }
+    if let (Some(start), Some(end)) = (base.shard.window_start_ns, base.shard.window_end_ns) {
+        folder.write_window_histograms(histograms, start, end.saturating_sub(start))?;
+    }
+    let mut bytes = serde_json::to_vec_pretty(&omb.to_json(histograms))?;
+    bytes.push(b'\n');
+    folder.write_file(OMB_RESULT_FILE, &bytes)?;
+    let table = shard_table(shards);
+    folder.write_file(SHARDS_FILE, table.csv.as_bytes())?;
+    let ended = shards
+        .iter()
+        .filter_map(|s| s.manifest.ended_at_ns)
+        .max()
+        .unwrap_or(manifest.started_at_ns);
+    folder
+        .finish(summary, ended)
+        .with_context(|| format!("writing '{}'", out.display()))?;
+    Ok(table)
+}
+
+/// The whole run's omb-result.json as it starts: headed by the run's workload.
+fn omb_result(workload: &serde_json::Value, summary: &Summary) -> OmbResult {
     let number = |field: &str| workload.get(field).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
-    let mut omb = OmbResult::new(OmbHeader {
+    OmbResult::new(OmbHeader {
         workload: summary.workload.clone(),
         driver: summary.driver.clone(),
         message_size: workload
@@ -270,43 +342,7 @@ pub fn merge(
         partitions: number("partitions_per_topic"),
         producers_per_topic: number("producers_per_topic"),
         consumers_per_topic: number("consumers_per_topic"),
-    });
-    {
-        let mut tee = Tee::new(vec![&mut folder, &mut omb]);
-        for row in merged_rows(&shards) {
-            tee.interval(&row);
-        }
-    }
-    if let (Some(start), Some(end)) = (base.shard.window_start_ns, base.shard.window_end_ns) {
-        folder.write_window_histograms(&histograms, start, end.saturating_sub(start))?;
-    }
-    let mut bytes = serde_json::to_vec_pretty(&omb.to_json(&histograms))?;
-    bytes.push(b'\n');
-    folder.write_file(OMB_RESULT_FILE, &bytes)?;
-    let table = shard_table(&shards);
-    folder.write_file(SHARDS_FILE, table.csv.as_bytes())?;
-    let ended = shards
-        .iter()
-        .filter_map(|s| s.manifest.ended_at_ns)
-        .max()
-        .unwrap_or(manifest.started_at_ns);
-    folder
-        .finish(&summary, ended)
-        .with_context(|| format!("writing '{}'", out.display()))?;
-    let report = brokerbench_report::html::write_folder_report(&out)
-        .map_err(|e| eprintln!("warning: no report.html: {e}"))
-        .ok();
-    print!("{}", brokerbench_report::terminal_summary(&summary));
-    print!("{}", table.text);
-    println!("merged: {}", out.display());
-    if let Some(report) = report {
-        println!("report: {}", report.display());
-    }
-    Ok(ExitCode::from(match summary.status {
-        RunStatus::Interrupted => crate::exit::INTERRUPTED,
-        _ if summary.is_clean() || exit_zero_on_errors => crate::exit::CLEAN,
-        _ => crate::exit::WITH_ERRORS,
-    }))
+    })
 }
 
 /// The summary of the whole run from its shards'.

@@ -51,81 +51,153 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| default_folder(started_ns, &workload.name, sharding.as_ref()));
     let run_id = args.run_id.clone().unwrap_or_else(|| run_id(started_ns));
     let led = driver.leader_object(&run_id, &workload.name);
-    let mut faults = super::run_faults::injector(&specs, managed, &out, led);
-    let mut folder = create_folder(&out, &specs, target.broker, &run_id, started_ns)?;
+    let faults = super::run_faults::injector(&specs, managed, &out, led);
+    let folder = create_folder(&out, &specs, target.broker, &run_id, started_ns)?;
     if let Some(s) = &sharding {
         // At once, so that the folder of a shard that fails is known as one.
         write_json(&folder, SHARD_FILE, &s.file(&run_id))?;
     }
     let broker = target.processes.into_iter().map(watched_broker).collect();
-    let mut monitoring = start_monitoring(&args, &out, broker, metrics)?;
-    let mut exposition = start_exposition(&args, monitoring.as_ref())?;
+    let monitoring = start_monitoring(&args, &out, broker, metrics)?;
+    let exposition = start_exposition(&args, monitoring.as_ref())?;
     let control = RunControl {
         run_id,
         stop: stop_on_signals()?,
     };
-    if !args.quiet && !args.json {
-        announce(&workload, driver.name(), &out);
-    }
-    let mut observers = Observers::new(&args, &workload, driver.name());
+    announce(&args, &workload, driver.name(), &out);
+    let mut watchers = Watchers {
+        observers: Observers::new(&args, &workload, driver.name()),
+        exposition,
+        monitoring,
+        folder,
+        faults,
+    };
     if args.count_allocations {
         crate::allocations::enable();
     }
     let result = {
-        let mut list: Vec<&mut dyn RunObserver> = vec![
-            &mut folder,
-            &mut observers.live,
-            &mut observers.allocation_window,
-            &mut observers.phases,
-            &mut observers.omb,
-        ];
-        if let Some(e) = exposition.as_mut() {
-            list.push(e);
-        }
-        if let Some(m) = monitoring.as_mut() {
-            list.push(m);
-        }
-        if let Some(f) = faults.as_mut() {
-            list.push(f);
-        }
-        let mut tee = Tee::new(list);
-        let sharding = match (&sharding, gate.as_mut()) {
-            (Some(s), Some(gate)) => Some(brokerbench_engine::Sharding {
-                shard: s.shard,
-                gate,
-            }),
-            _ => None,
-        };
+        let mut tee = Tee::new(watchers.list());
+        let sharding = engine_sharding(sharding.as_ref(), gate.as_mut());
         brokerbench_engine::run_shard(&workload, driver.as_mut(), &mut tee, &control, sharding)
     };
-    observers.live.finish();
-    let mut outcome = match result {
+    watchers.observers.live.finish();
+    let outcome = match result {
         Ok(outcome) => outcome,
-        Err(error) => {
-            let message = crate::error_text(&error);
-            let _ = folder.mark_failed(&message, clock.now_ns());
-            write_report(&out);
-            return Err(error.into());
-        }
+        Err(error) => return Err(record_failure(watchers.folder, &out, &clock, error)),
     };
-    let measured = measure(&args, &outcome, monitoring, &observers, sharding.is_some());
+    record(
+        &args,
+        outcome,
+        watchers,
+        sharding.as_ref(),
+        gate.as_ref(),
+        &control.run_id,
+        &out,
+    )
+}
+
+/// Everything that watches the run: the results folder, the observers, the monitoring, the
+/// live endpoint and the fault injector. The fields are in the order they are dropped in:
+/// the reverse of the order they started in.
+struct Watchers {
+    observers: Observers,
+    exposition: Option<crate::monitoring::LiveExposition>,
+    monitoring: Option<Monitoring>,
+    folder: ResultsFolder,
+    faults: Option<brokerbench_faults::Injector>,
+}
+
+impl Watchers {
+    /// All of them as the observers of the engine's tee, the results folder first.
+    fn list(&mut self) -> Vec<&mut dyn RunObserver> {
+        let mut list: Vec<&mut dyn RunObserver> = vec![
+            &mut self.folder,
+            &mut self.observers.live,
+            &mut self.observers.allocation_window,
+            &mut self.observers.phases,
+            &mut self.observers.omb,
+        ];
+        if let Some(e) = self.exposition.as_mut() {
+            list.push(e);
+        }
+        if let Some(m) = self.monitoring.as_mut() {
+            list.push(m);
+        }
+        if let Some(f) = self.faults.as_mut() {
+            list.push(f);
+        }
+        list
+    }
+}
+
+/// What the engine needs of a shard of a run: its place, and the gate where the shards meet.
+fn engine_sharding<'a>(
+    sharding: Option<&ShardPlan>,
+    gate: Option<&'a mut crate::shards::TcpGate>,
+) -> Option<brokerbench_engine::Sharding<'a>> {
+    match (sharding, gate) {
+        (Some(s), Some(gate)) => Some(brokerbench_engine::Sharding {
+            shard: s.shard,
+            gate,
+        }),
+        _ => None,
+    }
+}
+
+/// A run the engine could not carry out: its folder marked failed (with a report of what
+/// there is), and the error to return.
+fn record_failure(
+    folder: ResultsFolder,
+    out: &std::path::Path,
+    clock: &Clock,
+    error: brokerbench_engine::EngineError,
+) -> anyhow::Error {
+    let message = crate::error_text(&error);
+    let _ = folder.mark_failed(&message, clock.now_ns());
+    write_report(out);
+    error.into()
+}
+
+/// After the engine's run: the summary completed with what was measured outside the engine,
+/// the rest of the results folder written, the summary printed, and the exit code by how the
+/// run went.
+fn record(
+    args: &RunArgs,
+    mut outcome: brokerbench_engine::RunOutcome,
+    mut watchers: Watchers,
+    sharding: Option<&ShardPlan>,
+    gate: Option<&crate::shards::TcpGate>,
+    run_id: &str,
+    out: &std::path::Path,
+) -> anyhow::Result<ExitCode> {
+    let sharded = sharding.is_some();
+    let measured = measure(
+        args,
+        &outcome,
+        watchers.monitoring,
+        &watchers.observers,
+        sharded,
+    );
     brokerbench_engine::complete(&mut outcome.summary, measured);
-    super::run_faults::measure_into(faults, &mut outcome.summary, &outcome.ack_gaps);
-    drop(exposition);
-    write_window_histograms(&mut folder, &outcome, &observers.phases);
-    if let (Some(s), Some(gate)) = (&sharding, &gate) {
-        let file = s.finished_file(gate, &outcome, observers.phases.window(), &control.run_id);
-        write_json(&folder, LEDGER_FILE, &outcome.ledger)?;
-        write_json(&folder, SHARD_FILE, &file)?;
+    super::run_faults::measure_into(watchers.faults, &mut outcome.summary, &outcome.ack_gaps);
+    drop(watchers.exposition);
+    write_window_histograms(&mut watchers.folder, &outcome, &watchers.observers.phases);
+    if let (Some(s), Some(gate)) = (sharding, gate) {
+        let phases = &watchers.observers.phases;
+        let file = s.finished_file(gate, &outcome, phases.window(), run_id);
+        write_json(&watchers.folder, LEDGER_FILE, &outcome.ledger)?;
+        write_json(&watchers.folder, SHARD_FILE, &file)?;
     }
     let omb_result = args.omb_result.as_deref();
-    write_omb_result(&folder, &observers.omb, &outcome.histograms, omb_result);
+    let omb = &watchers.observers.omb;
+    write_omb_result(&watchers.folder, omb, &outcome.histograms, omb_result);
     let summary = &outcome.summary;
-    folder
+    watchers
+        .folder
         .finish(summary, outcome.ended_ns)
         .with_context(|| format!("writing results to '{}'", out.display()))?;
-    let report = write_report(&out);
-    print_outcome(&args, summary, &out, report)?;
+    let report = write_report(out);
+    print_outcome(args, summary, out, report)?;
     Ok(ExitCode::from(match summary.status {
         RunStatus::Interrupted => exit::INTERRUPTED,
         _ if summary.is_clean() || args.exit_zero_on_errors => exit::CLEAN,
@@ -342,8 +414,17 @@ fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// One line on what is about to run, and where its results go.
-fn announce(workload: &brokerbench_model::Workload, driver: &str, out: &std::path::Path) {
+/// One line on what is about to run, and where its results go (unless `--quiet` or
+/// `--json`).
+fn announce(
+    args: &RunArgs,
+    workload: &brokerbench_model::Workload,
+    driver: &str,
+    out: &std::path::Path,
+) {
+    if args.quiet || args.json {
+        return;
+    }
     let measurement = match &workload.backlog {
         None => format!("{:?}", workload.duration),
         Some(b) => format!(

@@ -279,8 +279,6 @@ impl RabbitMqDriverConfig {
                 "goes with uri: give the broker's uri too, or leave both out to use the managed broker (whose cluster nodes are the failover ones)",
             ));
         }
-        let queue = &self.queue;
-        let kind = queue.kind.as_str();
         if self.exchange.name.is_empty() || self.exchange.name.starts_with("amq.") {
             return Err(FieldError::new(
                 "exchange.name",
@@ -304,6 +302,15 @@ impl RabbitMqDriverConfig {
                 return Err(FieldError::new(field, "must be at least 1"));
             }
         }
+        self.validate_queue()?;
+        self.validate_confirms_and_acknowledgements()
+    }
+
+    /// The checks of the queue's settings: those its type does not have or needs, and what
+    /// reject-publish needs to act and be seen.
+    fn validate_queue(&self) -> Result<(), FieldError> {
+        let queue = &self.queue;
+        let kind = queue.kind.as_str();
         if queue.kind != QueueKind::Classic && !queue.durable {
             return Err(FieldError::new(
                 "queue.durable",
@@ -332,30 +339,7 @@ impl RabbitMqDriverConfig {
             ));
         }
         if queue.kind == QueueKind::Stream {
-            if self.ack.mode == AckMode::Auto {
-                return Err(FieldError::new(
-                    "ack.mode",
-                    "stream queues need manual acknowledgements; set ack.mode: manual",
-                ));
-            }
-            if self.prefetch == 0 {
-                return Err(FieldError::new(
-                    "prefetch",
-                    "stream queues need a prefetch limit; set prefetch to 1 or more, e.g. 1000",
-                ));
-            }
-            if queue.max_length.is_some() {
-                return Err(FieldError::new(
-                    "queue.max_length",
-                    "stream queues have no message-count limit; use queue.max_length_bytes (retention by size) or queue.type: classic",
-                ));
-            }
-            if queue.overflow == Overflow::RejectPublish {
-                return Err(FieldError::new(
-                    "queue.overflow",
-                    "stream queues do not support overflow behaviours; remove queue.overflow or use queue.type: classic or quorum",
-                ));
-            }
+            self.validate_stream_queue()?;
         }
         if queue.overflow == Overflow::RejectPublish {
             if queue.max_length.is_none() && queue.max_length_bytes.is_none() {
@@ -371,6 +355,44 @@ impl RabbitMqDriverConfig {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The checks of stream queues: manual acknowledgements and a prefetch limit, no
+    /// message-count limit and no overflow behaviour.
+    fn validate_stream_queue(&self) -> Result<(), FieldError> {
+        let queue = &self.queue;
+        if self.ack.mode == AckMode::Auto {
+            return Err(FieldError::new(
+                "ack.mode",
+                "stream queues need manual acknowledgements; set ack.mode: manual",
+            ));
+        }
+        if self.prefetch == 0 {
+            return Err(FieldError::new(
+                "prefetch",
+                "stream queues need a prefetch limit; set prefetch to 1 or more, e.g. 1000",
+            ));
+        }
+        if queue.max_length.is_some() {
+            return Err(FieldError::new(
+                "queue.max_length",
+                "stream queues have no message-count limit; use queue.max_length_bytes (retention by size) or queue.type: classic",
+            ));
+        }
+        if queue.overflow == Overflow::RejectPublish {
+            return Err(FieldError::new(
+                "queue.overflow",
+                "stream queues do not support overflow behaviours; remove queue.overflow or use queue.type: classic or quorum",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The checks of publisher confirms and consumer acknowledgements: at least one
+    /// outstanding confirm, and acknowledging every n-th delivery only in manual mode and
+    /// within the prefetch limit.
+    fn validate_confirms_and_acknowledgements(&self) -> Result<(), FieldError> {
         if self.confirms.enabled && self.confirms.max_outstanding == 0 {
             return Err(FieldError::new(
                 "confirms.max_outstanding",
@@ -468,18 +490,7 @@ impl AmqpUri {
     /// Parses an `amqp://` URI. Errors never contain the password.
     pub fn parse(text: &str) -> Result<AmqpUri, String> {
         let text = text.trim();
-        let (scheme, rest) = text.split_once("://").ok_or_else(|| {
-            "is not a URI; write amqp://user:password@host:5672/vhost (vhost / is %2f)".to_string()
-        })?;
-        let secure = match scheme.to_ascii_lowercase().as_str() {
-            "amqp" => false,
-            "amqps" => true,
-            other => {
-                return Err(format!(
-                    "scheme '{other}' is not amqp or amqps; write amqp://user:password@host:5672/vhost (amqps://…:5671 for TLS)"
-                ))
-            }
-        };
+        let (secure, rest) = split_scheme(text)?;
         // The userinfo ends at the last '@' before the path, so that a password holding a
         // raw '/' or '@' cannot leak into the host part of an error message.
         let (userinfo, hostpart) = match rest.rfind('@') {
@@ -494,123 +505,19 @@ impl AmqpUri {
             Some((p, q)) => (p, Some(q)),
             None => (path_and_query, None),
         };
-        let (username, password, has_password) = match userinfo {
-            None => ("guest".to_string(), "guest".to_string(), false),
-            Some(info) => {
-                let (user, pass) = match info.split_once(':') {
-                    Some((u, p)) => (u, Some(p)),
-                    None => (info, None),
-                };
-                let user =
-                    percent_decode(user).map_err(|e| format!("the user name in the URI {e}"))?;
-                let pass = match pass {
-                    Some(p) => Some(
-                        percent_decode(p).map_err(|_| {
-                            "the password in the URI has a malformed %-escape; percent-encode special characters (e.g. @ as %40)".to_string()
-                        })?,
-                    ),
-                    None => None,
-                };
-                let has = pass.is_some();
-                (user, pass.unwrap_or_default(), has)
-            }
-        };
-        let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
-            let (host, after) = bracketed
-                .split_once(']')
-                .ok_or_else(|| format!("host '{authority}' has an unclosed '['"))?;
-            let port = match after.strip_prefix(':') {
-                Some(p) => Some(p),
-                None if after.is_empty() => None,
-                None => return Err(format!("cannot read host and port from '{authority}'")),
-            };
-            (host.to_string(), port)
-        } else {
-            match authority.rsplit_once(':') {
-                Some((h, p)) => (h.to_string(), Some(p)),
-                None => (authority.to_string(), None),
-            }
-        };
-        if host.is_empty() {
-            return Err("names no host; write amqp://user:password@host:5672/vhost".into());
-        }
-        let port = match port {
-            None | Some("") if secure => AMQPS_DEFAULT_PORT,
-            None | Some("") => AMQP_DEFAULT_PORT,
-            Some(p) => p
-                .parse::<u16>()
-                .ok()
-                .filter(|&p| p > 0)
-                .ok_or_else(|| format!("port '{p}' is not a number from 1 to 65535"))?,
-        };
-        let vhost = match path.strip_prefix('/') {
-            None | Some("") => "/".to_string(),
-            Some(segment) if segment.contains('/') => {
-                return Err(format!(
-                    "path '{path}' is not one virtual host; percent-encode '/' in a vhost name as %2f (the default vhost / is %2f)"
-                ))
-            }
-            Some(segment) => {
-                percent_decode(segment).map_err(|e| format!("the virtual host in the URI {e}"))?
-            }
-        };
-        let mut heartbeat = None;
-        let mut tls = brokerbench_driver::tls::TlsSettings::default();
-        let mut external = false;
-        let tls_only = |key: &str| format!("{key} is for TLS: it goes with amqps://, not amqp://");
-        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let decoded = || percent_decode(value).map_err(|e| format!("{key} {e}"));
-            match key {
-                "heartbeat" => {
-                    heartbeat = Some(value.parse::<u16>().map_err(|_| {
-                        format!("heartbeat '{value}' is not a number of seconds (0 to 65535)")
-                    })?)
-                }
-                "cacertfile" | "certfile" | "keyfile" | "server_name_indication" if !secure => {
-                    return Err(tls_only(key))
-                }
-                "cacertfile" => tls.ca_file = Some(decoded()?.into()),
-                "certfile" => tls.cert_file = Some(decoded()?.into()),
-                "keyfile" => tls.key_file = Some(decoded()?.into()),
-                "server_name_indication" => tls.server_name = Some(decoded()?),
-                "verify" if value == "verify_peer" => {}
-                "verify" => {
-                    return Err(format!(
-                        "verify={value} is not supported: brokerbench always verifies the broker's certificate (verify_peer); give the CA that signed it as cacertfile=…"
-                    ))
-                }
-                "auth_mechanism" => match value.to_ascii_lowercase().as_str() {
-                    "plain" => external = false,
-                    "external" => external = true,
-                    other => {
-                        return Err(format!(
-                            "auth_mechanism '{other}' is not supported: plain (user and password) or external (the client certificate, over amqps://)"
-                        ))
-                    }
-                },
-                other => {
-                    return Err(format!(
-                    "query parameter '{other}' is not supported; known: heartbeat, auth_mechanism, and for amqps:// cacertfile, certfile, keyfile, server_name_indication, verify"
-                ))
-                }
-            }
-        }
-        if external && !secure {
-            return Err("auth_mechanism=external logs in with a client certificate: use amqps:// with certfile=… and keyfile=…".into());
-        }
-        if external && tls.cert_file.is_none() {
-            return Err("auth_mechanism=external needs a client certificate: add certfile=…&keyfile=… to the URI".into());
-        }
+        let (username, password, has_password) = credentials(userinfo)?;
+        let (host, port) = host_and_port(authority, secure)?;
+        let vhost = virtual_host(path)?;
+        let query = UriQuery::parse(query.unwrap_or(""), secure)?;
         Ok(AmqpUri {
             host,
             port,
             username,
             password,
             vhost,
-            heartbeat,
-            tls: secure.then_some(tls),
-            external,
+            heartbeat: query.heartbeat,
+            tls: secure.then_some(query.tls),
+            external: query.external,
             has_password,
         })
     }
@@ -717,6 +624,163 @@ impl<'de> Deserialize<'de> for AmqpUri {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
         AmqpUri::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Whether a URI's scheme is amqps (TLS) or amqp, and the rest of the URI after `://`.
+fn split_scheme(text: &str) -> Result<(bool, &str), String> {
+    let (scheme, rest) = text.split_once("://").ok_or_else(|| {
+        "is not a URI; write amqp://user:password@host:5672/vhost (vhost / is %2f)".to_string()
+    })?;
+    let secure = match scheme.to_ascii_lowercase().as_str() {
+        "amqp" => false,
+        "amqps" => true,
+        other => {
+            return Err(format!(
+                "scheme '{other}' is not amqp or amqps; write amqp://user:password@host:5672/vhost (amqps://…:5671 for TLS)"
+            ))
+        }
+    };
+    Ok((secure, rest))
+}
+
+/// User name and password of a URI's userinfo (`user:password`), percent-decoded, and
+/// whether it gave a password; guest and guest without userinfo.
+fn credentials(userinfo: Option<&str>) -> Result<(String, String, bool), String> {
+    let Some(info) = userinfo else {
+        return Ok(("guest".to_string(), "guest".to_string(), false));
+    };
+    let (user, pass) = match info.split_once(':') {
+        Some((u, p)) => (u, Some(p)),
+        None => (info, None),
+    };
+    let user = percent_decode(user).map_err(|e| format!("the user name in the URI {e}"))?;
+    let pass = match pass {
+        Some(p) => Some(
+            percent_decode(p).map_err(|_| {
+                "the password in the URI has a malformed %-escape; percent-encode special characters (e.g. @ as %40)".to_string()
+            })?,
+        ),
+        None => None,
+    };
+    let has = pass.is_some();
+    Ok((user, pass.unwrap_or_default(), has))
+}
+
+/// Host and port of a URI's authority (`host:port`, an IPv6 host in brackets); without a
+/// port, 5671 for amqps (`secure`), else 5672.
+fn host_and_port(authority: &str, secure: bool) -> Result<(String, u16), String> {
+    let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
+        let (host, after) = bracketed
+            .split_once(']')
+            .ok_or_else(|| format!("host '{authority}' has an unclosed '['"))?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => Some(p),
+            None if after.is_empty() => None,
+            None => return Err(format!("cannot read host and port from '{authority}'")),
+        };
+        (host.to_string(), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    if host.is_empty() {
+        return Err("names no host; write amqp://user:password@host:5672/vhost".into());
+    }
+    let port = match port {
+        None | Some("") if secure => AMQPS_DEFAULT_PORT,
+        None | Some("") => AMQP_DEFAULT_PORT,
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p > 0)
+            .ok_or_else(|| format!("port '{p}' is not a number from 1 to 65535"))?,
+    };
+    Ok((host, port))
+}
+
+/// The virtual host a URI's path names, percent-decoded; `/` when it names none.
+fn virtual_host(path: &str) -> Result<String, String> {
+    match path.strip_prefix('/') {
+        None | Some("") => Ok("/".to_string()),
+        Some(segment) if segment.contains('/') => Err(format!(
+            "path '{path}' is not one virtual host; percent-encode '/' in a vhost name as %2f (the default vhost / is %2f)"
+        )),
+        Some(segment) => {
+            percent_decode(segment).map_err(|e| format!("the virtual host in the URI {e}"))
+        }
+    }
+}
+
+/// What the query of an AMQP URI sets.
+struct UriQuery {
+    /// `heartbeat=N`, in seconds.
+    heartbeat: Option<u16>,
+    /// `cacertfile`, `certfile`, `keyfile` and `server_name_indication` (amqps:// only).
+    tls: brokerbench_driver::tls::TlsSettings,
+    /// `auth_mechanism=external`.
+    external: bool,
+}
+
+impl UriQuery {
+    /// Reads `query` (`key=value` pairs joined by `&`) of an amqps:// (`secure`) or amqp://
+    /// URI, and checks that an external login has what it needs.
+    fn parse(query: &str, secure: bool) -> Result<UriQuery, String> {
+        let mut heartbeat = None;
+        let mut tls = brokerbench_driver::tls::TlsSettings::default();
+        let mut external = false;
+        let tls_only = |key: &str| format!("{key} is for TLS: it goes with amqps://, not amqp://");
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let decoded = || percent_decode(value).map_err(|e| format!("{key} {e}"));
+            match key {
+                "heartbeat" => {
+                    heartbeat = Some(value.parse::<u16>().map_err(|_| {
+                        format!("heartbeat '{value}' is not a number of seconds (0 to 65535)")
+                    })?)
+                }
+                "cacertfile" | "certfile" | "keyfile" | "server_name_indication" if !secure => {
+                    return Err(tls_only(key))
+                }
+                "cacertfile" => tls.ca_file = Some(decoded()?.into()),
+                "certfile" => tls.cert_file = Some(decoded()?.into()),
+                "keyfile" => tls.key_file = Some(decoded()?.into()),
+                "server_name_indication" => tls.server_name = Some(decoded()?),
+                "verify" if value == "verify_peer" => {}
+                "verify" => {
+                    return Err(format!(
+                        "verify={value} is not supported: brokerbench always verifies the broker's certificate (verify_peer); give the CA that signed it as cacertfile=…"
+                    ))
+                }
+                "auth_mechanism" => match value.to_ascii_lowercase().as_str() {
+                    "plain" => external = false,
+                    "external" => external = true,
+                    other => {
+                        return Err(format!(
+                            "auth_mechanism '{other}' is not supported: plain (user and password) or external (the client certificate, over amqps://)"
+                        ))
+                    }
+                },
+                other => {
+                    return Err(format!(
+                    "query parameter '{other}' is not supported; known: heartbeat, auth_mechanism, and for amqps:// cacertfile, certfile, keyfile, server_name_indication, verify"
+                ))
+                }
+            }
+        }
+        if external && !secure {
+            return Err("auth_mechanism=external logs in with a client certificate: use amqps:// with certfile=… and keyfile=…".into());
+        }
+        if external && tls.cert_file.is_none() {
+            return Err("auth_mechanism=external needs a client certificate: add certfile=…&keyfile=… to the URI".into());
+        }
+        Ok(UriQuery {
+            heartbeat,
+            tls,
+            external,
+        })
     }
 }
 

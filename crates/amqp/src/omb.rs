@@ -67,6 +67,17 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
             }
         }
     }
+    Ok(OmbDriver {
+        map: driver_map(&uris, persistence, queue_type),
+        notes: notes(file, value, &uris, persistence, queue_type),
+    })
+}
+
+/// The RabbitMQ driver mapping that sets the broker up as OMB's driver does: the first of
+/// `uris` as the broker (the others as failover ones), a fanout exchange, durable queues of
+/// `queue_type`, confirms, a manual acknowledgement per delivery, no prefetch limit, and
+/// persistent messages when `persistence`.
+fn driver_map(uris: &[String], persistence: bool, queue_type: &str) -> Value {
     let object = |pairs: &[(&str, Value)]| {
         Value::Object(
             pairs
@@ -105,6 +116,18 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
         ]),
     );
     out.insert("prefetch".into(), Value::from(0));
+    Value::Object(out)
+}
+
+/// What the translation of the OMB driver file `file` (read as `value`) says about itself:
+/// the setup, where the brokers come from, and the settings it does not need.
+fn notes(
+    file: &str,
+    value: &Value,
+    uris: &[String],
+    persistence: bool,
+    queue_type: &str,
+) -> Vec<String> {
     let mut notes = vec![format!(
         "{file} is an OpenMessaging Benchmark RabbitMQ driver file: a fanout exchange per topic, durable {queue_type} queues, confirms, a manual ack per delivery, no prefetch limit, {} messages",
         if persistence { "persistent" } else { "transient" }
@@ -122,10 +145,7 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
     {
         notes.push("producer and consumer creation delays and batches are not needed: every client is connected before the clock starts".into());
     }
-    Ok(OmbDriver {
-        map: Value::Object(out),
-        notes,
-    })
+    notes
 }
 
 #[cfg(test)]

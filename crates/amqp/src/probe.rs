@@ -235,6 +235,15 @@ impl Conversation<'_> {
         name: &str,
         heartbeat: u16,
     ) -> Result<(BrokerInfo, u32, u16, u16), ProbeError> {
+        let info = self.start(uri, name)?;
+        let (frame_max, channel_max, heartbeat) = self.tune(uri, heartbeat)?;
+        self.read_open_ok(uri)?;
+        Ok((info, frame_max, channel_max, heartbeat))
+    }
+
+    /// Sends the protocol header, reads connection.start and answers with
+    /// connection.start-ok, logging in as `uri` says; the broker's description.
+    fn start(&mut self, uri: &AmqpUri, name: &str) -> Result<BrokerInfo, ProbeError> {
         self.write(PROTOCOL_HEADER)
             .map_err(|e| self.unreachable("sending the protocol header", e))?;
         let start = self.read_method("the protocol header")?;
@@ -246,56 +255,18 @@ impl Conversation<'_> {
         }
         let mechanism = if uri.external { "EXTERNAL" } else { "PLAIN" };
         let info = parse_start(&start.arguments, mechanism)?;
+        self.write_frame(&start_ok(uri, name, mechanism))?;
+        Ok(info)
+    }
 
-        // EXTERNAL: the broker takes the user from the client certificate; nothing to send.
-        let mut response = Vec::new();
-        if !uri.external {
-            response.push(0);
-            response.extend_from_slice(uri.username.as_bytes());
-            response.push(0);
-            response.extend_from_slice(uri.password().as_bytes());
-        }
-        let mut start_ok = Vec::new();
-        wire::method(&mut start_ok, 0, id::CONNECTION_START_OK, |out| {
-            put_table(
-                out,
-                &[
-                    ("product", Field::Text("brokerbench")),
-                    ("connection_name", Field::Text(name)),
-                    (
-                        "capabilities",
-                        Field::Table(&[
-                            ("authentication_failure_close", Field::Bool(true)),
-                            ("publisher_confirms", Field::Bool(true)),
-                            ("basic.nack", Field::Bool(true)),
-                            ("consumer_cancel_notify", Field::Bool(true)),
-                            // The broker says when a resource alarm blocks publishing.
-                            ("connection.blocked", Field::Bool(true)),
-                        ]),
-                    ),
-                ],
-            );
-            put_short_string(out, mechanism);
-            put_long_bytes(out, &response);
-            put_short_string(out, "en_US");
-        });
-        self.write_frame(&start_ok)?;
-
+    /// Reads connection.tune (or the broker's refusal of the login), agrees on the limits,
+    /// asking for `heartbeat` seconds, and answers with connection.tune-ok and
+    /// connection.open of `uri`'s virtual host: the agreed frame_max, channel_max and
+    /// heartbeat.
+    fn tune(&mut self, uri: &AmqpUri, heartbeat: u16) -> Result<(u32, u16, u16), ProbeError> {
         let tune = self.read_method("logging in")?;
         if tune.is(id::CONNECTION_CLOSE) {
-            let (code, text) = tune.close_reason();
-            return Err(if code == 403 && uri.external {
-                ProbeError::Authentication(format!(
-                    "{text} (SASL EXTERNAL: the user is the client certificate's subject); the broker must know that user and take it from the certificate (RabbitMQ: ssl_cert_login_from = common_name, and the user added)"
-                ))
-            } else if code == 403 {
-                ProbeError::Authentication(format!(
-                    "{text} (user '{}'); check the user name and password in the uri",
-                    uri.username
-                ))
-            } else {
-                ProbeError::Refused(format!("{code} {text}"))
-            });
+            return Err(login_refused(&tune, uri));
         }
         if !tune.is(id::CONNECTION_TUNE) {
             return Err(ProbeError::Unreachable(format!(
@@ -326,7 +297,12 @@ impl Conversation<'_> {
             out.push(0);
         });
         self.write_frame(&reply)?;
+        Ok((frame_max, channel_max, heartbeat))
+    }
 
+    /// Reads the answer to connection.open: Ok when the virtual host of `uri` is open, else
+    /// why the broker refused it.
+    fn read_open_ok(&mut self, uri: &AmqpUri) -> Result<(), ProbeError> {
         let open_ok = self.read_method("opening the virtual host")?;
         if open_ok.is(id::CONNECTION_CLOSE) {
             let (code, text) = open_ok.close_reason();
@@ -349,7 +325,7 @@ impl Conversation<'_> {
                 open_ok.class, open_ok.method
             )));
         }
-        Ok((info, frame_max, channel_max, heartbeat))
+        Ok(())
     }
 
     fn unreachable(&self, doing: &str, e: std::io::Error) -> ProbeError {
@@ -423,6 +399,62 @@ impl Conversation<'_> {
                 arguments: r.rest().to_vec(),
             });
         }
+    }
+}
+
+/// connection.start-ok: brokerbench's client properties, the connection named `name`, and
+/// the login by `mechanism`: `uri`'s user name and password for PLAIN.
+fn start_ok(uri: &AmqpUri, name: &str, mechanism: &str) -> Vec<u8> {
+    // EXTERNAL: the broker takes the user from the client certificate; nothing to send.
+    let mut response = Vec::new();
+    if !uri.external {
+        response.push(0);
+        response.extend_from_slice(uri.username.as_bytes());
+        response.push(0);
+        response.extend_from_slice(uri.password().as_bytes());
+    }
+    let mut start_ok = Vec::new();
+    wire::method(&mut start_ok, 0, id::CONNECTION_START_OK, |out| {
+        put_table(
+            out,
+            &[
+                ("product", Field::Text("brokerbench")),
+                ("connection_name", Field::Text(name)),
+                (
+                    "capabilities",
+                    Field::Table(&[
+                        ("authentication_failure_close", Field::Bool(true)),
+                        ("publisher_confirms", Field::Bool(true)),
+                        ("basic.nack", Field::Bool(true)),
+                        ("consumer_cancel_notify", Field::Bool(true)),
+                        // The broker says when a resource alarm blocks publishing.
+                        ("connection.blocked", Field::Bool(true)),
+                    ]),
+                ),
+            ],
+        );
+        put_short_string(out, mechanism);
+        put_long_bytes(out, &response);
+        put_short_string(out, "en_US");
+    });
+    start_ok
+}
+
+/// Why the broker closed the connection (`close`) instead of tuning it: a login it refused
+/// (403; with SASL EXTERNAL the certificate's subject), or its reason.
+fn login_refused(close: &Method, uri: &AmqpUri) -> ProbeError {
+    let (code, text) = close.close_reason();
+    if code == 403 && uri.external {
+        ProbeError::Authentication(format!(
+            "{text} (SASL EXTERNAL: the user is the client certificate's subject); the broker must know that user and take it from the certificate (RabbitMQ: ssl_cert_login_from = common_name, and the user added)"
+        ))
+    } else if code == 403 {
+        ProbeError::Authentication(format!(
+            "{text} (user '{}'); check the user name and password in the uri",
+            uri.username
+        ))
+    } else {
+        ProbeError::Refused(format!("{code} {text}"))
     }
 }
 

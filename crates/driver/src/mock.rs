@@ -232,6 +232,82 @@ impl MockProducer {
         c.granted += n;
         n as usize
     }
+
+    /// Whether the broker acknowledges nothing now.
+    fn stalled(&self) -> bool {
+        self.stall.is_some_and(|(from, to)| {
+            let now = std::time::Instant::now();
+            now >= from && now < to
+        })
+    }
+
+    /// While the broker is slow, messages sent after this time (ns since the UNIX epoch) are
+    /// not acknowledged yet; otherwise every message is ripe.
+    fn ripe_before_ns(&self) -> u64 {
+        let now = std::time::Instant::now();
+        match self.slow {
+            Some((from, to, delay)) if now >= from && now < to => crate::Clock::process()
+                .now_ns()
+                .saturating_sub(delay.as_nanos() as u64),
+            _ => u64::MAX,
+        }
+    }
+
+    /// Puts `copies` of a message into the queue of each subscription of its topic.
+    fn deliver(&self, queues: &mut [VecDeque<Vec<u8>>], payload: &[u8], copies: usize) {
+        for s in 0..self.subscriptions {
+            for _ in 0..copies {
+                queues[(self.topic * self.subscriptions + s) as usize].push_back(payload.to_vec());
+            }
+        }
+    }
+
+    /// The broker's answer for a message: stamped with its send time when the client stamps
+    /// acknowledgements, a failure when the broker rejects everything.
+    fn ack(&self, payload: &[u8], sent_ns: u64) -> Ack {
+        Ack {
+            envelope: Envelope::read(payload).expect("the engine writes envelopes"),
+            sent_ns,
+            bytes: payload.len() as u32,
+            acknowledged_ns: self.faults.stamps_acknowledgements.then_some(sent_ns),
+            result: if self.faults.reject_all {
+                Err("rejected".into())
+            } else {
+                Ok(())
+            },
+        }
+    }
+}
+
+/// What the faults make of one message on its way to the consumers.
+struct Fate {
+    /// Acknowledged but never delivered (`drop_every`).
+    dropped: bool,
+    /// How many times it is delivered (2 with `duplicate_every`).
+    copies: usize,
+    /// Delivered after the message that follows it (`swap_every`).
+    swapped: bool,
+}
+
+impl Fate {
+    /// The fate of the producer's `count`-th message.
+    fn of(faults: &MockFaults, count: u64) -> Fate {
+        let dropped = faults.drop_every.is_some_and(|n| count.is_multiple_of(n));
+        let copies = if faults
+            .duplicate_every
+            .is_some_and(|n| count.is_multiple_of(n))
+        {
+            2
+        } else {
+            1
+        };
+        let swapped = faults.swap_every.is_some_and(|n| count.is_multiple_of(n));
+        Fate {
+            dropped,
+            copies,
+            swapped,
+        }
+    }
 }
 
 impl Producer for MockProducer {
@@ -253,11 +329,7 @@ impl Producer for MockProducer {
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
-        let stalled = self.stall.is_some_and(|(from, to)| {
-            let now = std::time::Instant::now();
-            now >= from && now < to
-        });
-        if stalled || self.check_outage(Some(acks)) || self.pending.is_empty() {
+        if self.stalled() || self.check_outage(Some(acks)) || self.pending.is_empty() {
             std::thread::sleep(timeout.min(Duration::from_millis(1)));
             return;
         }
@@ -266,13 +338,7 @@ impl Producer for MockProducer {
             std::thread::sleep(timeout.min(Duration::from_millis(1)));
             return;
         }
-        let now = std::time::Instant::now();
-        let ripe_before_ns = match self.slow {
-            Some((from, to, delay)) if now >= from && now < to => crate::Clock::process()
-                .now_ns()
-                .saturating_sub(delay.as_nanos() as u64),
-            _ => u64::MAX,
-        };
+        let ripe_before_ns = self.ripe_before_ns();
         let mut queues = self.queues.lock().expect("queues");
         for _ in 0..allowed {
             if self
@@ -286,51 +352,17 @@ impl Producer for MockProducer {
                 break;
             };
             self.count += 1;
-            let dropped = self
-                .faults
-                .drop_every
-                .is_some_and(|n| self.count.is_multiple_of(n));
-            let copies = if self
-                .faults
-                .duplicate_every
-                .is_some_and(|n| self.count.is_multiple_of(n))
-            {
-                2
-            } else {
-                1
-            };
-            let swapped = self
-                .faults
-                .swap_every
-                .is_some_and(|n| self.count.is_multiple_of(n));
-            let mut deliver = |payload: &[u8], copies: usize| {
-                for s in 0..self.subscriptions {
-                    for _ in 0..copies {
-                        queues[(self.topic * self.subscriptions + s) as usize]
-                            .push_back(payload.to_vec());
-                    }
-                }
-            };
-            if swapped && self.held.is_none() {
+            let fate = Fate::of(&self.faults, self.count);
+            if fate.swapped && self.held.is_none() {
                 self.held = Some(payload.clone());
-            } else if !dropped {
-                deliver(&payload, copies);
+            } else if !fate.dropped {
+                self.deliver(&mut queues, &payload, fate.copies);
                 if let Some(held) = self.held.take() {
-                    deliver(&held, 1);
+                    self.deliver(&mut queues, &held, 1);
                 }
             }
             if !self.faults.unconfirmed {
-                acks(Ack {
-                    envelope: Envelope::read(&payload).expect("the engine writes envelopes"),
-                    sent_ns,
-                    bytes: payload.len() as u32,
-                    acknowledged_ns: self.faults.stamps_acknowledgements.then_some(sent_ns),
-                    result: if self.faults.reject_all {
-                        Err("rejected".into())
-                    } else {
-                        Ok(())
-                    },
-                });
+                acks(self.ack(&payload, sent_ns));
             }
         }
     }

@@ -290,12 +290,43 @@ impl Pump {
         let socket = self.to_broker.lock().unwrap_or_else(|e| e.into_inner());
         let _ = socket.shutdown(Shutdown::Both);
     }
+
+    /// Takes the broker's TLS `records` and appends the plain text they carry to `plain`;
+    /// returns whether TLS owes the broker a reply (alerts, key updates), or None on a bad
+    /// record or the broker's fatal alert.
+    fn decrypt(&self, mut records: &[u8], plain: &mut Vec<u8>) -> Option<bool> {
+        let mut connection = self.connection.lock().unwrap_or_else(|e| e.into_inner());
+        while !records.is_empty() {
+            if connection.read_tls(&mut records).is_err()
+                || connection.process_new_packets().is_err()
+            {
+                // A bad record or the broker's fatal alert: the connection ends.
+                return None;
+            }
+            loop {
+                let start = plain.len();
+                plain.resize(start + 16 * 1024, 0);
+                match connection.reader().read(&mut plain[start..]) {
+                    Ok(0) => {
+                        plain.truncate(start);
+                        break;
+                    }
+                    Ok(read) => plain.truncate(start + read),
+                    Err(_) => {
+                        plain.truncate(start);
+                        break;
+                    }
+                }
+            }
+        }
+        Some(connection.wants_write())
+    }
 }
 
 fn start_pumps(tcp: TcpStream, connection: ClientConnection, outer: TcpStream) -> io::Result<()> {
-    let mut from_broker = tcp.try_clone()?;
-    let mut from_client = outer.try_clone()?;
-    let mut to_client = outer;
+    let from_broker = tcp.try_clone()?;
+    let from_client = outer.try_clone()?;
+    let to_client = outer;
     let pump = Arc::new(Pump {
         connection: Mutex::new(connection),
         to_broker: Mutex::new(tcp),
@@ -303,74 +334,56 @@ fn start_pumps(tcp: TcpStream, connection: ClientConnection, outer: TcpStream) -
     let up = pump.clone();
     std::thread::Builder::new()
         .name("tls-up".into())
-        .spawn(move || {
-            let mut buffer = vec![0u8; 64 * 1024];
-            loop {
-                match from_client.read(&mut buffer) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        if up.send(&buffer[..n]).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-            up.close();
-            let _ = from_client.shutdown(Shutdown::Both);
-        })?;
+        .spawn(move || pump_up(&up, from_client))?;
     std::thread::Builder::new()
         .name("tls-down".into())
-        .spawn(move || {
-            let mut buffer = vec![0u8; 64 * 1024];
-            let mut plain = Vec::with_capacity(64 * 1024);
-            'reading: loop {
-                let n = match from_broker.read(&mut buffer) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
-                };
-                let mut records = &buffer[..n];
-                let mut owes_a_reply = false;
-                {
-                    let mut connection = pump.connection.lock().unwrap_or_else(|e| e.into_inner());
-                    while !records.is_empty() {
-                        if connection.read_tls(&mut records).is_err()
-                            || connection.process_new_packets().is_err()
-                        {
-                            // A bad record or the broker's fatal alert: the connection ends.
-                            break 'reading;
-                        }
-                        loop {
-                            let start = plain.len();
-                            plain.resize(start + 16 * 1024, 0);
-                            match connection.reader().read(&mut plain[start..]) {
-                                Ok(0) => {
-                                    plain.truncate(start);
-                                    break;
-                                }
-                                Ok(read) => plain.truncate(start + read),
-                                Err(_) => {
-                                    plain.truncate(start);
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                    owes_a_reply = owes_a_reply || connection.wants_write();
-                }
-                if owes_a_reply && pump.send(&[]).is_err() {
+        .spawn(move || pump_down(&pump, from_broker, to_client))?;
+    Ok(())
+}
+
+/// Carries what the client writes to the broker, encrypted, until either side ends; then
+/// ends the TLS connection and the client's socket.
+fn pump_up(pump: &Pump, mut from_client: TcpStream) {
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        match from_client.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if pump.send(&buffer[..n]).is_err() {
                     break;
                 }
-                if !plain.is_empty() {
-                    if to_client.write_all(&plain).is_err() {
-                        break;
-                    }
-                    plain.clear();
-                }
             }
-            // The client sees the connection end as it would without TLS.
-            let _ = to_client.shutdown(Shutdown::Both);
-            let socket = pump.to_broker.lock().unwrap_or_else(|e| e.into_inner());
-            let _ = socket.shutdown(Shutdown::Both);
-        })?;
-    Ok(())
+        }
+    }
+    pump.close();
+    let _ = from_client.shutdown(Shutdown::Both);
+}
+
+/// Carries what the broker sends to the client, decrypted, with the replies TLS owes the
+/// broker, until either side ends; then ends both sockets.
+fn pump_down(pump: &Pump, mut from_broker: TcpStream, mut to_client: TcpStream) {
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut plain = Vec::with_capacity(64 * 1024);
+    loop {
+        let n = match from_broker.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let Some(owes_a_reply) = pump.decrypt(&buffer[..n], &mut plain) else {
+            break;
+        };
+        if owes_a_reply && pump.send(&[]).is_err() {
+            break;
+        }
+        if !plain.is_empty() {
+            if to_client.write_all(&plain).is_err() {
+                break;
+            }
+            plain.clear();
+        }
+    }
+    // The client sees the connection end as it would without TLS.
+    let _ = to_client.shutdown(Shutdown::Both);
+    let socket = pump.to_broker.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = socket.shutdown(Shutdown::Both);
 }

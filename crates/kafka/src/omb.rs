@@ -32,65 +32,14 @@ pub const OMB_DRIVER_FIELDS: &[&str] = &[
 /// Translates an OMB Kafka driver file into brokerbench's Kafka driver mapping.
 pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, SpecError> {
     check_driver_keys(file, value, OMB_DRIVER_FIELDS)?;
-    let field = |field: &str, message: String| SpecError::field(file, field, message);
-    let properties = |name: &str| -> Result<Vec<(String, String)>, SpecError> {
-        match value.get(name) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::String(text)) => Ok(java_properties(text)),
-            Some(_) => Err(field(
-                name,
-                "must be a text block of Java properties (`key=value` lines, written after `|`)"
-                    .into(),
-            )),
-        }
-    };
-    let replication = match value.get("replicationFactor") {
-        Some(Value::Number(n))
-            if n.as_u64()
-                .is_some_and(|n| (1..=u16::MAX as u64).contains(&n)) =>
-        {
-            n.as_u64().unwrap_or(1)
-        }
-        Some(other) => {
-            return Err(field(
-                "replicationFactor",
-                format!("{other} must be a whole number of at least 1"),
-            ))
-        }
-        None => {
-            return Err(field(
-                "replicationFactor",
-                "missing; OMB needs it (1 on a single broker)".into(),
-            ))
-        }
-    };
+    let replication = replication_factor(file, value)?;
     let mut ignored = Vec::new();
-    let mut keep = |pairs: Vec<(String, String)>| -> Vec<(String, String)> {
-        pairs
-            .into_iter()
-            .filter(|(k, _)| {
-                let java = JAVA_ONLY.contains(&k.as_str());
-                if java && !ignored.contains(k) {
-                    ignored.push(k.clone());
-                }
-                !java
-            })
-            .collect()
-    };
-    let common = keep(properties("commonConfig")?);
-    let producer = keep(properties("producerConfig")?);
-    let consumer = keep(properties("consumerConfig")?);
-    let topic = properties("topicConfig")?;
+    let common = without_java_only(properties(file, value, "commonConfig")?, &mut ignored);
+    let producer = without_java_only(properties(file, value, "producerConfig")?, &mut ignored);
+    let consumer = without_java_only(properties(file, value, "consumerConfig")?, &mut ignored);
+    let topic = properties(file, value, "topicConfig")?;
 
-    let mut bootstrap = None;
-    let mut shared = Vec::new();
-    for (key, value) in common {
-        if key == "bootstrap.servers" {
-            bootstrap = Some(value);
-        } else {
-            shared.push((key, value));
-        }
-    }
+    let (bootstrap, shared) = split_bootstrap(common);
     let mut out = Mapping::new();
     out.insert("driver".into(), Value::from("kafka"));
     if let Some(servers) = &bootstrap {
@@ -135,6 +84,75 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
         map: Value::Object(out),
         notes,
     })
+}
+
+/// The Java properties of the block `name` (a text block of `key=value` lines); none when
+/// the file has no such block.
+fn properties(file: &str, value: &Value, name: &str) -> Result<Vec<(String, String)>, SpecError> {
+    match value.get(name) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(text)) => Ok(java_properties(text)),
+        Some(_) => Err(SpecError::field(
+            file,
+            name,
+            "must be a text block of Java properties (`key=value` lines, written after `|`)",
+        )),
+    }
+}
+
+/// `replicationFactor`, which OMB needs: a whole number from 1 to 65535.
+fn replication_factor(file: &str, value: &Value) -> Result<u64, SpecError> {
+    match value.get("replicationFactor") {
+        Some(Value::Number(n))
+            if n.as_u64()
+                .is_some_and(|n| (1..=u16::MAX as u64).contains(&n)) =>
+        {
+            Ok(n.as_u64().unwrap_or(1))
+        }
+        Some(other) => Err(SpecError::field(
+            file,
+            "replicationFactor",
+            format!("{other} must be a whole number of at least 1"),
+        )),
+        None => Err(SpecError::field(
+            file,
+            "replicationFactor",
+            "missing; OMB needs it (1 on a single broker)",
+        )),
+    }
+}
+
+/// `pairs` without the properties only the Java client has; their names go to `ignored`,
+/// each once, for the note that says they were left out.
+fn without_java_only(
+    pairs: Vec<(String, String)>,
+    ignored: &mut Vec<String>,
+) -> Vec<(String, String)> {
+    pairs
+        .into_iter()
+        .filter(|(k, _)| {
+            let java = JAVA_ONLY.contains(&k.as_str());
+            if java && !ignored.contains(k) {
+                ignored.push(k.clone());
+            }
+            !java
+        })
+        .collect()
+}
+
+/// The common block's `bootstrap.servers` (the run's brokers), if it has one, and its other
+/// properties, which go to every client.
+fn split_bootstrap(common: Vec<(String, String)>) -> (Option<String>, Vec<(String, String)>) {
+    let mut bootstrap = None;
+    let mut shared = Vec::new();
+    for (key, value) in common {
+        if key == "bootstrap.servers" {
+            bootstrap = Some(value);
+        } else {
+            shared.push((key, value));
+        }
+    }
+    (bootstrap, shared)
 }
 
 /// One block's properties in librdkafka's terms: Java security settings translated, Java

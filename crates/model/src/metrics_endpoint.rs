@@ -119,78 +119,22 @@ impl MetricsEndpointSpec {
 
 impl RawEndpoint {
     fn validate(self, base: Option<&Path>) -> Result<MetricsEndpointSpec, FieldError> {
-        let error = |field: &str, message: String| FieldError {
-            field: field.into(),
-            message,
-        };
-        if let Some(url) = &self.url {
-            let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-            if !matches!(scheme.as_deref(), Some("http" | "https")) {
-                return Err(error(
-                    "url",
-                    format!(
-                        "'{}' is not an http:// or https:// URL, e.g. https://broker:9404/metrics",
-                        crate::redact::redact_uri(url)
-                    ),
-                ));
-            }
-        }
+        check_url(self.url.as_deref())?;
         if self.password.is_some() && self.username.is_none() {
-            return Err(error(
+            return Err(field_error(
                 "password",
                 "a password needs a username: add broker_metrics.username".into(),
             ));
         }
-        let resolve = |path: PathBuf| match base {
-            Some(base) if path.is_relative() => base.join(path),
-            _ => path,
-        };
-        let bearer_token = match (self.bearer_token, self.bearer_token_file) {
-            (Some(_), Some(_)) => {
-                return Err(error(
-                    "bearer_token_file",
-                    "give bearer_token or bearer_token_file, not both".into(),
-                ))
-            }
-            (Some(token), None) => Some(token),
-            (None, Some(path)) => {
-                let path = resolve(path);
-                let token = std::fs::read_to_string(&path).map_err(|e| {
-                    error(
-                        "bearer_token_file",
-                        format!("cannot read {}: {e}", path.display()),
-                    )
-                })?;
-                Some(token.trim().to_string())
-            }
-            (None, None) => None,
-        };
+        let bearer_token = read_bearer_token(self.bearer_token, self.bearer_token_file, base)?;
         if bearer_token.is_some() && self.username.is_some() {
-            return Err(error(
+            return Err(field_error(
                 "bearer_token",
                 "give either a bearer token or a username and password, not both".into(),
             ));
         }
-        let ca_file = self.ca_file.map(resolve);
-        if let Some(path) = &ca_file {
-            if !path.is_file() {
-                return Err(error(
-                    "ca_file",
-                    format!(
-                        "{} is not a file; give the PEM file of the CA that signed the endpoint's certificate",
-                        path.display()
-                    ),
-                ));
-            }
-        }
-        let timeout = self
-            .timeout
-            .map(|t| crate::units::parse_duration(&t))
-            .transpose()
-            .map_err(|e| error("timeout", e))?;
-        if timeout == Some(Duration::ZERO) {
-            return Err(error("timeout", "must be above 0, e.g. 2s".into()));
-        }
+        let ca_file = checked_ca_file(self.ca_file, base)?;
+        let timeout = scrape_timeout(self.timeout)?;
         Ok(MetricsEndpointSpec {
             url: self.url,
             ca_file,
@@ -200,6 +144,97 @@ impl RawEndpoint {
             timeout,
         })
     }
+}
+
+/// What is wrong with field `field` of the block.
+fn field_error(field: &str, message: String) -> FieldError {
+    FieldError {
+        field: field.into(),
+        message,
+    }
+}
+
+/// A path named in the driver file: a relative one starts at the driver file's folder `base`.
+fn resolve_path(base: Option<&Path>, path: PathBuf) -> PathBuf {
+    match base {
+        Some(base) if path.is_relative() => base.join(path),
+        _ => path,
+    }
+}
+
+/// Checks the URL, when given, is an http:// or https:// one.
+fn check_url(url: Option<&str>) -> Result<(), FieldError> {
+    if let Some(url) = url {
+        let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        if !matches!(scheme.as_deref(), Some("http" | "https")) {
+            return Err(field_error(
+                "url",
+                format!(
+                    "'{}' is not an http:// or https:// URL, e.g. https://broker:9404/metrics",
+                    crate::redact::redact_uri(url)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The bearer token: as given, or read from `token_file` (relative to `base`), not both.
+fn read_bearer_token(
+    token: Option<String>,
+    token_file: Option<PathBuf>,
+    base: Option<&Path>,
+) -> Result<Option<String>, FieldError> {
+    match (token, token_file) {
+        (Some(_), Some(_)) => Err(field_error(
+            "bearer_token_file",
+            "give bearer_token or bearer_token_file, not both".into(),
+        )),
+        (Some(token), None) => Ok(Some(token)),
+        (None, Some(path)) => {
+            let path = resolve_path(base, path);
+            let token = std::fs::read_to_string(&path).map_err(|e| {
+                field_error(
+                    "bearer_token_file",
+                    format!("cannot read {}: {e}", path.display()),
+                )
+            })?;
+            Ok(Some(token.trim().to_string()))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// The CA file, when given, resolved relative to `base`; it must be a file.
+fn checked_ca_file(
+    ca_file: Option<PathBuf>,
+    base: Option<&Path>,
+) -> Result<Option<PathBuf>, FieldError> {
+    let ca_file = ca_file.map(|path| resolve_path(base, path));
+    if let Some(path) = &ca_file {
+        if !path.is_file() {
+            return Err(field_error(
+                "ca_file",
+                format!(
+                    "{} is not a file; give the PEM file of the CA that signed the endpoint's certificate",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    Ok(ca_file)
+}
+
+/// The longest a scrape may take, when given: a duration above 0.
+fn scrape_timeout(timeout: Option<String>) -> Result<Option<Duration>, FieldError> {
+    let timeout = timeout
+        .map(|t| crate::units::parse_duration(&t))
+        .transpose()
+        .map_err(|e| field_error("timeout", e))?;
+    if timeout == Some(Duration::ZERO) {
+        return Err(field_error("timeout", "must be above 0, e.g. 2s".into()));
+    }
+    Ok(timeout)
 }
 
 #[cfg(test)]

@@ -114,8 +114,37 @@ pub fn translate(
     value: &Value,
     native_sets: &[&str],
 ) -> Result<Translated, SpecError> {
-    let field = |field: &str, message: String| SpecError::field(file, field, message);
     let map = value.as_object().cloned().unwrap_or_default();
+    check_omb_keys(file, &map)?;
+    let omb: OmbWorkload = deserialize_named(file, Value::Object(map))?;
+    let mut translation = Translation {
+        file,
+        native_sets,
+        out: Mapping::new(),
+        notes: vec![format!(
+            "{file} is an OpenMessaging Benchmark workload: read with OMB's fields and defaults"
+        )],
+    };
+    translation.name(&omb);
+    let consumers = translation.clients(&omb)?;
+    translation.keys(&omb);
+    let size = translation.message_size(&omb)?;
+    if !translation.sets("payload") {
+        let chosen = payload(&omb, size, file, base, &mut translation.notes)?;
+        translation.out.insert("payload".into(), chosen);
+    }
+    translation.rate(&omb)?;
+    translation.backlog(&omb, consumers)?;
+    translation.durations(&omb)?;
+    Ok(Translated {
+        workload: Value::Object(translation.out),
+        notes: translation.notes,
+    })
+}
+
+/// Checks every key of an OMB workload mapping is one of OMB's fields, naming the first that
+/// is not: a brokerbench field (to be set with `--set`), or an unknown one.
+fn check_omb_keys(file: &str, map: &Mapping) -> Result<(), SpecError> {
     for key in map.keys() {
         if OMB_FIELDS.contains(&key.as_str()) {
             continue;
@@ -131,186 +160,221 @@ pub fn translate(
                 did_you_mean(key, OMB_FIELDS)
             )
         };
-        return Err(field(key, message));
+        return Err(SpecError::field(file, key, message));
     }
-    let omb: OmbWorkload = deserialize_named(file, Value::Object(map))?;
-    let sets = |name: &str| native_sets.contains(&name);
-    let mut out = Mapping::new();
-    let mut notes = vec![format!(
-        "{file} is an OpenMessaging Benchmark workload: read with OMB's fields and defaults"
-    )];
+    Ok(())
+}
 
-    let name = match &omb.name {
-        Some(name) => name.clone(),
-        None => base_name(file),
-    };
-    let safe = safe_name(&name);
-    if safe != name {
-        notes.push(format!(
-            "name '{name}' is used as '{safe}' in topic and folder names"
-        ));
+/// An OMB workload under translation: the file it came from, the brokerbench fields the
+/// command line sets on top, and the fields and notes written so far.
+struct Translation<'a> {
+    file: &'a str,
+    native_sets: &'a [&'a str],
+    out: Mapping,
+    notes: Vec<String>,
+}
+
+impl Translation<'_> {
+    /// What is wrong with OMB field `name` of the file.
+    fn field(&self, name: &str, message: String) -> SpecError {
+        SpecError::field(self.file, name, message)
     }
-    out.insert("name".into(), Value::from(safe));
 
-    let at_least = |name: &str, value: Option<i64>, min: i64| -> Result<i64, SpecError> {
+    /// Whether the command line sets brokerbench field `name` on top of the file.
+    fn sets(&self, name: &str) -> bool {
+        self.native_sets.contains(&name)
+    }
+
+    /// OMB's count in field `name`: present and at least `min`.
+    fn at_least(&self, name: &str, value: Option<i64>, min: i64) -> Result<i64, SpecError> {
         match value {
             Some(v) if v >= min => Ok(v),
-            Some(v) => Err(field(
-                name,
-                format!("{v} is too small; it must be at least {min}"),
-            )),
-            None => Err(field(
-                name,
-                format!("missing; OMB needs it (at least {min})"),
-            )),
-        }
-    };
-    out.insert("topics".into(), at_least("topics", omb.topics, 1)?.into());
-    out.insert(
-        "partitions_per_topic".into(),
-        at_least("partitionsPerTopic", omb.partitions_per_topic, 1)?.into(),
-    );
-    out.insert(
-        "producers_per_topic".into(),
-        at_least("producersPerTopic", omb.producers_per_topic, 1)?.into(),
-    );
-    let subscriptions = omb.subscriptions_per_topic.unwrap_or(0);
-    let per_subscription = omb.consumer_per_subscription.unwrap_or(0);
-    if subscriptions < 0 || per_subscription < 0 {
-        return Err(field(
-            if subscriptions < 0 {
-                "subscriptionsPerTopic"
-            } else {
-                "consumerPerSubscription"
-            },
-            "must not be negative".into(),
-        ));
-    }
-    if subscriptions > 1 && per_subscription > 0 {
-        out.insert("subscriptions_per_topic".into(), subscriptions.into());
-    }
-    let consumers = if subscriptions == 0 {
-        0
-    } else {
-        per_subscription
-    };
-    if consumers == 0 {
-        notes.push(
-            "no consumers (subscriptionsPerTopic or consumerPerSubscription is 0): produce only"
-                .into(),
-        );
-    }
-    out.insert("consumers_per_topic".into(), consumers.into());
-
-    let keys = match omb.key_distributor.unwrap_or(KeyDistributor::NoKey) {
-        KeyDistributor::NoKey => "none",
-        KeyDistributor::KeyRoundRobin => "round-robin",
-        KeyDistributor::RandomNano => "random",
-    };
-    out.insert("keys".into(), Value::from(keys));
-
-    let size = at_least("messageSize", omb.message_size, 1)?;
-    if size < crate::ENVELOPE_HEADER_LEN as i64 {
-        return Err(field(
-            "messageSize",
-            format!(
-                "{size} B is smaller than the {}-byte envelope header every brokerbench message carries; use at least {}",
-                crate::ENVELOPE_HEADER_LEN,
-                crate::ENVELOPE_HEADER_LEN
-            ),
-        ));
-    }
-    out.insert("message_size".into(), Value::from(format!("{size}B")));
-
-    if !sets("payload") {
-        out.insert(
-            "payload".into(),
-            payload(&omb, size, file, base, &mut notes)?,
-        );
-    }
-
-    match omb.producer_rate {
-        Some(rate) if rate > 0.0 => {
-            out.insert("rate".into(), Value::from(rate));
-        }
-        _ if sets("rate") => {}
-        rate => {
-            return Err(field(
-                "producerRate",
-                format!(
-                    "{} asks OMB to search for the maximum sustainable rate; brokerbench searches in a study: a study file with `workload: {file}` and `set: {{rate: find}}` (see studies/max-sustainable-kafka.yaml), run with `brokerbench study FILE`; or give a rate: --set producerRate=50000",
-                    rate.map_or("missing (0)".to_string(), |r| r.to_string())
-                ),
-            ))
+            Some(v) => {
+                Err(self.field(name, format!("{v} is too small; it must be at least {min}")))
+            }
+            None => Err(self.field(name, format!("missing; OMB needs it (at least {min})"))),
         }
     }
 
-    if let Some(ratio) = omb.backlog_drain_ratio {
-        if !(0.0..=1.0).contains(&ratio) {
-            return Err(field(
-                "backlogDrainRatio",
-                format!("{ratio} must be between 0.0 and 1.0"),
+    /// The name, made safe for topic and folder names (the file's name when OMB's is
+    /// missing).
+    fn name(&mut self, omb: &OmbWorkload) {
+        let name = match &omb.name {
+            Some(name) => name.clone(),
+            None => base_name(self.file),
+        };
+        let safe = safe_name(&name);
+        if safe != name {
+            self.notes.push(format!(
+                "name '{name}' is used as '{safe}' in topic and folder names"
             ));
         }
+        self.out.insert("name".into(), Value::from(safe));
     }
-    match omb.consumer_backlog_size_gb.unwrap_or(0) {
-        gb if gb < 0 => {
-            return Err(field(
+
+    /// Topics, partitions, producers and consumers per topic; returns the consumers per
+    /// topic (0 when there is no subscription).
+    fn clients(&mut self, omb: &OmbWorkload) -> Result<i64, SpecError> {
+        let topics = self.at_least("topics", omb.topics, 1)?;
+        self.out.insert("topics".into(), topics.into());
+        let partitions = self.at_least("partitionsPerTopic", omb.partitions_per_topic, 1)?;
+        self.out
+            .insert("partitions_per_topic".into(), partitions.into());
+        let producers = self.at_least("producersPerTopic", omb.producers_per_topic, 1)?;
+        self.out
+            .insert("producers_per_topic".into(), producers.into());
+        let subscriptions = omb.subscriptions_per_topic.unwrap_or(0);
+        let per_subscription = omb.consumer_per_subscription.unwrap_or(0);
+        if subscriptions < 0 || per_subscription < 0 {
+            return Err(self.field(
+                if subscriptions < 0 {
+                    "subscriptionsPerTopic"
+                } else {
+                    "consumerPerSubscription"
+                },
+                "must not be negative".into(),
+            ));
+        }
+        if subscriptions > 1 && per_subscription > 0 {
+            self.out
+                .insert("subscriptions_per_topic".into(), subscriptions.into());
+        }
+        let consumers = if subscriptions == 0 {
+            0
+        } else {
+            per_subscription
+        };
+        if consumers == 0 {
+            self.notes.push(
+                "no consumers (subscriptionsPerTopic or consumerPerSubscription is 0): produce only"
+                    .into(),
+            );
+        }
+        self.out
+            .insert("consumers_per_topic".into(), consumers.into());
+        Ok(consumers)
+    }
+
+    /// How messages are keyed, from OMB's key distributor (no key when it is missing).
+    fn keys(&mut self, omb: &OmbWorkload) {
+        let keys = match omb.key_distributor.unwrap_or(KeyDistributor::NoKey) {
+            KeyDistributor::NoKey => "none",
+            KeyDistributor::KeyRoundRobin => "round-robin",
+            KeyDistributor::RandomNano => "random",
+        };
+        self.out.insert("keys".into(), Value::from(keys));
+    }
+
+    /// The message size in bytes, at least brokerbench's envelope header; returns it.
+    fn message_size(&mut self, omb: &OmbWorkload) -> Result<i64, SpecError> {
+        let size = self.at_least("messageSize", omb.message_size, 1)?;
+        if size < crate::ENVELOPE_HEADER_LEN as i64 {
+            return Err(self.field(
+                "messageSize",
+                format!(
+                    "{size} B is smaller than the {}-byte envelope header every brokerbench message carries; use at least {}",
+                    crate::ENVELOPE_HEADER_LEN,
+                    crate::ENVELOPE_HEADER_LEN
+                ),
+            ));
+        }
+        self.out
+            .insert("message_size".into(), Value::from(format!("{size}B")));
+        Ok(size)
+    }
+
+    /// The rate of all producers together; OMB's search for the maximum sustainable rate
+    /// (no rate) is an error unless the command line sets the rate.
+    fn rate(&mut self, omb: &OmbWorkload) -> Result<(), SpecError> {
+        match omb.producer_rate {
+            Some(rate) if rate > 0.0 => {
+                self.out.insert("rate".into(), Value::from(rate));
+                Ok(())
+            }
+            _ if self.sets("rate") => Ok(()),
+            rate => {
+                let file = self.file;
+                Err(self.field(
+                    "producerRate",
+                    format!(
+                        "{} asks OMB to search for the maximum sustainable rate; brokerbench searches in a study: a study file with `workload: {file}` and `set: {{rate: find}}` (see studies/max-sustainable-kafka.yaml), run with `brokerbench study FILE`; or give a rate: --set producerRate=50000",
+                        rate.map_or("missing (0)".to_string(), |r| r.to_string())
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// The backlog mode: a backlog of `consumerBacklogSizeGB` drained to `backlogDrainRatio`,
+    /// which needs consumers (`consumers` per topic).
+    fn backlog(&mut self, omb: &OmbWorkload, consumers: i64) -> Result<(), SpecError> {
+        if let Some(ratio) = omb.backlog_drain_ratio {
+            if !(0.0..=1.0).contains(&ratio) {
+                return Err(self.field(
+                    "backlogDrainRatio",
+                    format!("{ratio} must be between 0.0 and 1.0"),
+                ));
+            }
+        }
+        match omb.consumer_backlog_size_gb.unwrap_or(0) {
+            gb if gb < 0 => Err(self.field(
                 "consumerBacklogSizeGB",
                 format!("{gb} must not be negative; 0 runs without a backlog"),
-            ))
-        }
-        0 => {}
-        _ if consumers == 0 => {
-            return Err(field(
+            )),
+            0 => Ok(()),
+            _ if consumers == 0 => Err(self.field(
                 "consumerBacklogSizeGB",
                 "a backlog needs consumers to drain it, but this workload has none; set subscriptionsPerTopic and consumerPerSubscription to 1 or more, or consumerBacklogSizeGB: 0".into(),
-            ))
+            )),
+            gb if !self.sets("backlog") => {
+                let ratio = omb.backlog_drain_ratio.unwrap_or(1.0);
+                let mut backlog = Mapping::new();
+                backlog.insert("size".into(), Value::from(format!("{gb}GiB")));
+                backlog.insert("drain_ratio".into(), Value::from(ratio));
+                self.out.insert("backlog".into(), Value::Object(backlog));
+                self.notes.push(format!(
+                    "backlog mode: consumers pause after the warm-up until {gb} GiB wait, then resume while producers go on at the same rate (as OMB); the window lasts until {}% of it is drained, and testDurationMinutes more",
+                    ratio * 100.0
+                ));
+                Ok(())
+            }
+            _ => Ok(()),
         }
-        gb if !sets("backlog") => {
-            let ratio = omb.backlog_drain_ratio.unwrap_or(1.0);
-            let mut backlog = Mapping::new();
-            backlog.insert("size".into(), Value::from(format!("{gb}GiB")));
-            backlog.insert("drain_ratio".into(), Value::from(ratio));
-            out.insert("backlog".into(), Value::Object(backlog));
-            notes.push(format!(
-                "backlog mode: consumers pause after the warm-up until {gb} GiB wait, then resume while producers go on at the same rate (as OMB); the window lasts until {}% of it is drained, and testDurationMinutes more",
-                ratio * 100.0
-            ));
-        }
-        _ => {}
     }
 
-    match omb.test_duration_minutes {
-        Some(m) if m > 0.0 => {
-            out.insert("duration".into(), Value::from(minutes(m)));
+    /// The measured window and the warm-up, from OMB's minutes (warm-up 1 minute by default);
+    /// a window without end is an error unless the command line sets the duration.
+    fn durations(&mut self, omb: &OmbWorkload) -> Result<(), SpecError> {
+        match omb.test_duration_minutes {
+            Some(m) if m > 0.0 => {
+                self.out.insert("duration".into(), Value::from(minutes(m)));
+            }
+            _ if self.sets("duration") => {}
+            m => {
+                return Err(self.field(
+                    "testDurationMinutes",
+                    format!(
+                        "{} would run without end in OMB; give a length, e.g. testDurationMinutes: 5 (or --set duration=60s)",
+                        m.map_or("missing (0)".to_string(), |m| m.to_string())
+                    ),
+                ))
+            }
         }
-        _ if sets("duration") => {}
-        m => {
-            return Err(field(
-                "testDurationMinutes",
-                format!(
-                    "{} would run without end in OMB; give a length, e.g. testDurationMinutes: 5 (or --set duration=60s)",
-                    m.map_or("missing (0)".to_string(), |m| m.to_string())
-                ),
-            ))
+        let warmup = omb.warmup_duration_minutes.unwrap_or(1.0);
+        if warmup < 0.0 {
+            return Err(self.field(
+                "warmupDurationMinutes",
+                format!("{warmup} must not be negative"),
+            ));
         }
+        if omb.warmup_duration_minutes.is_none() && !self.sets("warmup") {
+            self.notes
+                .push("warm-up 1 minute (OMB's default warmupDurationMinutes)".into());
+        }
+        self.out
+            .insert("warmup".into(), Value::from(minutes(warmup)));
+        Ok(())
     }
-    let warmup = omb.warmup_duration_minutes.unwrap_or(1.0);
-    if warmup < 0.0 {
-        return Err(field(
-            "warmupDurationMinutes",
-            format!("{warmup} must not be negative"),
-        ));
-    }
-    if omb.warmup_duration_minutes.is_none() && !sets("warmup") {
-        notes.push("warm-up 1 minute (OMB's default warmupDurationMinutes)".into());
-    }
-    out.insert("warmup".into(), Value::from(minutes(warmup)));
-    Ok(Translated {
-        workload: Value::Object(out),
-        notes,
-    })
 }
 
 /// The payload: a pool of part-random messages, or the bytes of `payloadFile`.

@@ -147,6 +147,49 @@ pub fn load_specs_from(
     let default = families
         .first()
         .expect("at least one driver family is registered");
+    let mut assignments = split_assignments(overrides)?;
+    let mut workload_source = read_input(workload, "built-in quickstart", QUICKSTART_WORKLOAD)?;
+    let mut driver_source = read_driver(families, *default, driver, &assignments)?;
+    // An OMB driver file: OMB's names in --set edit it, then its family translates it.
+    let mut notes = Vec::new();
+    if driver_source.value.get("driverClass").is_some() {
+        translate_omb_driver_file(families, &mut driver_source, &mut assignments, &mut notes)?;
+    }
+    // `driver` first: it decides where the other driver fields go.
+    for (assignment, key, value) in assignments.iter().filter(|(_, k, _)| *k == "driver") {
+        apply(&mut driver_source, assignment, key, value)?;
+    }
+    // An OMB workload takes OMB's field names; brokerbench's own are set on its translation.
+    let omb = crate::omb::is_omb_workload(&workload_source.value);
+    let native_sets = route_assignments(
+        families,
+        &assignments,
+        &mut workload_source,
+        &mut driver_source,
+        omb,
+    )?;
+    if omb {
+        translate_omb_workload(&mut workload_source, native_sets, &mut notes)?;
+    }
+    let workload = workload_from(&workload_source)?;
+    let (driver, schema) = driver_from(families, &driver_source)?;
+    schema
+        .check_workload(&workload)
+        .map_err(|e| family::field_error(&workload_source.name, e))?;
+    Ok(Specs {
+        workload,
+        driver,
+        workload_source: workload_source.name,
+        driver_source: driver_source.name,
+        notes,
+    })
+}
+
+/// One `--set` override: the assignment as written, the field path, the value text.
+type Assignment<'a> = (&'a str, &'a str, &'a str);
+
+/// The `--set` overrides split at their first `=` into field path and value, in order.
+fn split_assignments(overrides: &[String]) -> Result<Vec<Assignment<'_>>, SpecError> {
     let mut assignments = Vec::with_capacity(overrides.len());
     for assignment in overrides {
         let (key, value) = assignment
@@ -156,48 +199,75 @@ pub fn load_specs_from(
                 assignment: crate::redact::redact_uri(assignment),
                 message: "write it as field=value, e.g. --set rate=20000".into(),
             })?;
-        assignments.push((assignment, key.trim(), value));
+        assignments.push((assignment.as_str(), key.trim(), value));
     }
+    Ok(assignments)
+}
+
+/// The driver file: the one given; without one, the built-in file of the driver the last
+/// `--set driver=NAME` names, else the `default` family's built-in file.
+fn read_driver(
+    families: &[&dyn DriverSchema],
+    default: &dyn DriverSchema,
+    driver: SpecInput<'_>,
+    assignments: &[Assignment<'_>],
+) -> Result<Source, SpecError> {
     let driver_override = assignments
         .iter()
         .rev()
         .find(|(_, key, _)| *key == "driver")
         .map(|(_, _, value)| value.trim());
-    let mut workload_source = read_input(workload, "built-in quickstart", QUICKSTART_WORKLOAD)?;
     let chosen = driver_override.and_then(|name| family::find(families, name));
-    let mut driver_source = match (driver, chosen) {
+    match (driver, chosen) {
         (SpecInput::Default, Some(family)) => parse_source(
             format!("built-in {} driver", family.name()),
             family.builtin_driver(),
-        )?,
+        ),
         _ => read_input(
             driver,
             &format!("built-in {} driver", default.name()),
             default.builtin_driver(),
-        )?,
-    };
-    // An OMB driver file: OMB's names in --set edit it, then its family translates it.
-    let mut notes = Vec::new();
-    if driver_source.value.get("driverClass").is_some() {
-        let family = omb_driver_family(families, &driver_source)?;
-        let fields = family.omb_driver_fields();
-        let (omb_sets, rest): (Vec<_>, Vec<_>) =
-            assignments.into_iter().partition(|(_, key, _)| {
+        ),
+    }
+}
+
+/// Translates an OMB driver file (`driver_source`): the overrides naming OMB's fields of it
+/// leave `assignments` and edit it first; what the translation chose goes to `notes`.
+fn translate_omb_driver_file(
+    families: &[&dyn DriverSchema],
+    driver_source: &mut Source,
+    assignments: &mut Vec<Assignment<'_>>,
+    notes: &mut Vec<String>,
+) -> Result<(), SpecError> {
+    let family = omb_driver_family(families, driver_source)?;
+    let fields = family.omb_driver_fields();
+    let (omb_sets, rest): (Vec<_>, Vec<_>) =
+        std::mem::take(assignments)
+            .into_iter()
+            .partition(|(_, key, _)| {
                 let top = key.split('.').next().unwrap_or_default();
                 top != "name" && fields.contains(&top) && !WORKLOAD_FIELDS.contains(&top)
             });
-        assignments = rest;
-        for (assignment, key, value) in omb_sets {
-            apply(&mut driver_source, assignment, key, value)?;
-        }
-        let translated = family.translate_omb_driver(&driver_source.name, &driver_source.value)?;
-        driver_source.value = translated.map;
-        notes.extend(translated.notes);
+    *assignments = rest;
+    for (assignment, key, value) in omb_sets {
+        apply(driver_source, assignment, key, value)?;
     }
-    // `driver` first: it decides where the other driver fields go.
-    for (assignment, key, value) in assignments.iter().filter(|(_, k, _)| *k == "driver") {
-        apply(&mut driver_source, assignment, key, value)?;
-    }
+    let translated = family.translate_omb_driver(&driver_source.name, &driver_source.value)?;
+    driver_source.value = translated.map;
+    notes.extend(translated.notes);
+    Ok(())
+}
+
+/// Applies every override but `driver` to the file with its field: the workload, or the
+/// driver file when it names a field of the driver in use. On an OMB workload (`omb`),
+/// brokerbench's own workload fields are returned, to be set on its translation.
+fn route_assignments<'a>(
+    families: &[&dyn DriverSchema],
+    assignments: &[Assignment<'a>],
+    workload_source: &mut Source,
+    driver_source: &mut Source,
+    omb: bool,
+) -> Result<Vec<Assignment<'a>>, SpecError> {
     let in_use = driver_source
         .value
         .get("driver")
@@ -205,18 +275,16 @@ pub fn load_specs_from(
         .map(str::to_string);
     let fields_of = |name: &str| family::find(families, name).map(|f| f.fields());
     let in_use_fields = in_use.as_deref().and_then(fields_of);
-    // An OMB workload takes OMB's field names; brokerbench's own are set on its translation.
-    let omb = crate::omb::is_omb_workload(&workload_source.value);
     let mut native_sets = Vec::new();
     for (assignment, key, value) in assignments.iter().filter(|(_, k, _)| *k != "driver") {
         let top = key.split('.').next().unwrap_or_default();
         let target = if omb && crate::omb::OMB_FIELDS.contains(&top) {
-            &mut workload_source
+            &mut *workload_source
         } else if omb && WORKLOAD_FIELDS.contains(&top) {
             native_sets.push((*assignment, *key, *value));
             continue;
         } else if WORKLOAD_FIELDS.contains(&top) {
-            &mut workload_source
+            &mut *workload_source
         } else if top == BROKER_METRICS_FIELD
             || in_use_fields.map_or_else(
                 // An unknown or missing driver name is reported by the driver file check; until
@@ -225,7 +293,7 @@ pub fn load_specs_from(
                 |fields| fields.contains(&top),
             )
         {
-            &mut driver_source
+            &mut *driver_source
         } else {
             return Err(SpecError::Override {
                 assignment: crate::redact::redact_assignment(assignment),
@@ -240,35 +308,33 @@ pub fn load_specs_from(
         };
         apply(target, assignment, key, value)?;
     }
-    if omb {
-        let set: Vec<&str> = native_sets
-            .iter()
-            .map(|(_, key, _)| key.split('.').next().unwrap_or_default())
-            .collect();
-        let translated = crate::omb::translate(
-            &workload_source.name,
-            workload_source.base.as_deref(),
-            &workload_source.value,
-            &set,
-        )?;
-        workload_source.value = translated.workload;
-        notes.extend(translated.notes);
-        for (assignment, key, value) in native_sets {
-            apply(&mut workload_source, assignment, key, value)?;
-        }
+    Ok(native_sets)
+}
+
+/// Translates an OMB workload (`workload_source`), then sets on the translation the
+/// brokerbench workload fields the command line gives (`native_sets`); what the translation
+/// chose goes to `notes`.
+fn translate_omb_workload(
+    workload_source: &mut Source,
+    native_sets: Vec<Assignment<'_>>,
+    notes: &mut Vec<String>,
+) -> Result<(), SpecError> {
+    let set: Vec<&str> = native_sets
+        .iter()
+        .map(|(_, key, _)| key.split('.').next().unwrap_or_default())
+        .collect();
+    let translated = crate::omb::translate(
+        &workload_source.name,
+        workload_source.base.as_deref(),
+        &workload_source.value,
+        &set,
+    )?;
+    workload_source.value = translated.workload;
+    notes.extend(translated.notes);
+    for (assignment, key, value) in native_sets {
+        apply(workload_source, assignment, key, value)?;
     }
-    let workload = workload_from(&workload_source)?;
-    let (driver, schema) = driver_from(families, &driver_source)?;
-    schema
-        .check_workload(&workload)
-        .map_err(|e| family::field_error(&workload_source.name, e))?;
-    Ok(Specs {
-        workload,
-        driver,
-        workload_source: workload_source.name,
-        driver_source: driver_source.name,
-        notes,
-    })
+    Ok(())
 }
 
 fn apply(target: &mut Source, assignment: &str, key: &str, value: &str) -> Result<(), SpecError> {

@@ -335,17 +335,7 @@ fn duration_field(
 impl RawWorkload {
     /// Merges defaults and checks every field; the first problem found is returned.
     pub fn validate(self) -> Result<Workload, FieldError> {
-        let name = self.name.unwrap_or_else(|| "workload".to_string());
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-        {
-            return Err(FieldError::new(
-                "name",
-                format!("'{name}' must be non-empty and use only letters, digits, '-', '_' and '.' (it becomes part of topic and folder names)"),
-            ));
-        }
+        let name = workload_name(self.name)?;
         let topics = positive("topics", self.topics, 1, 1)?;
         let partitions_per_topic =
             positive("partitions_per_topic", self.partitions_per_topic, 1, 1)?;
@@ -361,80 +351,15 @@ impl RawWorkload {
             pool: 1000,
             random_ratio: 1.0,
         });
-        let message_size = match &self.message_size {
-            None => 100,
-            Some(s) => parse_bytes(&s.text()).map_err(|m| FieldError::new("message_size", m))?,
-        };
-        if message_size < ENVELOPE_HEADER_LEN as u64 {
-            return Err(FieldError::new(
-                "message_size",
-                format!(
-                    "{message_size} B is smaller than the {ENVELOPE_HEADER_LEN}-byte envelope header every message carries; use at least {ENVELOPE_HEADER_LEN}B"
-                ),
-            ));
-        }
-        if message_size > 64 << 20 {
-            return Err(FieldError::new(
-                "message_size",
-                format!("{message_size} B is larger than the 64 MiB this tool supports"),
-            ));
-        }
-        match &payload {
-            Payload::Random { pool, .. } if *pool == 0 => {
-                return Err(FieldError::new("payload.pool", "must be at least 1"));
-            }
-            Payload::Random { random_ratio, .. } if !(0.0..=1.0).contains(random_ratio) => {
-                return Err(FieldError::new(
-                    "payload.random_ratio",
-                    format!("{random_ratio} must be between 0 (all zeros) and 1 (all random)"),
-                ));
-            }
-            Payload::Binary { path } if path.as_os_str().is_empty() => {
-                return Err(FieldError::new(
-                    "payload.path",
-                    "must name a file of message_size bytes",
-                ));
-            }
-            Payload::File { path, .. } if path.as_os_str().is_empty() => {
-                return Err(FieldError::new(
-                    "payload.path",
-                    "must name a file with one record per line",
-                ));
-            }
-            _ => {}
-        }
-        let rate = match &self.rate {
-            None => Rate::PerSecond(50_000.0),
-            Some(s) => match parse_rate(&s.text()).map_err(|m| FieldError::new("rate", m))? {
-                None => Rate::Max,
-                Some(r) if r > 0.0 && r.is_finite() => Rate::PerSecond(r),
-                Some(r) => {
-                    return Err(FieldError::new(
-                        "rate",
-                        format!("{r} must be a positive number of messages per second, or max"),
-                    ))
-                }
-            },
-        };
+        let message_size = message_size_bytes(&self.message_size)?;
+        check_payload(&payload)?;
+        let rate = offered_rate(&self.rate)?;
         let warmup = duration_field("warmup", &self.warmup, "5s")?;
         let duration = duration_field("duration", &self.duration, "30s")?;
         let drain_timeout = duration_field("drain_timeout", &self.drain_timeout, "10s")?;
         let schedule_resolution =
             duration_field("schedule_resolution", &self.schedule_resolution, "100us")?;
-        if schedule_resolution > MAX_SCHEDULE_RESOLUTION {
-            return Err(FieldError::new(
-                "schedule_resolution",
-                format!(
-                    "{schedule_resolution:?} is too coarse: at most {MAX_SCHEDULE_RESOLUTION:?} (messages would go out in bursts that late); the default is 100us"
-                ),
-            ));
-        }
-        if duration.is_zero() {
-            return Err(FieldError::new(
-                "duration",
-                "must be longer than 0s, e.g. 30s",
-            ));
-        }
+        check_timing(schedule_resolution, duration)?;
         let max_in_flight = positive("max_in_flight", self.max_in_flight, 100_000, 1)?;
         let producer_threads = positive(
             "producer_threads",
@@ -470,6 +395,107 @@ impl RawWorkload {
             faults,
         })
     }
+}
+
+/// The workload's name ("workload" by default): letters, digits, '-', '_' and '.' only, as it
+/// becomes part of topic and folder names.
+fn workload_name(name: Option<String>) -> Result<String, FieldError> {
+    let name = name.unwrap_or_else(|| "workload".to_string());
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    {
+        return Err(FieldError::new(
+            "name",
+            format!("'{name}' must be non-empty and use only letters, digits, '-', '_' and '.' (it becomes part of topic and folder names)"),
+        ));
+    }
+    Ok(name)
+}
+
+/// The message size in bytes (100 by default): at least the envelope header, at most 64 MiB.
+fn message_size_bytes(value: &Option<Scalar>) -> Result<u64, FieldError> {
+    let message_size = match value {
+        None => 100,
+        Some(s) => parse_bytes(&s.text()).map_err(|m| FieldError::new("message_size", m))?,
+    };
+    if message_size < ENVELOPE_HEADER_LEN as u64 {
+        return Err(FieldError::new(
+            "message_size",
+            format!(
+                "{message_size} B is smaller than the {ENVELOPE_HEADER_LEN}-byte envelope header every message carries; use at least {ENVELOPE_HEADER_LEN}B"
+            ),
+        ));
+    }
+    if message_size > 64 << 20 {
+        return Err(FieldError::new(
+            "message_size",
+            format!("{message_size} B is larger than the 64 MiB this tool supports"),
+        ));
+    }
+    Ok(message_size)
+}
+
+/// Checks the payload: a random pool of at least 1 with a ratio from 0 to 1, or a file named.
+fn check_payload(payload: &Payload) -> Result<(), FieldError> {
+    match payload {
+        Payload::Random { pool, .. } if *pool == 0 => {
+            Err(FieldError::new("payload.pool", "must be at least 1"))
+        }
+        Payload::Random { random_ratio, .. } if !(0.0..=1.0).contains(random_ratio) => {
+            Err(FieldError::new(
+                "payload.random_ratio",
+                format!("{random_ratio} must be between 0 (all zeros) and 1 (all random)"),
+            ))
+        }
+        Payload::Binary { path } if path.as_os_str().is_empty() => Err(FieldError::new(
+            "payload.path",
+            "must name a file of message_size bytes",
+        )),
+        Payload::File { path, .. } if path.as_os_str().is_empty() => Err(FieldError::new(
+            "payload.path",
+            "must name a file with one record per line",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The offered rate (50 000 messages per second by default): positive and finite, or max.
+fn offered_rate(value: &Option<Scalar>) -> Result<Rate, FieldError> {
+    let rate = match value {
+        None => Rate::PerSecond(50_000.0),
+        Some(s) => match parse_rate(&s.text()).map_err(|m| FieldError::new("rate", m))? {
+            None => Rate::Max,
+            Some(r) if r > 0.0 && r.is_finite() => Rate::PerSecond(r),
+            Some(r) => {
+                return Err(FieldError::new(
+                    "rate",
+                    format!("{r} must be a positive number of messages per second, or max"),
+                ))
+            }
+        },
+    };
+    Ok(rate)
+}
+
+/// Checks the schedule resolution is fine enough and the measurement window not empty.
+fn check_timing(schedule_resolution: Duration, duration: Duration) -> Result<(), FieldError> {
+    if schedule_resolution > MAX_SCHEDULE_RESOLUTION {
+        return Err(FieldError::new(
+            "schedule_resolution",
+            format!(
+                "{schedule_resolution:?} is too coarse: at most {MAX_SCHEDULE_RESOLUTION:?} (messages would go out in bursts that late); the default is 100us"
+            ),
+        ));
+    }
+    if duration.is_zero() {
+        return Err(FieldError::new(
+            "duration",
+            "must be longer than 0s, e.g. 30s",
+        ));
+    }
+    Ok(())
 }
 
 fn backlog(

@@ -228,44 +228,13 @@ fn summarize_process(
     let first = all.iter().find_map(|s| s.process(role))?;
     let name = role.as_str();
     let pid = first.root_pid;
-    let at = |ns: u64| format!("{:.1} s", ns.saturating_sub(origin_ns) as f64 / 1e9);
     let lost_at_ns = all.iter().rev().find_map(|s| s.process(role)?.lost_at_ns);
     if !all.iter().any(|s| s.process(role).is_some_and(|p| p.alive)) {
         notes.push(format!(
             "{name} process {pid} was not running when monitoring started; no {name} values"
         ));
     } else {
-        // Each loss, and the restart that followed it if the process was found again.
-        let mut lost: Option<(u32, u64)> = None;
-        let mut alive_pid = pid;
-        for sample in all {
-            let Some(p) = sample.process(role) else {
-                continue;
-            };
-            match (p.alive, lost) {
-                (false, None) => {
-                    lost = Some((alive_pid, p.lost_at_ns.unwrap_or(sample.time_ns)));
-                }
-                (true, Some((old, gone_ns))) => {
-                    notes.push(format!(
-                        "{name} process {old} stopped running: first found gone {} into the run; followed as pid {} from {} ({name} values missing in between)",
-                        at(gone_ns),
-                        p.root_pid,
-                        at(sample.time_ns)
-                    ));
-                    lost = None;
-                    alive_pid = p.root_pid;
-                }
-                (true, None) => alive_pid = p.root_pid,
-                (false, Some(_)) => {}
-            }
-        }
-        if let Some((old, gone_ns)) = lost {
-            notes.push(format!(
-                "{name} process {old} stopped running: first found gone {} into the run; no {name} values after that",
-                at(gone_ns)
-            ));
-        }
+        notes.extend(loss_notes(role, all, pid, origin_ns));
     }
     let in_window: Vec<_> = counted
         .iter()
@@ -300,6 +269,46 @@ fn summarize_process(
         threads_max: max_of(in_window.iter().map(|(p, _)| p.threads)),
         lost_at_ns,
     })
+}
+
+/// Each time the process of `role` (first seen as `pid`) was lost, and the restart that
+/// followed it if the process was found again, with times in seconds since `origin_ns`.
+fn loss_notes(role: Role, all: &[Sample], pid: u32, origin_ns: u64) -> Vec<String> {
+    let name = role.as_str();
+    let at = |ns: u64| format!("{:.1} s", ns.saturating_sub(origin_ns) as f64 / 1e9);
+    let mut notes = Vec::new();
+    // Each loss, and the restart that followed it if the process was found again.
+    let mut lost: Option<(u32, u64)> = None;
+    let mut alive_pid = pid;
+    for sample in all {
+        let Some(p) = sample.process(role) else {
+            continue;
+        };
+        match (p.alive, lost) {
+            (false, None) => {
+                lost = Some((alive_pid, p.lost_at_ns.unwrap_or(sample.time_ns)));
+            }
+            (true, Some((old, gone_ns))) => {
+                notes.push(format!(
+                    "{name} process {old} stopped running: first found gone {} into the run; followed as pid {} from {} ({name} values missing in between)",
+                    at(gone_ns),
+                    p.root_pid,
+                    at(sample.time_ns)
+                ));
+                lost = None;
+                alive_pid = p.root_pid;
+            }
+            (true, None) => alive_pid = p.root_pid,
+            (false, Some(_)) => {}
+        }
+    }
+    if let Some((old, gone_ns)) = lost {
+        notes.push(format!(
+            "{name} process {old} stopped running: first found gone {} into the run; no {name} values after that",
+            at(gone_ns)
+        ));
+    }
+    notes
 }
 
 fn summarize_host(

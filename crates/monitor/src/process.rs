@@ -311,9 +311,43 @@ impl TargetState {
         source: &mut impl ProcSource,
     ) -> ProcessSample {
         let root = self.target.root_pid;
-        let mut sample = ProcessSample {
+        let mut sample = self.empty_sample();
+        if self.lost_at_ns.is_some() {
+            return sample;
+        }
+        let table = table.filter(|_| self.target.include_descendants);
+        let Some(root_stat) = self.running_root(table, source, now_ns) else {
+            sample.lost_at_ns = self.lost_at_ns;
+            return sample;
+        };
+        sample.alive = true;
+
+        let members: Vec<(u32, ProcStat)> = match table {
+            Some(table) => descendants(root, table)
+                .into_iter()
+                .filter_map(|pid| Some((pid, *table.get(&pid)?)))
+                .collect(),
+            None => vec![(root, root_stat)],
+        };
+        let readings = self.read_members(&members, source);
+        sample.processes = readings.by_pid.len() as u32;
+        sample.rss_bytes = Some(readings.rss_pages * units.page_size);
+        sample.threads = Some(readings.threads);
+
+        if let (Some(elapsed_s), true) = (elapsed_s, self.has_previous) {
+            let before = self.previous_totals(&readings.by_pid, table);
+            set_interval_values(&mut sample, &readings.totals, &before, elapsed_s, units);
+        }
+        self.previous = readings.by_pid;
+        self.has_previous = true;
+        sample
+    }
+
+    /// This target's sample with nothing read yet: not alive, no values.
+    fn empty_sample(&self) -> ProcessSample {
+        ProcessSample {
             role: self.target.role,
-            root_pid: root,
+            root_pid: self.target.root_pid,
             node: self.target.node,
             alive: false,
             lost_at_ns: self.lost_at_ns,
@@ -324,41 +358,48 @@ impl TargetState {
             disk_read_bytes: None,
             disk_written_bytes: None,
             threads: None,
-        };
-        if self.lost_at_ns.is_some() {
-            return sample;
         }
-        let table = table.filter(|_| self.target.include_descendants);
+    }
+
+    /// The root's `stat`, from `table` when given, while it runs as the process first seen
+    /// (whose start time it keeps); else the target is lost from `now_ns` on, and None.
+    fn running_root(
+        &mut self,
+        table: Option<&Processes>,
+        source: &mut impl ProcSource,
+        now_ns: u64,
+    ) -> Option<ProcStat> {
+        let root = self.target.root_pid;
         let root_stat = match table {
             Some(table) => table.get(&root).copied(),
             None => source.stat(root),
         };
-        let root_stat = match root_stat {
+        match root_stat {
             Some(stat)
                 if !stat.exited()
                     && self
                         .root_starttime
                         .is_none_or(|start| start == stat.starttime) =>
             {
-                stat
+                self.root_starttime = Some(stat.starttime);
+                Some(stat)
             }
             _ => {
                 self.lost_at_ns = Some(now_ns);
                 self.previous.clear();
-                sample.lost_at_ns = self.lost_at_ns;
-                return sample;
+                None
             }
-        };
-        self.root_starttime = Some(root_stat.starttime);
-        sample.alive = true;
+        }
+    }
 
-        let members: Vec<(u32, ProcStat)> = match table {
-            Some(table) => descendants(root, table)
-                .into_iter()
-                .filter_map(|pid| Some((pid, *table.get(&pid)?)))
-                .collect(),
-            None => vec![(root, root_stat)],
-        };
+    /// Reads each member's counters (with its reaped children's when the target counts
+    /// descendants) and sums them.
+    fn read_members(
+        &self,
+        members: &[(u32, ProcStat)],
+        source: &mut impl ProcSource,
+    ) -> MemberReadings {
+        let root = self.target.root_pid;
         let with_reaped = self.target.include_descendants;
         let mut current = HashMap::with_capacity(members.len());
         let mut now = Totals {
@@ -366,7 +407,7 @@ impl TargetState {
             ..Totals::default()
         };
         let (mut rss_pages, mut threads) = (0, 0);
-        for (pid, stat) in &members {
+        for (pid, stat) in members {
             let io = match source.io(*pid) {
                 Ok(io) => io,
                 Err(error) if error.kind() == io::ErrorKind::PermissionDenied => None,
@@ -394,49 +435,75 @@ impl TargetState {
             threads += stat.num_threads;
             current.insert(*pid, reading);
         }
-        sample.processes = current.len() as u32;
-        sample.rss_bytes = Some(rss_pages * units.page_size);
-        sample.threads = Some(threads);
+        MemberReadings {
+            by_pid: current,
+            totals: now,
+            rss_pages,
+            threads,
+        }
+    }
 
-        if let (Some(elapsed_s), true) = (elapsed_s, self.has_previous) {
-            // Previous readings of processes that are still members, or that died (their
-            // counters moved into the reaper); not of processes that left the tree alive.
-            let mut before = Totals {
-                io_complete: true,
-                ..Totals::default()
-            };
-            for (pid, reading) in &self.previous {
-                let same_process_now = |starttime: u64| starttime == reading.starttime;
-                let still_member = current
-                    .get(pid)
-                    .is_some_and(|r: &MemberReading| same_process_now(r.starttime));
-                let still_elsewhere = table.is_some_and(|t| {
-                    t.get(pid)
-                        .is_some_and(|s| same_process_now(s.starttime) && !s.exited())
-                });
-                if still_member || !still_elsewhere {
-                    before.add(reading);
-                }
-            }
-            let per_second = |ticks_now: u64, ticks_before: u64| {
-                ticks_now.saturating_sub(ticks_before) as f64 / units.ticks_per_second / elapsed_s
-                    * 100.0
-            };
-            if elapsed_s > 0.0 {
-                sample.cpu_user_pct = Some(per_second(now.user_ticks, before.user_ticks));
-                sample.cpu_system_pct = Some(per_second(now.system_ticks, before.system_ticks));
-            }
-            if now.io_complete && before.io_complete {
-                sample.disk_read_bytes = Some(now.read_bytes.saturating_sub(before.read_bytes));
-                let written_now = now.write_bytes as i128 - now.cancelled_write_bytes as i128;
-                let written_before =
-                    before.write_bytes as i128 - before.cancelled_write_bytes as i128;
-                sample.disk_written_bytes = Some((written_now - written_before).max(0) as u64);
+    /// The previous readings summed, of processes that are still members, or that died
+    /// (their counters moved into the reaper); not of processes that left the tree alive.
+    fn previous_totals(
+        &self,
+        current: &HashMap<u32, MemberReading>,
+        table: Option<&Processes>,
+    ) -> Totals {
+        let mut before = Totals {
+            io_complete: true,
+            ..Totals::default()
+        };
+        for (pid, reading) in &self.previous {
+            let same_process_now = |starttime: u64| starttime == reading.starttime;
+            let still_member = current
+                .get(pid)
+                .is_some_and(|r: &MemberReading| same_process_now(r.starttime));
+            let still_elsewhere = table.is_some_and(|t| {
+                t.get(pid)
+                    .is_some_and(|s| same_process_now(s.starttime) && !s.exited())
+            });
+            if still_member || !still_elsewhere {
+                before.add(reading);
             }
         }
-        self.previous = current;
-        self.has_previous = true;
-        sample
+        before
+    }
+}
+
+/// The members' readings at one sample, and their sums.
+struct MemberReadings {
+    /// Each member's counters, by pid.
+    by_pid: HashMap<u32, MemberReading>,
+    /// The counters summed over the members.
+    totals: Totals,
+    /// Resident pages, summed.
+    rss_pages: u64,
+    /// Threads, summed.
+    threads: u64,
+}
+
+/// Sets the interval values of `sample` from the counters' sums now and at the previous
+/// sample `elapsed_s` ago: CPU in percent of one core, and bytes read and written.
+fn set_interval_values(
+    sample: &mut ProcessSample,
+    now: &Totals,
+    before: &Totals,
+    elapsed_s: f64,
+    units: Units,
+) {
+    let per_second = |ticks_now: u64, ticks_before: u64| {
+        ticks_now.saturating_sub(ticks_before) as f64 / units.ticks_per_second / elapsed_s * 100.0
+    };
+    if elapsed_s > 0.0 {
+        sample.cpu_user_pct = Some(per_second(now.user_ticks, before.user_ticks));
+        sample.cpu_system_pct = Some(per_second(now.system_ticks, before.system_ticks));
+    }
+    if now.io_complete && before.io_complete {
+        sample.disk_read_bytes = Some(now.read_bytes.saturating_sub(before.read_bytes));
+        let written_now = now.write_bytes as i128 - now.cancelled_write_bytes as i128;
+        let written_before = before.write_bytes as i128 - before.cancelled_write_bytes as i128;
+        sample.disk_written_bytes = Some((written_now - written_before).max(0) as u64);
     }
 }
 

@@ -202,7 +202,24 @@ pub fn terminal_summary(summary: &Summary) -> String {
         mode_text(summary),
         summary.measurement_s
     );
+    throughput_line(&mut out, summary);
+    if let Some(backlog) = &summary.backlog {
+        let _ = writeln!(out, "{:<LABEL$}{}", "backlog", backlog_text(backlog));
+    }
+    latency_table(&mut out, summary);
+    integrity_line(&mut out, summary);
+    consumers_line(&mut out, &summary.consumers);
+    errors_line(&mut out, summary);
+    fault_lines(&mut out, summary);
+    client_line(&mut out, summary);
+    resources_lines(&mut out, summary);
+    notes_lines(&mut out, summary);
+    out
+}
 
+/// Acknowledged rate and bandwidth, with the sent rate when it differs and the received
+/// rate when there were consumers.
+fn throughput_line(out: &mut String, summary: &Summary) {
     let throughput = &summary.throughput;
     let _ = write!(
         out,
@@ -228,10 +245,10 @@ pub fn terminal_summary(summary: &Summary) -> String {
         );
     }
     out.push('\n');
-    if let Some(backlog) = &summary.backlog {
-        let _ = writeln!(out, "{:<LABEL$}{}", "backlog", backlog_text(backlog));
-    }
+}
 
+/// The latency percentiles, a row per kind of latency recorded.
+fn latency_table(out: &mut String, summary: &Summary) {
     let latency = &summary.latency;
     let rows = [
         ("  publish", &latency.publish),
@@ -248,10 +265,13 @@ pub fn terminal_summary(summary: &Summary) -> String {
         }
         out.push('\n');
         for (label, summary) in rows {
-            latency_row(&mut out, label, summary);
+            latency_row(out, label, summary);
         }
     }
+}
 
+/// The whole run's counts, every kind of trouble that occurred, and the verdict on delivery.
+fn integrity_line(out: &mut String, summary: &Summary) {
     let total = &summary.total;
     let integrity = &summary.integrity;
     let _ = write!(
@@ -296,9 +316,10 @@ pub fn terminal_summary(summary: &Summary) -> String {
         "  {}",
         integrity_verdict(integrity, summary.consumers.len())
     );
+}
 
-    consumers_line(&mut out, &summary.consumers);
-
+/// The errors by kind over the whole run, or that there were none.
+fn errors_line(out: &mut String, summary: &Summary) {
     if summary.errors.is_empty() {
         let _ = writeln!(out, "{:<LABEL$}none", "errors");
     } else {
@@ -309,7 +330,10 @@ pub fn terminal_summary(summary: &Summary) -> String {
             .collect();
         let _ = writeln!(out, "{:<LABEL$}{} (whole run)", "errors", kinds.join(", "));
     }
+}
 
+/// A line per fault injected (or meant to be).
+fn fault_lines(out: &mut String, summary: &Summary) {
     for fault in &summary.faults {
         let _ = writeln!(
             out,
@@ -318,7 +342,11 @@ pub fn terminal_summary(summary: &Summary) -> String {
             fault_text(fault)
         );
     }
+}
 
+/// What the client cost: CPU per million messages, peak memory and, when counted, heap
+/// allocations per message.
+fn client_line(out: &mut String, summary: &Summary) {
     let client = &summary.client;
     if client.peak_rss_bytes == 0 && client.cpu_user_s + client.cpu_system_s == 0.0 {
         let _ = writeln!(out, "{:<LABEL$}not measured", "client");
@@ -337,15 +365,15 @@ pub fn terminal_summary(summary: &Summary) -> String {
         }
         out.push('\n');
     }
+}
 
-    resources_lines(&mut out, summary);
-
+/// The summary's notes, one per line.
+fn notes_lines(out: &mut String, summary: &Summary) {
     // The summary's notes say everything once, the client-bound one included.
     for (i, note) in summary.notes.iter().enumerate() {
         let label = if i == 0 { "notes" } else { "" };
         let _ = writeln!(out, "{label:<LABEL$}- {note}");
     }
-    out
 }
 
 /// One fault: what, when, how long producers went without acknowledgements, when the run

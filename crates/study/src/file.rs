@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use brokerbench_model::spec::did_you_mean;
 use brokerbench_model::units::parse_duration;
-use brokerbench_model::yaml::Value;
+use brokerbench_model::yaml::{Mapping, Value};
 
 use crate::broker::{is_broker_path, BrokerChoice};
 use crate::search::FindSpec;
@@ -147,185 +147,21 @@ impl Study {
 
     /// Checks a study given as text; `path` names it in errors and anchors relative paths.
     pub fn parse(path: &Path, text: &str) -> Result<Study, StudyError> {
-        let value: Value = brokerbench_model::yaml::from_str(text)
-            .map_err(|e| StudyError::field(path, "(top level)", format!("not valid YAML: {e}")))?;
-        let map = match value {
-            Value::Object(map) => map,
-            Value::Null => {
-                return Err(StudyError::field(
-                    path,
-                    "(top level)",
-                    "the file is empty; a study needs at least `name:` and `axes:` (see docs/src/studies.md)",
-                ))
-            }
-            _ => {
-                return Err(StudyError::field(
-                    path,
-                    "(top level)",
-                    "must be a mapping of key: value",
-                ))
-            }
-        };
-        for key in map.keys() {
-            let key = key.clone();
-            if !STUDY_FIELDS.contains(&key.as_str()) {
-                return Err(StudyError::field(
-                    path,
-                    &key,
-                    format!(
-                        "unknown key; allowed keys: {}{}",
-                        STUDY_FIELDS.join(", "),
-                        did_you_mean(&key, STUDY_FIELDS)
-                    ),
-                ));
-            }
-        }
+        let map = study_mapping(path, text)?;
         let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
-        let name = match map.get("name") {
-            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
-            Some(other) => {
-                return Err(StudyError::field(
-                    path,
-                    "name",
-                    format!(
-                        "{} is not a name; write e.g. name: kafka-batch-size",
-                        show(other)
-                    ),
-                ))
-            }
-            None => {
-                return Err(StudyError::field(
-                    path,
-                    "name",
-                    "missing; add e.g. name: kafka-batch-size (it names the study's folder)",
-                ))
-            }
-        };
+        let name = study_name(path, map.get("name"))?;
         let workload = input(path, &dir, "workload", map.get("workload"))?;
         let driver = input(path, &dir, "driver", map.get("driver"))?;
-        let set = match map.get("set") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            Some(other) => {
-                return Err(StudyError::field(
-                    path,
-                    "set",
-                    format!(
-                        "{} is not a mapping; write e.g. set: {{duration: 60s, rate: max}}",
-                        show(other)
-                    ),
-                ))
-            }
-        };
-        for (key, _) in &set {
-            if is_broker_path(key) {
-                return Err(StudyError::field(
-                    path,
-                    format!("set.{key}"),
-                    "the managed broker is chosen with the top-level `broker:` key (e.g. broker: {nodes: 3}), or varied with an axis such as broker.nodes",
-                ));
-            }
-            if key == "driver" || key == "workload" {
-                return Err(StudyError::field(
-                    path,
-                    format!("set.{key}"),
-                    format!(
-                        "choose the {key} with the top-level `{key}:` key, or vary it with an axis"
-                    ),
-                ));
-            }
-        }
+        let set = settings(path, map.get("set"))?;
         let axes = axes(path, &dir, map.get("axes"))?;
-        let broker = match map.get("broker") {
-            None | Some(Value::Null) => BrokerChoice::default(),
-            Some(value) => BrokerChoice::parse(value)
-                .map_err(|(field, message)| StudyError::field(path, field, message))?,
-        };
-        for axis in &axes {
-            for p in &axis.paths {
-                if broker.chooses(p) {
-                    return Err(StudyError::field(
-                        path,
-                        format!("axes.{}", axis.name()),
-                        format!(
-                            "`{p}` is both an axis and in `broker`; remove it from one of them"
-                        ),
-                    ));
-                }
-                if set.iter().any(|(k, _)| k == p) {
-                    return Err(StudyError::field(
-                        path,
-                        format!("axes.{}", axis.name()),
-                        format!("`{p}` is both an axis and in `set`; remove it from one of them"),
-                    ));
-                }
-            }
-        }
-        let repetitions = match map.get("repetitions") {
-            None => 1,
-            Some(Value::Number(n)) if n.as_u64().is_some_and(|n| (1..=10_000).contains(&n)) => {
-                n.as_u64().unwrap_or(1) as u32
-            }
-            Some(other) => {
-                return Err(StudyError::field(
-                    path,
-                    "repetitions",
-                    format!(
-                        "{} is not allowed; give a whole number of runs per cell, at least 1 (e.g. repetitions: 5)",
-                        show(other)
-                    ),
-                ))
-            }
-        };
-        let order = match map.get("order").map(key_text).as_deref() {
-            None | Some("interleaved") => Order::Interleaved,
-            Some("sequential") => Order::Sequential,
-            Some("shuffled") => Order::Shuffled,
-            Some(other) => {
-                let allowed = ["interleaved", "sequential", "shuffled"];
-                return Err(StudyError::field(
-                    path,
-                    "order",
-                    format!(
-                        "unknown order `{other}`; allowed: {}{}",
-                        allowed.join(", "),
-                        did_you_mean(other, &allowed)
-                    ),
-                ));
-            }
-        };
-        let seed = match map.get("seed") {
-            None => 1,
-            Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64().unwrap_or(1),
-            Some(other) => {
-                return Err(StudyError::field(
-                    path,
-                    "seed",
-                    format!("{} is not a whole number ≥ 0", show(other)),
-                ))
-            }
-        };
+        let broker = broker_choice(path, map.get("broker"))?;
+        check_axes_unfixed(path, &axes, &broker, &set)?;
+        let repetitions = repetitions(path, map.get("repetitions"))?;
+        let order = order(path, map.get("order"))?;
+        let seed = seed(path, map.get("seed"))?;
         let between_runs = between_runs(path, map.get("between_runs"))?;
-        let on_failure = match map.get("on_failure").map(key_text).as_deref() {
-            None | Some("continue") => OnFailure::Continue,
-            Some("stop") => OnFailure::Stop,
-            Some(other) => {
-                return Err(StudyError::field(
-                    path,
-                    "on_failure",
-                    format!(
-                        "unknown value `{other}`; allowed: continue, stop{}",
-                        did_you_mean(other, &["continue", "stop"])
-                    ),
-                ))
-            }
-        };
-        let find = match map.get("find") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(FindSpec::parse(v).map_err(|(field, message)| {
-                StudyError::field(path, format!("find.{field}"), message)
-            })?),
-        };
+        let on_failure = on_failure(path, map.get("on_failure"))?;
+        let find = find_spec(path, map.get("find"))?;
         let definition =
             serde_json::to_value(Value::Object(map.clone())).unwrap_or(serde_json::Value::Null);
         Ok(Study {
@@ -349,6 +185,220 @@ impl Study {
     /// Number of cells of the grid (1 without axes).
     pub fn cells(&self) -> usize {
         self.axes.iter().map(|a| a.points.len()).product()
+    }
+}
+
+/// The study file's top-level mapping, read from YAML `text`; every key must be one a study
+/// may have.
+fn study_mapping(path: &Path, text: &str) -> Result<Mapping, StudyError> {
+    let value: Value = brokerbench_model::yaml::from_str(text)
+        .map_err(|e| StudyError::field(path, "(top level)", format!("not valid YAML: {e}")))?;
+    let map = match value {
+        Value::Object(map) => map,
+        Value::Null => {
+            return Err(StudyError::field(
+                path,
+                "(top level)",
+                "the file is empty; a study needs at least `name:` and `axes:` (see docs/src/studies.md)",
+            ))
+        }
+        _ => {
+            return Err(StudyError::field(
+                path,
+                "(top level)",
+                "must be a mapping of key: value",
+            ))
+        }
+    };
+    for key in map.keys() {
+        let key = key.clone();
+        if !STUDY_FIELDS.contains(&key.as_str()) {
+            return Err(StudyError::field(
+                path,
+                &key,
+                format!(
+                    "unknown key; allowed keys: {}{}",
+                    STUDY_FIELDS.join(", "),
+                    did_you_mean(&key, STUDY_FIELDS)
+                ),
+            ));
+        }
+    }
+    Ok(map)
+}
+
+/// The study's `name:`, trimmed; it must be there and not blank.
+fn study_name(path: &Path, value: Option<&Value>) -> Result<String, StudyError> {
+    match value {
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        Some(other) => Err(StudyError::field(
+            path,
+            "name",
+            format!(
+                "{} is not a name; write e.g. name: kafka-batch-size",
+                show(other)
+            ),
+        )),
+        None => Err(StudyError::field(
+            path,
+            "name",
+            "missing; add e.g. name: kafka-batch-size (it names the study's folder)",
+        )),
+    }
+}
+
+/// The `set:` settings every run gets, in file order; the broker, the driver and the
+/// workload have their own top-level keys instead.
+fn settings(path: &Path, value: Option<&Value>) -> Result<Vec<(String, Value)>, StudyError> {
+    let set: Vec<(String, Value)> = match value {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        Some(other) => {
+            return Err(StudyError::field(
+                path,
+                "set",
+                format!(
+                    "{} is not a mapping; write e.g. set: {{duration: 60s, rate: max}}",
+                    show(other)
+                ),
+            ))
+        }
+    };
+    for (key, _) in &set {
+        if is_broker_path(key) {
+            return Err(StudyError::field(
+                path,
+                format!("set.{key}"),
+                "the managed broker is chosen with the top-level `broker:` key (e.g. broker: {nodes: 3}), or varied with an axis such as broker.nodes",
+            ));
+        }
+        if key == "driver" || key == "workload" {
+            return Err(StudyError::field(
+                path,
+                format!("set.{key}"),
+                format!(
+                    "choose the {key} with the top-level `{key}:` key, or vary it with an axis"
+                ),
+            ));
+        }
+    }
+    Ok(set)
+}
+
+/// The managed broker every run uses (`broker:`); the default one when the key is missing.
+fn broker_choice(path: &Path, value: Option<&Value>) -> Result<BrokerChoice, StudyError> {
+    match value {
+        None | Some(Value::Null) => Ok(BrokerChoice::default()),
+        Some(value) => BrokerChoice::parse(value)
+            .map_err(|(field, message)| StudyError::field(path, field, message)),
+    }
+}
+
+/// Checks no axis varies a path that `broker` or `set` already fixes for every run.
+fn check_axes_unfixed(
+    path: &Path,
+    axes: &[Axis],
+    broker: &BrokerChoice,
+    set: &[(String, Value)],
+) -> Result<(), StudyError> {
+    for axis in axes {
+        for p in &axis.paths {
+            if broker.chooses(p) {
+                return Err(StudyError::field(
+                    path,
+                    format!("axes.{}", axis.name()),
+                    format!("`{p}` is both an axis and in `broker`; remove it from one of them"),
+                ));
+            }
+            if set.iter().any(|(k, _)| k == p) {
+                return Err(StudyError::field(
+                    path,
+                    format!("axes.{}", axis.name()),
+                    format!("`{p}` is both an axis and in `set`; remove it from one of them"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How many runs each cell gets (`repetitions:`, 1 by default, at most 10 000).
+fn repetitions(path: &Path, value: Option<&Value>) -> Result<u32, StudyError> {
+    match value {
+        None => Ok(1),
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|n| (1..=10_000).contains(&n)) => {
+            Ok(n.as_u64().unwrap_or(1) as u32)
+        }
+        Some(other) => Err(StudyError::field(
+            path,
+            "repetitions",
+            format!(
+                "{} is not allowed; give a whole number of runs per cell, at least 1 (e.g. repetitions: 5)",
+                show(other)
+            ),
+        )),
+    }
+}
+
+/// The order of the runs (`order:`, interleaved by default).
+fn order(path: &Path, value: Option<&Value>) -> Result<Order, StudyError> {
+    let text = value.map(key_text);
+    match text.as_deref() {
+        None | Some("interleaved") => Ok(Order::Interleaved),
+        Some("sequential") => Ok(Order::Sequential),
+        Some("shuffled") => Ok(Order::Shuffled),
+        Some(other) => {
+            let allowed = ["interleaved", "sequential", "shuffled"];
+            Err(StudyError::field(
+                path,
+                "order",
+                format!(
+                    "unknown order `{other}`; allowed: {}{}",
+                    allowed.join(", "),
+                    did_you_mean(other, &allowed)
+                ),
+            ))
+        }
+    }
+}
+
+/// The seed of the shuffled order (`seed:`, 1 by default).
+fn seed(path: &Path, value: Option<&Value>) -> Result<u64, StudyError> {
+    match value {
+        None => Ok(1),
+        Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64().unwrap_or(1)),
+        Some(other) => Err(StudyError::field(
+            path,
+            "seed",
+            format!("{} is not a whole number ≥ 0", show(other)),
+        )),
+    }
+}
+
+/// Whether a failed run stops the study (`on_failure:`, continue by default).
+fn on_failure(path: &Path, value: Option<&Value>) -> Result<OnFailure, StudyError> {
+    let text = value.map(key_text);
+    match text.as_deref() {
+        None | Some("continue") => Ok(OnFailure::Continue),
+        Some("stop") => Ok(OnFailure::Stop),
+        Some(other) => Err(StudyError::field(
+            path,
+            "on_failure",
+            format!(
+                "unknown value `{other}`; allowed: continue, stop{}",
+                did_you_mean(other, &["continue", "stop"])
+            ),
+        )),
+    }
+}
+
+/// The search for the maximum sustainable rate (`find:`), when the study has one.
+fn find_spec(path: &Path, value: Option<&Value>) -> Result<Option<FindSpec>, StudyError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => FindSpec::parse(v)
+            .map(Some)
+            .map_err(|(field, message)| StudyError::field(path, format!("find.{field}"), message)),
     }
 }
 
@@ -407,92 +457,119 @@ fn axes(study: &Path, dir: &Path, value: Option<&Value>) -> Result<Vec<Axis>, St
     };
     let mut axes = Vec::new();
     for (key, values) in map {
-        let name = key.clone();
-        let field = format!("axes.{name}");
-        let paths: Vec<String> = name.split('+').map(|p| p.trim().to_string()).collect();
-        if paths.iter().any(String::is_empty) {
+        axes.push(axis(study, dir, key, values)?);
+    }
+    check_axes_distinct(study, &axes)?;
+    Ok(axes)
+}
+
+/// The axis `name` (one path, or zipped paths joined with `+`) with its list of `values`.
+fn axis(study: &Path, dir: &Path, name: &str, values: &Value) -> Result<Axis, StudyError> {
+    let field = format!("axes.{name}");
+    let paths: Vec<String> = name.split('+').map(|p| p.trim().to_string()).collect();
+    if paths.iter().any(String::is_empty) {
+        return Err(StudyError::field(
+            study,
+            &field,
+            "an empty path; zipped axes join paths with +, e.g. message_size+payload.path",
+        ));
+    }
+    let list = match values {
+        Value::Array(list) if !list.is_empty() => list,
+        Value::Array(_) => {
             return Err(StudyError::field(
                 study,
                 &field,
-                "an empty path; zipped axes join paths with +, e.g. message_size+payload.path",
-            ));
+                "the list of values is empty; give at least one value, or remove the axis",
+            ))
         }
-        let list = match values {
-            Value::Array(list) if !list.is_empty() => list,
-            Value::Array(_) => {
-                return Err(StudyError::field(
-                    study,
-                    &field,
-                    "the list of values is empty; give at least one value, or remove the axis",
-                ))
-            }
-            other => {
-                return Err(StudyError::field(
-                    study,
-                    &field,
-                    format!(
-                        "{} is not a list of values; write e.g. {name}: [1, 2, 3]",
-                        show(other)
-                    ),
-                ))
-            }
-        };
-        let mut points = Vec::with_capacity(list.len());
-        for (i, v) in list.iter().enumerate() {
-            let point = if paths.len() == 1 {
-                vec![v.clone()]
-            } else {
-                match v {
-                    Value::Array(tuple) if tuple.len() == paths.len() => tuple.clone(),
-                    _ => {
-                        return Err(StudyError::field(
-                            study,
-                            &field,
-                            format!(
-                                "value {} is {}; a zipped axis of {} paths takes lists of {} values, e.g. [{}]",
-                                i + 1,
-                                show(v),
-                                paths.len(),
-                                paths.len(),
-                                paths.iter().map(|p| format!("<{p}>")).collect::<Vec<_>>().join(", ")
-                            ),
-                        ))
-                    }
-                }
-            };
-            let mut resolved = Vec::with_capacity(point.len());
-            for (p, value) in paths.iter().zip(point) {
-                if p == "driver" || p == "workload" {
-                    let Value::String(file) = &value else {
-                        return Err(StudyError::field(
-                            study,
-                            &field,
-                            format!(
-                                "value {} is {}; the {p} axis takes file names relative to the study file",
-                                i + 1,
-                                show(&value)
-                            ),
-                        ));
-                    };
-                    let path = existing_file(study, dir, &field, file)?;
-                    resolved.push(Value::String(path.display().to_string()));
-                } else {
-                    if matches!(value, Value::Null) {
-                        return Err(StudyError::field(
-                            study,
-                            &field,
-                            format!("value {} is empty (null); give a value for `{p}`", i + 1),
-                        ));
-                    }
-                    resolved.push(value);
-                }
-            }
-            points.push(resolved);
+        other => {
+            return Err(StudyError::field(
+                study,
+                &field,
+                format!(
+                    "{} is not a list of values; write e.g. {name}: [1, 2, 3]",
+                    show(other)
+                ),
+            ))
         }
-        axes.push(Axis { paths, points });
+    };
+    let mut points = Vec::with_capacity(list.len());
+    for (i, v) in list.iter().enumerate() {
+        points.push(axis_point(study, dir, &field, &paths, i, v)?);
     }
+    Ok(Axis { paths, points })
+}
+
+/// Value `v` (number `i` from 0) of the axis `field` over `paths`: one value per path, file
+/// names of the `driver` and `workload` axes resolved relative to the study file.
+fn axis_point(
+    study: &Path,
+    dir: &Path,
+    field: &str,
+    paths: &[String],
+    i: usize,
+    v: &Value,
+) -> Result<Vec<Value>, StudyError> {
+    let point = if paths.len() == 1 {
+        vec![v.clone()]
+    } else {
+        match v {
+            Value::Array(tuple) if tuple.len() == paths.len() => tuple.clone(),
+            _ => {
+                return Err(StudyError::field(
+                    study,
+                    field,
+                    format!(
+                    "value {} is {}; a zipped axis of {} paths takes lists of {} values, e.g. [{}]",
+                    i + 1,
+                    show(v),
+                    paths.len(),
+                    paths.len(),
+                    paths
+                        .iter()
+                        .map(|p| format!("<{p}>"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                ))
+            }
+        }
+    };
+    let mut resolved = Vec::with_capacity(point.len());
+    for (p, value) in paths.iter().zip(point) {
+        if p == "driver" || p == "workload" {
+            let Value::String(file) = &value else {
+                return Err(StudyError::field(
+                    study,
+                    field,
+                    format!(
+                        "value {} is {}; the {p} axis takes file names relative to the study file",
+                        i + 1,
+                        show(&value)
+                    ),
+                ));
+            };
+            let path = existing_file(study, dir, field, file)?;
+            resolved.push(Value::String(path.display().to_string()));
+        } else {
+            if matches!(value, Value::Null) {
+                return Err(StudyError::field(
+                    study,
+                    field,
+                    format!("value {} is empty (null); give a value for `{p}`", i + 1),
+                ));
+            }
+            resolved.push(value);
+        }
+    }
+    Ok(resolved)
+}
+
+/// Checks no path is on two axes.
+fn check_axes_distinct(study: &Path, axes: &[Axis]) -> Result<(), StudyError> {
     let mut seen = std::collections::HashSet::new();
-    for axis in &axes {
+    for axis in axes {
         for p in &axis.paths {
             if !seen.insert(p.clone()) {
                 return Err(StudyError::field(
@@ -503,7 +580,7 @@ fn axes(study: &Path, dir: &Path, value: Option<&Value>) -> Result<Vec<Axis>, St
             }
         }
     }
-    Ok(axes)
+    Ok(())
 }
 
 fn between_runs(study: &Path, value: Option<&Value>) -> Result<BetweenRuns, StudyError> {

@@ -153,6 +153,19 @@ pub fn plan_runs(
     cli_sets: &[String],
     quick: bool,
 ) -> Result<Vec<PlannedRun>, StudyError> {
+    check_cli_sets_off_axes(study, cli_sets)?;
+    let base_broker = base_broker(study, cli_sets)?;
+    let base = base_overrides(study, cli_sets, quick);
+    let cells = grid_cells(study);
+    let order = run_order(study, cells.len(), quick);
+    order
+        .into_iter()
+        .map(|(c, repetition)| planned_run(study, c, repetition, &cells[c], &base, &base_broker))
+        .collect()
+}
+
+/// Checks no `--set` of the command line sets a path one of the study's axes varies.
+fn check_cli_sets_off_axes(study: &Study, cli_sets: &[String]) -> Result<(), StudyError> {
     for assignment in cli_sets {
         let key = set_key(assignment);
         if let Some(axis) = study.axes.iter().find(|a| a.paths.iter().any(|p| p == key)) {
@@ -166,7 +179,12 @@ pub fn plan_runs(
             });
         }
     }
-    let mut base = Vec::new();
+    Ok(())
+}
+
+/// The managed broker every run starts from: the study's `broker:`, changed by the command
+/// line's `--set broker.*`.
+fn base_broker(study: &Study, cli_sets: &[String]) -> Result<BrokerChoice, StudyError> {
     let mut base_broker = study.broker.clone();
     for assignment in cli_sets.iter().filter(|s| is_broker_path(set_key(s))) {
         let (path, text) = assignment.split_once('=').unwrap_or((assignment, ""));
@@ -179,6 +197,14 @@ pub fn plan_runs(
                 message,
             })?;
     }
+    Ok(base_broker)
+}
+
+/// The `--set` overrides every run starts from, in the order applied: the study's `set:`
+/// (but `rate: find`), `--quick`'s, then the command line's own (but the broker's and
+/// `rate=find`).
+fn base_overrides(study: &Study, cli_sets: &[String], quick: bool) -> Vec<String> {
+    let mut base = Vec::new();
     for (path, value) in &study.set {
         if path == "rate" && matches!(value, Value::String(s) if s == "find") {
             continue; // the search sets each step's rate
@@ -195,7 +221,11 @@ pub fn plan_runs(
             .filter(|s| !is_rate_find(s) && !is_broker_path(set_key(s)))
             .cloned(),
     );
+    base
+}
 
+/// The grid's cells in grid order, each as (axis, point) pairs, one per axis.
+fn grid_cells(study: &Study) -> Vec<Vec<(usize, usize)>> {
     // Cells: the last axis varies fastest.
     let mut cells: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
     for (a, axis) in study.axes.iter().enumerate() {
@@ -209,44 +239,57 @@ pub fn plan_runs(
         }
         cells = next;
     }
+    cells
+}
+
+/// The runs as (cell, repetition) pairs, in the study's order, over `cell_count` cells.
+fn run_order(study: &Study, cell_count: usize, quick: bool) -> Vec<(usize, u32)> {
     let repetitions = if quick { 1 } else { study.repetitions };
     let mut order: Vec<(usize, u32)> = match study.order {
-        Order::Sequential => (0..cells.len())
+        Order::Sequential => (0..cell_count)
             .flat_map(|c| (1..=repetitions).map(move |r| (c, r)))
             .collect(),
         Order::Interleaved | Order::Shuffled => (1..=repetitions)
-            .flat_map(|r| (0..cells.len()).map(move |c| (c, r)))
+            .flat_map(|r| (0..cell_count).map(move |c| (c, r)))
             .collect(),
     };
     if study.order == Order::Shuffled {
         shuffle(&mut order, study.seed);
     }
     order
-        .into_iter()
-        .map(|(c, repetition)| {
-            let mut run = PlannedRun {
-                cell: c,
-                repetition,
-                values: Vec::new(),
-                workload: study.workload.clone(),
-                driver: study.driver.clone(),
-                overrides: base.clone(),
-                broker: base_broker.clone(),
-            };
-            for &(a, p) in &cells[c] {
-                let axis = &study.axes[a];
-                for (path, value) in axis.paths.iter().zip(&axis.points[p]) {
-                    run.set_axis(path, value)
-                        .map_err(|(field, message)| StudyError::Field {
-                            file: study.file.display().to_string(),
-                            field: format!("axes.{}", field),
-                            message,
-                        })?;
-                }
-            }
-            Ok(run)
-        })
-        .collect()
+}
+
+/// Repetition `repetition` of cell `c`, whose (axis, point) pairs are `cell`: the overrides
+/// and broker every run starts from (`base`, `base_broker`), then the cell's axis values.
+fn planned_run(
+    study: &Study,
+    c: usize,
+    repetition: u32,
+    cell: &[(usize, usize)],
+    base: &[String],
+    base_broker: &BrokerChoice,
+) -> Result<PlannedRun, StudyError> {
+    let mut run = PlannedRun {
+        cell: c,
+        repetition,
+        values: Vec::new(),
+        workload: study.workload.clone(),
+        driver: study.driver.clone(),
+        overrides: base.to_vec(),
+        broker: base_broker.clone(),
+    };
+    for &(a, p) in cell {
+        let axis = &study.axes[a];
+        for (path, value) in axis.paths.iter().zip(&axis.points[p]) {
+            run.set_axis(path, value)
+                .map_err(|(field, message)| StudyError::Field {
+                    file: study.file.display().to_string(),
+                    field: format!("axes.{}", field),
+                    message,
+                })?;
+        }
+    }
+    Ok(run)
 }
 
 impl PlannedRun {

@@ -124,131 +124,146 @@ impl FindSpec {
             }
         };
         for (k, v) in map {
-            let key = k.clone();
-            let text = key_text(v);
-            match key.as_str() {
-                "start" => {
-                    spec.start = match parse_rate(&text) {
-                        Ok(Some(r)) if r >= 1.0 => r,
-                        _ => {
-                            return Err((
-                                key,
-                                format!(
-                            "'{text}' is not a rate; give messages per second, e.g. 10000 or 10k"
-                        ),
-                            ))
-                        }
-                    }
-                }
-                "precision" => {
-                    let p = match text.strip_suffix('%') {
-                        Some(pct) => pct.trim().parse::<f64>().map(|p| p / 100.0),
-                        None => text.parse::<f64>(),
-                    };
-                    spec.precision = match p {
-                        Ok(p) if p > 0.0 && p < 1.0 => p,
-                        _ => {
-                            return Err((
-                                key,
-                                format!(
-                                    "'{text}' is not a precision; give a share such as 5% or 0.05"
-                                ),
-                            ))
-                        }
-                    }
-                }
-                "step_duration" => {
-                    spec.step_duration = Some(match parse_duration(&text) {
-                        Ok(d) if !d.is_zero() => d,
-                        Ok(_) => return Err((key, "must be longer than 0s, e.g. 20s".into())),
-                        Err(e) => return Err((key, e)),
-                    })
-                }
-                "growth" => {
-                    spec.growth = match text.parse::<f64>() {
-                        Ok(g) if g > 1.0 => g,
-                        _ => {
-                            return Err((key, format!("'{text}' must be a factor above 1, e.g. 2")))
-                        }
-                    }
-                }
-                "max_steps" => {
-                    spec.max_steps = match text.parse::<u32>() {
-                        Ok(n) if n >= 2 => n,
-                        _ => {
-                            return Err((
-                                key,
-                                format!("'{text}' must be a whole number of steps, at least 2"),
-                            ))
-                        }
-                    }
-                }
-                "retries" => {
-                    spec.retries = match text.parse::<u32>() {
-                        Ok(n) if n <= 5 => n,
-                        _ => {
-                            return Err((
-                                key,
-                                format!("'{text}' must be a whole number from 0 to 5"),
-                            ))
-                        }
-                    }
-                }
-                "slo" => {
-                    let Value::Object(slos) = v else {
-                        return Err((
-                            key,
-                            "write the objectives as a mapping, e.g. slo: {publish_p99: 20ms}"
-                                .into(),
-                        ));
-                    };
-                    for (name, limit) in slos {
-                        let name = name.clone();
-                        let field = format!("slo.{name}");
-                        let Some((group, quantile)) = name.rsplit_once('_') else {
-                            return Err((
-                                field,
-                                format!("unknown objective; allowed: {}", SLO_NAMES.join(", ")),
-                            ));
-                        };
-                        if !SLO_NAMES.contains(&name.as_str()) {
-                            return Err((
-                                field,
-                                format!(
-                                    "unknown objective; allowed: {}{}",
-                                    SLO_NAMES.join(", "),
-                                    brokerbench_model::spec::did_you_mean(&name, SLO_NAMES)
-                                ),
-                            ));
-                        }
-                        let limit_text = key_text(limit);
-                        let limit = parse_duration(&limit_text).map_err(|e| (field.clone(), e))?;
-                        let stat = if quantile == "max" {
-                            "max_ns".to_string()
-                        } else {
-                            format!("{quantile}_ns")
-                        };
-                        spec.slo.push(Slo {
-                            path: format!("latency.{group}.{stat}"),
-                            name,
-                            limit_ns: limit.as_nanos() as u64,
-                        });
-                    }
-                }
-                _ => {
-                    return Err((
-                        key.clone(),
-                        format!(
-                            "unknown key; allowed: {}{}",
-                            FIND_FIELDS.join(", "),
-                            brokerbench_model::spec::did_you_mean(&key, FIND_FIELDS)
-                        ),
-                    ))
-                }
-            }
+            spec.set_field(k.clone(), v)?;
         }
         Ok(spec)
     }
+
+    /// Sets the setting `key` from its value `v` under `find:`; an error is (field under
+    /// `find`, message with the fix).
+    fn set_field(&mut self, key: String, v: &Value) -> Result<(), (String, String)> {
+        let text = key_text(v);
+        match key.as_str() {
+            "start" => self.start = start_rate(&text).map_err(|message| (key, message))?,
+            "precision" => {
+                self.precision = precision_share(&text).map_err(|message| (key, message))?
+            }
+            "step_duration" => {
+                self.step_duration = Some(step_length(&text).map_err(|message| (key, message))?)
+            }
+            "growth" => self.growth = growth_factor(&text).map_err(|message| (key, message))?,
+            "max_steps" => {
+                self.max_steps = max_step_count(&text).map_err(|message| (key, message))?
+            }
+            "retries" => self.retries = retry_count(&text).map_err(|message| (key, message))?,
+            "slo" => self.slo.extend(objectives(key, v)?),
+            _ => {
+                return Err((
+                    key.clone(),
+                    format!(
+                        "unknown key; allowed: {}{}",
+                        FIND_FIELDS.join(", "),
+                        brokerbench_model::spec::did_you_mean(&key, FIND_FIELDS)
+                    ),
+                ))
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first offered rate (`start`), at least 1 message per second.
+fn start_rate(text: &str) -> Result<f64, String> {
+    match parse_rate(text) {
+        Ok(Some(r)) if r >= 1.0 => Ok(r),
+        _ => Err(format!(
+            "'{text}' is not a rate; give messages per second, e.g. 10000 or 10k"
+        )),
+    }
+}
+
+/// The precision, a share between 0 and 1 written as a percentage or a fraction.
+fn precision_share(text: &str) -> Result<f64, String> {
+    let p = match text.strip_suffix('%') {
+        Some(pct) => pct.trim().parse::<f64>().map(|p| p / 100.0),
+        None => text.parse::<f64>(),
+    };
+    match p {
+        Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
+        _ => Err(format!(
+            "'{text}' is not a precision; give a share such as 5% or 0.05"
+        )),
+    }
+}
+
+/// The measurement length of each step (`step_duration`), longer than 0s.
+fn step_length(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d.is_zero() {
+        return Err("must be longer than 0s, e.g. 20s".into());
+    }
+    Ok(d)
+}
+
+/// The factor of the ramp (`growth`), above 1.
+fn growth_factor(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(g) if g > 1.0 => Ok(g),
+        _ => Err(format!("'{text}' must be a factor above 1, e.g. 2")),
+    }
+}
+
+/// The most steps one search may take (`max_steps`), at least 2.
+fn max_step_count(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if n >= 2 => Ok(n),
+        _ => Err(format!(
+            "'{text}' must be a whole number of steps, at least 2"
+        )),
+    }
+}
+
+/// How many more times a failing step is measured (`retries`), from 0 to 5.
+fn retry_count(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if n <= 5 => Ok(n),
+        _ => Err(format!("'{text}' must be a whole number from 0 to 5")),
+    }
+}
+
+/// The latency objectives under `slo:` (`key`), each a known summary latency with its limit;
+/// an error is (field under `find`, message with the fix).
+fn objectives(key: String, v: &Value) -> Result<Vec<Slo>, (String, String)> {
+    let Value::Object(slos) = v else {
+        return Err((
+            key,
+            "write the objectives as a mapping, e.g. slo: {publish_p99: 20ms}".into(),
+        ));
+    };
+    let mut list = Vec::with_capacity(slos.len());
+    for (name, limit) in slos {
+        let name = name.clone();
+        let field = format!("slo.{name}");
+        let Some((group, quantile)) = name.rsplit_once('_') else {
+            return Err((
+                field,
+                format!("unknown objective; allowed: {}", SLO_NAMES.join(", ")),
+            ));
+        };
+        if !SLO_NAMES.contains(&name.as_str()) {
+            return Err((
+                field,
+                format!(
+                    "unknown objective; allowed: {}{}",
+                    SLO_NAMES.join(", "),
+                    brokerbench_model::spec::did_you_mean(&name, SLO_NAMES)
+                ),
+            ));
+        }
+        let limit_text = key_text(limit);
+        let limit = parse_duration(&limit_text).map_err(|e| (field.clone(), e))?;
+        let stat = if quantile == "max" {
+            "max_ns".to_string()
+        } else {
+            format!("{quantile}_ns")
+        };
+        list.push(Slo {
+            path: format!("latency.{group}.{stat}"),
+            name,
+            limit_ns: limit.as_nanos() as u64,
+        });
+    }
+    Ok(list)
 }
 
 /// Whether one step held its offered rate, and if not, every reason.

@@ -29,40 +29,12 @@ impl Executor<'_> {
         step: Option<(u32, u32, f64)>,
         state: &mut StudyState,
     ) -> anyhow::Result<RunRecord> {
-        let name = match step {
-            None => format!("c{:03}-r{}", run.cell + 1, run.repetition),
-            Some((s, 1, _)) => format!("c{:03}-r{}-s{:02}", run.cell + 1, run.repetition, s),
-            Some((s, attempt, _)) => format!(
-                "c{:03}-r{}-s{:02}-t{attempt}",
-                run.cell + 1,
-                run.repetition,
-                s
-            ),
-        };
+        let name = run_name(run, step);
         let results = format!("runs/{name}");
         let folder = self.dir.join(&results);
-        let mut record = RunRecord {
-            key: key.clone(),
-            cell: run.cell,
-            repetition: run.repetition,
-            values: run
-                .values
-                .iter()
-                .map(|(p, v)| (p.clone(), redacted_value(p, v)))
-                .collect(),
-            step: step.map(|(s, _, _)| s),
-            sustainable: None,
-            reason: None,
-            status: "running".into(),
-            results: results.clone(),
-            exit_code: None,
-            error: None,
-            headline: Vec::new(),
-        };
+        let mut record = planned_record(run, key, step, results);
         // Done before? Identified by the key, confirmed by the run's own manifest.
-        if let Some(done) = self.earlier.iter().rev().find(|r| {
-            r.key == *key && manifest_status(&self.dir.join(&r.results)) == Some("complete".into())
-        }) {
+        if let Some(done) = self.completed_before(key) {
             let mut kept = done.clone();
             kept.status = "complete".into();
             kept.step = record.step;
@@ -91,6 +63,33 @@ impl Executor<'_> {
 
         let log = fs::File::create(&log_path)
             .with_context(|| format!("creating {}", log_path.display()))?;
+        let rate = step.map(|(_, _, rate)| rate);
+        let command = self.run_command(run, rate, &folder, log)?;
+        let started = Instant::now();
+        let status = spawn_and_wait(command, self.inputs.driver.as_deref(), &self.signals)?;
+        self.executed += 1;
+        self.time_spent += started.elapsed();
+        self.record_outcome(&mut record, state, &folder, &log_path, status);
+        Ok(record)
+    }
+
+    /// The record of an earlier invocation that completed the run of `key`, as its own
+    /// manifest confirms.
+    fn completed_before(&self, key: &RunKey) -> Option<&RunRecord> {
+        self.earlier.iter().rev().find(|r| {
+            r.key == *key && manifest_status(&self.dir.join(&r.results)) == Some("complete".into())
+        })
+    }
+
+    /// The `brokerbench run` command of one run (a search step at `rate`): its workload and
+    /// driver, overrides and results `folder`, with its output to `log`.
+    fn run_command(
+        &self,
+        run: &PlannedRun,
+        rate: Option<f64>,
+        folder: &Path,
+        log: fs::File,
+    ) -> anyhow::Result<Command> {
         let mut command = Command::new(std::env::current_exe()?);
         command.arg("run");
         match (&self.inputs.workload, &run.workload) {
@@ -114,30 +113,39 @@ impl Executor<'_> {
         for o in &run.overrides {
             command.arg("--set").arg(o);
         }
-        if let Some((_, _, rate)) = step {
+        if let Some(rate) = rate {
             for o in step_overrides(self.search.as_ref(), rate, self.quick) {
                 command.arg("--set").arg(o);
             }
         }
-        command.arg("--out").arg(&folder).arg("--quiet");
+        command.arg("--out").arg(folder).arg("--quiet");
         if self.no_monitor {
             command.arg("--no-monitor");
         }
         command.stdout(log.try_clone()?).stderr(log);
-        let started = Instant::now();
-        let status = spawn_and_wait(command, self.inputs.driver.as_deref(), &self.signals)?;
-        self.executed += 1;
-        self.time_spent += started.elapsed();
+        Ok(command)
+    }
 
+    /// What a finished run left: its exit code, its status by its manifest (or the
+    /// interruption), its log moved into its folder, the broker it ran against (the first
+    /// known is the study's) and, for a failed run, why.
+    fn record_outcome(
+        &self,
+        record: &mut RunRecord,
+        state: &mut StudyState,
+        folder: &Path,
+        log_path: &Path,
+        status: std::process::ExitStatus,
+    ) {
         record.exit_code = status.code();
         let interrupted = self.signals.received() > 0 || status.code() == Some(130);
-        record.status = match manifest_status(&folder).as_deref() {
+        record.status = match manifest_status(folder).as_deref() {
             Some("complete") => "complete".into(),
             _ if interrupted => "interrupted".into(),
             _ => "failed".into(),
         };
         if folder.exists() {
-            let _ = fs::rename(&log_path, folder.join("run.log"));
+            let _ = fs::rename(log_path, folder.join("run.log"));
             if let Ok(manifest) = read_json(&folder.join(brokerbench_report::MANIFEST_FILE)) {
                 if state.broker.is_none() {
                     state.broker = manifest.get("broker").cloned().filter(|b| !b.is_null());
@@ -150,7 +158,7 @@ impl Executor<'_> {
         }
         if record.status == "failed" && record.error.is_none() {
             let log = fs::read_to_string(folder.join("run.log"))
-                .or_else(|_| fs::read_to_string(&log_path))
+                .or_else(|_| fs::read_to_string(log_path))
                 .unwrap_or_default();
             record.error = log
                 .lines()
@@ -159,7 +167,6 @@ impl Executor<'_> {
                 .map(|l| l.trim_start_matches("error:").trim().to_string())
                 .or_else(|| Some(format!("the run exited with {status}")));
         }
-        Ok(record)
     }
 
     pub(super) fn between_runs(&self, run: &PlannedRun) -> anyhow::Result<()> {
@@ -224,54 +231,7 @@ impl Executor<'_> {
             run.repetition,
         );
         match record.status.as_str() {
-            "complete" => {
-                let summary = read_json(
-                    &self
-                        .dir
-                        .join(&record.results)
-                        .join(brokerbench_report::SUMMARY_FILE),
-                )
-                .unwrap_or_default();
-                let v = |p: &str| metrics::value(&summary, p);
-                if let Some(target) = v("target_rate").filter(|_| record.step.is_some()) {
-                    line.push_str(&format!("offered {} → ", format_rate(target)));
-                }
-                match v("total.acknowledged") {
-                    Some(a) if a == 0.0 && v("total.sent").unwrap_or(0.0) > 0.0 => {
-                        line.push_str(&format!(
-                            "{} msg/s sent (unconfirmed), {} received",
-                            format_rate(v("throughput.sent_per_s").unwrap_or(0.0)),
-                            format_rate(v("throughput.received_per_s").unwrap_or(0.0))
-                        ))
-                    }
-                    _ => line.push_str(&format!(
-                        "{} msg/s acknowledged",
-                        format_rate(v("throughput.acknowledged_per_s").unwrap_or(0.0))
-                    )),
-                }
-                for (label, path) in [
-                    ("publish p99", "latency.publish.p99_ns"),
-                    ("e2e p99", "latency.end_to_end.p99_ns"),
-                ] {
-                    if let Some(ns) = v(path) {
-                        line.push_str(&format!(", {label} {}", format_nanos(ns as u64)));
-                    }
-                }
-                let lost = v("integrity.lost").unwrap_or(0.0);
-                if lost > 0.0 {
-                    line.push_str(&format!(", LOST {lost:.0}"));
-                }
-                if let Some(ok) = record.sustainable {
-                    line.push_str(if ok {
-                        " — sustained"
-                    } else {
-                        " — NOT sustained"
-                    });
-                    if let Some(reason) = &record.reason {
-                        line.push_str(&format!(": {reason}"));
-                    }
-                }
-            }
+            "complete" => line.push_str(&self.headline_text(record)),
             other => {
                 line.push_str(&other.to_uppercase());
                 if let Some(e) = &record.error {
@@ -284,18 +244,117 @@ impl Executor<'_> {
             && index < total
             && record.status != "interrupted"
         {
-            let cooldown = if self.quick {
-                Duration::ZERO
-            } else {
-                self.study.between_runs.cooldown
-            };
-            let per_run = self.time_spent / self.executed as u32 + cooldown;
             line.push_str(&format!(
                 "; ETA {}",
-                human_duration(per_run * (total - index) as u32)
+                human_duration(self.time_left(total - index))
             ));
         }
         println!("{line}");
+    }
+
+    /// A complete run's headline numbers for its progress line: offered rate (of a step),
+    /// throughput, p99 latencies, loss, and whether a step was sustained.
+    fn headline_text(&self, record: &RunRecord) -> String {
+        let mut line = String::new();
+        let summary = read_json(
+            &self
+                .dir
+                .join(&record.results)
+                .join(brokerbench_report::SUMMARY_FILE),
+        )
+        .unwrap_or_default();
+        let v = |p: &str| metrics::value(&summary, p);
+        if let Some(target) = v("target_rate").filter(|_| record.step.is_some()) {
+            line.push_str(&format!("offered {} → ", format_rate(target)));
+        }
+        match v("total.acknowledged") {
+            Some(a) if a == 0.0 && v("total.sent").unwrap_or(0.0) > 0.0 => line.push_str(&format!(
+                "{} msg/s sent (unconfirmed), {} received",
+                format_rate(v("throughput.sent_per_s").unwrap_or(0.0)),
+                format_rate(v("throughput.received_per_s").unwrap_or(0.0))
+            )),
+            _ => line.push_str(&format!(
+                "{} msg/s acknowledged",
+                format_rate(v("throughput.acknowledged_per_s").unwrap_or(0.0))
+            )),
+        }
+        for (label, path) in [
+            ("publish p99", "latency.publish.p99_ns"),
+            ("e2e p99", "latency.end_to_end.p99_ns"),
+        ] {
+            if let Some(ns) = v(path) {
+                line.push_str(&format!(", {label} {}", format_nanos(ns as u64)));
+            }
+        }
+        let lost = v("integrity.lost").unwrap_or(0.0);
+        if lost > 0.0 {
+            line.push_str(&format!(", LOST {lost:.0}"));
+        }
+        if let Some(ok) = record.sustainable {
+            line.push_str(if ok {
+                " — sustained"
+            } else {
+                " — NOT sustained"
+            });
+            if let Some(reason) = &record.reason {
+                line.push_str(&format!(": {reason}"));
+            }
+        }
+        line
+    }
+
+    /// The time the next `runs` runs should take, each as long as the mean so far, with
+    /// the cooldown after it.
+    fn time_left(&self, runs: usize) -> Duration {
+        let cooldown = if self.quick {
+            Duration::ZERO
+        } else {
+            self.study.between_runs.cooldown
+        };
+        let per_run = self.time_spent / self.executed as u32 + cooldown;
+        per_run * runs as u32
+    }
+}
+
+/// A run's name, its folder's under `runs/`: cell and repetition, and the step (and its
+/// attempt after the first) of a search.
+fn run_name(run: &PlannedRun, step: Option<(u32, u32, f64)>) -> String {
+    match step {
+        None => format!("c{:03}-r{}", run.cell + 1, run.repetition),
+        Some((s, 1, _)) => format!("c{:03}-r{}-s{:02}", run.cell + 1, run.repetition, s),
+        Some((s, attempt, _)) => format!(
+            "c{:03}-r{}-s{:02}-t{attempt}",
+            run.cell + 1,
+            run.repetition,
+            s
+        ),
+    }
+}
+
+/// The record of a run about to start, its results in the folder `results`.
+fn planned_record(
+    run: &PlannedRun,
+    key: &RunKey,
+    step: Option<(u32, u32, f64)>,
+    results: String,
+) -> RunRecord {
+    RunRecord {
+        key: key.clone(),
+        cell: run.cell,
+        repetition: run.repetition,
+        values: run
+            .values
+            .iter()
+            .map(|(p, v)| (p.clone(), redacted_value(p, v)))
+            .collect(),
+        step: step.map(|(s, _, _)| s),
+        sustainable: None,
+        reason: None,
+        status: "running".into(),
+        results,
+        exit_code: None,
+        error: None,
+        headline: Vec::new(),
     }
 }
 

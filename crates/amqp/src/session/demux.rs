@@ -139,27 +139,13 @@ impl Shared {
             side.start = 0;
         }
         let fd = side.stream.as_raw_fd();
-        let got = match recv_now(fd, &mut side.buffer[side.end..]) {
-            Ok(Some(n)) => Ok(n),
-            Ok(None) if timeout.is_some_and(|t| t.is_zero()) => return true,
-            Ok(None) => {
-                if !wait_fd(fd, libc::POLLIN, timeout) {
-                    return true;
-                }
-                match recv_now(fd, &mut side.buffer[side.end..]) {
-                    Ok(Some(n)) => Ok(n),
-                    Ok(None) => return true,
-                    Err(e) => Err(e),
-                }
-            }
-            Err(e) => Err(e),
-        };
-        match got {
-            Ok(0) => {
+        match recv_within(fd, &mut side.buffer[side.end..], timeout) {
+            Ok(None) => return true,
+            Ok(Some(0)) => {
                 self.lose("the broker closed the connection".into());
                 return false;
             }
-            Ok(n) => {
+            Ok(Some(n)) => {
                 side.end += n;
                 self.last_read_ns
                     .store(self.clock.now_ns(), Ordering::Relaxed);
@@ -171,17 +157,27 @@ impl Shared {
                 return false;
             }
         }
-        let at_ns = self.clock.now_ns();
-        let mut alive = true;
+        let alive = self.route_frames(side, self.clock.now_ns());
+        if !side.replies.is_empty() {
+            let _ = self.write(&mut side.replies);
+        }
+        for channel in side.touched.drain(..) {
+            channel.ready.notify_all();
+        }
+        alive
+    }
+
+    /// Routes every complete frame in the read side's buffer, each as read at `at_ns`; false
+    /// once the connection ended (a malformed frame, or one that ends it).
+    fn route_frames(&self, side: &mut ReadSide, at_ns: u64) -> bool {
         loop {
             let frame =
                 match next_frame(&side.buffer[side.start..side.end], self.frame_max as usize) {
                     Ok(Some(frame)) => frame,
-                    Ok(None) => break,
+                    Ok(None) => return true,
                     Err(wire::Malformed(why)) => {
                         self.lose(why.into());
-                        alive = false;
-                        break;
+                        return false;
                     }
                 };
             let (from, to) = (side.start + frame.payload.0, side.start + frame.payload.1);
@@ -202,17 +198,9 @@ impl Shared {
                 touched,
                 replies,
             ) {
-                alive = false;
-                break;
+                return false;
             }
         }
-        if !side.replies.is_empty() {
-            let _ = self.write(&mut side.replies);
-        }
-        for channel in side.touched.drain(..) {
-            channel.ready.notify_all();
-        }
-        alive
     }
 
     /// Routes one frame to its channel; false when the connection ended.
@@ -235,141 +223,190 @@ impl Shared {
         if content.len() <= slot {
             content.resize_with(slot + 1, || None);
         }
-        let mut notify = false;
         match kind {
             FRAME_METHOD => {
-                let mut r = Reader::new(payload);
-                let Some(method) = r.method_id() else {
-                    return true;
-                };
-                let mut inbox = channel.inbox();
-                match method {
-                    id::BASIC_ACK | id::BASIC_NACK => {
-                        let (Some(tag), Some(bits)) = (r.u64(), r.u8()) else {
-                            drop(inbox);
-                            return self.malformed("a confirm without its delivery tag");
-                        };
-                        let multiple = bits & 1 == 1;
-                        inbox.events.push(ChannelEvent::Confirm {
-                            tag,
-                            multiple,
-                            ack: method == id::BASIC_ACK,
-                            at_ns,
-                        });
-                        notify = true;
-                    }
-                    id::BASIC_DELIVER => {
-                        let tag = r.skip_short_string().and_then(|_| r.u64());
-                        let Some(tag) = tag else {
-                            drop(inbox);
-                            return self.malformed("a delivery without its delivery tag");
-                        };
-                        content[slot] = Some(Content {
-                            tag: Some(tag),
-                            size: None,
-                            body: Vec::new(),
-                        });
-                    }
-                    id::BASIC_RETURN => {
-                        content[slot] = Some(Content {
-                            tag: None,
-                            size: None,
-                            body: Vec::new(),
-                        });
-                    }
-                    id::BASIC_CANCEL => {
-                        inbox.cancelled = true;
-                        notify = true;
-                    }
-                    id::CHANNEL_CLOSE => {
-                        let reason = r.close_reason();
-                        if inbox.ended.is_none() {
-                            inbox.ended = Some((CHANNEL_CLOSED, reason));
+                let slot = &mut content[slot];
+                match self.route_method(&channel, number, payload, at_ns, slot, replies) {
+                    MethodRouted::ReadOn => true,
+                    MethodRouted::Signal => {
+                        if !touched.iter().any(|t| Arc::ptr_eq(t, &channel)) {
+                            touched.push(channel);
                         }
-                        channel.ended.store(true, Ordering::Relaxed);
-                        wire::method(replies, number, id::CHANNEL_CLOSE_OK, |_| {});
-                        notify = true;
+                        true
                     }
-                    id::CONNECTION_CLOSE => {
-                        let reason = r.close_reason();
-                        drop(inbox);
-                        wire::method(replies, 0, id::CONNECTION_CLOSE_OK, |_| {});
-                        let _ = self.write(replies);
-                        self.lose(format!("the broker closed the connection: {reason}"));
-                        return false;
-                    }
-                    id::CONNECTION_BLOCKED => {
-                        let reason = r.short_string().unwrap_or_default();
-                        lock(&self.blocked).get_or_insert((at_ns, reason));
-                    }
-                    id::CONNECTION_UNBLOCKED => {
-                        lock(&self.blocked).take();
-                    }
-                    id::CONNECTION_CLOSE_OK => {
-                        inbox.reply = Some((method, Vec::new()));
-                        drop(inbox);
-                        self.lost.store(true, Ordering::Relaxed);
-                        channel.ready.notify_all();
-                        return false;
-                    }
-                    other => {
-                        // Replies to synchronous methods (open-ok, select-ok, qos-ok,
-                        // consume-ok, close-ok); anything else is not expected and ignored.
-                        inbox.reply = Some((other, r.rest().to_vec()));
-                        notify = true;
-                    }
+                    MethodRouted::Stop => false,
                 }
-                if notify && channel.waiting.load(Ordering::Relaxed) > 0 {
+            }
+            FRAME_HEADER => self.route_header(&channel, payload, &mut content[slot], touched),
+            FRAME_BODY => self.route_body(&channel, payload, &mut content[slot], touched),
+            _ => true,
+        }
+    }
+
+    /// Routes a method frame on `channel` (number `number`): confirms, a cancelled consumer,
+    /// the channel's close and replies into its inbox, the start of a delivery or of a
+    /// returned message into `slot`; the connection's own methods go on to
+    /// `route_connection_method`.
+    fn route_method(
+        &self,
+        channel: &ChannelState,
+        number: u16,
+        payload: &[u8],
+        at_ns: u64,
+        slot: &mut Option<Content>,
+        replies: &mut Vec<u8>,
+    ) -> MethodRouted {
+        let mut r = Reader::new(payload);
+        let Some(method) = r.method_id() else {
+            return MethodRouted::ReadOn;
+        };
+        let mut inbox = channel.inbox();
+        let notify = match method {
+            id::BASIC_ACK | id::BASIC_NACK => {
+                let Some(event) = confirm(method, &mut r, at_ns) else {
                     drop(inbox);
-                    if !touched.iter().any(|t| Arc::ptr_eq(t, &channel)) {
-                        touched.push(channel);
-                    }
-                }
-            }
-            FRAME_HEADER => {
-                if let Some(c) = content[slot].as_mut() {
-                    let mut r = Reader::new(payload);
-                    let Some(size) = r.take(4).and_then(|_| r.u64()) else {
-                        return self.malformed("a content header without its body size");
-                    };
-                    if size > MAX_BODY {
-                        return self.malformed(&format!(
-                            "a content header announcing {size} bytes (more than {MAX_BODY})"
-                        ));
-                    }
-                    c.size = Some(size);
-                    if size == 0 {
-                        self.complete(&channel, content[slot].take(), &[], touched);
-                    }
-                }
-            }
-            FRAME_BODY => {
-                let Some(c) = content[slot].as_mut() else {
-                    return true;
+                    self.malformed("a confirm without its delivery tag");
+                    return MethodRouted::Stop;
                 };
-                let Some(size) = c.size.map(|s| s as usize) else {
-                    return self.malformed("a body frame before its content header");
-                };
-                if c.body.len() + payload.len() > size {
-                    return self.malformed(&format!(
-                        "{} body bytes for content of {size}",
-                        c.body.len() + payload.len()
-                    ));
-                }
-                if c.body.is_empty() && payload.len() == size {
-                    // The usual case: the whole body in one frame, copied once.
-                    let c = content[slot].take();
-                    self.complete(&channel, c, payload, touched);
-                } else {
-                    c.body.extend_from_slice(payload);
-                    if c.body.len() >= size {
-                        let mut c = content[slot].take();
-                        let body = c.as_mut().map(|c| std::mem::take(&mut c.body));
-                        self.complete(&channel, c, body.as_deref().unwrap_or(&[]), touched);
-                    }
-                }
+                inbox.events.push(event);
+                true
             }
-            _ => {}
+            id::BASIC_DELIVER => {
+                let tag = r.skip_short_string().and_then(|_| r.u64());
+                let Some(tag) = tag else {
+                    drop(inbox);
+                    self.malformed("a delivery without its delivery tag");
+                    return MethodRouted::Stop;
+                };
+                *slot = announced(Some(tag));
+                false
+            }
+            id::BASIC_RETURN => {
+                *slot = announced(None);
+                false
+            }
+            id::BASIC_CANCEL => {
+                inbox.cancelled = true;
+                true
+            }
+            id::CHANNEL_CLOSE => {
+                let reason = r.close_reason();
+                if inbox.ended.is_none() {
+                    inbox.ended = Some((CHANNEL_CLOSED, reason));
+                }
+                channel.ended.store(true, Ordering::Relaxed);
+                wire::method(replies, number, id::CHANNEL_CLOSE_OK, |_| {});
+                true
+            }
+            _ => return self.route_connection_method(method, r, inbox, channel, at_ns, replies),
+        };
+        MethodRouted::signal_if(notify, channel)
+    }
+
+    /// Routes the connection's methods (close, close-ok, blocked, unblocked) and replies to
+    /// synchronous methods, with `inbox`, the frame's channel's, locked by `route_method`.
+    fn route_connection_method(
+        &self,
+        method: (u16, u16),
+        mut r: Reader<'_>,
+        mut inbox: MutexGuard<'_, Inbox>,
+        channel: &ChannelState,
+        at_ns: u64,
+        replies: &mut Vec<u8>,
+    ) -> MethodRouted {
+        match method {
+            id::CONNECTION_CLOSE => {
+                let reason = r.close_reason();
+                drop(inbox);
+                wire::method(replies, 0, id::CONNECTION_CLOSE_OK, |_| {});
+                let _ = self.write(replies);
+                self.lose(format!("the broker closed the connection: {reason}"));
+                MethodRouted::Stop
+            }
+            id::CONNECTION_BLOCKED => {
+                let reason = r.short_string().unwrap_or_default();
+                lock(&self.blocked).get_or_insert((at_ns, reason));
+                MethodRouted::ReadOn
+            }
+            id::CONNECTION_UNBLOCKED => {
+                lock(&self.blocked).take();
+                MethodRouted::ReadOn
+            }
+            id::CONNECTION_CLOSE_OK => {
+                inbox.reply = Some((method, Vec::new()));
+                drop(inbox);
+                self.lost.store(true, Ordering::Relaxed);
+                channel.ready.notify_all();
+                MethodRouted::Stop
+            }
+            other => {
+                // Replies to synchronous methods (open-ok, select-ok, qos-ok,
+                // consume-ok, close-ok); anything else is not expected and ignored.
+                inbox.reply = Some((other, r.rest().to_vec()));
+                MethodRouted::signal_if(true, channel)
+            }
+        }
+    }
+
+    /// Routes a content header: the body size of the content begun on the frame's channel,
+    /// complete at once when 0; false when the header is malformed.
+    fn route_header(
+        &self,
+        channel: &Arc<ChannelState>,
+        payload: &[u8],
+        slot: &mut Option<Content>,
+        touched: &mut Vec<Arc<ChannelState>>,
+    ) -> bool {
+        if let Some(c) = slot.as_mut() {
+            let mut r = Reader::new(payload);
+            let Some(size) = r.take(4).and_then(|_| r.u64()) else {
+                return self.malformed("a content header without its body size");
+            };
+            if size > MAX_BODY {
+                return self.malformed(&format!(
+                    "a content header announcing {size} bytes (more than {MAX_BODY})"
+                ));
+            }
+            c.size = Some(size);
+            if size == 0 {
+                self.complete(channel, slot.take(), &[], touched);
+            }
+        }
+        true
+    }
+
+    /// Routes a body frame: adds it to the content being put together on the frame's
+    /// channel, handed over once whole; false when it does not fit the content header.
+    fn route_body(
+        &self,
+        channel: &Arc<ChannelState>,
+        payload: &[u8],
+        slot: &mut Option<Content>,
+        touched: &mut Vec<Arc<ChannelState>>,
+    ) -> bool {
+        let Some(c) = slot.as_mut() else {
+            return true;
+        };
+        let Some(size) = c.size.map(|s| s as usize) else {
+            return self.malformed("a body frame before its content header");
+        };
+        if c.body.len() + payload.len() > size {
+            return self.malformed(&format!(
+                "{} body bytes for content of {size}",
+                c.body.len() + payload.len()
+            ));
+        }
+        if c.body.is_empty() && payload.len() == size {
+            // The usual case: the whole body in one frame, copied once.
+            let c = slot.take();
+            self.complete(channel, c, payload, touched);
+        } else {
+            c.body.extend_from_slice(payload);
+            if c.body.len() >= size {
+                let mut c = slot.take();
+                let body = c.as_mut().map(|c| std::mem::take(&mut c.body));
+                self.complete(channel, c, body.as_deref().unwrap_or(&[]), touched);
+            }
         }
         true
     }
@@ -408,4 +445,69 @@ impl Shared {
             }
         }
     }
+}
+
+/// What the reader does after a method frame.
+enum MethodRouted {
+    /// Reads on.
+    ReadOn,
+    /// Reads on, and signals the frame's channel once the read is routed: its owner waits.
+    Signal,
+    /// Stops reading: the connection ended.
+    Stop,
+}
+
+impl MethodRouted {
+    /// Signal when the frame left something its channel's owner waits for (`notify`) and
+    /// the owner waits, else ReadOn. Called with the channel's inbox locked, so that an owner
+    /// starting to wait is not missed.
+    fn signal_if(notify: bool, channel: &ChannelState) -> MethodRouted {
+        if notify && channel.waiting.load(Ordering::Relaxed) > 0 {
+            MethodRouted::Signal
+        } else {
+            MethodRouted::ReadOn
+        }
+    }
+}
+
+/// Reads what the socket `fd` has into `into`, waiting up to `timeout` (None: as long as it
+/// takes) when nothing is there yet: Some(bytes read, 0 at the end of the stream), or None
+/// when nothing came in time.
+fn recv_within(
+    fd: i32,
+    into: &mut [u8],
+    timeout: Option<Duration>,
+) -> std::io::Result<Option<usize>> {
+    if let Some(n) = recv_now(fd, into)? {
+        return Ok(Some(n));
+    }
+    if timeout.is_some_and(|t| t.is_zero()) || !wait_fd(fd, libc::POLLIN, timeout) {
+        return Ok(None);
+    }
+    recv_now(fd, into)
+}
+
+/// The confirm event of a basic.ack or basic.nack (`method`) read at `at_ns`, from its
+/// arguments in `r`; None without its delivery tag.
+fn confirm(method: (u16, u16), r: &mut Reader<'_>, at_ns: u64) -> Option<ChannelEvent> {
+    let (Some(tag), Some(bits)) = (r.u64(), r.u8()) else {
+        return None;
+    };
+    let multiple = bits & 1 == 1;
+    Some(ChannelEvent::Confirm {
+        tag,
+        multiple,
+        ack: method == id::BASIC_ACK,
+        at_ns,
+    })
+}
+
+/// The content a basic.deliver (its delivery tag) or basic.return (None) begins, its header
+/// and body still to come.
+fn announced(tag: Option<u64>) -> Option<Content> {
+    Some(Content {
+        tag,
+        size: None,
+        body: Vec::new(),
+    })
 }

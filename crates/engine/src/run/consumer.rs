@@ -15,21 +15,9 @@ pub(super) fn consumer_loop(
     shared: Arc<Shared>,
     reports: mpsc::Sender<Report>,
 ) {
-    let placeholder = Times {
-        start_ns: u64::MAX,
-        warmup_end_ns: u64::MAX,
-        measure_end_ns: u64::MAX,
-    };
     // One recorder per slot: a consumer serving many slots keeps each one's latencies and
     // ledger apart.
-    let mut recorders: Vec<ConsumerRecorder> = task
-        .slots
-        .iter()
-        .map(|&(number, slot)| {
-            ConsumerRecorder::new(number, slot, producer_ids, placeholder, reports.clone())
-        })
-        .collect();
-    drop(reports);
+    let mut recorders = slot_recorders(&task.slots, producer_ids, reports);
     let indices: Vec<usize> = task
         .slots
         .iter()
@@ -42,20 +30,7 @@ pub(super) fn consumer_loop(
     let mut paused = false;
     let mut polled_while_paused = false;
     while !shared.consumers_stop.load(Ordering::Relaxed) {
-        if !started {
-            if let Some(times) = shared.times.get() {
-                for recorder in &mut recorders {
-                    recorder.set_times(*times);
-                }
-                started = true;
-            }
-        }
-        if started {
-            let end = shared.measure_end();
-            for recorder in &mut recorders {
-                recorder.follow_end(end);
-            }
-        }
+        follow_times(&shared, &mut recorders, &mut started);
         let pause = shared.consumers_paused.load(Ordering::Relaxed);
         if pause != paused {
             polled_while_paused = task.consumer.pause(pause);
@@ -65,10 +40,7 @@ pub(super) fn consumer_loop(
             // Not polled: what the client has prefetched waits in it; seconds still roll so
             // that rows are not held up.
             std::thread::sleep(Duration::from_millis(20));
-            let now = clock.now_ns();
-            for recorder in &mut recorders {
-                recorder.roll(now);
-            }
+            roll_all(&mut recorders, clock.now_ns());
             continue;
         }
         let result = task
@@ -83,23 +55,86 @@ pub(super) fn consumer_loop(
             // An error of the client is counted once, by its first slot.
             recorders[0].error(&kind);
         }
-        for (i, (&index, recorder)) in indices.iter().zip(&recorders).enumerate() {
-            shared.assigned[index].store(task.consumer.assigned(i), Ordering::Relaxed);
-            shared.unique[index].store(recorder.unique(), Ordering::Relaxed);
-        }
+        publish_progress(&shared, &indices, task.consumer.as_ref(), &recorders);
         if started {
-            let now = clock.now_ns();
-            for recorder in &mut recorders {
-                recorder.roll(now);
-            }
+            roll_all(&mut recorders, clock.now_ns());
         }
     }
-    let unread = unread_by_slot(task.consumer.as_mut(), recorders.len());
+    finish_slots(task.consumer.as_mut(), recorders);
+    close_within(task.consumer, CONSUMER_CLOSE_TIMEOUT);
+}
+
+/// A recorder for each of the consumer's slots, on placeholder times until the run's are
+/// set; `producer_ids` is how many producers the workload has.
+fn slot_recorders(
+    slots: &[(usize, ConsumerSlot)],
+    producer_ids: u32,
+    reports: mpsc::Sender<Report>,
+) -> Vec<ConsumerRecorder> {
+    let placeholder = Times {
+        start_ns: u64::MAX,
+        warmup_end_ns: u64::MAX,
+        measure_end_ns: u64::MAX,
+    };
+    slots
+        .iter()
+        .map(|&(number, slot)| {
+            ConsumerRecorder::new(number, slot, producer_ids, placeholder, reports.clone())
+        })
+        .collect()
+}
+
+/// Gives the recorders the run's times once they are set (`started` then), and from then on
+/// the end of the window as it moves (backlog mode).
+#[inline]
+fn follow_times(shared: &Shared, recorders: &mut [ConsumerRecorder], started: &mut bool) {
+    if !*started {
+        if let Some(times) = shared.times.get() {
+            for recorder in recorders.iter_mut() {
+                recorder.set_times(*times);
+            }
+            *started = true;
+        }
+    }
+    if *started {
+        let end = shared.measure_end();
+        for recorder in recorders.iter_mut() {
+            recorder.follow_end(end);
+        }
+    }
+}
+
+/// Rolls every slot's second to `now`.
+#[inline]
+fn roll_all(recorders: &mut [ConsumerRecorder], now: u64) {
+    for recorder in recorders {
+        recorder.roll(now);
+    }
+}
+
+/// Publishes, per slot, the partitions or queues assigned and the distinct messages received,
+/// for the collector and the start.
+#[inline]
+fn publish_progress(
+    shared: &Shared,
+    indices: &[usize],
+    consumer: &dyn brokerbench_driver::Consumer,
+    recorders: &[ConsumerRecorder],
+) {
+    for (i, (&index, recorder)) in indices.iter().zip(recorders).enumerate() {
+        shared.assigned[index].store(consumer.assigned(i), Ordering::Relaxed);
+        shared.unique[index].store(recorder.unique(), Ordering::Relaxed);
+    }
+}
+
+/// Ends every slot's recording: what the broker still holds beyond the consumer's positions,
+/// then the slot's result to the collector.
+fn finish_slots(consumer: &mut dyn brokerbench_driver::Consumer, recorders: Vec<ConsumerRecorder>) {
+    let unread = unread_by_slot(consumer, recorders.len());
     for (mut recorder, unread) in recorders.into_iter().zip(unread) {
         recorder.unread(unread);
         recorder.finish();
     }
-    close_within(task.consumer, CONSUMER_CLOSE_TIMEOUT);
 }
 
 /// What the broker holds beyond the consumer's positions now that the drain is over, per

@@ -250,26 +250,16 @@ fn run_prepared(
         }
     }
     let (producers, confirms) = open_producers(workload, driver, payload, &takes)?;
-    let start_ns = match sharding.as_mut() {
-        None => clock.now_ns() + 50_000_000,
-        Some(sharding) => {
-            let mut local = || assignments(&slots, &shared);
-            let ready = |topic: u32, assigned: &[usize]| driver.subscription_ready(topic, assigned);
-            match sharding.gate.start(&mut local, &ready, &control.stop) {
-                Ok(start) => start,
-                Err(e) => {
-                    drop(producers);
-                    stop_consumers(&shared, reports, handles);
-                    return Err(EngineError::Shards(e));
-                }
-            }
+    let start = start_time(sharding.as_deref_mut(), driver, &slots, &shared);
+    let start_ns = match start {
+        Ok(start) => start,
+        Err(e) => {
+            drop(producers);
+            stop_consumers(&shared, reports, handles);
+            return Err(EngineError::Shards(e));
         }
     };
-    let times = phase_times(workload, start_ns);
-    shared
-        .measure_end_ns
-        .store(times.measure_end_ns, Ordering::Relaxed);
-    shared.times.set(times).expect("times are set once");
+    let times = set_times(&shared, workload, start_ns);
     handles.extend(spawn_producers(
         workload, producers, times, &shared, &reports,
     ));
@@ -286,30 +276,83 @@ fn run_prepared(
     );
     join_tasks(handles)?;
     let ended_ns = clock.now_ns();
-    let policy = DriverPolicy {
+    let policy = driver_policy(driver, confirms);
+    Ok(outcome(
+        workload,
+        &policy,
+        control,
+        (times, ended_ns),
+        collected,
+        (&producer_ids, shard),
+    ))
+}
+
+/// When the load starts: shortly from now on the run's clock, or, with shards, the start the
+/// gate agrees with the others once every shard's consumers are ready (or Ctrl-C).
+fn start_time(
+    sharding: Option<&mut Sharding<'_>>,
+    driver: &dyn Driver,
+    slots: &[ConsumerSlot],
+    shared: &Shared,
+) -> Result<u64, String> {
+    match sharding {
+        None => Ok(shared.clock.now_ns() + 50_000_000),
+        Some(sharding) => {
+            let mut local = || assignments(slots, shared);
+            let ready = |topic: u32, assigned: &[usize]| driver.subscription_ready(topic, assigned);
+            sharding.gate.start(&mut local, &ready, &shared.stop)
+        }
+    }
+}
+
+/// The phases' times from `start_ns`, set where the tasks and the collector read them.
+fn set_times(shared: &Shared, workload: &Workload, start_ns: u64) -> Times {
+    let times = phase_times(workload, start_ns);
+    shared
+        .measure_end_ns
+        .store(times.measure_end_ns, Ordering::Relaxed);
+    shared.times.set(times).expect("times are set once");
+    times
+}
+
+/// What the summary must know about the driver, asked once the tasks are done.
+fn driver_policy(driver: &dyn Driver, confirms: bool) -> DriverPolicy {
+    DriverPolicy {
         name: driver.name(),
         drops: driver.broker_drop_policy(),
         confirms,
         events: driver.client_events(),
         failure_settings: driver.failure_settings(),
-    };
+    }
+}
+
+/// The run's outcome: the summary of what was collected, its histograms and ledger, and
+/// every producer's spans without acknowledgements; `ended_ns` is when the last task ended.
+fn outcome(
+    workload: &Workload,
+    policy: &DriverPolicy,
+    control: &RunControl,
+    (times, ended_ns): (Times, u64),
+    collected: Collected,
+    (producer_ids, shard): (&[u32], Option<Shard>),
+) -> RunOutcome {
     let ack_gaps = collected.ack_gaps();
     let (summary, histograms, ledger) = summarize(
         workload,
-        &policy,
+        policy,
         control,
         times,
         collected,
-        (&producer_ids, shard),
+        (producer_ids, shard),
     );
-    Ok(RunOutcome {
+    RunOutcome {
         summary,
         histograms,
-        started_ns: start_ns,
+        started_ns: times.start_ns,
         ended_ns,
         ledger,
         ack_gaps,
-    })
+    }
 }
 
 /// Partitions or queues assigned to each consumer now, by (topic, subscription).

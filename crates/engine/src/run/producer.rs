@@ -1,6 +1,8 @@
 //! A producer task: sends on its schedule (or as fast as acknowledgements allow), polls
 //! acknowledgements, records both.
 
+use std::ops::ControlFlow;
+
 use super::*;
 
 pub(super) struct ProducerTask {
@@ -20,72 +22,47 @@ pub(super) struct ProducerTask {
 impl ProducerTask {
     pub(super) fn run(mut self) {
         brokerbench_driver::set_precise_sleep();
-        let clock = self.shared.clock;
-        let stop = &self.shared.stop;
         let times = *self
             .shared
             .times
             .get()
             .expect("times set before producers start");
-        let producer = self.producer.as_mut();
-        let recorder = &mut self.recorder;
+        self.send_all(times);
+        self.drain();
+        self.finish();
+    }
+
+    /// Sends until the window ends, Ctrl-C or the data file fails: on the schedule, or at max
+    /// rate as fast as acknowledgements make room.
+    fn send_all(&mut self, times: Times) {
+        let clock = self.shared.clock;
         let mut message = Vec::with_capacity(1024);
         let mut sequence = 0u64;
         let mut since_poll = 0u32;
         'send: loop {
-            if stop.load(Ordering::Relaxed) {
+            if self.shared.stop.load(Ordering::Relaxed) {
                 break;
             }
             let measure_end_ns = self.shared.measure_end();
-            recorder.follow_end(measure_end_ns);
-            let (intended, now) = match self.schedule.as_mut() {
-                Some(schedule) => {
-                    let intended = schedule.next_ns();
-                    if intended >= measure_end_ns {
-                        break;
-                    }
-                    let now =
-                        wait_until(producer, recorder, clock, intended, stop, self.resolution);
-                    if now >= measure_end_ns + BEHIND_SCHEDULE_GRACE_NS {
-                        // Far behind schedule at the end of the window: what was due and not
-                        // sent is counted, not sent late into the drain.
-                        let mut not_sent = 1;
-                        while schedule.next_ns() < measure_end_ns {
-                            not_sent += 1;
-                        }
-                        recorder.not_sent(not_sent);
-                        break;
-                    }
-                    (intended, now)
-                }
-                None => {
-                    if sequence == 0 {
-                        wait_until(
-                            producer,
-                            recorder,
-                            clock,
-                            times.start_ns,
-                            stop,
-                            self.resolution,
-                        );
-                    }
-                    while producer.in_flight() >= self.max_in_flight
-                        && !stop.load(Ordering::Relaxed)
-                    {
-                        poll_acks(producer, recorder, clock, Duration::from_millis(1));
-                    }
-                    let now = clock.now_ns();
-                    if now >= measure_end_ns {
-                        break;
-                    }
-                    // Closed loop: the intended send time is the actual one.
-                    (now, now)
-                }
+            self.recorder.follow_end(measure_end_ns);
+            let next = match self.schedule.as_mut() {
+                Some(schedule) => next_on_schedule(
+                    self.producer.as_mut(),
+                    &mut self.recorder,
+                    schedule,
+                    &self.shared,
+                    self.resolution,
+                    measure_end_ns,
+                ),
+                None => self.next_at_max_rate(sequence, times.start_ns, measure_end_ns),
+            };
+            let Some((intended, now)) = next else {
+                break;
             };
             match send_message(
                 self.id,
-                producer,
-                recorder,
+                self.producer.as_mut(),
+                &mut self.recorder,
                 &mut self.body,
                 &mut self.keys,
                 &mut message,
@@ -98,9 +75,9 @@ impl ProducerTask {
                 // On a schedule the message was due in the window and is counted with what
                 // else was due (the next turn counts that and ends); at max rate there is no
                 // schedule to be behind, and the window simply closed while it was under way.
-                SendOutcome::WindowOver if self.schedule.is_some() => recorder.not_sent(1),
+                SendOutcome::WindowOver if self.schedule.is_some() => self.recorder.not_sent(1),
                 SendOutcome::WindowOver => {
-                    recorder.unsent_at_window_end();
+                    self.recorder.unsent_at_window_end();
                     break 'send;
                 }
                 SendOutcome::Stopped | SendOutcome::PayloadFailed => break 'send,
@@ -108,24 +85,113 @@ impl ProducerTask {
             since_poll += 1;
             if since_poll >= 64 {
                 since_poll = 0;
-                poll_acks(producer, recorder, clock, Duration::ZERO);
+                poll_acks(
+                    self.producer.as_mut(),
+                    &mut self.recorder,
+                    clock,
+                    Duration::ZERO,
+                );
             }
         }
-        // Drain: wait for outstanding acknowledgements.
+    }
+
+    /// Max rate: waits for the start before the first message (`sequence` 0) and for room
+    /// among the messages in flight, and returns (intended, now), both the time of the send;
+    /// None when the window is over.
+    #[inline]
+    fn next_at_max_rate(
+        &mut self,
+        sequence: u64,
+        start_ns: u64,
+        measure_end_ns: u64,
+    ) -> Option<(u64, u64)> {
+        let clock = self.shared.clock;
+        let stop = &self.shared.stop;
+        let producer = self.producer.as_mut();
+        let recorder = &mut self.recorder;
+        if sequence == 0 {
+            wait_until(producer, recorder, clock, start_ns, stop, self.resolution);
+        }
+        while producer.in_flight() >= self.max_in_flight && !stop.load(Ordering::Relaxed) {
+            poll_acks(producer, recorder, clock, Duration::from_millis(1));
+        }
+        let now = clock.now_ns();
+        if now >= measure_end_ns {
+            return None;
+        }
+        // Closed loop: the intended send time is the actual one.
+        Some((now, now))
+    }
+
+    /// Drain: waits for outstanding acknowledgements, until the drain's deadline.
+    fn drain(&mut self) {
+        let clock = self.shared.clock;
+        let producer = self.producer.as_mut();
+        let recorder = &mut self.recorder;
         let deadline = self.shared.drain_deadline(clock.now_ns());
         while producer.in_flight() > 0 && clock.now_ns() < deadline {
             poll_acks(producer, recorder, clock, Duration::from_millis(10));
             recorder.roll(clock.now_ns());
         }
+    }
+
+    /// Ends the task: what is still unacknowledged is abandoned and counted, the client is
+    /// closed, and the recorder sends its last second and its result.
+    pub(super) fn finish(mut self) {
+        let clock = self.shared.clock;
+        let producer = self.producer.as_mut();
         let unacknowledged = producer.in_flight() as u64;
         let note = producer.ack_note();
         let closed = producer.closed_by_broker();
         producer.abandon();
-        recorder.roll(clock.now_ns());
+        self.recorder.roll(clock.now_ns());
         drop(self.producer);
         self.recorder
             .finish(unacknowledged, note, closed, clock.now_ns());
     }
+}
+
+/// On a schedule: waits for the next intended send time (serving acknowledgements) and
+/// returns (intended, now); None when the window is over, or when the wait ended far behind
+/// schedule at its end.
+#[inline]
+fn next_on_schedule(
+    producer: &mut dyn Producer,
+    recorder: &mut ProducerRecorder,
+    schedule: &mut Schedule,
+    shared: &Shared,
+    resolution: Duration,
+    measure_end_ns: u64,
+) -> Option<(u64, u64)> {
+    let intended = schedule.next_ns();
+    if intended >= measure_end_ns {
+        return None;
+    }
+    let now = wait_until(
+        producer,
+        recorder,
+        shared.clock,
+        intended,
+        &shared.stop,
+        resolution,
+    );
+    if now >= measure_end_ns + BEHIND_SCHEDULE_GRACE_NS {
+        // Far behind schedule at the end of the window: what was due and not sent is
+        // counted, not sent late into the drain.
+        recorder.not_sent(due_before(schedule, measure_end_ns));
+        return None;
+    }
+    Some((intended, now))
+}
+
+/// How many messages the schedule has due before `end_ns`, counting the one it last gave
+/// (which was due and is not sent); the schedule moves past them.
+pub(super) fn due_before(schedule: &mut Schedule, end_ns: u64) -> u64 {
+    let mut not_sent = 1;
+    while schedule.next_ns() < end_ns {
+        not_sent += 1;
+    }
+    not_sent
 }
 
 /// What became of one message.
@@ -159,7 +225,6 @@ pub(super) fn send_message(
     clock: Clock,
     shared: &Shared,
 ) -> SendOutcome {
-    let stop = &shared.stop;
     if body.fill(message).is_err() {
         recorder.send_failed("payload_read", clock.now_ns());
         return SendOutcome::PayloadFailed;
@@ -177,13 +242,6 @@ pub(super) fn send_message(
     let mut sent_ns = now;
     // Where the wait for the client is accounted: a full buffer or a lost connection.
     let mut waited_for_connection = false;
-    let account = |recorder: &mut ProducerRecorder, to: u64, connection: bool| {
-        if connection {
-            recorder.unavailable(now, to);
-        } else {
-            recorder.buffer_full(now, to);
-        }
-    };
     loop {
         let outgoing = OutgoingMessage {
             key,
@@ -193,7 +251,7 @@ pub(super) fn send_message(
         match producer.send(outgoing) {
             Ok(()) => {
                 if sent_ns != now {
-                    account(recorder, sent_ns, waited_for_connection);
+                    account_wait(recorder, (now, sent_ns), waited_for_connection);
                 }
                 recorder.sent(*sequence - 1, intended, sent_ns, message.len());
                 return SendOutcome::Handed;
@@ -203,25 +261,18 @@ pub(super) fn send_message(
                 // the lag shows it; the message goes out (late) when the client takes it.
                 if matches!(error, SendError::Unavailable(_)) {
                     waited_for_connection = true;
-                    let now_ns = clock.now_ns();
-                    let since = producer.disconnected_since().unwrap_or(now_ns);
-                    recorder.disconnected(since, now_ns, 0);
+                    note_disconnected(producer, recorder, clock);
                 }
-                poll_acks(producer, recorder, clock, Duration::from_millis(1));
-                if stop.load(Ordering::Relaxed) {
-                    account(recorder, clock.now_ns(), waited_for_connection);
-                    return SendOutcome::Stopped;
-                }
-                sent_ns = clock.now_ns();
-                // Each second's row gets this task's (empty) interval on time while it waits.
-                recorder.roll(sent_ns);
-                if sent_ns
-                    >= shared
-                        .measure_end()
-                        .saturating_add(BEHIND_SCHEDULE_GRACE_NS)
-                {
-                    account(recorder, sent_ns, waited_for_connection);
-                    return SendOutcome::WindowOver;
+                match wait_to_retry(
+                    producer,
+                    recorder,
+                    clock,
+                    shared,
+                    now,
+                    waited_for_connection,
+                ) {
+                    ControlFlow::Continue(retry_ns) => sent_ns = retry_ns,
+                    ControlFlow::Break(outcome) => return outcome,
                 }
             }
             Err(SendError::Failed(kind)) => {
@@ -229,6 +280,58 @@ pub(super) fn send_message(
                 return SendOutcome::Failed;
             }
         }
+    }
+}
+
+/// Tells the recorder the client is disconnected: since it lost the broker, as it says, or
+/// else from now.
+#[inline]
+fn note_disconnected(producer: &dyn Producer, recorder: &mut ProducerRecorder, clock: Clock) {
+    let now_ns = clock.now_ns();
+    let since = producer.disconnected_since().unwrap_or(now_ns);
+    recorder.disconnected(since, now_ns, 0);
+}
+
+/// After the client refused a message (its buffer full, or reconnecting): serves
+/// acknowledgements for up to a millisecond, then returns the time to try again at, or why
+/// not to (Ctrl-C, or the window over with its grace). Giving up accounts the wait since
+/// `now`, to a lost connection when `waited_for_connection`, else to a full buffer.
+#[inline]
+fn wait_to_retry(
+    producer: &mut dyn Producer,
+    recorder: &mut ProducerRecorder,
+    clock: Clock,
+    shared: &Shared,
+    now: u64,
+    waited_for_connection: bool,
+) -> ControlFlow<SendOutcome, u64> {
+    poll_acks(producer, recorder, clock, Duration::from_millis(1));
+    if shared.stop.load(Ordering::Relaxed) {
+        account_wait(recorder, (now, clock.now_ns()), waited_for_connection);
+        return ControlFlow::Break(SendOutcome::Stopped);
+    }
+    let sent_ns = clock.now_ns();
+    // Each second's row gets this task's (empty) interval on time while it waits.
+    recorder.roll(sent_ns);
+    if sent_ns
+        >= shared
+            .measure_end()
+            .saturating_add(BEHIND_SCHEDULE_GRACE_NS)
+    {
+        account_wait(recorder, (now, sent_ns), waited_for_connection);
+        return ControlFlow::Break(SendOutcome::WindowOver);
+    }
+    ControlFlow::Continue(sent_ns)
+}
+
+/// Accounts a send's wait for the client, (from, to): to a lost connection, or to a full
+/// buffer.
+#[inline]
+fn account_wait(recorder: &mut ProducerRecorder, (from, to): (u64, u64), connection: bool) {
+    if connection {
+        recorder.unavailable(from, to);
+    } else {
+        recorder.buffer_full(from, to);
     }
 }
 

@@ -36,8 +36,6 @@ impl ProducerGroup {
         };
         let shared = first.shared.clone();
         let resolution = first.resolution;
-        let clock = shared.clock;
-        let stop = &shared.stop;
         let mut members: Vec<Member> = self
             .tasks
             .into_iter()
@@ -53,110 +51,143 @@ impl ProducerGroup {
             .enumerate()
             .filter_map(|(i, m)| Some(Reverse((m.task.schedule.as_mut()?.next_ns(), i))))
             .collect();
-        let mut message = Vec::with_capacity(1024);
-        let mut end = u64::MAX;
-        let mut next_serve = 0;
-        while let Some(Reverse((intended, i))) = due.pop() {
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            let measure_end_ns = shared.measure_end();
-            if measure_end_ns != end {
-                end = measure_end_ns;
-                for m in &mut members {
-                    m.task.recorder.follow_end(end);
-                }
-            }
-            if intended >= end {
-                // This task's window is over; the others' may not be (their next sends come
-                // later, so in practice all end together).
-                continue;
-            }
-            let now = loop {
-                let now = clock.now_ns();
-                if now >= next_serve {
-                    serve_all(&mut members, clock, now);
-                    next_serve = now + SERVE_EVERY_NS;
-                }
-                if now >= intended || stop.load(Ordering::Relaxed) {
-                    break now;
-                }
-                let remaining = intended - now;
-                let sleep = if remaining > 3_000_000 {
-                    (remaining - 2_000_000).min(next_serve.saturating_sub(now).max(1))
-                } else {
-                    remaining.max(resolution.as_nanos() as u64)
-                };
-                std::thread::sleep(Duration::from_nanos(sleep));
-            };
-            let m = &mut members[i];
-            let task = &mut m.task;
-            if now >= end + BEHIND_SCHEDULE_GRACE_NS {
-                // Far behind at the end of the window: what was due is counted, not sent.
-                if let Some(schedule) = task.schedule.as_mut() {
-                    let mut not_sent = 1;
-                    while schedule.next_ns() < end {
-                        not_sent += 1;
-                    }
-                    task.recorder.not_sent(not_sent);
-                }
-                continue;
-            }
-            let sent = send_message(
-                task.id,
-                task.producer.as_mut(),
-                &mut task.recorder,
-                &mut task.body,
-                &mut task.keys,
-                &mut message,
-                &mut m.sequence,
-                (intended, now),
-                clock,
-                &shared,
-            );
-            match sent {
-                SendOutcome::Handed | SendOutcome::Failed => {}
-                // Due in the window and not sent; the task's next turn counts what else was due.
-                SendOutcome::WindowOver => task.recorder.not_sent(1),
-                SendOutcome::Stopped => break,
-                // This task ends; the others go on.
-                SendOutcome::PayloadFailed => continue,
-            }
-            m.since_poll += 1;
-            if m.since_poll >= 64 {
-                m.since_poll = 0;
-                poll_acks(
-                    task.producer.as_mut(),
-                    &mut task.recorder,
-                    clock,
-                    Duration::ZERO,
-                );
-            }
-            if let Some(schedule) = task.schedule.as_mut() {
-                due.push(Reverse((schedule.next_ns(), i)));
-            }
-        }
-        // Drain: wait for every task's outstanding acknowledgements.
-        let deadline = shared.drain_deadline(clock.now_ns());
-        loop {
-            let now = clock.now_ns();
-            serve_all(&mut members, clock, now);
-            if now >= deadline || members.iter().all(|m| m.task.producer.in_flight() == 0) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        send_all(&mut members, &mut due, &shared, resolution);
+        drain(&mut members, &shared);
         for m in members {
-            let mut task = m.task;
-            let unacknowledged = task.producer.in_flight() as u64;
-            let note = task.producer.ack_note();
-            let closed = task.producer.closed_by_broker();
-            task.producer.abandon();
-            task.recorder.roll(clock.now_ns());
-            drop(task.producer);
-            task.recorder
-                .finish(unacknowledged, note, closed, clock.now_ns());
+            m.task.finish();
         }
+    }
+}
+
+/// Sends every task's messages at their intended times, the earliest first, until every
+/// task's window is over (or Ctrl-C); serves all tasks' acknowledgements meanwhile.
+fn send_all(
+    members: &mut [Member],
+    due: &mut BinaryHeap<Reverse<(u64, usize)>>,
+    shared: &Shared,
+    resolution: Duration,
+) {
+    let clock = shared.clock;
+    let stop = &shared.stop;
+    let mut message = Vec::with_capacity(1024);
+    let mut end = u64::MAX;
+    let mut next_serve = 0;
+    while let Some(Reverse((intended, i))) = due.pop() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let measure_end_ns = shared.measure_end();
+        if measure_end_ns != end {
+            end = measure_end_ns;
+            for m in members.iter_mut() {
+                m.task.recorder.follow_end(end);
+            }
+        }
+        if intended >= end {
+            // This task's window is over; the others' may not be (their next sends come
+            // later, so in practice all end together).
+            continue;
+        }
+        let now = wait_serving(members, clock, intended, stop, resolution, &mut next_serve);
+        let m = &mut members[i];
+        if now >= end + BEHIND_SCHEDULE_GRACE_NS {
+            // Far behind at the end of the window: what was due is counted, not sent.
+            if let Some(schedule) = m.task.schedule.as_mut() {
+                m.task.recorder.not_sent(due_before(schedule, end));
+            }
+            continue;
+        }
+        match m.send(&mut message, (intended, now), shared) {
+            SendOutcome::Handed | SendOutcome::Failed => {}
+            // Due in the window and not sent; the task's next turn counts what else was due.
+            SendOutcome::WindowOver => m.task.recorder.not_sent(1),
+            SendOutcome::Stopped => break,
+            // This task ends; the others go on.
+            SendOutcome::PayloadFailed => continue,
+        }
+        m.count_send(clock);
+        if let Some(schedule) = m.task.schedule.as_mut() {
+            due.push(Reverse((schedule.next_ns(), i)));
+        }
+    }
+}
+
+/// Waits until `intended`, serving every task's acknowledgements every few milliseconds
+/// (`next_serve`: when next), and returns the time it stopped waiting.
+#[inline]
+fn wait_serving(
+    members: &mut [Member],
+    clock: Clock,
+    intended: u64,
+    stop: &AtomicBool,
+    resolution: Duration,
+    next_serve: &mut u64,
+) -> u64 {
+    loop {
+        let now = clock.now_ns();
+        if now >= *next_serve {
+            serve_all(members, clock, now);
+            *next_serve = now + SERVE_EVERY_NS;
+        }
+        if now >= intended || stop.load(Ordering::Relaxed) {
+            break now;
+        }
+        let remaining = intended - now;
+        let sleep = if remaining > 3_000_000 {
+            (remaining - 2_000_000).min(next_serve.saturating_sub(now).max(1))
+        } else {
+            remaining.max(resolution.as_nanos() as u64)
+        };
+        std::thread::sleep(Duration::from_nanos(sleep));
+    }
+}
+
+impl Member {
+    /// Builds this task's next message and hands it to its client (see [`send_message`]).
+    #[inline]
+    fn send(&mut self, message: &mut Vec<u8>, times: (u64, u64), shared: &Shared) -> SendOutcome {
+        let task = &mut self.task;
+        send_message(
+            task.id,
+            task.producer.as_mut(),
+            &mut task.recorder,
+            &mut task.body,
+            &mut task.keys,
+            message,
+            &mut self.sequence,
+            times,
+            shared.clock,
+            shared,
+        )
+    }
+
+    /// Counts a send; every 64th also hands the task's acknowledgements to its recorder.
+    #[inline]
+    fn count_send(&mut self, clock: Clock) {
+        self.since_poll += 1;
+        if self.since_poll >= 64 {
+            self.since_poll = 0;
+            poll_acks(
+                self.task.producer.as_mut(),
+                &mut self.task.recorder,
+                clock,
+                Duration::ZERO,
+            );
+        }
+    }
+}
+
+/// Drain: waits for every task's outstanding acknowledgements, until the drain's deadline.
+fn drain(members: &mut [Member], shared: &Shared) {
+    let clock = shared.clock;
+    let deadline = shared.drain_deadline(clock.now_ns());
+    loop {
+        let now = clock.now_ns();
+        serve_all(members, clock, now);
+        if now >= deadline || members.iter().all(|m| m.task.producer.in_flight() == 0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

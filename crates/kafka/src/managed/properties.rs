@@ -171,41 +171,41 @@ group.initial.rebalance.delay.ms=0
         data_dir = data_dir.display()
     );
     if let Some(tls) = tls {
-        let ssl_port = port + SSL_PORT_OFFSET;
-        let sasl_port = port + SASL_SSL_PORT_OFFSET;
-        let user = tls::USER;
-        let password = &tls.password;
-        let replace = |properties: &str, key: &str, value: String| {
-            properties
-                .lines()
-                .map(|line| {
-                    if line.starts_with(&format!("{key}=")) {
-                        format!("{key}={value}")
-                    } else {
-                        line.to_string()
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
-                + "\n"
-        };
-        properties = replace(
-            &properties,
-            "listeners",
-            format!("PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port},SSL://127.0.0.1:{ssl_port},SASL_SSL://127.0.0.1:{sasl_port}"),
-        );
-        properties = replace(
-            &properties,
-            "advertised.listeners",
-            format!("PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{ssl_port},SASL_SSL://127.0.0.1:{sasl_port}"),
-        );
-        properties = replace(
-            &properties,
-            "listener.security.protocol.map",
-            "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL".into(),
-        );
-        properties.push_str(&format!(
-            "\
+        properties = with_tls_listeners(properties, port, controller_port, tls);
+    }
+    properties
+}
+
+/// `properties` with the TLS listeners beside PLAINTEXT on `port` and the controller on
+/// `controller_port`: SSL (clients by their certificate) and SASL_SSL (PLAIN and SCRAM
+/// logins), with the keystore, CA and PLAIN user of `tls`.
+fn with_tls_listeners(
+    mut properties: String,
+    port: u16,
+    controller_port: u16,
+    tls: &TlsListeners,
+) -> String {
+    let ssl_port = port + SSL_PORT_OFFSET;
+    let sasl_port = port + SASL_SSL_PORT_OFFSET;
+    let user = tls::USER;
+    let password = &tls.password;
+    properties = replace_value(
+        &properties,
+        "listeners",
+        format!("PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port},SSL://127.0.0.1:{ssl_port},SASL_SSL://127.0.0.1:{sasl_port}"),
+    );
+    properties = replace_value(
+        &properties,
+        "advertised.listeners",
+        format!("PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{ssl_port},SASL_SSL://127.0.0.1:{sasl_port}"),
+    );
+    properties = replace_value(
+        &properties,
+        "listener.security.protocol.map",
+        "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL".into(),
+    );
+    properties.push_str(&format!(
+        "\
 # TLS (`brokerbench broker up kafka --tls`): a throwaway CA's certificate, see tls/.
 ssl.keystore.type=PEM
 ssl.keystore.location={keystore}
@@ -219,11 +219,27 @@ listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.p
 listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 ",
-            keystore = tls.keystore.display(),
-            ca = tls.ca.display()
-        ));
-    }
+        keystore = tls.keystore.display(),
+        ca = tls.ca.display()
+    ));
     properties
+}
+
+/// `properties` with every line that sets `key` setting it to `value` instead, each line
+/// ending in a newline.
+fn replace_value(properties: &str, key: &str, value: String) -> String {
+    properties
+        .lines()
+        .map(|line| {
+            if line.starts_with(&format!("{key}=")) {
+                format!("{key}={value}")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
 }
 
 /// What the TLS listeners need in `server.properties`.

@@ -596,44 +596,86 @@ fn resources(page: &mut Page, run: &RunFolder) {
                 .collect()
         })
         .unwrap_or_default();
-    let col = |name: &str| r.get(name).cloned().unwrap_or_default();
-    // Per-interval byte counts as bytes per second.
-    let per_s = |name: &str| -> Vec<Option<f64>> {
-        let interval = col("interval_s");
-        col(name)
-            .iter()
-            .zip(&interval)
-            .map(|(b, i)| match (b, i) {
-                (Some(b), Some(i)) if *i > 0.0 => Some(b / i),
-                _ => None,
-            })
-            .collect()
-    };
     page.body.push_str("<div class=\"grid2\">");
+    broker_client_cpu_chart(page, &r, &rx);
+    broker_memory_disk_chart(page, &r, &rx);
+    host_cpu_chart(page, &r, &rx);
+    host_network_chart(page, &r, &rx);
+    let per_s = |name: &str| bytes_per_second(&r, name);
+    for (spec, title, note) in super::nodes::charts(&r, &rx, per_s) {
+        page.add_chart(spec, title, note);
+    }
+    page.body.push_str("</div>");
+}
+
+/// A column of resources.csv (empty when it is absent).
+fn column(r: &Columns, name: &str) -> Vec<Option<f64>> {
+    r.get(name).cloned().unwrap_or_default()
+}
+
+/// A column of per-interval byte counts of resources.csv, as bytes per second.
+fn bytes_per_second(r: &Columns, name: &str) -> Vec<Option<f64>> {
+    let interval = column(r, "interval_s");
+    column(r, name)
+        .iter()
+        .zip(&interval)
+        .map(|(b, i)| match (b, i) {
+            (Some(b), Some(i)) if *i > 0.0 => Some(b / i),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The broker's and the client's CPU, user and system.
+fn broker_client_cpu_chart(page: &mut Page, r: &Columns, rx: &[f64]) {
     page.add_chart(
         time_chart(
             "cpu",
-            &rx,
+            rx,
             vec![
-                ("broker usr", col("broker_cpu_user_pct"), Reduce::Max, 0),
-                ("broker sys", col("broker_cpu_system_pct"), Reduce::Max, 0),
-                ("client usr", col("client_cpu_user_pct"), Reduce::Max, 0),
-                ("client sys", col("client_cpu_system_pct"), Reduce::Max, 0),
+                (
+                    "broker usr",
+                    column(r, "broker_cpu_user_pct"),
+                    Reduce::Max,
+                    0,
+                ),
+                (
+                    "broker sys",
+                    column(r, "broker_cpu_system_pct"),
+                    Reduce::Max,
+                    0,
+                ),
+                (
+                    "client usr",
+                    column(r, "client_cpu_user_pct"),
+                    Reduce::Max,
+                    0,
+                ),
+                (
+                    "client sys",
+                    column(r, "client_cpu_system_pct"),
+                    Reduce::Max,
+                    0,
+                ),
             ],
             json!({"yLabel": "% of one core", "unitY": "pct", "height": 220}),
         ),
         "Broker and client CPU",
         "percent of one core, user and system",
     );
+}
+
+/// The broker's resident memory and what it wrote to disk per second.
+fn broker_memory_disk_chart(page: &mut Page, r: &Columns, rx: &[f64]) {
     page.add_chart(
         time_chart(
             "broker-memory-disk",
-            &rx,
+            rx,
             vec![
-                ("broker RSS", col("broker_rss_bytes"), Reduce::Max, 0),
+                ("broker RSS", column(r, "broker_rss_bytes"), Reduce::Max, 0),
                 (
                     "broker disk written/s",
-                    per_s("broker_disk_written_bytes"),
+                    bytes_per_second(r, "broker_disk_written_bytes"),
                     Reduce::Mean,
                     1,
                 ),
@@ -643,38 +685,52 @@ fn resources(page: &mut Page, run: &RunFolder) {
         "Broker memory and disk writes",
         "resident set size; bytes really sent to storage per second",
     );
+}
+
+/// The host's CPU: user, system, I/O wait and interrupts.
+fn host_cpu_chart(page: &mut Page, r: &Columns, rx: &[f64]) {
     page.add_chart(
         time_chart(
             "host-cpu",
-            &rx,
+            rx,
             vec![
-                ("usr", col("host_cpu_user_pct"), Reduce::Max, 0),
-                ("sys", col("host_cpu_system_pct"), Reduce::Max, 0),
-                ("iowait", col("host_cpu_iowait_pct"), Reduce::Max, 0),
-                ("irq", col("host_cpu_irq_pct"), Reduce::Max, 0),
+                ("usr", column(r, "host_cpu_user_pct"), Reduce::Max, 0),
+                ("sys", column(r, "host_cpu_system_pct"), Reduce::Max, 0),
+                ("iowait", column(r, "host_cpu_iowait_pct"), Reduce::Max, 0),
+                ("irq", column(r, "host_cpu_irq_pct"), Reduce::Max, 0),
             ],
             json!({"yLabel": "% of all CPUs", "unitY": "pct", "height": 220}),
         ),
         "Host CPU",
         "percent of all CPUs, as mpstat computes it",
     );
+}
+
+/// The host's network traffic per second, received and sent.
+fn host_network_chart(page: &mut Page, r: &Columns, rx: &[f64]) {
     page.add_chart(
         time_chart(
             "host-net",
-            &rx,
+            rx,
             vec![
-                ("received/s", per_s("host_net_rx_bytes"), Reduce::Mean, 0),
-                ("sent/s", per_s("host_net_tx_bytes"), Reduce::Mean, 0),
+                (
+                    "received/s",
+                    bytes_per_second(r, "host_net_rx_bytes"),
+                    Reduce::Mean,
+                    0,
+                ),
+                (
+                    "sent/s",
+                    bytes_per_second(r, "host_net_tx_bytes"),
+                    Reduce::Mean,
+                    0,
+                ),
             ],
             json!({"yLabel": "bytes per second", "unitY": "bytes", "height": 220}),
         ),
         "Host network (all interfaces, loopback included)",
         "",
     );
-    for (spec, title, note) in super::nodes::charts(&r, &rx, per_s) {
-        page.add_chart(spec, title, note);
-    }
-    page.body.push_str("</div>");
 }
 
 /// A broker figure's unit, from its name (docs/src/broker-metrics.md): a ratio is 0–1,
