@@ -14,12 +14,14 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use brokerbench_amqp::config::{AmqpUri, RabbitMqDriverConfig};
 use brokerbench_amqp::AmqpDriver;
 use brokerbench_driver::{
-    set_precise_sleep, ConsumerSlot, Driver, Envelope, OutgoingMessage, SendError, Topology,
+    set_precise_sleep, Ack, ConsumerSlot, Driver, Envelope, OutgoingMessage, Producer, SendError,
+    Topology,
 };
 
 #[derive(Default)]
@@ -108,8 +110,8 @@ fn config(fields: &[(String, String)]) -> RabbitMqDriverConfig {
     brokerbench_model::yaml::from_str(&text).unwrap_or_else(|e| usage(&format!("-D: {e}")))
 }
 
-fn main() {
-    let o = options();
+/// The driver, connected, with the run's topics prepared.
+fn prepared_driver(o: &Options) -> AmqpDriver {
     let uri = AmqpUri::parse(&o.uri).unwrap_or_else(|e| usage(&e));
     let mut driver = AmqpDriver::new(config(&o.fields), uri);
     driver.connect().unwrap_or_else(|e| usage(&e.to_string()));
@@ -125,8 +127,17 @@ fn main() {
             shard: None,
         })
         .unwrap_or_else(|e| usage(&e.to_string()));
-    let counters = Arc::new(Counters::default());
-    let stop_consumers = Arc::new(AtomicBool::new(false));
+    driver
+}
+
+/// `--consumers` consumer threads per topic, each counting what it receives until
+/// `stop_consumers` is set.
+fn start_consumers(
+    driver: &AmqpDriver,
+    o: &Options,
+    counters: &Arc<Counters>,
+    stop_consumers: &Arc<AtomicBool>,
+) -> Vec<JoinHandle<()>> {
     let mut consumers = Vec::new();
     for topic in 0..o.topics {
         for member in 0..o.consumers {
@@ -147,87 +158,113 @@ fn main() {
             }));
         }
     }
-    let start = Instant::now() + Duration::from_millis(50);
-    let end = start + Duration::from_secs_f64(o.seconds);
+    consumers
+}
+
+/// One producer thread per topic, each sending from `start` until `end`.
+fn start_producers(
+    driver: &AmqpDriver,
+    o: &Arc<Options>,
+    counters: &Arc<Counters>,
+    start: Instant,
+    end: Instant,
+) -> Vec<JoinHandle<()>> {
     let mut producers = Vec::new();
     for topic in 0..o.topics {
-        let mut producer = driver
+        let producer = driver
             .producer(topic, topic, topic)
             .unwrap_or_else(|e| usage(&e.to_string()));
-        let counters = counters.clone();
-        let (size, min_sleep, max_outstanding, topics) =
-            (o.size, o.min_sleep, o.max_outstanding, o.topics);
-        let gap = o.rate.map(|r| Duration::from_secs_f64(o.topics as f64 / r));
+        let (counters, o) = (counters.clone(), o.clone());
         producers.push(std::thread::spawn(move || {
-            set_precise_sleep();
-            let mut message = vec![0u8; size];
-            let mut acks = |ack: brokerbench_driver::Ack| {
-                let counter = if ack.result.is_ok() {
-                    &counters.delivered
-                } else {
-                    &counters.failed
-                };
-                counter.fetch_add(1, Ordering::Relaxed);
-            };
-            let stagger = gap.map_or(Duration::ZERO, |g| g.mul_f64(topic as f64 / topics as f64));
-            let mut due = start + stagger;
-            let mut sequence = 0u64;
-            loop {
-                let now = Instant::now();
-                if now >= end {
-                    break;
-                }
-                match gap {
-                    Some(gap) => {
-                        if now < due {
-                            producer.poll(Duration::ZERO, &mut acks);
-                            std::thread::sleep((due - now).max(min_sleep));
-                            continue;
-                        }
-                        due += gap;
-                    }
-                    None => {
-                        while producer.in_flight() >= max_outstanding {
-                            producer.poll(Duration::from_millis(1), &mut acks);
-                        }
-                    }
-                }
-                Envelope {
-                    producer: topic,
-                    sequence,
-                    intended_ns: 0,
-                }
-                .write(&mut message);
-                sequence += 1;
-                loop {
-                    let sent = producer.send(OutgoingMessage {
-                        key: None,
-                        payload: &message,
-                        sent_ns: 0,
-                    });
-                    match sent {
-                        Err(SendError::Backpressure) => {
-                            producer.poll(Duration::from_millis(1), &mut acks)
-                        }
-                        _ => break,
-                    }
-                }
-                counters.sent.fetch_add(1, Ordering::Relaxed);
-                if sequence.is_multiple_of(64) {
-                    producer.poll(Duration::ZERO, &mut acks);
-                }
-            }
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while producer.in_flight() > 0 && Instant::now() < deadline {
-                producer.poll(Duration::from_millis(10), &mut acks);
-            }
+            produce(producer, &counters, &o, topic, start, end)
         }));
     }
-    for p in producers {
-        let _ = p.join();
+    producers
+}
+
+/// One producer thread: sends to `topic` from `start` until `end`, at its share of the rate
+/// (or as fast as `--max-outstanding` allows), then waits up to 30 s for what is still
+/// unconfirmed.
+fn produce(
+    mut producer: Box<dyn Producer>,
+    counters: &Counters,
+    o: &Options,
+    topic: u32,
+    start: Instant,
+    end: Instant,
+) {
+    let (size, min_sleep, max_outstanding, topics) =
+        (o.size, o.min_sleep, o.max_outstanding, o.topics);
+    let gap = o.rate.map(|r| Duration::from_secs_f64(o.topics as f64 / r));
+    set_precise_sleep();
+    let mut message = vec![0u8; size];
+    let mut acks = |ack: brokerbench_driver::Ack| {
+        let counter = if ack.result.is_ok() {
+            &counters.delivered
+        } else {
+            &counters.failed
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    };
+    let stagger = gap.map_or(Duration::ZERO, |g| g.mul_f64(topic as f64 / topics as f64));
+    let mut due = start + stagger;
+    let mut sequence = 0u64;
+    loop {
+        let now = Instant::now();
+        if now >= end {
+            break;
+        }
+        match gap {
+            Some(gap) => {
+                if now < due {
+                    producer.poll(Duration::ZERO, &mut acks);
+                    std::thread::sleep((due - now).max(min_sleep));
+                    continue;
+                }
+                due += gap;
+            }
+            None => {
+                while producer.in_flight() >= max_outstanding {
+                    producer.poll(Duration::from_millis(1), &mut acks);
+                }
+            }
+        }
+        Envelope {
+            producer: topic,
+            sequence,
+            intended_ns: 0,
+        }
+        .write(&mut message);
+        sequence += 1;
+        send_message(producer.as_mut(), &message, &mut acks);
+        counters.sent.fetch_add(1, Ordering::Relaxed);
+        if sequence.is_multiple_of(64) {
+            producer.poll(Duration::ZERO, &mut acks);
+        }
     }
-    let seconds = o.seconds;
-    let sent = counters.sent.load(Ordering::Relaxed);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while producer.in_flight() > 0 && Instant::now() < deadline {
+        producer.poll(Duration::from_millis(10), &mut acks);
+    }
+}
+
+/// Sends one message, serving acknowledgements while the client pushes back.
+fn send_message(producer: &mut dyn Producer, message: &[u8], acks: &mut dyn FnMut(Ack)) {
+    loop {
+        let sent = producer.send(OutgoingMessage {
+            key: None,
+            payload: message,
+            sent_ns: 0,
+        });
+        match sent {
+            Err(SendError::Backpressure) => producer.poll(Duration::from_millis(1), acks),
+            _ => break,
+        }
+    }
+}
+
+/// Waits, at most 30 s, until the consumers (if any) have received `sent` messages.
+fn wait_for_consumers(o: &Options, counters: &Counters, sent: u64) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while o.consumers > 0
         && counters.consumed.load(Ordering::Relaxed) < sent
@@ -235,6 +272,23 @@ fn main() {
     {
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+fn main() {
+    let o = Arc::new(options());
+    let mut driver = prepared_driver(&o);
+    let counters = Arc::new(Counters::default());
+    let stop_consumers = Arc::new(AtomicBool::new(false));
+    let consumers = start_consumers(&driver, &o, &counters, &stop_consumers);
+    let start = Instant::now() + Duration::from_millis(50);
+    let end = start + Duration::from_secs_f64(o.seconds);
+    let producers = start_producers(&driver, &o, &counters, start, end);
+    for p in producers {
+        let _ = p.join();
+    }
+    let seconds = o.seconds;
+    let sent = counters.sent.load(Ordering::Relaxed);
+    wait_for_consumers(&o, &counters, sent);
     stop_consumers.store(true, Ordering::Relaxed);
     for c in consumers {
         let _ = c.join();

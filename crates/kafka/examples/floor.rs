@@ -144,9 +144,9 @@ fn parse() -> Options {
     options
 }
 
-fn main() {
-    let options = Arc::new(parse());
-    let admin: Option<AdminClient<DefaultClientContext>> = options.create.map(|(_, partitions)| {
+/// With `--create`: creates the run's topics and returns the admin client that made them.
+fn create_topics(options: &Options) -> Option<AdminClient<DefaultClientContext>> {
+    options.create.map(|(_, partitions)| {
         let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
             .set("bootstrap.servers", &options.bootstrap)
             .create()
@@ -162,13 +162,17 @@ fn main() {
             result.expect("create topic");
         }
         admin
-    });
+    })
+}
+
+/// The producer clients: `--clients` of them, but no more than there are producer threads.
+fn producer_clients(options: &Options) -> Vec<Arc<BaseProducer<Counter>>> {
     let mut config = ClientConfig::new();
     config.set("bootstrap.servers", &options.bootstrap);
     for (k, v) in &options.producer_config {
         config.set(k, v);
     }
-    let clients: Vec<Arc<BaseProducer<Counter>>> = (0..options.clients.min(options.producers))
+    (0..options.clients.min(options.producers))
         .map(|_| {
             Arc::new(
                 config
@@ -176,7 +180,13 @@ fn main() {
                     .expect("producer"),
             )
         })
-        .collect();
+        .collect()
+}
+
+fn main() {
+    let options = Arc::new(parse());
+    let admin = create_topics(&options);
+    let clients = producer_clients(&options);
     let done = Arc::new(AtomicBool::new(false));
     let consumed = Arc::new(AtomicU64::new(0));
     let consumers: Vec<_> = (0..options.consumers)

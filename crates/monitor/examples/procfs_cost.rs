@@ -26,13 +26,13 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use brokerbench_monitor::{
     system_clock_ns, CpuTimes, DiskCounters, HostSample, InterfaceCounters, ProcIo, ProcSource,
-    ProcStat, Role, Sample, Sampler, Target,
+    ProcStat, ProcessSample, Role, Sample, Sampler, Target,
 };
 use procfs::process::{Io, Process, Stat};
 use procfs::{Current, CurrentSI, FromRead, KernelStats, LoadAverage, Meminfo, ProcError};
@@ -284,47 +284,66 @@ impl ProcSource for Procfs {
 /// The figures of a sample that two samplers taken a moment apart must agree on.
 fn same_figures(a: &Sample, b: &Sample) -> Vec<String> {
     let mut differences = Vec::new();
-    let mut differ = |what: &str, x: String, y: String| {
-        if x != y {
-            differences.push(format!("{what}: brokerbench {x}, procfs {y}"));
-        }
-    };
     for (p, q) in a.processes.iter().zip(&b.processes) {
-        let role = p.role.as_str();
-        differ(
-            &format!("{role} alive"),
-            p.alive.to_string(),
-            q.alive.to_string(),
-        );
-        differ(
-            &format!("{role} processes"),
-            p.processes.to_string(),
-            q.processes.to_string(),
-        );
-        differ(
-            &format!("{role} threads"),
-            format!("{:?}", p.threads),
-            format!("{:?}", q.threads),
-        );
-        differ(
-            &format!("{role} has CPU/IO values"),
-            format!(
-                "{:?}",
-                (p.cpu_user_pct.is_some(), p.disk_read_bytes.is_some())
-            ),
-            format!(
-                "{:?}",
-                (q.cpu_user_pct.is_some(), q.disk_read_bytes.is_some())
-            ),
-        );
-        // RSS moves a little between two samples of a live process; compare in MB.
-        differ(
-            &format!("{role} RSS MB"),
-            format!("{:?}", p.rss_bytes.map(|b| b >> 20)),
-            format!("{:?}", q.rss_bytes.map(|b| b >> 20)),
-        );
+        differences.extend(process_differences(p, q));
     }
-    let (h, k) = (&a.host, &b.host);
+    differences.extend(host_differences(&a.host, &b.host));
+    differences
+}
+
+/// Notes a figure that brokerbench and procfs read differently.
+fn note_difference(differences: &mut Vec<String>, what: &str, x: String, y: String) {
+    if x != y {
+        differences.push(format!("{what}: brokerbench {x}, procfs {y}"));
+    }
+}
+
+/// The figures of one target that brokerbench (`p`) and procfs (`q`) read differently.
+fn process_differences(p: &ProcessSample, q: &ProcessSample) -> Vec<String> {
+    let mut differences = Vec::new();
+    let mut differ =
+        |what: &str, x: String, y: String| note_difference(&mut differences, what, x, y);
+    let role = p.role.as_str();
+    differ(
+        &format!("{role} alive"),
+        p.alive.to_string(),
+        q.alive.to_string(),
+    );
+    differ(
+        &format!("{role} processes"),
+        p.processes.to_string(),
+        q.processes.to_string(),
+    );
+    differ(
+        &format!("{role} threads"),
+        format!("{:?}", p.threads),
+        format!("{:?}", q.threads),
+    );
+    differ(
+        &format!("{role} has CPU/IO values"),
+        format!(
+            "{:?}",
+            (p.cpu_user_pct.is_some(), p.disk_read_bytes.is_some())
+        ),
+        format!(
+            "{:?}",
+            (q.cpu_user_pct.is_some(), q.disk_read_bytes.is_some())
+        ),
+    );
+    // RSS moves a little between two samples of a live process; compare in MB.
+    differ(
+        &format!("{role} RSS MB"),
+        format!("{:?}", p.rss_bytes.map(|b| b >> 20)),
+        format!("{:?}", q.rss_bytes.map(|b| b >> 20)),
+    );
+    differences
+}
+
+/// The figures of the host that brokerbench (`h`) and procfs (`k`) read differently.
+fn host_differences(h: &HostSample, k: &HostSample) -> Vec<String> {
+    let mut differences = Vec::new();
+    let mut differ =
+        |what: &str, x: String, y: String| note_difference(&mut differences, what, x, y);
     differ(
         "cpu_count",
         h.cpu_count.to_string(),
@@ -368,43 +387,74 @@ fn same_figures(a: &Sample, b: &Sample) -> Vec<String> {
     differences
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let samples: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2000);
-    let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
-    let broker_pid: Option<u32> = args.next().and_then(|a| a.parse().ok());
+// ---------------------------------------------------------------------------------------
+// Running
 
-    // The broker: BROKER_PID, or a small tree of our own (sh + 2 sleeps, in its own process
-    // group so it can be ended as a whole).
-    let mut spawned = None;
-    let broker_pid = broker_pid.unwrap_or_else(|| {
-        let child = Command::new("sh")
-            .args(["-c", "sleep 600 & sleep 600 & wait"])
-            .stdin(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("spawning sh");
-        let pid = child.id();
-        spawned = Some(child);
-        std::thread::sleep(Duration::from_millis(200));
-        pid
-    });
-    let targets = || vec![Target::broker(broker_pid), Target::client()];
+/// The variants, in the order their rounds are kept.
+const VARIANTS: [&str; 3] = ["brokerbench", "procfs-process", "procfs-parsers"];
 
-    let mut own = Sampler::new(targets()).expect("one target per role");
-    let mut by_process =
-        Sampler::with_source(targets(), Procfs(Open::Process)).expect("one target per role");
-    let mut by_path =
-        Sampler::with_source(targets(), Procfs(Open::Path)).expect("one target per role");
-    // Baselines, then one more each for the check that both read the same figures.
-    own.sample(system_clock_ns());
-    by_process.sample(system_clock_ns());
-    by_path.sample(system_clock_ns());
-    std::thread::sleep(Duration::from_millis(100));
-    let reference = own.sample(system_clock_ns());
-    let via_process = by_process.sample(system_clock_ns());
-    let via_path = by_path.sample(system_clock_ns());
+/// One sampler per variant, all of the same targets.
+struct Samplers {
+    own: Sampler,
+    by_process: Sampler<Procfs>,
+    by_path: Sampler<Procfs>,
+}
 
+impl Samplers {
+    /// Samplers of the broker tree at `broker_pid` and of this process, one per variant.
+    fn new(broker_pid: u32) -> Samplers {
+        let targets = || vec![Target::broker(broker_pid), Target::client()];
+        let own = Sampler::new(targets()).expect("one target per role");
+        let by_process =
+            Sampler::with_source(targets(), Procfs(Open::Process)).expect("one target per role");
+        let by_path =
+            Sampler::with_source(targets(), Procfs(Open::Path)).expect("one target per role");
+        Samplers {
+            own,
+            by_process,
+            by_path,
+        }
+    }
+
+    /// Takes each variant's baseline, then one more sample each: brokerbench's, then
+    /// procfs-process's, then procfs-parsers'.
+    fn check_samples(&mut self) -> [Sample; 3] {
+        // Baselines, then one more each for the check that both read the same figures.
+        self.own.sample(system_clock_ns());
+        self.by_process.sample(system_clock_ns());
+        self.by_path.sample(system_clock_ns());
+        std::thread::sleep(Duration::from_millis(100));
+        let reference = self.own.sample(system_clock_ns());
+        let via_process = self.by_process.sample(system_clock_ns());
+        let via_path = self.by_path.sample(system_clock_ns());
+        [reference, via_process, via_path]
+    }
+}
+
+/// Starts a small broker-like tree of our own: `sh` with two `sleep` children, in its own
+/// process group so it can be ended as a whole.
+fn spawn_broker_tree() -> Child {
+    let child = Command::new("sh")
+        .args(["-c", "sleep 600 & sleep 600 & wait"])
+        .stdin(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("spawning sh");
+    std::thread::sleep(Duration::from_millis(200));
+    child
+}
+
+/// Ends the broker tree this example started, if it started one.
+fn end_broker_tree(spawned: Option<Child>) {
+    if let Some(mut child) = spawned {
+        // SAFETY: kill with the process group id of the group this example started.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGTERM) };
+        let _ = child.wait();
+    }
+}
+
+/// Prints what is sampled: the broker tree, this process and the host.
+fn print_targets(broker_pid: u32, reference: &Sample) {
     let processes_on_host = std::fs::read_dir("/proc")
         .map(|entries| {
             entries
@@ -437,19 +487,32 @@ fn main() {
             .as_ref()
             .map(|n| n.iter().map(|n| n.name.as_str()).collect::<Vec<_>>()),
     );
+}
+
+/// Prints whether each procfs variant read the same figures as brokerbench.
+fn print_agreement(reference: &Sample, via_process: &Sample, via_path: &Sample) {
     for (name, other) in [
-        ("procfs-process", &via_process),
-        ("procfs-parsers", &via_path),
+        ("procfs-process", via_process),
+        ("procfs-parsers", via_path),
     ] {
-        let differences = same_figures(&reference, other);
+        let differences = same_figures(reference, other);
         if differences.is_empty() {
             println!("same figures: brokerbench and {name} agree");
         } else {
             println!("same figures: brokerbench and {name} DIFFER: {differences:?}");
         }
     }
+}
 
-    const VARIANTS: [&str; 3] = ["brokerbench", "procfs-process", "procfs-parsers"];
+/// Measures `samples` samples of every variant in each of `rounds` rounds, the order of the
+/// variants rotated each round, and prints each; returns each variant's rounds, in the order
+/// of [`VARIANTS`].
+fn run_rounds(samples: usize, rounds: usize, samplers: &mut Samplers) -> Vec<Vec<Round>> {
+    let Samplers {
+        own,
+        by_process,
+        by_path,
+    } = samplers;
     let mut results: Vec<Vec<Round>> = vec![Vec::new(); VARIANTS.len()];
     let mut walls = Vec::with_capacity(samples);
     println!(
@@ -480,7 +543,12 @@ fn main() {
             results[variant].push(result);
         }
     }
+    results
+}
 
+/// Prints each figure's median over the rounds for every variant, and the ratios of the
+/// procfs variants to brokerbench.
+fn print_medians(rounds: usize, results: &[Vec<Round>]) {
     let med = |variant: usize, field: RoundField| {
         let mut values: Vec<f64> = results[variant].iter().map(field).collect();
         median(&mut values)
@@ -507,6 +575,10 @@ fn main() {
             c / a
         );
     }
+}
+
+/// Prints the smallest and largest CPU time per sample over the rounds, for every variant.
+fn print_cpu_spread(results: &[Vec<Round>]) {
     let spread = |variant: usize| {
         let cpu: Vec<f64> = results[variant].iter().map(|r| r.cpu_us).collect();
         let (min, max) = cpu
@@ -521,10 +593,34 @@ fn main() {
         spread(1),
         spread(2)
     );
+}
 
-    if let Some(mut child) = spawned {
-        // SAFETY: kill with the process group id of the group this example started.
-        unsafe { libc::kill(-(child.id() as i32), libc::SIGTERM) };
-        let _ = child.wait();
-    }
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let samples: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2000);
+    let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
+    let broker_pid: Option<u32> = args.next().and_then(|a| a.parse().ok());
+
+    // The broker: BROKER_PID, or a small tree of our own (sh + 2 sleeps, in its own process
+    // group so it can be ended as a whole).
+    let (broker_pid, spawned) = match broker_pid {
+        Some(pid) => (pid, None),
+        None => {
+            let child = spawn_broker_tree();
+            (child.id(), Some(child))
+        }
+    };
+
+    let mut samplers = Samplers::new(broker_pid);
+    let [reference, via_process, via_path] = samplers.check_samples();
+
+    print_targets(broker_pid, &reference);
+    print_agreement(&reference, &via_process, &via_path);
+
+    let results = run_rounds(samples, rounds, &mut samplers);
+
+    print_medians(rounds, &results);
+    print_cpu_spread(&results);
+
+    end_broker_tree(spawned);
 }
