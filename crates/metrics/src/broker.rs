@@ -266,9 +266,10 @@ impl BrokerMetrics {
         if let (true, Some(e)) = (fresh.iter().all(Option::is_none), first_error) {
             return Err(e);
         }
-        let samples = self.with_last(&fresh);
+        let per_node = self.per_node(&fresh, now_ns);
+        let samples = self.with_last(fresh);
         let mut reading = self.take(&samples, now_ns);
-        reading.values.extend(self.per_node(&fresh, now_ns));
+        reading.values.extend(per_node);
         Ok(reading)
     }
 
@@ -280,12 +281,12 @@ impl BrokerMetrics {
     }
 
     /// Every endpoint's samples, node 1's first: a fresh answer, else the node's last one.
-    fn with_last(&mut self, fresh: &[Option<Vec<Sample>>]) -> Vec<Sample> {
+    fn with_last(&mut self, fresh: Vec<Option<Vec<Sample>>>) -> Vec<Sample> {
         self.last.resize(fresh.len(), None);
         let mut samples = Vec::new();
         for (last, answer) in self.last.iter_mut().zip(fresh) {
-            if let Some(answer) = answer {
-                *last = Some(answer.clone());
+            if answer.is_some() {
+                *last = answer;
             }
             samples.extend(last.iter().flatten().cloned());
         }
