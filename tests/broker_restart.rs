@@ -340,16 +340,42 @@ fn a_paused_kafka_is_a_stall_not_an_outage() {
     assert_stalled_once(&run_through_a_pause("kafka", &sets, &[]));
 }
 
+/// Paused by the workload's own fault (`action: pause` of the single node): the fault and the
+/// stall it made are both in the summary, the stall inside the fault's window and its note
+/// naming the fault.
 #[test]
 fn a_paused_rabbitmq_is_a_stall_not_an_outage() {
     let _turn = serial();
     rabbitmq();
     let sets = short("2000", 10);
-    assert_stalled_once(&run_through_a_pause(
-        "rabbitmq",
-        &sets,
-        &["--driver", RABBITMQ_DRIVER],
-    ));
+    let extra = [
+        "--driver",
+        RABBITMQ_DRIVER,
+        "--fault",
+        "at=2s,action=pause,node=1,for=3s",
+    ];
+    let run = run_in(tempfile::tempdir().unwrap(), &with_sets(&sets, &extra));
+    assert_stalled_once(&run);
+    let s = run.summary();
+    let pause = &s["faults"][0];
+    assert_eq!(pause["action"], "pause", "{pause:#}");
+    assert_eq!(
+        pause["pid"].as_u64(),
+        Some(u64::from(broker_pid("rabbitmq"))),
+        "{pause:#}"
+    );
+    let (from, to) = (
+        pause["injected_at_s"].as_f64().unwrap(),
+        pause["ended_at_s"].as_f64().unwrap(),
+    );
+    assert!((2.9..to).contains(&from) && to - from >= 3.0, "{pause:#}");
+    let stall = s["stalls"][0]["start_s"].as_f64().unwrap();
+    assert!((from - 1.0..to).contains(&stall), "{s:#}");
+    let notes = s["notes"].to_string();
+    assert!(
+        notes.contains("FAULT 1 (pause of node 1") && notes.contains("made the STALL"),
+        "{notes}"
+    );
 }
 
 #[test]

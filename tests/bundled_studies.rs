@@ -1,5 +1,6 @@
 //! Every bundled study in `studies/` runs with `--quick` against the real managed brokers:
-//! each cell once, a few seconds each, and the tables come out complete.
+//! each cell once, a few seconds each, and the tables come out complete; the two fault studies,
+//! on three-node clusters, are planned and checked.
 
 mod common;
 
@@ -175,4 +176,27 @@ fn replication_cost() {
         Some(3),
         "{manifest:#}"
     );
+}
+
+/// The fault studies need three-node clusters of each family and a minute per run: here every
+/// run is planned and checked (`--dry-run`); tests/clusters.rs runs their faults on clusters.
+#[test]
+fn the_fault_studies_plan_every_run() {
+    for (name, runs) in [("durability-kafka", 12), ("failover", 9)] {
+        let output = brokerbench()
+            .arg("study")
+            .arg(bundled(name))
+            .arg("--dry-run")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{name}: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(stdout.contains(&format!("{runs} runs")), "{name}: {stdout}");
+        assert!(stdout.contains("node: leader"), "{name}: {stdout}");
+    }
 }

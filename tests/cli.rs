@@ -412,7 +412,7 @@ fn bad_faults_exit_2_naming_the_field_before_anything_runs() {
         (&["--fault", "at=1s,action=pause,node=1"], "faults[0].for"),
         (
             &["--fault", "at=1s,action=partition,node=1,for=2s"],
-            "not available yet",
+            "a partition cuts a node off from the others",
         ),
         (&["--fault", "at 1s"], "KEY=VALUE pairs"),
     ];

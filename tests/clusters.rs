@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Output;
 
 use common::*;
@@ -602,7 +603,79 @@ fn a_kafka_cluster_of_three_runs_an_rf3_topic_with_acks_all_losslessly() {
         kill["recovered_after_s"].as_f64().is_some(),
         "the rate is back: {kill:#}"
     );
+    kafka_leader_partitioned(&cluster, &file, &named);
     cluster.down_all(&cluster.pids());
+}
+
+/// Partition 0's leader cut off from the other nodes (clients still reach it). With acks=all
+/// and min.insync.replicas=2 nothing acknowledged is lost (run_with_faults checks it). With
+/// acks=1 the leader acknowledges what its followers never copy until the controller fences it
+/// (broker.session.timeout.ms, 9 s) and another leader takes over; what the old leader then
+/// truncates is acknowledged and never received: counted as lost, or still unconsumed, every
+/// acknowledged message accounted for, whatever the count.
+fn kafka_leader_partitioned(cluster: &ClusterHome, rf3: &Path, named: &str) {
+    let sets = short_with("1000", 25, &["partitions_per_topic=3", named]);
+    let args = [
+        vec!["--driver", rf3.to_str().unwrap()],
+        with_sets(&sets, &[]),
+    ]
+    .concat();
+    let (_, s) = cluster.run_with_faults(&args, &["at=3s,action=partition,node=leader,for=10s"]);
+    let cut = &s["faults"][0];
+    assert_eq!(cut["action"], "partition", "{cut:#}");
+    assert!(
+        cut["unavailable_s"].as_f64().unwrap() > 1.0,
+        "acks=all waits: {cut:#}"
+    );
+    assert_no_partition_left();
+
+    let acks_1 = std::fs::read_to_string(rf3)
+        .unwrap()
+        .replace("acks=all", "acks=1");
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "kafka-rf3-acks1.yaml", &acks_1);
+    let sets = short_with("1000", 30, &["partitions_per_topic=3", named]);
+    let args = [
+        vec!["--driver", file.to_str().unwrap()],
+        with_sets(&sets, &[]),
+    ]
+    .concat();
+    let run = run_with_env(
+        tempfile::tempdir().unwrap(),
+        &[
+            args,
+            vec!["--fault", "at=3s,action=partition,node=leader,for=20s"],
+        ]
+        .concat(),
+        &cluster.env(),
+    );
+    let s = run.summary();
+    let count = |part: &str, key: &str| {
+        s[part][key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{part}.{key}: {s:#}"))
+    };
+    let received_once = count("total", "received")
+        - count("integrity", "duplicated")
+        - count("integrity", "received_unacknowledged")
+        - count("integrity", "foreign");
+    assert_eq!(
+        received_once + count("integrity", "lost") + count("integrity", "unconsumed"),
+        count("total", "acknowledged"),
+        "every acknowledged message received, lost or still stored"
+    );
+    assert!(s["faults"][0]["ended_at_s"].as_f64().is_some(), "{s:#}");
+    assert_no_partition_left();
+}
+
+/// No nftables table of a partition is left behind.
+fn assert_no_partition_left() {
+    let tables = std::process::Command::new("nft")
+        .args(["list", "tables"])
+        .output()
+        .unwrap();
+    let tables = String::from_utf8_lossy(&tables.stdout);
+    assert!(!tables.contains("brokerbench_fault_"), "{tables}");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! `brokerbench study` and `brokerbench compare` against the real managed Kafka: a grid with
 //! repetitions and its statistics, resuming after SIGKILL, a refused changed study, a failing
 //! run that does not stop the study, a search that ends with a bracket, and bad study files
-//! refused before anything runs; against a nats-server of the test's own that wants
+//! refused before anything runs, a faults axis; against a nats-server of the test's own that wants
 //! passwords, no credential in any file or output of a study, and a resumed study that reads
 //! its credentials again.
 
@@ -194,6 +194,40 @@ fn a_two_by_two_grid_with_two_repetitions_gives_8_runs_4_cells_and_their_statist
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("#N"));
+}
+
+/// A `faults` axis: each cell runs its own schedule (here the user's own command, on the
+/// managed Kafka of one node), and the tables carry the first fault's figures where it had one.
+#[test]
+fn a_faults_axis_gives_each_cell_its_schedule_and_the_tables_its_figures() {
+    let _turn = serial();
+    kafka();
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "faults.yaml",
+        "name: faults-axis\nset: {rate: 2000, warmup: 1s, duration: 3s, drain_timeout: 5s}\naxes:\n  faults:\n    - [{at: 1s, action: command, run: \"echo cut\", for: 1s}]\n    - []\n",
+    );
+    let s = study(dir.path(), &file, &[]);
+    assert_eq!(s.code, 0, "{}\n{}", s.stdout, s.stderr);
+    assert!(s.stdout.contains("unavailable (mean"), "{}", s.stdout);
+    let runs = csv_rows(&s.folder.join("runs.csv"));
+    let unavailable = |row: usize| runs[row]["faults.0.unavailable_s"].clone();
+    assert!(unavailable(0).parse::<f64>().is_ok(), "{runs:?}");
+    assert_eq!(unavailable(1), "", "no fault, no figure");
+    let cells = csv_rows(&s.folder.join("cells.csv"));
+    assert!(cells[0]["faults.0.unavailable_s.mean"]
+        .parse::<f64>()
+        .is_ok());
+    let run = s.folder.join(&runs[0]["results"]);
+    let log = std::fs::read_to_string(run.join("fault-1.log")).unwrap();
+    assert!(log.contains("cut"), "{log}");
+    let marked: Vec<String> = csv_rows(&run.join("timeseries.csv"))
+        .iter()
+        .map(|row| row["faults"].clone())
+        .collect();
+    assert!(marked.contains(&"1".to_string()), "{marked:?}");
+    assert_eq!(marked.first().map(String::as_str), Some(""), "{marked:?}");
 }
 
 #[test]

@@ -410,6 +410,7 @@ fn merged_summary(
         backlog: None,
         outages: union_by_second(summaries.iter().map(|s| &s.outages), |o| o.start_s),
         stalls: union_by_second(summaries.iter().map(|s| &s.stalls), |t| t.start_s),
+        slowdowns: union_by_second(summaries.iter().map(|s| &s.slowdowns), |t| t.start_s),
         blocks: union_by_second(summaries.iter().map(|s| &s.blocks), |b| b.start_s),
         faults: Vec::new(),
     })

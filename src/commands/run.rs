@@ -52,7 +52,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let run_id = args.run_id.clone().unwrap_or_else(|| run_id(started_ns));
     let led = driver.leader_object(&run_id, &workload.name);
     let faults = super::run_faults::injector(&specs, managed, &out, led);
-    let folder = create_folder(&out, &specs, target.broker, &run_id, started_ns)?;
+    let mut folder = create_folder(&out, &specs, target.broker, &run_id, started_ns)?;
+    if let Some(injector) = &faults {
+        folder.mark_faults(injector.marks());
+    }
     if let Some(s) = &sharding {
         // At once, so that the folder of a shard that fails is known as one.
         write_json(&folder, SHARD_FILE, &s.file(&run_id))?;

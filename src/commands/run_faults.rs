@@ -5,6 +5,7 @@ use std::path::Path;
 
 use brokerbench_driver::{Family, Led};
 use brokerbench_faults::{Injector, Leader, Nodes};
+use brokerbench_model::faults::FaultAction;
 use brokerbench_model::{SpecError, Specs, Summary};
 
 use crate::families::REGISTRY;
@@ -75,13 +76,20 @@ pub(super) fn check(specs: &Specs, managed: bool, sharded: bool) -> anyhow::Resu
     }
     let nodes = managed_nodes(specs, None);
     let count = managed.then(|| nodes.count().max(1));
-    brokerbench_faults::check(faults, count, nodes.family.name()).map_err(|e| {
-        SpecError::Field {
-            file: specs.workload_source.clone(),
-            field: e.field,
-            message: e.message,
-        }
-    })?;
+    let field_error = |field: String, message: String| SpecError::Field {
+        file: specs.workload_source.clone(),
+        field,
+        message,
+    };
+    brokerbench_faults::check(faults, count, nodes.family.name())
+        .map_err(|e| field_error(e.field, e.message))?;
+    let partition = faults
+        .iter()
+        .position(|f| f.action == FaultAction::Partition);
+    if let (Some(i), true) = (partition, managed) {
+        brokerbench_faults::partitions_possible(&nodes)
+            .map_err(|why| field_error(format!("faults[{i}].action"), why))?;
+    }
     Ok(())
 }
 

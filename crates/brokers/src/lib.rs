@@ -15,6 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod cgroup;
 pub mod cluster;
 pub mod daemon;
 pub mod http;

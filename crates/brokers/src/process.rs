@@ -163,12 +163,20 @@ pub fn stop(broker: &'static str, pid: u32, grace: Duration) -> Result<(), Broke
 
 /// Starts `command` in a session of its own with stdin from /dev/null: a Ctrl-C (SIGINT to
 /// the terminal's foreground process group) or a closed terminal (SIGHUP) cannot reach it.
+/// It starts in a cgroup of its own where the host allows ([`crate::cgroup`]).
 pub fn spawn_detached(command: &mut Command) -> io::Result<Child> {
     command.stdin(std::process::Stdio::null());
+    let group = crate::cgroup::new_node_group();
+    let group_fd = group.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
     // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
-    // functions (setsid, signal); it allocates nothing and takes no locks.
+    // functions (write, setsid, signal); it allocates nothing and takes no locks. The group's
+    // file stays open in the parent until the spawn has returned.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
+            if let Some(fd) = group_fd {
+                // "0": the writing process itself. A failure leaves it in the parent's group.
+                libc::write(fd, b"0".as_ptr().cast(), 1);
+            }
             if libc::setsid() == -1 {
                 return Err(io::Error::last_os_error());
             }
@@ -180,7 +188,9 @@ pub fn spawn_detached(command: &mut Command) -> io::Result<Child> {
             Ok(())
         });
     }
-    command.spawn()
+    let child = command.spawn();
+    drop(group);
+    child
 }
 
 /// True when something accepts TCP connections on 127.0.0.1:`port`.

@@ -4,19 +4,19 @@
 //! fault that asked for its end. It watches the run as an observer, to know when the window
 //! starts and to keep the per-second rows the faults are measured with.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use brokerbench_model::faults::{Fault, FaultAction};
+use brokerbench_model::faults::{Fault, FaultAction, FaultMarks};
 use brokerbench_model::{IntervalRow, Phase, RunObserver};
 
 use crate::measure::RunRecord;
 use crate::nodes::{self, Nodes};
-use crate::{command, schedule};
+use crate::{command, partition, schedule};
 
 /// The problem of a fault whose time came after the run ended.
 const NOT_INJECTED: &str = "not injected: the run ended before its time";
@@ -51,6 +51,7 @@ pub struct Injector {
     record: RunRecord,
     /// The nodes, to ask who leads once the run's messages are in (when a fault hits a node).
     nodes: Option<Arc<dyn Nodes>>,
+    marks: FaultMarks,
 }
 
 /// What the thread needs.
@@ -60,6 +61,9 @@ struct Plan {
     folder: PathBuf,
     nodes: Option<Arc<dyn Nodes>>,
     now_ns: fn() -> u64,
+    /// The nftables table of each partition under way, by fault index.
+    tables: BTreeMap<usize, String>,
+    marks: FaultMarks,
 }
 
 impl Injector {
@@ -74,6 +78,7 @@ impl Injector {
     ) -> Self {
         let nodes: Option<Arc<dyn Nodes>> = nodes.map(Arc::from);
         let asked = faults.iter().any(|f| f.node.is_some());
+        let marks = FaultMarks::default();
         Injector {
             plan: Some(Plan {
                 faults,
@@ -81,13 +86,21 @@ impl Injector {
                 folder: folder.to_path_buf(),
                 nodes: nodes.clone(),
                 now_ns,
+                tables: BTreeMap::new(),
+                marks: marks.clone(),
             }),
             stop: Arc::new(AtomicBool::new(false)),
             thread: None,
             done: None,
             record: RunRecord::default(),
             nodes: nodes.filter(|_| asked),
+            marks,
         }
+    }
+
+    /// When each fault is under way, as it happens (for timeseries.csv).
+    pub fn marks(&self) -> FaultMarks {
+        self.marks.clone()
     }
 
     /// Ends the faults (undoing what is due at once), and returns what was done and the run's
@@ -256,16 +269,40 @@ impl Plan {
             return None;
         };
         record.pid = Some(pid);
-        record.injected_ns = Some((self.now_ns)());
+        self.injected_now(record);
         let outcome = match fault.action {
             FaultAction::Kill => nodes::kill(pid),
             FaultAction::Stop => nodes::stop(pid),
+            FaultAction::Partition => self.cut(record.index, node),
             _ => nodes::signal(pid, libc::SIGSTOP),
         };
         if let Err(problem) = outcome {
             record.problems.push(problem);
         }
         fault.lasts.or(fault.restart_after)
+    }
+
+    /// The fault is being injected now: its time, and its mark.
+    fn injected_now(&self, record: &mut Injected) {
+        let now = (self.now_ns)();
+        record.injected_ns = Some(now);
+        self.marks.begin(record.index + 1, now);
+    }
+
+    /// Cuts `node` off from the other nodes, keeping the table that ends it.
+    fn cut(&mut self, index: usize, node: u32) -> Result<(), String> {
+        let nodes = self.nodes.as_deref().ok_or("no nodes to partition")?;
+        let table = partition::cut(index, node, nodes)?;
+        self.tables.insert(index, table);
+        Ok(())
+    }
+
+    /// Ends fault `index`'s partition, if one was made.
+    fn heal(&mut self, index: usize) -> Result<(), String> {
+        match self.tables.remove(&index) {
+            Some(table) => partition::heal(&table),
+            None => Ok(()),
+        }
     }
 
     fn leader(&self) -> Result<crate::nodes::Leader, String> {
@@ -278,7 +315,7 @@ impl Plan {
     fn start_command(&mut self, fault: &Fault, record: &mut Injected) -> Option<Duration> {
         let name = format!("fault-{}.log", record.index + 1);
         record.output = Some(name.clone());
-        record.injected_ns = Some((self.now_ns)());
+        self.injected_now(record);
         let run = fault.run.as_deref().unwrap_or_default();
         if let Err(problem) = command::run(run, "run", &self.folder.join(&name)) {
             record.problems.push(problem);
@@ -286,7 +323,8 @@ impl Plan {
         fault.lasts
     }
 
-    /// Ends one fault: SIGCONT, the undo command, or the node started again.
+    /// Ends one fault: SIGCONT, the partition's table deleted, the undo command, or the node
+    /// started again.
     fn end(&mut self, record: &mut Injected) {
         let fault = record.fault.clone().expect("a scheduled fault");
         let outcome = match (fault.action, record.pid, record.node) {
@@ -300,11 +338,16 @@ impl Plan {
                 None => Ok(()),
             },
             (FaultAction::Pause, Some(pid), _) => nodes::signal(pid, libc::SIGCONT),
+            (FaultAction::Partition, _, _) => self.heal(record.index),
             (FaultAction::Kill | FaultAction::Stop, _, Some(node)) => self.restart(node, record),
             _ => Ok(()),
         };
         match outcome {
-            Ok(()) => record.ended_ns = Some((self.now_ns)()),
+            Ok(()) => {
+                let now = (self.now_ns)();
+                record.ended_ns = Some(now);
+                self.marks.end(record.index + 1, now);
+            }
             Err(problem) => record.problems.push(problem),
         }
     }

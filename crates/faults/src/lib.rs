@@ -1,5 +1,5 @@
 //! Faults on schedule: a workload's `faults:` carried out against the broker's nodes while a
-//! run measures (kill, stop, pause, the user's own command), each undone or its node started
+//! run measures (kill, stop, pause, a network partition, the user's own command), each undone or its node started
 //! again on time and at the latest when the run ends, then measured from the run's own
 //! records: how long producers got no acknowledgement, when the rate came back, latency
 //! before and during. What a node is comes from the caller ([`Nodes`]): the managed broker's
@@ -9,9 +9,11 @@ mod command;
 mod inject;
 mod measure;
 mod nodes;
+mod partition;
 mod schedule;
 
 pub use inject::{Injected, Injector};
 pub use measure::{measure, notes, RunRecord};
 pub use nodes::{Leader, Nodes};
+pub use partition::check as partitions_possible;
 pub use schedule::check;

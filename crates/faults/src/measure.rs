@@ -32,6 +32,8 @@ struct Row {
     start_ns: u64,
     measured: bool,
     acknowledged: u64,
+    /// Sends that failed in the second.
+    failed: u64,
     publish: Histogram<u64>,
     end_to_end: Histogram<u64>,
     lag_p99_ns: u64,
@@ -43,6 +45,7 @@ impl RunRecord {
             start_ns: row.start_ns,
             measured: row.phase == Phase::Measurement,
             acknowledged: row.acknowledged,
+            failed: row.failed,
             publish: row.publish.clone(),
             end_to_end: row.end_to_end.clone(),
             lag_p99_ns: row.schedule_lag.value_at_quantile(0.99),
@@ -189,9 +192,11 @@ fn latency(
 ) -> FaultLatency {
     let mut publish: Option<Histogram<u64>> = None;
     let mut end_to_end: Option<Histogram<u64>> = None;
+    let mut failed = 0;
     for row in record.rows.iter().filter(|r| within(r)) {
         add(&mut publish, &row.publish);
         add(&mut end_to_end, &row.end_to_end);
+        failed += row.failed;
     }
     let ms = |h: &Option<Histogram<u64>>, q: f64| {
         h.as_ref()
@@ -204,6 +209,7 @@ fn latency(
         publish_max_ms: ms(&publish, 1.0),
         end_to_end_p99_ms: ms(&end_to_end, 0.99),
         end_to_end_max_ms: ms(&end_to_end, 1.0),
+        failed,
     }
 }
 
@@ -216,33 +222,30 @@ fn add(into: &mut Option<Histogram<u64>>, row: &Histogram<u64>) {
     }
 }
 
-/// A note for each fault that made outages or stalls (those that began while it lasted, or
-/// within a second of its start: the broker's doing, not the client's), or that went wrong.
-pub fn notes(reports: &[FaultReport], summary: &Summary) -> Vec<String> {
-    reports.iter().filter_map(|r| note(r, summary)).collect()
+/// When the run's outages, stalls and slow seconds began, seconds since the start of warm-up.
+#[derive(Debug, Default)]
+struct Events {
+    outages: Vec<f64>,
+    stalls: Vec<f64>,
+    slowdowns: Vec<f64>,
 }
 
-fn note(r: &FaultReport, summary: &Summary) -> Option<String> {
+/// A note for each fault that made outages, stalls or slow seconds (those that began while it
+/// lasted, or within a second of its start; slow seconds also until the rate was back or a
+/// second after its end: the broker's doing, not the client's), or that went wrong.
+pub fn notes(reports: &[FaultReport], summary: &Summary) -> Vec<String> {
+    let events = Events {
+        outages: summary.outages.iter().map(|o| o.start_s).collect(),
+        stalls: summary.stalls.iter().map(|s| s.start_s).collect(),
+        slowdowns: summary.slowdowns.iter().map(|s| s.start_s).collect(),
+    };
+    reports.iter().filter_map(|r| note(r, &events)).collect()
+}
+
+fn note(r: &FaultReport, events: &Events) -> Option<String> {
     let mut parts = Vec::new();
     if r.pid.is_some() || r.output.is_some() {
-        let until = r
-            .ended_at_s
-            .unwrap_or(f64::INFINITY)
-            .max(r.injected_at_s + r.unavailable_s);
-        let near = |start: f64| start >= r.injected_at_s - 1.0 && start <= until;
-        let mut made: Vec<String> = summary
-            .outages
-            .iter()
-            .filter(|o| near(o.start_s))
-            .map(|o| format!("the OUTAGE at {:.1} s", o.start_s))
-            .collect();
-        made.extend(
-            summary
-                .stalls
-                .iter()
-                .filter(|s| near(s.start_s))
-                .map(|s| format!("the STALL at {:.1} s", s.start_s)),
-        );
+        let made = made_by(r, events);
         if !made.is_empty() {
             parts.push(format!(
                 "made {}: the fault's doing, not the broker's own or the client's",
@@ -253,6 +256,35 @@ fn note(r: &FaultReport, summary: &Summary) -> Option<String> {
     parts.extend(r.problems.iter().cloned());
     (!parts.is_empty())
         .then(|| format!("FAULT {} ({}): {}", r.index, r.describe(), parts.join("; ")))
+}
+
+/// The events fault `r` made, as the note names them.
+fn made_by(r: &FaultReport, events: &Events) -> Vec<String> {
+    let until = r
+        .ended_at_s
+        .unwrap_or(f64::INFINITY)
+        .max(r.injected_at_s + r.unavailable_s);
+    let near = |start: &f64| *start >= r.injected_at_s - 1.0 && *start <= until;
+    // Slow seconds also follow a fault's end until the rate is back (a healed partition's
+    // catch-up, a restarted node rejoining).
+    let recovered = r.injected_at_s + r.recovered_after_s.unwrap_or(0.0);
+    let after = |start: &f64| *start >= r.injected_at_s && *start <= (until + 1.0).max(recovered);
+    let named = |starts: &[f64], near: &dyn Fn(&f64) -> bool, what: &str, digits: usize| {
+        starts
+            .iter()
+            .filter(|s| near(s))
+            .map(|s| format!("the {what} at {s:.digits$} s"))
+            .collect::<Vec<_>>()
+    };
+    let mut made = named(&events.outages, &near, "OUTAGE", 1);
+    made.extend(named(&events.stalls, &near, "STALL", 1));
+    made.extend(named(
+        &events.slowdowns,
+        &|s| near(s) || after(s),
+        "SLOW seconds",
+        0,
+    ));
+    made
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The schedule checked against the broker a run will use, and which node each fault hits.
 
-use brokerbench_model::faults::{Fault, FaultNode};
+use brokerbench_model::faults::{Fault, FaultAction, FaultNode};
 use brokerbench_model::FieldError;
 
 use crate::nodes::Leader;
@@ -16,6 +16,12 @@ pub fn check(faults: &[Fault], nodes: Option<u32>, family: &str) -> Result<(), F
                 return Err(FieldError::new(
                     &format!("faults[{i}].action"),
                     format!("{action} acts on a node of the managed {family}, and this run's driver file names a broker of its own: leave the address out to use the managed one, or use action: command with your own tool (run, undo, for)"),
+                ))
+            }
+            (Some(_), Some(count)) if count < 2 && fault.action == FaultAction::Partition => {
+                return Err(FieldError::new(
+                    &format!("faults[{i}].action"),
+                    format!("a partition cuts a node off from the others, and the managed {family} has {count} node: start a cluster (brokerbench broker up {family} --nodes 3)"),
                 ))
             }
             (Some(FaultNode::Id(id)), Some(count)) if id > count => {

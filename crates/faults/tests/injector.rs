@@ -135,8 +135,14 @@ fn pause_kill_restart_and_command_are_carried_out_on_time() {
     assert_eq!(nodes.state(1), 'T', "node 1 is stopped while paused");
     std::thread::sleep(Duration::from_millis(500));
     assert_ne!(nodes.state(1), 'T', "node 1 runs again after its pause");
+    let marks = injector.marks();
     let (done, _) = injector.finish();
     assert_eq!(done[0].pid, nodes.pid(1));
+    // Each fault is marked from its injection to its end, as it happened.
+    let (paused, unpaused) = (done[0].injected_ns.unwrap(), done[0].ended_ns.unwrap());
+    assert!(!marks.during(paused - 1, paused).contains('1'));
+    assert!(marks.during(paused, paused + 1).contains('1'));
+    assert!(!marks.during(unpaused, unpaused + 1).contains('1'));
     let paused_for = done[0].ended_ns.unwrap() - done[0].injected_ns.unwrap();
     assert!(
         (400_000_000..600_000_000).contains(&paused_for),

@@ -73,6 +73,8 @@ const RECONNECT_BACKOFF_MAX_MS: &str = "1000";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long topic creation and metadata propagation may take.
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a run waits for a node that listens to be listed in the cluster's metadata.
+const REJOIN_WAIT: Duration = Duration::from_secs(30);
 /// A producer task serves its client's queue at most this often after acknowledgements...
 const SERVE_AT_MOST: Duration = Duration::from_millis(1);
 /// ... and at least this often (errors, logs).
@@ -374,6 +376,54 @@ impl KafkaDriver {
         Ok(())
     }
 
+    /// How many bootstrap addresses accept a TCP connection; an error naming each refusal when
+    /// none does (a refused connection is known at once; librdkafka alone would retry until
+    /// the timeout).
+    fn open_bootstrap_servers(&self) -> Result<usize, DriverError> {
+        let mut reasons = Vec::new();
+        let mut open = 0;
+        for server in self
+            .bootstrap
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            match server.to_socket_addrs() {
+                Ok(addrs) => {
+                    for addr in addrs {
+                        match TcpStream::connect_timeout(&addr, Duration::from_secs(3)) {
+                            Ok(_) => open += 1,
+                            Err(e) => reasons.push(format!("{addr}: {e}")),
+                        }
+                    }
+                }
+                Err(e) => reasons.push(format!("{server}: {e}")),
+            }
+        }
+        if open == 0 {
+            return Err(self.unreachable(if reasons.is_empty() {
+                "no bootstrap server given".into()
+            } else {
+                reasons.join("; ")
+            }));
+        }
+        Ok(open)
+    }
+
+    /// The brokers the metadata lists, waiting up to [`REJOIN_WAIT`] while fewer are listed than
+    /// the replicas need and than bootstrap servers listen: a node started again or reconnected
+    /// (after a fault) registers with the controller a few seconds after it listens.
+    fn wait_for_listening_brokers(&self, listed: usize, open: usize) -> Result<usize, DriverError> {
+        let wanted = usize::from(self.config.replication_factor).min(open);
+        let deadline = Instant::now() + REJOIN_WAIT;
+        let mut brokers = listed;
+        while brokers < wanted && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(500));
+            brokers = self.probe_metadata()?.brokers().len();
+        }
+        Ok(brokers)
+    }
+
     /// What the driver file asks of the cluster that `brokers` brokers cannot give, before
     /// anything is created: more replicas than brokers, or `min.insync.replicas` above the
     /// replication factor with `acks=all` (every message would be refused).
@@ -520,39 +570,13 @@ impl Driver for KafkaDriver {
     }
 
     fn connect(&mut self) -> Result<(), DriverError> {
-        // A refused TCP connection is known at once; librdkafka alone would retry until the timeout.
-        let mut reasons = Vec::new();
-        let mut any_open = false;
-        for server in self
-            .bootstrap
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            match server.to_socket_addrs() {
-                Ok(addrs) => {
-                    for addr in addrs {
-                        match TcpStream::connect_timeout(&addr, Duration::from_secs(3)) {
-                            Ok(_) => any_open = true,
-                            Err(e) => reasons.push(format!("{addr}: {e}")),
-                        }
-                    }
-                }
-                Err(e) => reasons.push(format!("{server}: {e}")),
-            }
-        }
-        if !any_open {
-            return Err(self.unreachable(if reasons.is_empty() {
-                "no bootstrap server given".into()
-            } else {
-                reasons.join("; ")
-            }));
-        }
+        let open = self.open_bootstrap_servers()?;
         let metadata = self.probe_metadata()?;
         if metadata.brokers().is_empty() {
             return Err(self.unreachable("the metadata lists no brokers".into()));
         }
-        self.check_cluster(metadata.brokers().len())
+        let brokers = self.wait_for_listening_brokers(metadata.brokers().len(), open)?;
+        self.check_cluster(brokers)
     }
 
     fn leader_object(&self, run_id: &str, workload: &str) -> Option<Led> {

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::units::parse_duration;
 use crate::workload::{FieldError, Scalar};
 
+mod marks;
+pub use marks::FaultMarks;
+
 /// What a fault does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -178,19 +181,22 @@ fn check_combination(fault: &Fault, at: &str) -> Result<(), FieldError> {
         FaultAction::Pause | FaultAction::Partition | FaultAction::Command
             if fault.lasts.is_none() =>
         {
-            err("for", "is missing: how long the fault lasts before it is undone, e.g. 5s")
+            err(
+                "for",
+                "is missing: how long the fault lasts before it is undone, e.g. 5s",
+            )
         }
         FaultAction::Pause | FaultAction::Partition | FaultAction::Command
             if fault.restart_after.is_some() =>
         {
-            err("restart_after", "goes with kill and stop only; a pause or command ends after `for`")
+            err(
+                "restart_after",
+                "goes with kill and stop only; a pause or command ends after `for`",
+            )
         }
-        FaultAction::Command if fault.run.as_deref().is_none_or(|r| r.trim().is_empty()) => {
-            err("run", "is missing: the command to run, e.g. \"ssh kafka-2 sudo systemctl stop kafka\"")
-        }
-        FaultAction::Partition => err(
-            "action",
-            "partition is not available yet (it needs each node in a network namespace of its own); use kill, stop, pause, or command with your own tool",
+        FaultAction::Command if fault.run.as_deref().is_none_or(|r| r.trim().is_empty()) => err(
+            "run",
+            "is missing: the command to run, e.g. \"ssh kafka-2 sudo systemctl stop kafka\"",
         ),
         _ if action != FaultAction::Command && (fault.run.is_some() || fault.undo.is_some()) => {
             err("run", "run and undo go with action: command only")
@@ -312,7 +318,8 @@ impl FaultReport {
     }
 }
 
-/// Latency over some seconds of a run, ms; None where nothing was measured.
+/// Latency over some seconds of a run, ms (None where nothing was measured), and the sends
+/// that failed in those seconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FaultLatency {
     pub seconds: f64,
@@ -320,6 +327,8 @@ pub struct FaultLatency {
     pub publish_max_ms: Option<f64>,
     pub end_to_end_p99_ms: Option<f64>,
     pub end_to_end_max_ms: Option<f64>,
+    #[serde(default)]
+    pub failed: u64,
 }
 
 #[cfg(test)]

@@ -452,6 +452,10 @@ pub struct Summary {
     /// messages were due (a paused process, a long GC or disk stall), in order.
     #[serde(default)]
     pub stalls: Vec<Stall>,
+    /// Times the broker, connected and acknowledging, acknowledged late while the sends kept
+    /// their schedule (the BROKER SLOW note's spans), in order.
+    #[serde(default)]
+    pub slowdowns: Vec<Slowdown>,
     /// Times the broker blocked publishing (AMQP connection.blocked: a memory or disk
     /// alarm), in order.
     #[serde(default)]
@@ -482,6 +486,17 @@ pub struct Stall {
     pub seconds: f64,
     /// Messages handed to the client in those seconds (0 when its buffer was already full).
     pub sent: u64,
+}
+
+/// Seconds in which acknowledgements came late (publish p99 many times the run's typical p50)
+/// while sends kept their schedule and every connection was up. Times in seconds since the
+/// start of warm-up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Slowdown {
+    pub start_s: f64,
+    pub seconds: f64,
+    /// The highest per-second publish p99 in the span.
+    pub publish_p99_ms: f64,
 }
 
 /// The broker lost by producers' clients (a closed connection, every broker down): from the

@@ -7,6 +7,7 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use brokerbench_model::faults::FaultMarks;
 use brokerbench_model::{IntervalRow, RunObserver, RunStatus, Summary, WindowHistograms};
 
 use crate::export::{Export, SummaryJson};
@@ -37,6 +38,8 @@ pub struct ResultsFolder {
     e2e_log: HistogramLogWriter<BufWriter<File>>,
     /// First write error while observing; returned by `finish` because observers cannot fail.
     first_error: Option<ReportError>,
+    /// The workload's faults as they happen, for timeseries.csv's `faults` column.
+    faults: Option<FaultMarks>,
 }
 
 impl ResultsFolder {
@@ -91,7 +94,13 @@ impl ResultsFolder {
             publish_log,
             e2e_log,
             first_error: None,
+            faults: None,
         })
+    }
+
+    /// Marks each second of timeseries.csv with the faults under way in it.
+    pub fn mark_faults(&mut self, marks: FaultMarks) {
+        self.faults = Some(marks);
     }
 
     /// The folder's path.
@@ -204,9 +213,12 @@ impl ResultsFolder {
 impl RunObserver for ResultsFolder {
     fn interval(&mut self, row: &IntervalRow) {
         // Each file is flushed per row so that a crash loses at most the second being written.
+        let faults = self.faults.as_ref().map_or(String::new(), |marks| {
+            marks.during(row.start_ns, row.start_ns + 1_000_000_000)
+        });
         let timeseries = self
             .timeseries
-            .write_row(row)
+            .write_marked_row(row, &faults)
             .and_then(|()| self.timeseries.flush());
         let publish = self
             .publish_log

@@ -377,7 +377,7 @@ fn notes_lines(out: &mut String, summary: &Summary) {
 }
 
 /// One fault: what, when, how long producers went without acknowledgements, when the run
-/// was back, and publish p99 before and during.
+/// was back, publish p99 before and during, and the sends that failed meanwhile.
 fn fault_text(fault: &brokerbench_model::faults::FaultReport) -> String {
     let mut text = fault.describe();
     if fault.pid.is_none() && fault.output.is_none() {
@@ -400,6 +400,12 @@ fn fault_text(fault: &brokerbench_model::faults::FaultReport) -> String {
         ms(fault.before.publish_p99_ms),
         ms(fault.during.publish_p99_ms)
     ));
+    if fault.during.failed > 0 {
+        text.push_str(&format!(
+            "; {} sends failed",
+            group_thousands(fault.during.failed)
+        ));
+    }
     if let (Some(before), Some(after)) = (fault.leader_before, fault.leader_after) {
         text.push_str(&format!("; leader node {before} → node {after}"));
     }
@@ -505,7 +511,10 @@ mod tests {
                 unavailable_s: 9.41,
                 recovered_after_s: Some(15.0),
                 before: latency(3.0),
-                during: latency(9330.0),
+                during: FaultLatency {
+                    failed: 5075,
+                    ..latency(9330.0)
+                },
                 leader_before: Some(2),
                 leader_after: Some(1),
                 ..FaultReport::default()
@@ -520,7 +529,7 @@ mod tests {
         let text = terminal_summary(&s);
         assert_eq!(
             line(&text, "fault 1"),
-            "fault 1      kill of node 2 (pid 4242) at 7.0 s, started again at 20.1 s: unavailable 9.41 s, recovered after 15.0 s; publish p99 3.00 ms before, 9.33 s during; leader node 2 → node 1"
+            "fault 1      kill of node 2 (pid 4242) at 7.0 s, started again at 20.1 s: unavailable 9.41 s, recovered after 15.0 s; publish p99 3.00 ms before, 9.33 s during; 5,075 sends failed; leader node 2 → node 1"
         );
         assert_eq!(
             line(&text, "fault 2"),

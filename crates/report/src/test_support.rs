@@ -102,6 +102,7 @@ pub(crate) fn summary() -> Summary {
         backlog: None,
         outages: Vec::new(),
         stalls: Vec::new(),
+        slowdowns: Vec::new(),
         blocks: Vec::new(),
         faults: Vec::new(),
     }

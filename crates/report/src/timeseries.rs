@@ -18,6 +18,7 @@
 //! | `e2e_p50_us`, `e2e_p99_us`, `e2e_max_us` | end-to-end latency (receive time − intended send time) of the messages received in the second, µs with 1 decimal; empty when none |
 //! | `schedule_lag_max_us` | largest schedule lag (actual − intended send time) in the second, µs with 1 decimal |
 //! | `disconnected_producers` | producers whose client had lost the broker at some time in the second (an outage) |
+//! | `faults` | the workload's faults under way at some time in the second, by number from 1, space-separated (`1`, `1 2`); empty when none |
 
 use std::io::{self, Write};
 
@@ -47,6 +48,7 @@ pub const TIMESERIES_COLUMNS: &[&str] = &[
     "e2e_max_us",
     "schedule_lag_max_us",
     "disconnected_producers",
+    "faults",
 ];
 
 /// Writes timeseries.csv rows to any writer with the `csv` crate; the header is written on
@@ -67,10 +69,16 @@ impl<W: Write> TimeseriesWriter<W> {
         })
     }
 
-    /// Appends the row for one second.
+    /// Appends the row for one second, no fault under way in it.
     pub fn write_row(&mut self, row: &IntervalRow) -> io::Result<()> {
+        self.write_marked_row(row, "")
+    }
+
+    /// Appends the row for one second with the faults under way in it (`1 2`).
+    pub fn write_marked_row(&mut self, row: &IntervalRow, faults: &str) -> io::Result<()> {
         self.row.clear();
         cells(row, &mut self.row);
+        self.row.push(faults.to_string());
         Ok(self.writer.write_record(&self.row)?)
     }
 
@@ -132,7 +140,7 @@ mod tests {
             second.publish.record(nanos).unwrap();
         }
         second.end_to_end.record(1_234_567).unwrap();
-        writer.write_row(&second).unwrap();
+        writer.write_marked_row(&second, "1 2").unwrap();
         writer.flush().unwrap();
         drop(writer);
 
@@ -141,7 +149,7 @@ mod tests {
         assert_eq!(lines[0], TIMESERIES_COLUMNS.join(","));
         assert_eq!(
             lines[1],
-            "0,measurement,1795317554.250,100,90,1,80,9000,8000,,12.50,,,,,,,2.5,0"
+            "0,measurement,1795317554.250,100,90,1,80,9000,8000,,12.50,,,,,,,2.5,0,"
         );
         let cells: Vec<&str> = lines[2].split(',').collect();
         assert_eq!(cells.len(), TIMESERIES_COLUMNS.len());
@@ -154,5 +162,6 @@ mod tests {
         assert!((3000.0..3004.0).contains(&max_us), "{}", lines[2]);
         assert!((1234.0..1236.0).contains(&e2e_p50_us), "{}", lines[2]);
         assert_eq!(cells[17], "2.5");
+        assert_eq!(cells[19], "1 2");
     }
 }

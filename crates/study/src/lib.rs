@@ -17,3 +17,4 @@ mod text;
 pub use broker::BrokerChoice;
 pub use file::{Axis, BetweenRuns, BrokerBetween, OnFailure, Order, Study, StudyError, StudyInput};
 pub use plan::{plan_runs, PlannedRun, RunKey};
+pub use text::flow_text;

@@ -37,14 +37,22 @@ pub const HEADLINE: &[&str] = &[
     "resources.host.cpu_system_pct_mean",
     "client.cpu_s_per_million_messages",
     "client.peak_rss_bytes",
+    "integrity.unconsumed",
+    "faults.0.unavailable_s",
+    "faults.0.recovered_after_s",
+    "faults.0.during.publish_p99_ms",
 ];
 
-/// The value at a dot path of a summary, when it is a number. A latency whose histogram is
-/// empty (count 0: nothing was measured) has no value rather than 0.
+/// The value at a dot path of a summary, when it is a number; a number in the path indexes an
+/// array (`faults.0.unavailable_s`: the first fault's). A latency whose histogram is empty
+/// (count 0: nothing was measured) has no value rather than 0.
 pub fn value(summary: &serde_json::Value, path: &str) -> Option<f64> {
     let mut node = summary;
     for part in path.split('.') {
-        node = node.get(part)?;
+        node = match part.parse::<usize>() {
+            Ok(index) => node.get(index)?,
+            Err(_) => node.get(part)?,
+        };
     }
     if let Some(rest) = path.strip_prefix("latency.") {
         let group = rest.split('.').next().unwrap_or_default();
@@ -90,5 +98,9 @@ mod tests {
         assert_eq!(value(&s, "latency.publish.p99_ns"), None);
         assert_eq!(value(&s, "latency.end_to_end.p99_ns"), Some(7.0));
         assert_eq!(value(&s, "resources.broker.disk_written_mb"), None);
+        let faulted = serde_json::json!({"faults": [{"unavailable_s": 9.4}]});
+        assert_eq!(value(&faulted, "faults.0.unavailable_s"), Some(9.4));
+        assert_eq!(value(&faulted, "faults.1.unavailable_s"), None);
+        assert_eq!(value(&s, "faults.0.unavailable_s"), None);
     }
 }

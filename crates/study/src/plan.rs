@@ -10,7 +10,7 @@ use brokerbench_model::{load_specs_from, DriverSchema, SpecError, SpecInput, Spe
 
 use crate::broker::{is_broker_path, BrokerChoice};
 use crate::file::{Order, Study, StudyError, StudyInput};
-use crate::text::key_text;
+use crate::text::{flow_text, key_text};
 
 /// Overrides `--quick` adds to every run: a few seconds each.
 pub const QUICK_SETS: &[&str] = &["warmup=1s", "duration=2s", "drain_timeout=5s"];
@@ -49,7 +49,7 @@ impl PlannedRun {
                         .file_name()
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_else(|| f.clone()),
-                    _ => key_text(v),
+                    _ => flow_text(v),
                 };
                 brokerbench_model::redact::redact_assignment(&format!("{p}={v}"))
             })
@@ -214,6 +214,7 @@ fn base_overrides(study: &Study, cli_sets: &[String], quick: bool) -> Vec<String
     // The command line's own settings win over --quick's.
     if quick {
         base.extend(QUICK_SETS.iter().map(|s| s.to_string()));
+        base.extend(quick_room_for_faults(study));
     }
     base.extend(
         cli_sets
@@ -222,6 +223,43 @@ fn base_overrides(study: &Study, cli_sets: &[String], quick: bool) -> Vec<String
             .cloned(),
     );
     base
+}
+
+/// A quick run long enough for the study's faults (in `set:` or on an axis): 5 s past the
+/// latest end of one (`at` plus its `for` or `restart_after`), so that each is measured and
+/// over before the next run starts on the same nodes.
+fn quick_room_for_faults(study: &Study) -> Option<String> {
+    let set = study
+        .set
+        .iter()
+        .filter(|(path, _)| path == "faults")
+        .map(|(_, value)| value);
+    let axes = study.axes.iter().flat_map(|axis| {
+        let column = axis.paths.iter().position(|p| p == "faults");
+        axis.points
+            .iter()
+            .filter_map(move |point| point.get(column?))
+    });
+    let latest = set
+        .chain(axes)
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(fault_end)
+        .max()?;
+    Some(format!("duration={}s", latest.as_secs() + 5))
+}
+
+/// When a fault as written ends: its `at` plus its `for` or `restart_after`, if it has them.
+fn fault_end(fault: &Value) -> Option<std::time::Duration> {
+    let time = |key: &str| {
+        fault
+            .get(key)
+            .and_then(|v| brokerbench_model::units::parse_duration(&key_text(v)).ok())
+    };
+    let lasts = time("for")
+        .or_else(|| time("restart_after"))
+        .unwrap_or_default();
+    Some(time("at")? + lasts)
 }
 
 /// The grid's cells in grid order, each as (axis, point) pairs, one per axis.
@@ -372,6 +410,29 @@ mod tests {
         assert!(runs[1]
             .overrides
             .contains(&"producer_config.acks=all".to_string()));
+    }
+
+    #[test]
+    fn a_quick_run_keeps_room_for_the_latest_fault_and_a_cell_label_is_one_line() {
+        let s = study("name: t\naxes:\n  faults:\n    - [{at: 5s, action: kill, node: 1}]\n    - [{at: 12s, action: pause, node: 1, for: 2s}]\n");
+        let runs = plan_runs(&s, &[], true).unwrap();
+        let durations: Vec<&String> = runs[0]
+            .overrides
+            .iter()
+            .filter(|o| o.starts_with("duration="))
+            .collect();
+        assert_eq!(
+            durations,
+            ["duration=2s", "duration=19s"],
+            "the last one wins"
+        );
+        assert_eq!(
+            runs[1].cell_label(),
+            "faults=[{at: 12s, action: pause, node: 1, for: 2s}]"
+        );
+        let plain = study("name: t\naxes: {rate: [1]}\n");
+        let quick = &plan_runs(&plain, &[], true).unwrap()[0].overrides;
+        assert!(!quick.contains(&"duration=7s".to_string()), "{quick:?}");
     }
 
     #[test]

@@ -398,6 +398,14 @@ fn print_plan(study: &Study, runs: &[PlannedRun], keys: &[RunKey], search: Optio
         runs.len(),
         if search.is_some() { "searches" } else { "runs" }
     );
+    for (path, value) in &study.set {
+        let set = format!("{path}={}", brokerbench_study::flow_text(value));
+        let _ = writeln!(
+            out,
+            "every run: {}",
+            brokerbench_model::redact::redact_assignment(&set)
+        );
+    }
     if let Some(s) = search {
         let slo: Vec<String> = s
             .slo

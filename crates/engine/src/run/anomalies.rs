@@ -37,6 +37,18 @@ impl Anomalies {
         }
     }
 
+    /// The slowdowns as the summary lists them.
+    pub(super) fn slowdowns(&self) -> Vec<brokerbench_model::Slowdown> {
+        self.slowdowns
+            .iter()
+            .map(|s| brokerbench_model::Slowdown {
+                start_s: s.start_s as f64,
+                seconds: s.seconds as f64,
+                publish_p99_ms: s.publish_p99_ns as f64 / 1e6,
+            })
+            .collect()
+    }
+
     /// Whether the broker was gone, stalled or blocking publishers at some point.
     pub(super) fn broker_held_up(&self) -> bool {
         !(self.outages.is_empty() && self.stalls.is_empty() && self.blocks.is_empty())

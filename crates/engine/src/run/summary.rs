@@ -72,6 +72,7 @@ pub(super) fn summarize(
         broker_bound: measures.bound.broker,
         notes: tallied.notes,
         backlog: collected.backlog,
+        slowdowns: measures.anomalies.slowdowns(),
         outages: measures.anomalies.outages,
         stalls: measures.anomalies.stalls,
         blocks: measures.anomalies.blocks,

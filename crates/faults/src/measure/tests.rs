@@ -54,7 +54,10 @@ fn record() -> RunRecord {
     for s in 0..30 {
         let r = match s {
             10 => row(s, 200, 3, 1),
-            11..=13 => row(s, 0, 0, 1),
+            11..=13 => IntervalRow {
+                failed: 7,
+                ..row(s, 0, 0, 1)
+            },
             14 => row(s, 4000, 3500, 1),
             _ => row(s, 1000, 3, 1),
         };
@@ -107,6 +110,11 @@ fn a_kill_is_measured_from_the_gaps_and_the_rows() {
     );
     assert!(r.before.publish_p99_ms.unwrap() < 4.0);
     assert!(r.during.publish_max_ms.unwrap() > 3000.0);
+    assert_eq!(
+        (r.before.failed, r.during.failed),
+        (0, 21),
+        "sends failed while it lasted"
+    );
     assert_eq!(r.describe(), "kill of node 2 (pid 4242)");
 }
 
@@ -155,5 +163,28 @@ fn bursty_acknowledgements_at_the_rate_count_as_recovered_and_a_burst_after_noth
         (reports[0].recovered_after_s.unwrap() - 3.8).abs() < 1e-9,
         "{:?}",
         reports[0].recovered_after_s
+    );
+}
+
+#[test]
+fn the_notes_name_what_a_fault_made_and_leave_what_came_long_after() {
+    let gaps = [(T0 + 10_150_000_000, T0 + 14_050_000_000)];
+    let reports = measure(
+        &[kill(Some(T0 + 13_200_000_000))],
+        &record(),
+        &gaps,
+        Some(1000.0),
+    );
+    // 11: the stall while node 2 was down; 14: the catch-up after its restart, before the
+    // rate was back at 15; 25: the broker's own.
+    let events = Events {
+        stalls: vec![11.0],
+        slowdowns: vec![14.0, 25.0],
+        ..Events::default()
+    };
+    let notes: Vec<_> = reports.iter().filter_map(|r| note(r, &events)).collect();
+    assert_eq!(
+        notes,
+        ["FAULT 1 (kill of node 2 (pid 4242)): made the STALL at 11.0 s and the SLOW seconds at 14 s: the fault's doing, not the broker's own or the client's"]
     );
 }

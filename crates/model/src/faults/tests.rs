@@ -68,9 +68,9 @@ fn each_bad_entry_names_its_field_and_the_fix() {
             "kill and stop",
         ),
         (
-            "- {at: 1s, action: partition, node: 1, for: 2s}",
-            "faults[0].action",
-            "not available yet",
+            "- {at: 1s, action: partition, node: 1}",
+            "faults[0].for",
+            "is missing",
         ),
         (
             "- {at: 1s, action: kill, node: primary}",

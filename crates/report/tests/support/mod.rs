@@ -66,6 +66,7 @@ pub fn summary(status: RunStatus, target_rate: f64, measurement_s: f64) -> Summa
         backlog: None,
         outages: Vec::new(),
         stalls: Vec::new(),
+        slowdowns: Vec::new(),
         blocks: Vec::new(),
         faults: Vec::new(),
     }

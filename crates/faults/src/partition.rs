@@ -1,0 +1,223 @@
+//! `action: partition`: a node cut off from the other nodes while clients still reach it. Every
+//! node runs in a cgroup of its own ([`brokerbench_brokers::cgroup`]), so an nftables table on
+//! the output hook can drop what one node's sockets send to the others' listening ports and
+//! what theirs send to its ports, on loopback, while the clients (in no node's group) still
+//! reach every node. The table is deleted when the fault ends, and a table left by a run that
+//! was killed is deleted by the next partition.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use brokerbench_brokers::cgroup::{self, NodeGroup};
+
+use crate::nodes::Nodes;
+
+/// The prefix of the tables this module makes: `brokerbench_fault_<pid>_<fault number>`.
+const PREFIX: &str = "brokerbench_fault_";
+
+/// Where nftables looks a cgroup path up.
+const NFT_CGROUPS: &str = "/sys/fs/cgroup";
+
+/// A node with its group and the TCP ports it listens on.
+struct Member {
+    id: u32,
+    group: NodeGroup,
+    ports: BTreeSet<u16>,
+}
+
+/// Whether partitions can be made on this host with these nodes: nftables usable, and every
+/// running node in a group of its own. The reason when not, with the fix.
+pub fn check(nodes: &dyn Nodes) -> Result<(), String> {
+    nft(&["list", "tables"], None).map_err(|e| {
+        format!("a partition needs nftables as root (`nft`; scripts/setup installs it): {e}")
+    })?;
+    members(nodes).map(|_| ())
+}
+
+/// Cuts node `id` off from the others; the table to delete to end it.
+pub(crate) fn cut(index: usize, id: u32, nodes: &dyn Nodes) -> Result<String, String> {
+    remove_stale_tables();
+    let members = members(nodes)?;
+    let (cut, rest): (Vec<_>, Vec<_>) = members.iter().partition(|m| m.id == id);
+    let cut = cut
+        .first()
+        .ok_or_else(|| format!("node {id} was not running"))?;
+    let table = format!("{PREFIX}{}_{}", std::process::id(), index + 1);
+    let others: BTreeSet<u16> = rest.iter().flat_map(|m| m.ports.iter().copied()).collect();
+    let mut rules = vec![drop_rule(&cut.group, &others)?];
+    for other in &rest {
+        rules.push(drop_rule(&other.group, &cut.ports)?);
+    }
+    let script = format!(
+        "table inet {table} {{\n  chain output {{\n    type filter hook output priority 0; policy accept;\n{}  }}\n}}\n",
+        rules.concat()
+    );
+    nft(&["-f", "-"], Some(&script))?;
+    Ok(table)
+}
+
+/// Ends a partition: the nodes reach each other again.
+pub(crate) fn heal(table: &str) -> Result<(), String> {
+    nft(&["delete", "table", "inet", table], None).map(drop)
+}
+
+/// A rule dropping what `group` sends to `ports` (nothing when there are none).
+fn drop_rule(group: &NodeGroup, ports: &BTreeSet<u16>) -> Result<String, String> {
+    if ports.is_empty() {
+        return Ok(String::new());
+    }
+    let path = group.dir.strip_prefix(NFT_CGROUPS).map_err(|_| {
+        format!(
+            "nftables finds cgroups under {NFT_CGROUPS} only, and this host mounts cgroup2 at {}",
+            group.dir.display()
+        )
+    })?;
+    let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+    Ok(format!(
+        "    socket cgroupv2 level {} \"{}\" tcp dport {{ {} }} drop\n",
+        group.level,
+        path.display(),
+        ports.join(", ")
+    ))
+}
+
+/// The running nodes, each with its group and ports.
+fn members(nodes: &dyn Nodes) -> Result<Vec<Member>, String> {
+    let mut members = Vec::new();
+    for id in 1..=nodes.count() {
+        let Some(pid) = nodes.pid(id) else {
+            continue;
+        };
+        let group = cgroup::group_of(pid).ok_or_else(|| {
+            format!("node {id} (pid {pid}) runs outside a cgroup of its own: it was started before brokerbench gave nodes one, or this host cannot make them (root, with cgroup2 mounted); stop the broker (brokerbench broker down FAMILY) and start it again")
+        })?;
+        let ports = listening_ports(&cgroup::processes(&group));
+        members.push(Member { id, group, ports });
+    }
+    Ok(members)
+}
+
+/// The TCP ports that `pids` listen on (IPv4 and IPv6).
+fn listening_ports(pids: &[u32]) -> BTreeSet<u16> {
+    let inodes: BTreeSet<u64> = pids.iter().flat_map(|pid| socket_inodes(*pid)).collect();
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .flat_map(|table| {
+            std::fs::read_to_string(table)
+                .unwrap_or_default()
+                .lines()
+                .skip(1)
+                .filter_map(listener)
+                .collect::<Vec<_>>()
+        })
+        .filter(|(_, inode)| inodes.contains(inode))
+        .map(|(port, _)| port)
+        .collect()
+}
+
+/// A LISTEN row of /proc/net/tcp: its local port and socket inode.
+fn listener(row: &str) -> Option<(u16, u64)> {
+    let fields: Vec<&str> = row.split_whitespace().collect();
+    let (local, state, inode) = (fields.get(1)?, fields.get(3)?, fields.get(9)?);
+    if *state != "0A" {
+        return None;
+    }
+    let port = u16::from_str_radix(local.rsplit(':').next()?, 16).ok()?;
+    Some((port, inode.parse().ok()?))
+}
+
+/// The inodes of the sockets `pid` holds open.
+fn socket_inodes(pid: u32) -> Vec<u64> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_str()?;
+            target
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+/// Tables of runs that are gone (killed before their partition ended).
+fn remove_stale_tables() {
+    let Ok(listing) = nft(&["list", "tables"], None) else {
+        return;
+    };
+    for name in listing
+        .lines()
+        .filter_map(|l| l.strip_prefix("table inet "))
+    {
+        let owner = name.strip_prefix(PREFIX).and_then(|r| r.split('_').next());
+        let alive = |pid: &str| Path::new(&format!("/proc/{pid}")).exists();
+        if owner.is_some_and(|pid| !alive(pid)) {
+            let _ = heal(name);
+        }
+    }
+}
+
+/// Runs nft with `args` (and `input` on stdin); its output, or why it failed.
+fn nft(args: &[&str], input: Option<&str>) -> Result<String, String> {
+    let mut child = Command::new("nft")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run nft: {e}"))?;
+    if let Some(text) = input {
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        stdin
+            .write_all(text.as_bytes())
+            .map_err(|e| format!("nft: {e}"))?;
+    }
+    drop(child.stdin.take());
+    let output = child.wait_with_output().map_err(|e| format!("nft: {e}"))?;
+    match output.status.success() {
+        true => Ok(String::from_utf8_lossy(&output.stdout).into_owned()),
+        false => Err(format!(
+            "nft {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listening_row_gives_its_port_and_inode_and_others_nothing() {
+        let listen = "   0: 0100007F:2384 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 31337 1 0000000000000000 100 0 0 10 0";
+        assert_eq!(listener(listen), Some((0x2384, 31337)));
+        let established = listen.replace(" 0A ", " 01 ");
+        assert_eq!(listener(&established), None);
+    }
+
+    #[test]
+    fn a_rule_names_the_group_below_the_cgroup_folder_nft_reads() {
+        let group = NodeGroup {
+            dir: "/sys/fs/cgroup/unified/brokerbench/node-1".into(),
+            level: 2,
+        };
+        let ports = BTreeSet::from([9092, 9093]);
+        assert_eq!(
+            drop_rule(&group, &ports).unwrap(),
+            "    socket cgroupv2 level 2 \"unified/brokerbench/node-1\" tcp dport { 9092, 9093 } drop\n"
+        );
+        assert_eq!(drop_rule(&group, &BTreeSet::new()).unwrap(), "");
+        let elsewhere = NodeGroup {
+            dir: "/cgroup2/brokerbench/node-1".into(),
+            level: 2,
+        };
+        assert!(drop_rule(&elsewhere, &ports).is_err());
+    }
+}
