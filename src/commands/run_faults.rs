@@ -62,7 +62,11 @@ impl Nodes for ManagedNodes {
 
 /// Faults that the broker cannot take (a node it does not have, a kill of a broker
 /// brokerbench does not run) or in a sharded run: bad input, said before anything starts.
+/// A run on the managed broker first deletes what a killed run's partition left.
 pub(super) fn check(specs: &Specs, managed: bool, sharded: bool) -> anyhow::Result<()> {
+    if managed {
+        brokerbench_faults::sweep_partitions();
+    }
     let faults = &specs.workload.faults;
     if faults.is_empty() {
         return Ok(());
@@ -87,7 +91,7 @@ pub(super) fn check(specs: &Specs, managed: bool, sharded: bool) -> anyhow::Resu
         .iter()
         .position(|f| f.action == FaultAction::Partition);
     if let (Some(i), true) = (partition, managed) {
-        brokerbench_faults::partitions_possible(&nodes)
+        brokerbench_faults::partitions_possible(&nodes, nodes.family.name())
             .map_err(|why| field_error(format!("faults[{i}].action"), why))?;
     }
     Ok(())

@@ -166,16 +166,17 @@ pub fn stop(broker: &'static str, pid: u32, grace: Duration) -> Result<(), Broke
 /// It starts in a cgroup of its own where the host allows ([`crate::cgroup`]).
 pub fn spawn_detached(command: &mut Command) -> io::Result<Child> {
     command.stdin(std::process::Stdio::null());
-    let group = crate::cgroup::new_node_group();
-    let group_fd = group.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
+    // Owned by the closure, so open for as long as the command (a second spawn of it joins
+    // the same group).
+    let group = crate::cgroup::new_node_group().map(std::os::fd::OwnedFd::from);
     // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
-    // functions (write, setsid, signal); it allocates nothing and takes no locks. The group's
-    // file stays open in the parent until the spawn has returned.
+    // functions (write, setsid, signal); it allocates nothing and takes no locks; the fd it
+    // writes to is its own, open until the command is dropped.
     unsafe {
         command.pre_exec(move || {
-            if let Some(fd) = group_fd {
+            if let Some(fd) = &group {
                 // "0": the writing process itself. A failure leaves it in the parent's group.
-                libc::write(fd, b"0".as_ptr().cast(), 1);
+                libc::write(std::os::fd::AsRawFd::as_raw_fd(fd), b"0".as_ptr().cast(), 1);
             }
             if libc::setsid() == -1 {
                 return Err(io::Error::last_os_error());
@@ -188,9 +189,7 @@ pub fn spawn_detached(command: &mut Command) -> io::Result<Child> {
             Ok(())
         });
     }
-    let child = command.spawn();
-    drop(group);
-    child
+    command.spawn()
 }
 
 /// True when something accepts TCP connections on 127.0.0.1:`port`.

@@ -21,6 +21,9 @@ use crate::{command, partition, schedule};
 /// The problem of a fault whose time came after the run ended.
 const NOT_INJECTED: &str = "not injected: the run ended before its time";
 
+/// The problem of a partition whose rules dropped no packet.
+const NOTHING_DROPPED: &str = "the partition dropped no packet between the nodes: they sent each other nothing while it lasted, or nftables did not see their cgroups (a container with a cgroup namespace of its own); the run measured no partition";
+
 /// What was done for one fault, times in ns since the UNIX epoch.
 #[derive(Debug, Clone, Default)]
 pub struct Injected {
@@ -297,12 +300,16 @@ impl Plan {
         Ok(())
     }
 
-    /// Ends fault `index`'s partition, if one was made.
-    fn heal(&mut self, index: usize) -> Result<(), String> {
-        match self.tables.remove(&index) {
-            Some(table) => partition::heal(&table),
-            None => Ok(()),
+    /// Ends the fault's partition, if one was made; a cut that dropped nothing is a problem
+    /// (the nodes did not talk, or nftables did not see their groups).
+    fn heal(&mut self, record: &mut Injected) -> Result<(), String> {
+        let Some(table) = self.tables.remove(&record.index) else {
+            return Ok(());
+        };
+        if partition::heal(&table)? == 0 {
+            record.problems.push(NOTHING_DROPPED.into());
         }
+        Ok(())
     }
 
     fn leader(&self) -> Result<crate::nodes::Leader, String> {
@@ -338,7 +345,7 @@ impl Plan {
                 None => Ok(()),
             },
             (FaultAction::Pause, Some(pid), _) => nodes::signal(pid, libc::SIGCONT),
-            (FaultAction::Partition, _, _) => self.heal(record.index),
+            (FaultAction::Partition, _, _) => self.heal(record),
             (FaultAction::Kill | FaultAction::Stop, _, Some(node)) => self.restart(node, record),
             _ => Ok(()),
         };

@@ -15,5 +15,5 @@ mod schedule;
 pub use inject::{Injected, Injector};
 pub use measure::{measure, notes, RunRecord};
 pub use nodes::{Leader, Nodes};
-pub use partition::check as partitions_possible;
+pub use partition::{check as partitions_possible, sweep as sweep_partitions};
 pub use schedule::check;

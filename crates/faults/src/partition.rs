@@ -3,7 +3,8 @@
 //! the output hook can drop what one node's sockets send to the others' listening ports and
 //! what theirs send to its ports, on loopback, while the clients (in no node's group) still
 //! reach every node. The table is deleted when the fault ends, and a table left by a run that
-//! was killed is deleted by the next partition.
+//! was killed is deleted by the next run on a managed broker ([`sweep`]). Each rule counts what
+//! it drops: a cut that dropped nothing is said, not passed off as a partition.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -27,40 +28,86 @@ struct Member {
     ports: BTreeSet<u16>,
 }
 
-/// Whether partitions can be made on this host with these nodes: nftables usable, and every
-/// running node in a group of its own. The reason when not, with the fix.
-pub fn check(nodes: &dyn Nodes) -> Result<(), String> {
+/// Whether partitions can be made on this host with the nodes of the managed `family`:
+/// nftables usable as root, every running node in a group of its own, and a cut's rules
+/// accepted by the kernel (checked, not loaded). The reason when not, with the fix.
+pub fn check(nodes: &dyn Nodes, family: &str) -> Result<(), String> {
     nft(&["list", "tables"], None).map_err(|e| {
         format!("a partition needs nftables as root (`nft`; scripts/setup installs it): {e}")
     })?;
-    members(nodes).map(|_| ())
+    let fix = format!("stop the broker (brokerbench broker down {family}) and start it again");
+    let members = members(nodes, &fix)?;
+    let Some(first) = members.first() else {
+        return Ok(());
+    };
+    let script = cut_script(&format!("{PREFIX}check"), first.id, &members)?;
+    nft(&["-c", "-f", "-"], Some(&script)).map_err(|e| {
+        format!("this host's nftables cannot match a socket's cgroup (`socket cgroupv2`, Linux 5.13 or later): {e}")
+    })?;
+    Ok(())
+}
+
+/// Deletes the tables of runs that are gone (killed before their partition ended), so that no
+/// cut outlives its run; quiet where nftables cannot be used.
+pub fn sweep() {
+    let Ok(listing) = nft(&["list", "tables"], None) else {
+        return;
+    };
+    for name in listing
+        .lines()
+        .filter_map(|l| l.strip_prefix("table inet "))
+    {
+        let owner = name.strip_prefix(PREFIX).and_then(|r| r.split('_').next());
+        let alive = |pid: &str| Path::new(&format!("/proc/{pid}")).exists();
+        if owner.is_some_and(|pid| !alive(pid)) {
+            let _ = nft(&["delete", "table", "inet", name], None);
+        }
+    }
 }
 
 /// Cuts node `id` off from the others; the table to delete to end it.
 pub(crate) fn cut(index: usize, id: u32, nodes: &dyn Nodes) -> Result<String, String> {
-    remove_stale_tables();
-    let members = members(nodes)?;
+    sweep();
+    let members = members(nodes, "stop the broker and start it again")?;
+    let table = format!("{PREFIX}{}_{}", std::process::id(), index + 1);
+    let script = cut_script(&table, id, &members)?;
+    nft(&["-f", "-"], Some(&script))?;
+    Ok(table)
+}
+
+/// The table that cuts node `id` off from the other `members`, each rule counting its drops.
+fn cut_script(table: &str, id: u32, members: &[Member]) -> Result<String, String> {
     let (cut, rest): (Vec<_>, Vec<_>) = members.iter().partition(|m| m.id == id);
     let cut = cut
         .first()
         .ok_or_else(|| format!("node {id} was not running"))?;
-    let table = format!("{PREFIX}{}_{}", std::process::id(), index + 1);
     let others: BTreeSet<u16> = rest.iter().flat_map(|m| m.ports.iter().copied()).collect();
     let mut rules = vec![drop_rule(&cut.group, &others)?];
     for other in &rest {
         rules.push(drop_rule(&other.group, &cut.ports)?);
     }
-    let script = format!(
+    Ok(format!(
         "table inet {table} {{\n  chain output {{\n    type filter hook output priority 0; policy accept;\n{}  }}\n}}\n",
         rules.concat()
-    );
-    nft(&["-f", "-"], Some(&script))?;
-    Ok(table)
+    ))
 }
 
-/// Ends a partition: the nodes reach each other again.
-pub(crate) fn heal(table: &str) -> Result<(), String> {
-    nft(&["delete", "table", "inet", table], None).map(drop)
+/// Ends a partition: the nodes reach each other again. How many packets its rules dropped.
+pub(crate) fn heal(table: &str) -> Result<u64, String> {
+    let listing = nft(&["list", "table", "inet", table], None);
+    nft(&["delete", "table", "inet", table], None).map_err(|e| {
+        format!("{e}; the nodes stay cut off until `nft delete table inet {table}`")
+    })?;
+    Ok(listing.map_or(0, |text| dropped_packets(&text)))
+}
+
+/// The packets a table's rules counted (`counter packets N bytes M`).
+fn dropped_packets(listing: &str) -> u64 {
+    listing
+        .split("packets ")
+        .skip(1)
+        .filter_map(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
 
 /// A rule dropping what `group` sends to `ports` (nothing when there are none).
@@ -76,27 +123,61 @@ fn drop_rule(group: &NodeGroup, ports: &BTreeSet<u16>) -> Result<String, String>
     })?;
     let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
     Ok(format!(
-        "    socket cgroupv2 level {} \"{}\" tcp dport {{ {} }} drop\n",
+        "    socket cgroupv2 level {} \"{}\" tcp dport {{ {} }} counter drop\n",
         group.level,
         path.display(),
         ports.join(", ")
     ))
 }
 
-/// The running nodes, each with its group and ports.
-fn members(nodes: &dyn Nodes) -> Result<Vec<Member>, String> {
+/// The running nodes, each with its group and ports; `fix` for a node outside a group.
+fn members(nodes: &dyn Nodes, fix: &str) -> Result<Vec<Member>, String> {
     let mut members = Vec::new();
     for id in 1..=nodes.count() {
         let Some(pid) = nodes.pid(id) else {
             continue;
         };
         let group = cgroup::group_of(pid).ok_or_else(|| {
-            format!("node {id} (pid {pid}) runs outside a cgroup of its own: it was started before brokerbench gave nodes one, or this host cannot make them (root, with cgroup2 mounted); stop the broker (brokerbench broker down FAMILY) and start it again")
+            format!("node {id} (pid {pid}) runs outside a cgroup of its own: it was started before brokerbench gave nodes one ({fix}), or this host cannot make them (it needs root, with cgroup2 mounted and writable)")
         })?;
-        let ports = listening_ports(&cgroup::processes(&group));
+        let own = descendants(pid, &cgroup::processes(&group));
+        let ports = listening_ports(&own);
         members.push(Member { id, group, ports });
     }
     Ok(members)
+}
+
+/// `pid` and those of `pids` that descend from it: a node's own processes, not a daemon it
+/// started that serves every node (RabbitMQ's epmd, one port for the whole machine).
+fn descendants(pid: u32, pids: &[u32]) -> Vec<u32> {
+    let descends = |mut p: u32| {
+        for _ in 0..64 {
+            if p == pid {
+                return true;
+            }
+            match parent(p) {
+                Some(up) if up > 1 => p = up,
+                _ => return false,
+            }
+        }
+        false
+    };
+    let mut own: Vec<u32> = pids.iter().copied().filter(|p| descends(*p)).collect();
+    if !own.contains(&pid) {
+        own.insert(0, pid);
+    }
+    own
+}
+
+/// A process's parent, from /proc/PID/stat (the field after the state, past the name's `)`).
+fn parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// The TCP ports that `pids` listen on (IPv4 and IPv6).
@@ -146,23 +227,6 @@ fn socket_inodes(pid: u32) -> Vec<u64> {
         .collect()
 }
 
-/// Tables of runs that are gone (killed before their partition ended).
-fn remove_stale_tables() {
-    let Ok(listing) = nft(&["list", "tables"], None) else {
-        return;
-    };
-    for name in listing
-        .lines()
-        .filter_map(|l| l.strip_prefix("table inet "))
-    {
-        let owner = name.strip_prefix(PREFIX).and_then(|r| r.split('_').next());
-        let alive = |pid: &str| Path::new(&format!("/proc/{pid}")).exists();
-        if owner.is_some_and(|pid| !alive(pid)) {
-            let _ = heal(name);
-        }
-    }
-}
-
 /// Runs nft with `args` (and `input` on stdin); its output, or why it failed.
 fn nft(args: &[&str], input: Option<&str>) -> Result<String, String> {
     let mut child = Command::new("nft")
@@ -174,9 +238,11 @@ fn nft(args: &[&str], input: Option<&str>) -> Result<String, String> {
         .map_err(|e| format!("cannot run nft: {e}"))?;
     if let Some(text) = input {
         let mut stdin = child.stdin.take().expect("piped stdin");
-        stdin
-            .write_all(text.as_bytes())
-            .map_err(|e| format!("nft: {e}"))?;
+        if let Err(e) = stdin.write_all(text.as_bytes()) {
+            drop(stdin);
+            let _ = child.wait();
+            return Err(format!("nft: {e}"));
+        }
     }
     drop(child.stdin.take());
     let output = child.wait_with_output().map_err(|e| format!("nft: {e}"))?;
@@ -203,6 +269,30 @@ mod tests {
     }
 
     #[test]
+    fn the_packets_a_cut_dropped_are_summed_over_its_rules() {
+        let listing = "table inet t {\n\tchain output {\n\t\tsocket cgroupv2 level 2 \"a\" tcp dport { 1 } counter packets 12 bytes 720 drop\n\t\tsocket cgroupv2 level 2 \"b\" tcp dport { 2 } counter packets 3 bytes 180 drop\n\t}\n}\n";
+        assert_eq!(dropped_packets(listing), 15);
+        assert_eq!(dropped_packets("table inet t {\n}\n"), 0);
+    }
+
+    #[test]
+    fn a_node_owns_its_descendants_and_not_a_daemon_beside_them() {
+        let me = std::process::id();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let stranger = 1;
+        assert_eq!(
+            descendants(me, &[me, child.id(), stranger]),
+            [me, child.id()]
+        );
+        assert_eq!(descendants(child.id(), &[me]), [child.id()]);
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
     fn a_rule_names_the_group_below_the_cgroup_folder_nft_reads() {
         let group = NodeGroup {
             dir: "/sys/fs/cgroup/unified/brokerbench/node-1".into(),
@@ -211,7 +301,7 @@ mod tests {
         let ports = BTreeSet::from([9092, 9093]);
         assert_eq!(
             drop_rule(&group, &ports).unwrap(),
-            "    socket cgroupv2 level 2 \"unified/brokerbench/node-1\" tcp dport { 9092, 9093 } drop\n"
+            "    socket cgroupv2 level 2 \"unified/brokerbench/node-1\" tcp dport { 9092, 9093 } counter drop\n"
         );
         assert_eq!(drop_rule(&group, &BTreeSet::new()).unwrap(), "");
         let elsewhere = NodeGroup {

@@ -376,9 +376,9 @@ impl KafkaDriver {
         Ok(())
     }
 
-    /// How many bootstrap addresses accept a TCP connection; an error naming each refusal when
-    /// none does (a refused connection is known at once; librdkafka alone would retry until
-    /// the timeout).
+    /// How many bootstrap servers accept a TCP connection (at one of their addresses); an error
+    /// naming each refusal when none does (a refused connection is known at once; librdkafka
+    /// alone would retry until the timeout).
     fn open_bootstrap_servers(&self) -> Result<usize, DriverError> {
         let mut reasons = Vec::new();
         let mut open = 0;
@@ -390,12 +390,14 @@ impl KafkaDriver {
         {
             match server.to_socket_addrs() {
                 Ok(addrs) => {
+                    let mut accepts = false;
                     for addr in addrs {
                         match TcpStream::connect_timeout(&addr, Duration::from_secs(3)) {
-                            Ok(_) => open += 1,
+                            Ok(_) => accepts = true,
                             Err(e) => reasons.push(format!("{addr}: {e}")),
                         }
                     }
+                    open += usize::from(accepts);
                 }
                 Err(e) => reasons.push(format!("{server}: {e}")),
             }
@@ -413,15 +415,19 @@ impl KafkaDriver {
     /// The brokers the metadata lists, waiting up to [`REJOIN_WAIT`] while fewer are listed than
     /// the replicas need and than bootstrap servers listen: a node started again or reconnected
     /// (after a fault) registers with the controller a few seconds after it listens.
-    fn wait_for_listening_brokers(&self, listed: usize, open: usize) -> Result<usize, DriverError> {
+    fn wait_for_listening_brokers(&self, listed: usize, open: usize) -> usize {
         let wanted = usize::from(self.config.replication_factor).min(open);
         let deadline = Instant::now() + REJOIN_WAIT;
         let mut brokers = listed;
         while brokers < wanted && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(500));
-            brokers = self.probe_metadata()?.brokers().len();
+            // A node rejoining may refuse a request meanwhile: the answer that counts is the
+            // next one.
+            if let Ok(metadata) = self.probe_metadata() {
+                brokers = metadata.brokers().len();
+            }
         }
-        Ok(brokers)
+        brokers
     }
 
     /// What the driver file asks of the cluster that `brokers` brokers cannot give, before
@@ -575,7 +581,7 @@ impl Driver for KafkaDriver {
         if metadata.brokers().is_empty() {
             return Err(self.unreachable("the metadata lists no brokers".into()));
         }
-        let brokers = self.wait_for_listening_brokers(metadata.brokers().len(), open)?;
+        let brokers = self.wait_for_listening_brokers(metadata.brokers().len(), open);
         self.check_cluster(brokers)
     }
 
