@@ -67,7 +67,6 @@ pub fn sweep() {
 
 /// Cuts node `id` off from the others; the table to delete to end it.
 pub(crate) fn cut(index: usize, id: u32, nodes: &dyn Nodes) -> Result<String, String> {
-    sweep();
     let members = members(nodes, "stop the broker and start it again")?;
     let table = format!("{PREFIX}{}_{}", std::process::id(), index + 1);
     let script = cut_script(&table, id, &members)?;

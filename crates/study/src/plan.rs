@@ -10,7 +10,7 @@ use brokerbench_model::{load_specs_from, DriverSchema, SpecError, SpecInput, Spe
 
 use crate::broker::{is_broker_path, BrokerChoice};
 use crate::file::{Order, Study, StudyError, StudyInput};
-use crate::text::{flow_text, key_text};
+use crate::text::flow_text;
 
 /// Overrides `--quick` adds to every run: a few seconds each.
 pub const QUICK_SETS: &[&str] = &["warmup=1s", "duration=2s", "drain_timeout=5s"];
@@ -240,26 +240,22 @@ fn quick_room_for_faults(study: &Study) -> Option<String> {
             .iter()
             .filter_map(move |point| point.get(column?))
     });
-    let latest = set
-        .chain(axes)
-        .filter_map(Value::as_array)
-        .flatten()
-        .filter_map(fault_end)
-        .max()?;
+    let latest = set.chain(axes).flat_map(fault_ends).max()?;
     Some(format!("duration={}s", latest.as_secs() + 5))
 }
 
-/// When a fault as written ends: its `at` plus its `for` or `restart_after`, if it has them.
-fn fault_end(fault: &Value) -> Option<std::time::Duration> {
-    let time = |key: &str| {
-        fault
-            .get(key)
-            .and_then(|v| brokerbench_model::units::parse_duration(&key_text(v)).ok())
+/// When each fault of a `faults` value ends: its `at` plus its `for` or `restart_after`, read
+/// by the workload's own fault parser (a list it refuses gives none: the run's check says why).
+fn fault_ends(faults: &Value) -> Vec<std::time::Duration> {
+    use brokerbench_model::faults::{check_faults, RawFault};
+    let Ok(raw) = serde_json::from_value::<Vec<RawFault>>(faults.clone()) else {
+        return Vec::new();
     };
-    let lasts = time("for")
-        .or_else(|| time("restart_after"))
-        .unwrap_or_default();
-    Some(time("at")? + lasts)
+    let faults = check_faults(&raw, std::time::Duration::MAX).unwrap_or_default();
+    faults
+        .iter()
+        .map(|f| f.at + f.lasts.or(f.restart_after).unwrap_or_default())
+        .collect()
 }
 
 /// The grid's cells in grid order, each as (axis, point) pairs, one per axis.
