@@ -627,6 +627,7 @@ fn kafka_leader_partitioned(cluster: &ClusterHome, rf3: &Path, named: &str) {
         cut["unavailable_s"].as_f64().unwrap() > 1.0,
         "acks=all waits: {cut:#}"
     );
+    assert_eq!(cut["during"]["lost"], 0, "{cut:#}");
     assert_no_partition_left();
 
     let acks_1 = std::fs::read_to_string(rf3)
@@ -663,6 +664,14 @@ fn kafka_leader_partitioned(cluster: &ClusterHome, rf3: &Path, named: &str) {
         received_once + count("integrity", "lost") + count("integrity", "unconsumed"),
         count("total", "acknowledged"),
         "every acknowledged message received, lost or still stored"
+    );
+    // What the isolated leader acknowledged and its successor truncated was due while the
+    // cut lasted: the fault's own count has it.
+    let lost_during = s["faults"][0]["during"]["lost"].as_u64().unwrap();
+    let lost = count("integrity", "lost");
+    assert!(
+        lost_during <= lost && (lost == 0 || lost_during > 0),
+        "lost during the cut {lost_during}, in the run {lost}"
     );
     assert!(s["faults"][0]["ended_at_s"].as_f64().is_some(), "{s:#}");
     assert_no_partition_left();

@@ -182,7 +182,7 @@ fn record(
         sharded,
     );
     brokerbench_engine::complete(&mut outcome.summary, measured);
-    super::run_faults::measure_into(watchers.faults, &mut outcome.summary, &outcome.ack_gaps);
+    super::run_faults::measure_into(watchers.faults, &mut outcome);
     drop(watchers.exposition);
     write_window_histograms(&mut watchers.folder, &outcome, &watchers.observers.phases);
     if let (Some(s), Some(gate)) = (sharding, gate) {

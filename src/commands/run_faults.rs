@@ -4,9 +4,10 @@
 use std::path::Path;
 
 use brokerbench_driver::{Family, Led};
+use brokerbench_engine::RunOutcome;
 use brokerbench_faults::{Injector, Leader, Nodes};
 use brokerbench_model::faults::FaultAction;
-use brokerbench_model::{SpecError, Specs, Summary};
+use brokerbench_model::{SpecError, Specs};
 
 use crate::families::REGISTRY;
 use crate::BadInput;
@@ -132,16 +133,18 @@ fn now_ns() -> u64 {
 
 /// Ends the faults and puts what each cost into the summary, with the notes that tie the
 /// run's outages and stalls to them.
-pub(super) fn measure_into(
-    injector: Option<Injector>,
-    summary: &mut Summary,
-    ack_gaps: &[(u64, u64)],
-) {
+pub(super) fn measure_into(injector: Option<Injector>, outcome: &mut RunOutcome) {
     let Some(mut injector) = injector else {
         return;
     };
     let (injected, record) = injector.finish();
-    summary.faults = brokerbench_faults::measure(&injected, &record, ack_gaps, summary.target_rate);
+    let findings = brokerbench_faults::Findings {
+        gaps: &outcome.ack_gaps,
+        target_rate: outcome.summary.target_rate,
+        integrity: &outcome.integrity_by_second,
+    };
+    let summary = &mut outcome.summary;
+    summary.faults = brokerbench_faults::measure(&injected, &record, &findings);
     let notes = brokerbench_faults::notes(&summary.faults, summary);
     summary.notes.extend(notes);
 }

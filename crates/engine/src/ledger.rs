@@ -4,7 +4,11 @@
 use std::collections::HashMap;
 
 use brokerbench_driver::Envelope;
+use brokerbench_model::faults::IntegrityBySecond;
 use brokerbench_model::Integrity;
+
+mod seconds;
+pub use seconds::SecondMarks;
 
 /// A growable set of sequence numbers: one bit each, except that a run of leading words
 /// whose 64 bits are all set is kept as a count. Sequences mostly arrive in order, so a set
@@ -98,14 +102,22 @@ impl SequenceSet {
 
     /// Adds all of `other`; returns how many of them were already here.
     pub fn union_counting_overlap(&mut self, other: &SequenceSet) -> u64 {
+        self.union_noting_overlap(other, |_| ())
+    }
+
+    /// Adds all of `other`, handing each member that was already here to `noted`; returns
+    /// how many were.
+    pub fn union_noting_overlap(&mut self, other: &SequenceSet, mut noted: impl FnMut(u64)) -> u64 {
         // Below both counts every bit is in both sets.
         let both_full = self.full.min(other.full);
+        (0..both_full * 64).for_each(&mut noted);
         let mut overlap = both_full * 64;
         let words = self.word_count().max(other.word_count());
         let merged: std::collections::VecDeque<u64> = (both_full..words)
             .map(|i| {
                 let (mine, theirs) = (self.word(i), other.word(i));
                 overlap += (mine & theirs).count_ones() as u64;
+                each_bit(i, mine & theirs, &mut noted);
                 mine | theirs
             })
             .collect();
@@ -117,9 +129,27 @@ impl SequenceSet {
 
     /// How many members of `self` are not in `other`.
     pub fn count_missing_from(&self, other: &SequenceSet) -> u64 {
+        self.missing_from(other, |_| ())
+    }
+
+    /// Hands each member of `self` that is not in `other` to `noted`; returns how many.
+    pub fn missing_from(&self, other: &SequenceSet, mut noted: impl FnMut(u64)) -> u64 {
         (self.full.min(other.full)..self.word_count())
-            .map(|i| (self.word(i) & !other.word(i)).count_ones() as u64)
+            .map(|i| {
+                let missing = self.word(i) & !other.word(i);
+                each_bit(i, missing, &mut noted);
+                missing.count_ones() as u64
+            })
             .sum()
+    }
+}
+
+/// Hands the sequence of each bit set in `bits`, word `word` of a set, to `noted`.
+#[inline]
+fn each_bit(word: u64, mut bits: u64, noted: &mut impl FnMut(u64)) {
+    while bits != 0 {
+        noted(word * 64 + bits.trailing_zeros() as u64);
+        bits &= bits - 1;
     }
 }
 
@@ -137,6 +167,8 @@ pub struct ConsumerLedger {
     /// What the broker still held beyond this consumer's positions when the drain ended;
     /// None when the client could not tell.
     pub unread: Option<UnreadPlaces>,
+    /// Duplicates and reorders by the second of the run each message was due.
+    pub by_second: IntegrityBySecond,
 }
 
 /// Messages stored beyond a consumer's positions, by the place it reads (`topic/partition`,
@@ -148,9 +180,11 @@ pub struct UnreadPlaces {
 }
 
 impl ConsumerLedger {
-    /// Records one received message; returns true if this consumer had not seen it before.
+    /// Records one received message (the run started at `start_ns`, ns since the UNIX epoch);
+    /// returns true if this consumer had not seen it before.
     #[inline]
-    pub fn record(&mut self, stream: u32, envelope: &Envelope) -> bool {
+    pub fn record(&mut self, stream: u32, envelope: &Envelope, start_ns: u64) -> bool {
+        let second = || envelope.intended_ns.saturating_sub(start_ns) / 1_000_000_000;
         let producer = envelope.producer as usize;
         if producer >= self.received.len() {
             self.received
@@ -161,11 +195,13 @@ impl ConsumerLedger {
             self.unique += 1;
         } else {
             self.duplicated += 1;
+            self.by_second.at(second()).duplicated += 1;
         }
         match self.last.entry((stream, envelope.producer)) {
             std::collections::hash_map::Entry::Occupied(mut e) => {
                 if envelope.sequence < *e.get() {
                     self.out_of_order += 1;
+                    self.by_second.at(second()).out_of_order += 1;
                 } else {
                     e.insert(envelope.sequence);
                 }
@@ -186,6 +222,8 @@ pub struct ProducerLedger {
     pub acknowledged: SequenceSet,
     /// Sent but neither acknowledged nor failed when the producer gave up.
     pub unacknowledged: u64,
+    /// The second of the run each message was due.
+    pub marks: SecondMarks,
 }
 
 /// One subscription's consumers (e.g. one Kafka consumer group).
@@ -238,45 +276,80 @@ pub fn reconcile(
     subscriptions: &[SubscriptionLedger],
     foreign: u64,
 ) -> Integrity {
+    reconcile_by_second(producers, subscriptions, foreign).0
+}
+
+/// [`reconcile`], and what it found by the second of the run each message was due (where the
+/// producers' marks tell).
+pub fn reconcile_by_second(
+    producers: &[ProducerLedger],
+    subscriptions: &[SubscriptionLedger],
+    foreign: u64,
+) -> (Integrity, IntegrityBySecond) {
     let mut integrity = Integrity {
         checked: !subscriptions.is_empty(),
         unacknowledged: producers.iter().map(|p| p.unacknowledged).sum(),
         foreign,
         ..Integrity::default()
     };
+    let mut by_second = IntegrityBySecond::new(integrity.checked);
     for subscription in subscriptions {
-        let mut received: Vec<SequenceSet> = vec![SequenceSet::default(); producers.len()];
-        for member in &subscription.members {
-            integrity.duplicated += member.duplicated;
-            integrity.out_of_order += member.out_of_order;
-            for (producer, set) in member.received.iter().enumerate() {
-                if producer < received.len() {
-                    integrity.duplicated += received[producer].union_counting_overlap(set);
-                }
-            }
-        }
-        let mut missing = 0;
-        for (id, producer) in producers.iter().enumerate() {
-            if producer.topic != subscription.topic {
-                continue;
-            }
-            missing += producer.acknowledged.count_missing_from(&received[id]);
-            integrity.received_unacknowledged +=
-                received[id].count_missing_from(&producer.acknowledged);
-        }
-        // What the broker still holds beyond the subscription's positions was not consumed
-        // yet; only what is missing beyond that was lost (the consumers moved past it).
-        let unconsumed = match subscription.unread() {
-            Some((held, evidence)) if missing > 0 => {
-                integrity.unconsumed_evidence = Some(evidence.to_string());
-                held.min(missing)
-            }
-            _ => 0,
-        };
-        integrity.unconsumed += unconsumed;
-        integrity.lost += missing - unconsumed;
+        reconcile_subscription(producers, subscription, &mut integrity, &mut by_second);
     }
-    integrity
+    (integrity, by_second)
+}
+
+/// Adds what one subscription received, against what its topic's producers had acknowledged,
+/// to `integrity` and `by_second`.
+fn reconcile_subscription(
+    producers: &[ProducerLedger],
+    subscription: &SubscriptionLedger,
+    integrity: &mut Integrity,
+    by_second: &mut IntegrityBySecond,
+) {
+    let mut received: Vec<SequenceSet> = vec![SequenceSet::default(); producers.len()];
+    for member in &subscription.members {
+        integrity.duplicated += member.duplicated;
+        integrity.out_of_order += member.out_of_order;
+        by_second.add(&member.by_second);
+        for (producer, set) in member.received.iter().enumerate() {
+            let Some(marks) = producers.get(producer).map(|p| &p.marks) else {
+                continue;
+            };
+            integrity.duplicated += received[producer].union_noting_overlap(set, |q| {
+                if let Some(second) = marks.second_of(q) {
+                    by_second.at(second).duplicated += 1;
+                }
+            });
+        }
+    }
+    let mut missing = 0;
+    let mut missing_by_second = IntegrityBySecond::default();
+    for (id, producer) in producers.iter().enumerate() {
+        if producer.topic != subscription.topic {
+            continue;
+        }
+        missing += producer.acknowledged.missing_from(&received[id], |q| {
+            if let Some(second) = producer.marks.second_of(q) {
+                missing_by_second.at(second).lost += 1;
+            }
+        });
+        integrity.received_unacknowledged +=
+            received[id].count_missing_from(&producer.acknowledged);
+    }
+    // What the broker still holds beyond the subscription's positions was not consumed
+    // yet; only what is missing beyond that was lost (the consumers moved past it).
+    let unconsumed = match subscription.unread() {
+        Some((held, evidence)) if missing > 0 => {
+            integrity.unconsumed_evidence = Some(evidence.to_string());
+            held.min(missing)
+        }
+        _ => 0,
+    };
+    integrity.unconsumed += unconsumed;
+    integrity.lost += missing - unconsumed;
+    missing_by_second.unlose_latest(unconsumed);
+    by_second.add(&missing_by_second);
 }
 
 #[cfg(test)]
@@ -359,9 +432,14 @@ mod tests {
             }
             assert_eq!(a.len(), a2.len() as u64);
             assert_eq!(a.count_missing_from(&b), a2.difference(&b2).count() as u64);
+            let mut noted = Vec::new();
+            a.missing_from(&b, |q| noted.push(q));
+            assert!(noted.iter().eq(a2.difference(&b2)), "round {round}");
             assert_eq!(b.count_missing_from(&a), b2.difference(&a2).count() as u64);
             let overlap = a2.intersection(&b2).count() as u64;
-            assert_eq!(a.union_counting_overlap(&b), overlap);
+            let mut noted = Vec::new();
+            assert_eq!(a.union_noting_overlap(&b, |q| noted.push(q)), overlap);
+            assert!(noted.iter().eq(a2.intersection(&b2)), "round {round}");
             a2.extend(b2.iter().copied());
             assert_eq!(a.len(), a2.len() as u64);
             for q in 0..span {
@@ -374,7 +452,7 @@ mod tests {
     fn clean_delivery() {
         let mut c = ConsumerLedger::default();
         for i in 0..100 {
-            assert!(c.record(0, &env(0, i)));
+            assert!(c.record(0, &env(0, i), 0));
         }
         let subs = [SubscriptionLedger {
             topic: 0,
@@ -388,7 +466,7 @@ mod tests {
     fn loss_duplicate_and_reorder() {
         let mut c = ConsumerLedger::default();
         for s in [0, 1, 3, 2, 3, 5] {
-            c.record(0, &env(0, s));
+            c.record(0, &env(0, s), 0);
         }
         let subs = [SubscriptionLedger {
             topic: 0,
@@ -407,9 +485,9 @@ mod tests {
     fn order_is_per_stream_and_duplicates_across_members_count() {
         let mut a = ConsumerLedger::default();
         let mut b = ConsumerLedger::default();
-        a.record(0, &env(0, 1));
-        a.record(1, &env(0, 0)); // other partition: not out of order
-        b.record(2, &env(0, 1)); // redelivered to another member after a rebalance
+        a.record(0, &env(0, 1), 0);
+        a.record(1, &env(0, 0), 0); // other partition: not out of order
+        b.record(2, &env(0, 1), 0); // redelivered to another member after a rebalance
         let subs = [SubscriptionLedger {
             topic: 0,
             members: vec![a, b],
@@ -424,7 +502,7 @@ mod tests {
     #[test]
     fn subscriptions_only_answer_for_their_topic() {
         let mut c = ConsumerLedger::default();
-        c.record(0, &env(1, 0));
+        c.record(0, &env(1, 0), 0);
         let subs = [SubscriptionLedger {
             topic: 1,
             members: vec![c],
@@ -441,8 +519,8 @@ mod tests {
     #[test]
     fn received_but_not_acknowledged() {
         let mut c = ConsumerLedger::default();
-        c.record(0, &env(0, 0));
-        c.record(0, &env(0, 1));
+        c.record(0, &env(0, 0), 0);
+        c.record(0, &env(0, 1), 0);
         let mut p = acked(0, [0]);
         p.unacknowledged = 1;
         let subs = [SubscriptionLedger {

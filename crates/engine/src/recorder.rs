@@ -492,6 +492,8 @@ impl ProducerRecorder {
         if !self.confirms {
             self.result.ledger.acknowledged.insert(sequence);
         }
+        let second = self.times.interval_of(intended_ns);
+        self.result.ledger.marks.note(second, sequence);
         self.first_due_ns = self.first_due_ns.min(intended_ns);
         let lag = sent_ns.saturating_sub(intended_ns);
         let interval = self.interval.roll(sent_ns);
@@ -694,7 +696,8 @@ impl ConsumerRecorder {
         if self.times.in_window(envelope.intended_ns) {
             r.end_to_end.record(e2e);
         }
-        r.ledger.record(delivery.stream, &envelope);
+        r.ledger
+            .record(delivery.stream, &envelope, self.times.start_ns);
     }
 
     pub fn error(&mut self, kind: &str) {

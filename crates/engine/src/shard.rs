@@ -242,6 +242,7 @@ impl LedgerFile {
                     topic: p.topic,
                     acknowledged: p.acknowledged.decode()?,
                     unacknowledged: p.unacknowledged,
+                    marks: Default::default(),
                 };
             }
             for c in &file.consumers {
@@ -343,12 +344,12 @@ mod tests {
         };
         let (mut m0, mut m1) = (ConsumerLedger::default(), ConsumerLedger::default());
         for q in 0..100 {
-            m0.record(1, &env(1, q));
+            m0.record(1, &env(1, q), 0);
         }
         for q in 0..99 {
-            m1.record(0, &env(0, q));
+            m1.record(0, &env(0, q), 0);
         }
-        m0.record(0, &env(0, 7));
+        m0.record(0, &env(0, 7), 0);
         let shard0 = LedgerFile {
             producers: vec![LedgerFile::producer(0, &acked(0, 100))],
             consumers: vec![LedgerFile::consumer((0, 0, 0), &m0)],

@@ -127,6 +127,31 @@ fn the_ledger_sees_loss_and_duplicates() {
 }
 
 #[test]
+fn the_ledger_places_each_loss_duplicate_and_reorder_in_the_second_it_was_due() {
+    let w = workload("rate: 1000\nwarmup: 0s\nduration: 2s\ndrain_timeout: 1s");
+    let faults = MockFaults {
+        drop_every: Some(100),
+        duplicate_every: Some(250),
+        swap_every: Some(499),
+        ..MockFaults::default()
+    };
+    let mut driver = MockDriver::new(faults, 1);
+    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    let i = &out.summary.integrity;
+    let by = &out.integrity_by_second;
+    let second = |s: u64| by.over(|at| at == s).unwrap();
+    // 1,000 messages due in each of the two seconds, every 100th of them dropped.
+    assert_eq!((second(0).lost, second(1).lost), (10, 10), "{by:?}");
+    let all = by.over(|_| true).unwrap();
+    assert_eq!(
+        (all.lost, all.duplicated, all.out_of_order),
+        (i.lost, i.duplicated, i.out_of_order),
+        "the seconds add up to the run: {by:?} {i:?}"
+    );
+    assert!(all.duplicated > 0 && all.out_of_order > 0, "{i:?}");
+}
+
+#[test]
 fn the_ledger_counts_an_older_message_delivered_after_a_newer_one_as_out_of_order() {
     // Messages 99, 198, ... 990 each arrive after the one that follows them: 10 out of order,
     // in each of two subscriptions, nothing lost or duplicated.
@@ -337,6 +362,7 @@ fn drops_by_broker_policy_are_not_reported_as_lost() {
     let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
     let i = &out.summary.integrity;
     assert_eq!((i.lost, i.dropped_by_broker), (0, 10), "{i:?}");
+    assert_eq!(out.integrity_by_second.lost(), 0, "dropped in no second either");
     assert!(out
         .summary
         .notes

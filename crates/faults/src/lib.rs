@@ -13,7 +13,7 @@ mod partition;
 mod schedule;
 
 pub use inject::{Injected, Injector};
-pub use measure::{measure, notes, RunRecord};
+pub use measure::{measure, notes, Findings, RunRecord};
 pub use nodes::{Leader, Nodes};
 pub use partition::{check as partitions_possible, sweep as sweep_partitions};
 pub use schedule::check;

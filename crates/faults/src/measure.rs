@@ -5,7 +5,7 @@
 
 use hdrhistogram::Histogram;
 
-use brokerbench_model::faults::{FaultLatency, FaultReport};
+use brokerbench_model::faults::{FaultLatency, FaultReport, IntegrityBySecond};
 use brokerbench_model::{IntervalRow, Phase, Summary};
 
 use crate::Injected;
@@ -29,6 +29,8 @@ pub struct RunRecord {
 /// What one second's row says, kept for the faults.
 #[derive(Debug)]
 struct Row {
+    /// Of the run, from 0 at the start of warm-up.
+    second: u64,
     start_ns: u64,
     measured: bool,
     acknowledged: u64,
@@ -42,6 +44,7 @@ struct Row {
 impl RunRecord {
     pub(crate) fn keep(&mut self, row: &IntervalRow) {
         self.rows.push(Row {
+            second: row.second,
             start_ns: row.start_ns,
             measured: row.phase == Phase::Measurement,
             acknowledged: row.acknowledged,
@@ -67,13 +70,21 @@ impl RunRecord {
     }
 }
 
-/// Every fault's report. `gaps`: the producers' spans without acknowledgements (sorted);
-/// `target_rate`: the run's, None at max rate (the rate before a fault is its target then).
+/// What a run recorded that its faults are measured against, beside its rows.
+pub struct Findings<'a> {
+    /// The producers' spans without acknowledgements (sorted).
+    pub gaps: &'a [(u64, u64)],
+    /// The run's, None at max rate (the rate before a fault is its target then).
+    pub target_rate: Option<f64>,
+    /// The ledger's findings by the second each message was due.
+    pub integrity: &'a IntegrityBySecond,
+}
+
+/// Every fault's report.
 pub fn measure(
     injected: &[Injected],
     record: &RunRecord,
-    gaps: &[(u64, u64)],
-    target_rate: Option<f64>,
+    findings: &Findings<'_>,
 ) -> Vec<FaultReport> {
     let starts: Vec<Option<u64>> = injected.iter().map(|i| i.injected_ns).collect();
     injected
@@ -85,7 +96,7 @@ pub fn measure(
                 .copied()
                 .filter(|&s| one.injected_ns.is_some_and(|mine| s > mine))
                 .min();
-            report(one, record, gaps, target_rate, next)
+            report(one, record, findings, next)
         })
         .collect()
 }
@@ -93,8 +104,7 @@ pub fn measure(
 fn report(
     one: &Injected,
     record: &RunRecord,
-    gaps: &[(u64, u64)],
-    target_rate: Option<f64>,
+    findings: &Findings<'_>,
     next_ns: Option<u64>,
 ) -> FaultReport {
     let fault = one.fault.as_ref();
@@ -118,8 +128,8 @@ fn report(
     report.injected_at_s = record.seconds_since_start(injected);
     report.ended_at_s = one.ended_ns.map(|e| record.seconds_since_start(e));
     let limit = next_ns.unwrap_or(u64::MAX).min(record.window_end());
-    report.unavailable_s = unavailable(gaps, injected, limit);
-    report.recovered_after_s = recovered(record, injected, target_rate);
+    report.unavailable_s = unavailable(findings.gaps, injected, limit);
+    report.recovered_after_s = recovered(record, injected, findings.target_rate);
     // The fault's effect lasts until the run recovered from it (or the window ended), and
     // at least until it was undone.
     let recovered_ns = report
@@ -127,10 +137,11 @@ fn report(
         .map_or_else(|| record.window_end(), |s| injected + (s * 1e9) as u64);
     let end = recovered_ns.max(one.ended_ns.unwrap_or(0)).max(injected);
     let before_from = injected.saturating_sub(BEFORE_S * SECOND_NS);
-    report.before = latency(record, before_from, injected, |r| {
-        r.start_ns + SECOND_NS <= injected
+    let seconds = (record, findings.integrity);
+    report.before = latency(seconds, before_from, injected, |r| {
+        r.start_ns + SECOND_NS > before_from && r.start_ns + SECOND_NS <= injected
     });
-    report.during = latency(record, injected, end, |r| {
+    report.during = latency(seconds, injected, end, |r| {
         r.start_ns < end && r.start_ns + SECOND_NS > injected
     });
     report
@@ -183,9 +194,10 @@ fn recovered(record: &RunRecord, injected: u64, target_rate: Option<f64>) -> Opt
         .map(|run| (run[0].start_ns - injected) as f64 / 1e9)
 }
 
-/// Latency over the rows that `within` picks, which run from `from_ns` to `to_ns`.
+/// Latency, failed sends and the ledger's findings over the rows that `within` picks, which
+/// run from `from_ns` to `to_ns`.
 fn latency(
-    record: &RunRecord,
+    (record, integrity): (&RunRecord, &IntegrityBySecond),
     from_ns: u64,
     to_ns: u64,
     within: impl Fn(&Row) -> bool,
@@ -193,11 +205,14 @@ fn latency(
     let mut publish: Option<Histogram<u64>> = None;
     let mut end_to_end: Option<Histogram<u64>> = None;
     let mut failed = 0;
+    let mut seconds = std::collections::BTreeSet::new();
     for row in record.rows.iter().filter(|r| within(r)) {
         add(&mut publish, &row.publish);
         add(&mut end_to_end, &row.end_to_end);
         failed += row.failed;
+        seconds.insert(row.second);
     }
+    let found = integrity.over(|second| seconds.contains(&second));
     let ms = |h: &Option<Histogram<u64>>, q: f64| {
         h.as_ref()
             .filter(|h| !h.is_empty())
@@ -210,6 +225,9 @@ fn latency(
         end_to_end_p99_ms: ms(&end_to_end, 0.99),
         end_to_end_max_ms: ms(&end_to_end, 1.0),
         failed,
+        lost: found.map(|f| f.lost),
+        duplicated: found.map(|f| f.duplicated),
+        out_of_order: found.map(|f| f.out_of_order),
     }
 }
 
@@ -232,7 +250,8 @@ struct Events {
 
 /// A note for each fault that made outages, stalls or slow seconds (those that began while it
 /// lasted, or within a second of its start; slow seconds also until the rate was back or a
-/// second after its end: the broker's doing, not the client's), or that went wrong.
+/// second after its end: the broker's doing, not the client's), lost acknowledged messages
+/// due in its seconds, or that went wrong.
 pub fn notes(reports: &[FaultReport], summary: &Summary) -> Vec<String> {
     let events = Events {
         outages: summary.outages.iter().map(|o| o.start_s).collect(),
@@ -252,6 +271,11 @@ fn note(r: &FaultReport, events: &Events) -> Option<String> {
                 made.join(" and ")
             ));
         }
+    }
+    if let Some(lost) = r.during.lost.filter(|&n| n > 0) {
+        parts.push(format!(
+            "{lost} of the acknowledged messages due from its injection until the run recovered were never received"
+        ));
     }
     parts.extend(r.problems.iter().cloned());
     (!parts.is_empty())

@@ -10,7 +10,9 @@ use crate::units::parse_duration;
 use crate::workload::{FieldError, Scalar};
 
 mod marks;
+mod seconds;
 pub use marks::FaultMarks;
+pub use seconds::{IntegrityBySecond, SecondIntegrity};
 
 /// What a fault does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -318,8 +320,9 @@ impl FaultReport {
     }
 }
 
-/// Latency over some seconds of a run, ms (None where nothing was measured), and the sends
-/// that failed in those seconds.
+/// Latency over some seconds of a run, ms (None where nothing was measured), the sends that
+/// failed in those seconds, and what the ledger found of the messages intended to be sent in
+/// them (None: no consumers ran, so nothing was checked).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FaultLatency {
     pub seconds: f64,
@@ -329,6 +332,13 @@ pub struct FaultLatency {
     pub end_to_end_max_ms: Option<f64>,
     #[serde(default)]
     pub failed: u64,
+    /// Acknowledged and never received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicated: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_of_order: Option<u64>,
 }
 
 #[cfg(test)]

@@ -377,7 +377,8 @@ fn notes_lines(out: &mut String, summary: &Summary) {
 }
 
 /// One fault: what, when, how long producers went without acknowledgements, when the run
-/// was back, publish p99 before and during, and the sends that failed meanwhile.
+/// was back, publish p99 before and during, and the sends that failed meanwhile and the
+/// messages due meanwhile that were lost, duplicated or reordered.
 fn fault_text(fault: &brokerbench_model::faults::FaultReport) -> String {
     let mut text = fault.describe();
     if fault.pid.is_none() && fault.output.is_none() {
@@ -405,6 +406,16 @@ fn fault_text(fault: &brokerbench_model::faults::FaultReport) -> String {
             "; {} sends failed",
             group_thousands(fault.during.failed)
         ));
+    }
+    let during = &fault.during;
+    for (count, what) in [
+        (during.lost, "acknowledged then lost"),
+        (during.duplicated, "duplicated"),
+        (during.out_of_order, "out of order"),
+    ] {
+        if let Some(n) = count.filter(|&n| n > 0) {
+            text.push_str(&format!("; {} {what}", group_thousands(n)));
+        }
     }
     if let (Some(before), Some(after)) = (fault.leader_before, fault.leader_after) {
         text.push_str(&format!("; leader node {before} → node {after}"));
@@ -513,6 +524,9 @@ mod tests {
                 before: latency(3.0),
                 during: FaultLatency {
                     failed: 5075,
+                    lost: Some(20_132),
+                    duplicated: Some(0),
+                    out_of_order: Some(2),
                     ..latency(9330.0)
                 },
                 leader_before: Some(2),
@@ -529,7 +543,7 @@ mod tests {
         let text = terminal_summary(&s);
         assert_eq!(
             line(&text, "fault 1"),
-            "fault 1      kill of node 2 (pid 4242) at 7.0 s, started again at 20.1 s: unavailable 9.41 s, recovered after 15.0 s; publish p99 3.00 ms before, 9.33 s during; 5,075 sends failed; leader node 2 → node 1"
+            "fault 1      kill of node 2 (pid 4242) at 7.0 s, started again at 20.1 s: unavailable 9.41 s, recovered after 15.0 s; publish p99 3.00 ms before, 9.33 s during; 5,075 sends failed; 20,132 acknowledged then lost; 2 out of order; leader node 2 → node 1"
         );
         assert_eq!(
             line(&text, "fault 2"),

@@ -41,6 +41,7 @@ pub const HEADLINE: &[&str] = &[
     "faults.0.unavailable_s",
     "faults.0.recovered_after_s",
     "faults.0.during.publish_p99_ms",
+    "faults.0.during.lost",
 ];
 
 /// The value at a dot path of a summary, when it is a number; a number in the path indexes an

@@ -6,8 +6,9 @@
 //! `reason`, then `status` (complete | failed | interrupted), `results` (the run's folder,
 //! relative to the study folder), `key` (the run's identity), `error`, and every headline
 //! number of [`crate::metrics::HEADLINE`] named by its summary.json path (the first fault's
-//! figures as `faults.0.unavailable_s`, `faults.0.recovered_after_s` and
-//! `faults.0.during.publish_p99_ms`: empty for a run without faults).
+//! figures as `faults.0.unavailable_s`, `faults.0.recovered_after_s`,
+//! `faults.0.during.publish_p99_ms` and `faults.0.during.lost`: empty for a run without
+//! faults).
 //!
 //! cells.csv columns: `cell`, the axis columns, for a search `offered_rate`, `n` (complete
 //! runs), then for each headline number `<name>.mean`, `.stdev`, `.min`, `.max`,

@@ -37,7 +37,7 @@ use brokerbench_model::{
     Rate, RunObserver, RunStatus, Stall, Summary, Throughput, WindowHistograms, Workload,
 };
 
-use crate::ledger::{reconcile, SubscriptionLedger, UnreadPlaces};
+use crate::ledger::{reconcile_by_second, SubscriptionLedger, UnreadPlaces};
 use crate::meter::OneMinuteRate;
 use crate::payload::{BodySource, Keys, PayloadError, SharedPayload};
 use crate::recorder::{
@@ -112,6 +112,10 @@ pub struct RunOutcome {
     /// Every producer's spans longer than 100 ms in which a message was due and no
     /// acknowledgement came, (from, to) in ns since the UNIX epoch, sorted.
     pub ack_gaps: Vec<(u64, u64)>,
+    /// The ledger's findings by the second of the run each message was due, adding up to the
+    /// summary's lost, duplicated and out-of-order counts (empty for a shard: the merge
+    /// reconciles).
+    pub integrity_by_second: brokerbench_model::faults::IntegrityBySecond,
 }
 
 /// A shard's part of a run: which shard, and the gate it passes with the others.
@@ -337,7 +341,7 @@ fn outcome(
     (producer_ids, shard): (&[u32], Option<Shard>),
 ) -> RunOutcome {
     let ack_gaps = collected.ack_gaps();
-    let (summary, histograms, ledger) = summarize(
+    let (summary, histograms, ledger, integrity_by_second) = summarize(
         workload,
         policy,
         control,
@@ -352,6 +356,7 @@ fn outcome(
         ended_ns,
         ledger,
         ack_gaps,
+        integrity_by_second,
     }
 }
 

@@ -2,6 +2,7 @@
 //! ledger's verdict, client cost and notes.
 
 use super::*;
+use brokerbench_model::faults::IntegrityBySecond;
 
 /// What the summary must know about the driver.
 pub(super) struct DriverPolicy {
@@ -23,7 +24,7 @@ pub(super) fn summarize(
     times: Times,
     mut collected: Collected,
     (producer_ids, shard): (&[u32], Option<Shard>),
-) -> (Summary, WindowHistograms, LedgerFile) {
+) -> (Summary, WindowHistograms, LedgerFile, IntegrityBySecond) {
     // The consumers' results are tallied by value (their ledgers joined per subscription).
     let consumers = std::mem::take(&mut collected.consumers);
     let mut tallied = tally_tasks(
@@ -78,7 +79,7 @@ pub(super) fn summarize(
         blocks: measures.anomalies.blocks,
         faults: Vec::new(),
     };
-    (summary, histograms, tallied.ledger)
+    (summary, histograms, tallied.ledger, tallied.by_second)
 }
 
 /// What the tasks' results add up to, and the ledger's verdict on them.
@@ -89,6 +90,8 @@ struct Tallied {
     /// How many messages each consumer received.
     shares: Vec<ConsumerShare>,
     integrity: brokerbench_model::Integrity,
+    /// The ledger's findings by the second each message was due.
+    by_second: IntegrityBySecond,
     /// Messages whose send was under way at max rate when the window closed.
     not_sent_at_window_end: u64,
     /// The summary's notes so far, in their order.
@@ -116,9 +119,11 @@ fn tally_tasks(
     let subscriptions = tally.add_consumers(consumers, shard.map(|_| &mut ledger));
     ledger.foreign = tally.foreign;
     let ledgers: Vec<_> = producers.iter().map(|p| p.ledger.clone()).collect();
-    let mut integrity = reconcile(&ledgers, &subscriptions, tally.foreign);
+    let (mut integrity, mut by_second) =
+        reconcile_by_second(&ledgers, &subscriptions, tally.foreign);
     if let Some(shard) = shard {
         integrity = shard_integrity(&integrity);
+        by_second = IntegrityBySecond::default();
         notes.push(format!(
             "shard {shard}: lost, duplicated and out-of-order messages are counted across all shards by `brokerbench merge` (this shard's ledger is in ledger.json)"
         ));
@@ -130,11 +135,14 @@ fn tally_tasks(
         driver,
         not_sent_at_window_end,
     ));
+    // What the broker dropped by policy is not lost in any second either.
+    by_second.unlose_latest(by_second.lost().saturating_sub(integrity.lost));
     Tallied {
         tally,
         ledger,
         shares,
         integrity,
+        by_second,
         not_sent_at_window_end,
         notes,
     }

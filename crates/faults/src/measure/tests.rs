@@ -66,6 +66,16 @@ fn record() -> RunRecord {
     record
 }
 
+/// The run's findings at 1,000 msg/s: `gaps`, and nothing checked.
+fn findings(gaps: &[(u64, u64)]) -> Findings<'_> {
+    static NOTHING: std::sync::OnceLock<IntegrityBySecond> = std::sync::OnceLock::new();
+    Findings {
+        gaps,
+        target_rate: Some(1000.0),
+        integrity: NOTHING.get_or_init(IntegrityBySecond::default),
+    }
+}
+
 fn kill(ended: Option<u64>) -> Injected {
     Injected {
         index: 0,
@@ -93,12 +103,20 @@ fn a_kill_is_measured_from_the_gaps_and_the_rows() {
         (T0 + 5 * SECOND_NS, T0 + 5_150_000_000),
         (T0 + 10_150_000_000, T0 + 14_050_000_000),
     ];
-    let reports = measure(
-        &[kill(Some(T0 + 13_200_000_000))],
-        &record(),
-        &gaps,
-        Some(1000.0),
-    );
+    // Lost: 4 due in second 3 (long before), 2 in second 7 (before), 3 in second 12
+    // (during); one duplicated in second 15, while it had not recovered yet.
+    let mut integrity = IntegrityBySecond::new(true);
+    integrity.at(3).lost = 4;
+    integrity.at(7).lost = 2;
+    integrity.at(12).lost = 3;
+    integrity.at(14).duplicated = 1;
+    integrity.at(20).out_of_order = 1;
+    let findings = Findings {
+        gaps: &gaps,
+        target_rate: Some(1000.0),
+        integrity: &integrity,
+    };
+    let reports = measure(&[kill(Some(T0 + 13_200_000_000))], &record(), &findings);
     let r = &reports[0];
     assert_eq!(r.index, 1);
     assert!((r.injected_at_s - 10.2).abs() < 1e-9);
@@ -115,6 +133,24 @@ fn a_kill_is_measured_from_the_gaps_and_the_rows() {
         (0, 21),
         "sends failed while it lasted"
     );
+    assert_eq!(
+        (r.before.lost, r.during.lost),
+        (Some(2), Some(3)),
+        "lost in the 5 s before and in the seconds it lasted"
+    );
+    assert_eq!(
+        (r.during.duplicated, r.during.out_of_order),
+        (Some(1), Some(0))
+    );
+    let unchecked = Findings {
+        integrity: &IntegrityBySecond::default(),
+        ..findings
+    };
+    let reports = measure(&[kill(Some(T0 + 13_200_000_000))], &record(), &unchecked);
+    assert_eq!(
+        reports[0].during.lost, None,
+        "no consumers, nothing checked"
+    );
     assert_eq!(r.describe(), "kill of node 2 (pid 4242)");
 }
 
@@ -123,7 +159,7 @@ fn a_fault_that_never_ended_lasts_to_the_windows_end_and_may_not_recover() {
     let mut record = record();
     record.rows.truncate(14);
     record.window_end_ns = T0 + 14 * SECOND_NS;
-    let reports = measure(&[kill(None)], &record, &[], Some(1000.0));
+    let reports = measure(&[kill(None)], &record, &findings(&[]));
     assert_eq!(reports[0].ended_at_s, None);
     assert_eq!(reports[0].recovered_after_s, None);
     assert_eq!(reports[0].unavailable_s, 0.0);
@@ -136,7 +172,7 @@ fn a_fault_not_injected_keeps_why_and_measures_nothing() {
     never.injected_ns = None;
     never.pid = None;
     never.problems = vec!["not injected: node 2 was not running".into()];
-    let reports = measure(&[never], &record(), &[], Some(1000.0));
+    let reports = measure(&[never], &record(), &findings(&[]));
     assert!(reports[0].problems[0].contains("not running"));
     assert_eq!(reports[0].injected_at_s, 0.0);
     assert_eq!(reports[0].unavailable_s, 0.0);
@@ -157,7 +193,7 @@ fn bursty_acknowledgements_at_the_rate_count_as_recovered_and_a_burst_after_noth
     for (s, n) in acks.into_iter().enumerate() {
         record.keep(&row(s as u64, n, 3, 1));
     }
-    let reports = measure(&[kill(None)], &record, &[], Some(1000.0));
+    let reports = measure(&[kill(None)], &record, &findings(&[]));
     // Seconds 14–18 average 1,009/s with none below half the rate.
     assert!(
         (reports[0].recovered_after_s.unwrap() - 3.8).abs() < 1e-9,
@@ -172,8 +208,7 @@ fn the_notes_name_what_a_fault_made_and_leave_what_came_long_after() {
     let reports = measure(
         &[kill(Some(T0 + 13_200_000_000))],
         &record(),
-        &gaps,
-        Some(1000.0),
+        &findings(&gaps),
     );
     // 11: the stall while node 2 was down; 14: the catch-up after its restart, before the
     // rate was back at 15; 25: the broker's own.
@@ -187,4 +222,9 @@ fn the_notes_name_what_a_fault_made_and_leave_what_came_long_after() {
         notes,
         ["FAULT 1 (kill of node 2 (pid 4242)): made the STALL at 11.0 s and the SLOW seconds at 14 s: the fault's doing, not the broker's own or the client's"]
     );
+    let mut lossy = reports[0].clone();
+    lossy.during.lost = Some(20_132);
+    assert!(note(&lossy, &events).unwrap().ends_with(
+        "; 20132 of the acknowledged messages due from its injection until the run recovered were never received"
+    ));
 }

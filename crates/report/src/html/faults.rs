@@ -3,8 +3,10 @@
 
 use std::fmt::Write as _;
 
-use brokerbench_model::faults::FaultReport;
+use brokerbench_model::faults::{FaultLatency, FaultReport};
 use brokerbench_model::units::format_nanos;
+
+use crate::terminal::group_thousands;
 use serde_json::{json, Value as Json};
 
 use super::esc;
@@ -33,11 +35,11 @@ pub(super) fn table(body: &mut String, s: &Json) {
     if faults.is_empty() {
         return;
     }
-    body.push_str("<h2>Faults</h2><table class=\"faults\"><thead><tr><th class=\"text\">fault</th><th class=\"text\">node</th><th class=\"text\">injected at</th><th>ended</th><th>unavailable</th><th>recovered after</th><th>publish p99 before → during</th><th>failed sends during</th><th>leader before → after</th><th class=\"text\">problems</th></tr></thead><tbody>");
+    body.push_str("<h2>Faults</h2><table class=\"faults\"><thead><tr><th class=\"text\">fault</th><th class=\"text\">node</th><th class=\"text\">injected at</th><th>ended</th><th>unavailable</th><th>recovered after</th><th>publish p99 before → during</th><th>failed sends during</th><th>lost · duplicated · out of order during</th><th>leader before → after</th><th class=\"text\">problems</th></tr></thead><tbody>");
     for f in &faults {
         row(body, f);
     }
-    body.push_str("</tbody></table><p class=\"legend-note\">Seconds into the run (from the start of warm-up). Unavailable: the longest span in which a producer had a message due and no acknowledgement came; recovered: the acknowledged rate back within 5% of the target for 5 s; failed sends: in the seconds from the injection until recovered (or the window's end). Each fault is shaded grey on the charts from its injection to its end.</p>");
+    body.push_str("</tbody></table><p class=\"legend-note\">Seconds into the run (from the start of warm-up). Unavailable: the longest span in which a producer had a message due and no acknowledgement came; recovered: the acknowledged rate back within 5% of the target for 5 s; failed sends: in the seconds from the injection until recovered (or the window's end); lost (acknowledged and never received), duplicated and out of order: of the messages due in those seconds (- where no consumers checked). Each fault is shaded grey on the charts from its injection to its end.</p>");
 }
 
 fn row(body: &mut String, f: &FaultReport) {
@@ -59,7 +61,7 @@ fn row(body: &mut String, f: &FaultReport) {
     };
     let _ = write!(
         body,
-        "<tr><td class=\"text\">{} {}</td><td class=\"text wrap\">{}</td><td class=\"text wrap\">{}</td><td>{} {}</td><td>{:.2} s</td><td>{}</td><td>{} → {}</td><td>{}</td><td>{}</td><td class=\"text wrap\">{}</td></tr>",
+        "<tr><td class=\"text\">{} {}</td><td class=\"text wrap\">{}</td><td class=\"text wrap\">{}</td><td>{} {}</td><td>{:.2} s</td><td>{}</td><td>{} → {}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"text wrap\">{}</td></tr>",
         f.index,
         esc(&f.action),
         node,
@@ -71,9 +73,23 @@ fn row(body: &mut String, f: &FaultReport) {
         esc(&ms(f.before.publish_p99_ms)),
         esc(&ms(f.during.publish_p99_ms)),
         f.during.failed,
+        esc(&integrity(&f.during)),
         esc(&leader),
         esc(&f.problems.join("; ")),
     );
+}
+
+/// "12 · 0 · 3", or "-" when nothing was checked.
+fn integrity(during: &FaultLatency) -> String {
+    match (during.lost, during.duplicated, during.out_of_order) {
+        (Some(l), Some(d), Some(o)) => format!(
+            "{} · {} · {}",
+            group_thousands(l),
+            group_thousands(d),
+            group_thousands(o)
+        ),
+        _ => "-".into(),
+    }
 }
 
 #[cfg(test)]
@@ -85,7 +101,7 @@ mod tests {
             {"index": 1, "action": "kill", "node": 2, "chosen": "leader of topic t at injection", "pid": 7,
              "leader_before": 2, "leader_after": 1, "at_s": 3.0, "injected_at_s": 4.0, "ended_at_s": 9.5,
              "unavailable_s": 1.25, "recovered_after_s": 6.0, "restarted_pid": 8,
-             "before": {"seconds": 5.0, "publish_p99_ms": 3.0}, "during": {"seconds": 6.0, "publish_p99_ms": 1200.0, "failed": 42}},
+             "before": {"seconds": 5.0, "publish_p99_ms": 3.0}, "during": {"seconds": 6.0, "publish_p99_ms": 1200.0, "failed": 42, "lost": 20132, "duplicated": 0, "out_of_order": 3}},
             {"index": 2, "action": "pause", "node": 3, "at_s": 20.0, "injected_at_s": 0.0, "unavailable_s": 0.0,
              "before": {"seconds": 0.0}, "during": {"seconds": 0.0}, "problems": ["not injected: the run ended before its time"]}
         ]})
@@ -101,7 +117,7 @@ mod tests {
             "{body}"
         );
         assert!(
-            body.contains("<td>1.25 s</td><td>6.0 s</td><td>3.00 ms → 1.20 s</td><td>42</td><td>2 → 1</td><td class=\"text wrap\"></td>"),
+            body.contains("<td>1.25 s</td><td>6.0 s</td><td>3.00 ms → 1.20 s</td><td>42</td><td>20,132 · 0 · 3</td><td>2 → 1</td><td class=\"text wrap\"></td>"),
             "{body}"
         );
         assert!(
