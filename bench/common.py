@@ -1,6 +1,7 @@
 """Helpers shared by the side-by-side benchmarks in bench/."""
 
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -20,10 +21,11 @@ def home():
 
 
 class Usage:
-    """What one child process cost: its output, user and system CPU seconds, peak RSS in MB."""
+    """What one child process cost: its output, user and system CPU seconds, peak RSS in MB,
+    and its exit code."""
 
-    def __init__(self, text, user, system, rss_mb):
-        self.text, self.user, self.system, self.rss_mb = text, user, system, rss_mb
+    def __init__(self, text, user, system, rss_mb, code=0):
+        self.text, self.user, self.system, self.rss_mb, self.code = text, user, system, rss_mb, code
 
     @property
     def cpu(self):
@@ -57,9 +59,15 @@ def settle(limit=0.15, timeout=30.0):
         print(f"note: the host was still {busy:.0%} busy after {timeout:.0f} s of waiting", file=sys.stderr)
 
 
-def timed(cmd, merge=True):
+class RunFailed(Exception):
+    """One tool's run that failed or ended with problems, and what they were. A bench records
+    it, goes on with the next run, and leaves it out of the medians (see `medians`)."""
+
+
+def timed(cmd, merge=True, allowed=(0,)):
     """Runs cmd to its end; returns a Usage of that child alone (the kernel's rusage via wait4).
-    Exits naming the command if it fails. merge=False leaves stderr out of the text."""
+    Raises RunFailed naming the command and the end of its output if it exits with a code not
+    in `allowed`. merge=False leaves stderr out of the text."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         child = subprocess.Popen(cmd, stdout=out, stderr=out if merge else err, text=True)
         _, status, usage = os.wait4(child.pid, 0)
@@ -67,9 +75,59 @@ def timed(cmd, merge=True):
         out.seek(0)
         err.seek(0)
         text, errors = out.read(), err.read()
-    if code != 0:
-        sys.exit(f"{os.path.basename(cmd[0])} failed ({code}):\n{(errors + text)[-3000:]}")
-    return Usage(text, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024)
+    if code not in allowed:
+        last = [line for line in (errors + text).splitlines() if line.strip()][-3:]
+        raise RunFailed(f"{os.path.basename(cmd[0])} exited {code}: {' / '.join(last)[-500:]}")
+    return Usage(text, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024, code)
+
+
+def summary_problems(summary, confirms=True):
+    """What a brokerbench summary.json says went wrong: not complete, errors, lost, duplicated
+    or (with confirms) unacknowledged messages; [] for a clean run."""
+    problems = []
+    if summary.get("status") != "complete":
+        problems.append(f"status {summary.get('status')}")
+    if summary.get("errors"):
+        problems.append("errors " + ", ".join(f"{k} {v}" for k, v in summary["errors"].items()))
+    integrity = summary.get("integrity", {})
+    for key in ("lost", "duplicated") + (("unacknowledged",) if confirms else ()):
+        if integrity.get(key):
+            problems.append(f"{key} {integrity[key]}")
+    return problems
+
+
+def brokerbench_summary(usage):
+    """The summary a `brokerbench run --json` printed; a run that exited 1 (it completed, with
+    problems) raises RunFailed with the problems its summary names."""
+    text = usage.text
+    try:
+        summary = json.loads(text[text.index("{"):])
+    except ValueError:
+        raise RunFailed(f"brokerbench printed no summary: {text[-500:]}")
+    problems = summary_problems(summary)
+    if usage.code != 0:
+        raise RunFailed(f"brokerbench exited {usage.code}: " + ("; ".join(problems) or "see its notes"))
+    return summary
+
+
+def attempt(run, *args):
+    """run(*args), or {"failed": why} when it raised RunFailed (printed as it happens)."""
+    try:
+        return run(*args)
+    except RunFailed as failed:
+        print(f"  FAILED, left out of the medians: {failed}", file=sys.stderr, flush=True)
+        return {"failed": str(failed)}
+
+
+def succeeded(results):
+    """The results that did not fail."""
+    return [r for r in results if "failed" not in r]
+
+
+def left_out(label, results):
+    """A line per failed run of `label`, saying it is not in the medians."""
+    return [f"left out of the medians: {label}, run {i + 1}: {r['failed']}"
+            for i, r in enumerate(results) if "failed" in r]
 
 
 def timed_cpu(cmd):

@@ -32,7 +32,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import BIN, ROOT, kafka_classpath, perftest_classpath, settle, timed  # noqa: E402
+from common import (BIN, ROOT, RunFailed, attempt, brokerbench_summary, kafka_classpath, left_out,  # noqa: E402
+                    perftest_classpath, settle, succeeded, timed)
 
 FLOOR = os.path.join(ROOT, "target", "release", "examples", "floor")
 AMQP_FLOOR = os.path.join(ROOT, "target", "release", "examples", "amqp_floor")
@@ -92,7 +93,7 @@ CASES = {
 
 def per_million(usage, messages):
     if not messages:
-        sys.exit(f"no messages acknowledged:\n{usage.text[-2000:]}")
+        raise RunFailed(f"no messages acknowledged: {usage.text[-500:]}")
     scale = 1e6 / messages
     return {"user": usage.user * scale, "system": usage.system * scale, "cpu": usage.cpu * scale,
             "rss_mb": usage.rss_mb}
@@ -113,8 +114,8 @@ def brokerbench(family, shape, seconds):
     with tempfile.TemporaryDirectory(prefix="cost-bb-") as tmp:
         for s in sets:
             args += ["--set", s]
-        usage = timed(args + ["--out", os.path.join(tmp, "run")], merge=False)
-    summary = json.loads(usage.text[usage.text.index("{"):])
+        usage = timed(args + ["--out", os.path.join(tmp, "run")], merge=False, allowed=(0, 1))
+    summary = brokerbench_summary(usage)
     result = per_million(usage, summary["total"]["acknowledged"])
     result["msg_per_s"] = summary["throughput"]["acknowledged_per_s"]
     flags = [k for k in ("lost", "duplicated") if summary.get("integrity", {}).get(k)]
@@ -153,7 +154,7 @@ def amqp_floor(shape, seconds):
     usage = timed(args)
     fields = dict(re.findall(r"(\w+)=([\d.]+)", usage.text))
     if "delivered" not in fields:
-        sys.exit(f"amqp_floor printed no counts:\n{usage.text[-2000:]}")
+        raise RunFailed(f"amqp_floor printed no counts: {usage.text[-500:]}")
     result = per_million(usage, int(fields["delivered"]))
     result["msg_per_s"] = float(fields["msg_per_s"])
     result["note"] = "" if shape["consumers"] == 0 or fields["consumed"] == fields["delivered"] else \
@@ -180,6 +181,8 @@ def remove_leftover_topics():
 def producer_performance(shape, seconds, rate_hint):
     """ProducerPerformance sends a number of records, not for a time: at max rate, as many as
     brokerbench acknowledged in its run of the same case (rate_hint msg/s)."""
+    if not (shape["rate"] or rate_hint):
+        raise RunFailed("no brokerbench rate to match at max rate (its run failed)")
     topic = f"cost-pp-{int(time.time() * 1000)}"
     topic_command("--create", "--topic", topic, "--partitions", str(shape["partitions"]),
                   "--replication-factor", "1")
@@ -214,7 +217,7 @@ def perftest(shape, seconds):
     usage = timed(args)
     sent = re.search(r"sending rate avg: ([\d.]+) msg/s", usage.text)
     if not sent:
-        sys.exit(f"PerfTest printed no summary:\n{usage.text[-2000:]}")
+        raise RunFailed(f"PerfTest printed no summary: {usage.text[-500:]}")
     rate = float(sent.group(1))
     result = per_million(usage, rate * seconds)
     result["msg_per_s"] = rate
@@ -234,7 +237,7 @@ def tools_for(family, shape):
     if family == "kafka":
         tools["floor"] = lambda s: floor(shape, s)
         if shape["consumers"] == 0 and shape["producers"] == 1 and shape["topics"] == 1:
-            tools["peer"] = lambda s: producer_performance(shape, s, hint["msg_per_s"])
+            tools["peer"] = lambda s: producer_performance(shape, s, hint.get("msg_per_s"))
     else:
         tools["floor"] = lambda s: amqp_floor(shape, s)
         tools["peer"] = lambda s: perftest(shape, s)
@@ -242,9 +245,15 @@ def tools_for(family, shape):
 
 
 def median_result(results):
+    """The medians of the runs that did not fail; None when every one failed."""
+    done = succeeded(results)
+    if not done:
+        return None
     keys = ("user", "system", "cpu", "rss_mb", "msg_per_s")
-    merged = {k: statistics.median(r[k] for r in results) for k in keys}
-    merged["note"] = "; ".join(sorted({r["note"] for r in results if r["note"]}))
+    merged = {k: statistics.median(r[k] for r in done) for k in keys}
+    merged["note"] = "; ".join(sorted({r["note"] for r in done if r["note"]}))
+    if len(done) < len(results):
+        merged["note"] = "; ".join(filter(None, [merged["note"], f"{len(results) - len(done)} failed run(s) left out"]))
     return merged
 
 
@@ -284,12 +293,15 @@ def main():
             order = list(tools) if r % 2 == 0 else list(reversed(tools))
             for tool in order:
                 settle()
-                runs[tool].append(tools[tool](a.seconds))
+                runs[tool].append(attempt(tools[tool], a.seconds))
                 x = runs[tool][-1]
-                print(f"{name:20} round {r + 1} {tool:11} {x['msg_per_s']:11,.0f} msg/s {x['cpu']:7.2f} CPU-s/M "
-                      f"(user {x['user']:.2f}, sys {x['system']:.2f}) {x['rss_mb']:6.0f} MB {x['note']}",
-                      file=sys.stderr, flush=True)
+                if "failed" not in x:
+                    print(f"{name:20} round {r + 1} {tool:11} {x['msg_per_s']:11,.0f} msg/s {x['cpu']:7.2f} CPU-s/M "
+                          f"(user {x['user']:.2f}, sys {x['system']:.2f}) {x['rss_mb']:6.0f} MB {x['note']}",
+                          file=sys.stderr, flush=True)
+        failures = [line for tool, v in runs.items() for line in left_out(f"{name} {tool}", v)]
         table[name] = {tool: median_result(v) for tool, v in runs.items()}
+        table[name]["left out"] = failures
     print_table(table, a.markdown, a.rounds, a.seconds)
     if a.json:
         with open(a.json, "w") as f:
@@ -297,16 +309,22 @@ def main():
 
 
 def ratio(row, tool):
-    other = row.get(tool)
-    return f"{row['brokerbench']['cpu'] / other['cpu']:.2f}x" if other and other["cpu"] else "-"
+    mine, other = row.get("brokerbench"), row.get(tool)
+    return f"{mine['cpu'] / other['cpu']:.2f}x" if mine and other and other["cpu"] else "-"
 
 
 def print_table(table, markdown, rounds, seconds):
     head = ["case", "tool", "msg/s", "user", "system", "CPU-s/M", "RSS MB", "bb/floor", "bb/peer", "note"]
-    rows = []
+    rows, left = [], []
     for name, row in table.items():
+        left += row["left out"]
         for tool, x in row.items():
             first = tool == "brokerbench"
+            if tool == "left out":
+                continue
+            if x is None:
+                rows.append([name if first else "", tool] + ["-"] * 7 + ["every run failed"])
+                continue
             rows.append([name if first else "", tool, f"{x['msg_per_s']:,.0f}", f"{x['user']:.2f}",
                          f"{x['system']:.2f}", f"{x['cpu']:.2f}", f"{x['rss_mb']:.0f}",
                          ratio(row, "floor") if first else "", ratio(row, "peer") if first else "", x["note"]])
@@ -316,10 +334,14 @@ def print_table(table, markdown, rounds, seconds):
         print("|" + "---|" * len(head))
         for r in rows:
             print("| " + " | ".join(r) + " |")
+        for line in left:
+            print(f"\n{line}")
         return
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
     for r in [head] + rows:
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+    for line in left:
+        print(line)
 
 
 if __name__ == "__main__":

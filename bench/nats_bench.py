@@ -35,7 +35,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import BIN, ROOT, timed_cpu as timed  # noqa: E402
+from common import BIN, ROOT, RunFailed, attempt, left_out, succeeded, summary_problems, timed  # noqa: E402
 
 SIZE = 100
 PUBBATCH = 100
@@ -45,7 +45,7 @@ CONSUMERBATCH = 100
 def rate_of(text, label):
     m = re.search(rf"{label} stats: ([\d,]+) msgs/sec", text)
     if not m:
-        sys.exit(f"no '{label} stats' in nats bench output:\n{text[-2000:]}")
+        raise RunFailed(f"no '{label} stats' in nats bench output: {text[-500:]}")
     return float(m.group(1).replace(",", ""))
 
 
@@ -56,15 +56,22 @@ def brokerbench(seconds):
            "--set", "driver=nats", "--set", "rate=max", "--set", f"message_size={SIZE}B",
            "--set", "warmup=1s", "--set", f"duration={seconds}s",
            "--set", f"max_outstanding={PUBBATCH}", "--set", f"pull_batch={CONSUMERBATCH}"]
-    _, cpu, rss = timed(cmd)
-    s = json.load(open(os.path.join(out, "summary.json")))
-    shutil.rmtree(out, ignore_errors=True)
+    usage = timed(cmd, allowed=(0, 1))
+    try:
+        s = json.load(open(os.path.join(out, "summary.json")))
+    except OSError:
+        raise RunFailed(f"brokerbench exited {usage.code} and wrote no summary.json")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
     sent = s["total"]["sent"]
-    if s["integrity"]["lost"] or s["total"]["received"] != sent:
-        sys.exit(f"brokerbench run was not lossless: {s['total']} {s['integrity']}")
+    problems = summary_problems(s)
+    if s["total"]["received"] != sent:
+        problems.append(f"received {s['total']['received']:,} of {sent:,}")
+    if usage.code != 0 or problems:
+        raise RunFailed(f"brokerbench exited {usage.code}: {'; '.join(problems) or 'see its notes'}")
     return {"pub": s["throughput"]["acknowledged_per_s"],
             "sub": s["throughput"]["received_per_s"],
-            "cpu_per_m": cpu / sent * 1e6, "rss": rss, "msgs": sent}
+            "cpu_per_m": usage.cpu / sent * 1e6, "rss": usage.rss_mb, "msgs": sent}
 
 
 def nats_bench(nats, url, msgs):
@@ -73,19 +80,19 @@ def nats_bench(nats, url, msgs):
            "--pubbatch", str(PUBBATCH), "--consumerbatch", str(CONSUMERBATCH)]
     # A stream left by an earlier run with other subjects makes nats bench refuse to start.
     subprocess.run([nats, "stream", "rm", "benchstream", "-f", "-s", url], capture_output=True)
-    text, cpu, rss = timed(cmd)
-    return {"pub": rate_of(text, " Pub"), "sub": rate_of(text, " Sub"),
-            "cpu_per_m": cpu / msgs * 1e6, "rss": rss, "msgs": msgs}
+    usage = timed(cmd)
+    return {"pub": rate_of(usage.text, " Pub"), "sub": rate_of(usage.text, " Sub"),
+            "cpu_per_m": usage.cpu / msgs * 1e6, "rss": usage.rss_mb, "msgs": msgs}
 
 
 ASYNC_NATS = os.path.join(ROOT, "bench", "async_nats", "target", "release", "async-nats-bench")
 
 
 def async_nats(url, msgs):
-    text, cpu, rss = timed([ASYNC_NATS, url, str(msgs), str(SIZE), str(PUBBATCH), str(CONSUMERBATCH)])
-    result = json.loads(text.strip().splitlines()[-1])
+    usage = timed([ASYNC_NATS, url, str(msgs), str(SIZE), str(PUBBATCH), str(CONSUMERBATCH)])
+    result = json.loads(usage.text.strip().splitlines()[-1])
     return {"pub": result["pub_per_s"], "sub": result["sub_per_s"],
-            "cpu_per_m": cpu / msgs * 1e6, "rss": rss, "msgs": msgs}
+            "cpu_per_m": usage.cpu / msgs * 1e6, "rss": usage.rss_mb, "msgs": msgs}
 
 
 def main():
@@ -109,20 +116,29 @@ def main():
         round_results = {}
         # nats bench publishes as many messages as brokerbench did; in a round where it goes
         # first, it uses the previous round's count (or 10 s at 60k msg/s).
+        # A failed brokerbench run gives no count: the latest good one (or 10 s at 60k msg/s).
         for tool in order:
+            count = msgs or next((x["msgs"] for x in reversed(succeeded(results["brokerbench"]))),
+                                 60000 * args.seconds)
             if tool == "brokerbench":
-                round_results[tool] = brokerbench(args.seconds)
-                msgs = round_results[tool]["msgs"]
+                round_results[tool] = attempt(brokerbench, args.seconds)
+                msgs = round_results[tool].get("msgs")
             elif tool == "async-nats":
-                round_results[tool] = async_nats(url, msgs)
+                round_results[tool] = attempt(async_nats, url, count)
             else:
-                count = msgs or (results["brokerbench"][-1]["msgs"] if results["brokerbench"] else 60000 * args.seconds)
-                round_results[tool] = nats_bench(args.nats, url, count)
+                round_results[tool] = attempt(nats_bench, args.nats, url, count)
         for tool, res in round_results.items():
             results[tool].append(res)
-            print(f"round {r + 1} {tool:12} pub {res['pub']:>9,.0f} msg/s  sub {res['sub']:>9,.0f} msg/s  "
-                  f"{res['cpu_per_m']:6.2f} CPU-s/M  RSS {res['rss']:.0f} MB  ({res['msgs']:,} msgs)", flush=True)
-    med = {t: {k: statistics.median(x[k] for x in v) for k in ("pub", "sub", "cpu_per_m", "rss")} for t, v in results.items()}
+            if "failed" not in res:
+                print(f"round {r + 1} {tool:12} pub {res['pub']:>9,.0f} msg/s  sub {res['sub']:>9,.0f} msg/s  "
+                      f"{res['cpu_per_m']:6.2f} CPU-s/M  RSS {res['rss']:.0f} MB  ({res['msgs']:,} msgs)", flush=True)
+    for tool, runs in results.items():
+        for line in left_out(tool, runs):
+            print(line)
+    if any(not succeeded(v) for v in results.values()):
+        sys.exit("no medians: every run of " + ", ".join(t for t, v in results.items() if not succeeded(v)) + " failed")
+    med = {t: {k: statistics.median(x[k] for x in succeeded(v)) for k in ("pub", "sub", "cpu_per_m", "rss")}
+           for t, v in results.items()}
     b, n = med["brokerbench"], med["nats bench"]
     print(f"\nmedians: brokerbench pub {b['pub']:,.0f} msg/s, {b['cpu_per_m']:.2f} CPU-s/M, RSS {b['rss']:.0f} MB; "
           f"nats bench pub {n['pub']:,.0f} msg/s, {n['cpu_per_m']:.2f} CPU-s/M, RSS {n['rss']:.0f} MB")

@@ -48,7 +48,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import BIN, ROOT, perftest_classpath  # noqa: E402
+from common import (BIN, ROOT, RunFailed, attempt, left_out, perftest_classpath, succeeded,  # noqa: E402
+                    summary_problems)
 
 DRIVER = os.path.join(ROOT, "workloads", "drivers", "rabbitmq.yaml")
 PERFTEST_VERSION = "2.22.1"
@@ -94,10 +95,11 @@ def wait_quiet(port, limit_s=120):
             return f"started anyway: host {busy:.0%} busy, other broker clients {sorted(others)}"
 
 
-def timed(cmd, merge=True, watch=None):
-    """Runs cmd; returns (stdout [+ stderr], CPU seconds, peak RSS MB, interference) of that child
-    process alone. watch=(broker port, broker pid): interference lists other processes connected
-    to the broker during the run and the host CPU seconds used by neither the child nor the broker."""
+def timed(cmd, merge=True, watch=None, allowed=(0,)):
+    """Runs cmd; returns (stdout [+ stderr], CPU seconds, peak RSS MB, interference, exit code) of
+    that child process alone; raises RunFailed when it exits with a code not in `allowed`.
+    watch=(broker port, broker pid): interference lists other processes connected to the broker
+    during the run and the host CPU seconds used by neither the child nor the broker."""
     hz = os.sysconf("SC_CLK_TCK")
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         busy0 = host_busy_jiffies()
@@ -120,10 +122,11 @@ def timed(cmd, merge=True, watch=None):
         out.seek(0)
         err.seek(0)
         text, errors = out.read(), err.read()
-    if child.returncode != 0:
-        sys.exit(f"{os.path.basename(cmd[0])} failed ({child.returncode}):\n{(errors + text)[-3000:]}")
+    if child.returncode not in allowed:
+        last = [line for line in (errors + text).splitlines() if line.strip()][-3:]
+        raise RunFailed(f"{os.path.basename(cmd[0])} exited {child.returncode}: {' / '.join(last)[-500:]}")
     interference = {"other_cpu_s": other_cpu, "others": sorted(others)}
-    return text, cpu, usage.ru_maxrss / 1024, interference
+    return text, cpu, usage.ru_maxrss / 1024, interference, child.returncode
 
 
 def broker_up():
@@ -151,14 +154,14 @@ def perftest(broker, seconds, confirms, rate):
         args += ["-c", str(MAX_UNCONFIRMED)]
     if rate:
         args += ["-r", str(rate)]
-    out, cpu, rss, interference = timed(args, watch=watch)
+    out, cpu, rss, interference, _ = timed(args, watch=watch)
     # Per-interval lines: "id: X, time 3.005 s, sent: 18686 msg/s, [confirmed: ...,] received: 19009 msg/s, ..."
     intervals = [(float(t), float(s), float(r)) for t, s, r in re.findall(
         r"time:? ([\d.]+) ?s, sent: ([\d.]+) msg/s.*?received: ([\d.]+) msg/s", out)]
     sent_avg = re.search(r"sending rate avg: ([\d.]+) msg/s", out)
     received_avg = re.search(r"receiving rate avg: ([\d.]+) msg/s", out)
     if not sent_avg or not received_avg:
-        sys.exit(f"PerfTest printed no summary:\n{out[-3000:]}")
+        raise RunFailed(f"PerfTest printed no summary: {out[-500:]}")
     # The summary rates are totals over the whole run (-z seconds): the messages it sent.
     total_sent = float(sent_avg.group(1)) * (seconds + WARMUP_S)
     # The rate after the warm-up: per-second rates weighted by their interval length.
@@ -199,28 +202,22 @@ def brokerbench(broker, seconds, confirms, rate):
         args = [BIN, "run", "--driver", DRIVER, "--json", "--quiet", "--out", os.path.join(tmp, "run")]
         for s in sets:
             args += ["--set", s]
-        out, cpu, rss, interference = timed(args, merge=False, watch=broker[1])
+        out, cpu, rss, interference, code = timed(args, merge=False, watch=broker[1], allowed=(0, 1))
     try:
-        summary = json.loads(out)
-    except json.JSONDecodeError:
         summary = json.loads(out[out.index("{"):])
+    except ValueError:
+        raise RunFailed(f"brokerbench exited {code} and printed no summary: {out[-500:]}")
+    if code != 0:
+        raise RunFailed(f"brokerbench exited {code}: {'; '.join(summary_problems(summary, confirms)) or 'see its notes'}")
     total_sent = summary["total"]["sent"]
     if not total_sent:
-        sys.exit(f"brokerbench sent nothing:\n{out[-3000:]}")
+        raise RunFailed("brokerbench sent nothing")
     lat = {}
     for key in ("publish", "end_to_end"):
         s = summary["latency"][key]
         if s.get("count"):
             lat[key] = {q: s[f"{q}_ns"] / 1000 for q in ("p50", "p95", "p99", "max")}
-    problems = []
-    if summary.get("status") != "complete":
-        problems.append(f"status={summary.get('status')}")
-    if summary.get("errors"):
-        problems.append(f"errors={summary['errors']}")
-    integrity = summary.get("integrity", {})
-    for k in ("lost", "duplicated") + (("unacknowledged",) if confirms else ()):
-        if integrity.get(k):
-            problems.append(f"{k}={integrity[k]}")
+    problems = summary_problems(summary, confirms)
     if summary.get("client_bound"):
         problems.append("client_bound")
     return {"sent": summary["throughput"]["sent_per_s"], "received": summary["throughput"]["received_per_s"],
@@ -262,12 +259,14 @@ def main():
         for case, confirms, rate in cases:
             for tool in order:
                 waited = wait_quiet(port)
-                res = tools[tool](confirms, rate)
+                res = attempt(tools[tool], confirms, rate)
+                results[(case, tool)].append(res)
+                if "failed" in res:
+                    continue
                 if waited:
                     res["note"] += f"  [{waited}]"
                 if res["others"]:
                     res["note"] += f"  [other clients on the broker: {', '.join(f'{n} pid {p}' for p, n in res['others'])}]"
-                results[(case, tool)].append(res)
                 extra = f"  per-second sent {res['per_second'][0]:,.0f}-{res['per_second'][1]:,.0f}" \
                     if res["per_second"] else ""
                 print(f"round {r + 1} {case:20} {tool:12} {res['sent']:10,.0f} sent/s {res['received']:10,.0f} recv/s"
@@ -275,7 +274,12 @@ def main():
                       f"{extra}{res['note']}", flush=True)
 
     def med(case, tool, key):
-        return statistics.median(x[key] for x in results[(case, tool)])
+        done = succeeded(results[(case, tool)])
+        return statistics.median(x[key] for x in done) if done else float("nan")
+
+    for (case, tool), runs in results.items():
+        for line in left_out(f"{case}, {tool}", runs):
+            print(line)
 
     print(f"\nmedians over {a.rounds} rounds (1 producer, 1 consumer, {SIZE} B, transient, prefetch {PREFETCH}, "
           f"manual ack each message; CPU per message sent, whole client process)")
@@ -301,6 +305,9 @@ def main():
           f"full histogram over the measurement window)")
     for r in range(a.rounds):
         pt, bb = results[(case, "PerfTest")][r], results[(case, "brokerbench")][r]
+        if "failed" in pt or "failed" in bb:
+            print(f"  round {r + 1}: a run failed (above)")
+            continue
         for tool, label, res, key in [
                 ("PerfTest", "confirm (actual send -> confirm)", pt, "publish"),
                 ("brokerbench", "publish (intended send -> confirm)", bb, "publish"),

@@ -362,7 +362,11 @@ fn drops_by_broker_policy_are_not_reported_as_lost() {
     let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
     let i = &out.summary.integrity;
     assert_eq!((i.lost, i.dropped_by_broker), (0, 10), "{i:?}");
-    assert_eq!(out.integrity_by_second.lost(), 0, "dropped in no second either");
+    assert_eq!(
+        out.integrity_by_second.lost(),
+        0,
+        "dropped in no second either"
+    );
     assert!(out
         .summary
         .notes
