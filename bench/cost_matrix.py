@@ -5,7 +5,7 @@ For every case, one after the other on the same local broker:
   - brokerbench (warmup 0, so every message it sends is in its counts),
   - the floor: a bare client with the same settings and the same pacing and no measuring
     (Kafka: crates/kafka/examples/floor.rs on librdkafka, the library brokerbench uses;
-    RabbitMQ: crates/amqp/examples/amqp_floor.rs on brokerbench's own AMQP client),
+    RabbitMQ: crates/amqp/examples/amqp_floor.rs on brokerbench's own AMQP client; none for NATS),
   - the peer tool where one runs here (Kafka's ProducerPerformance for produce-only Kafka
     cases; RabbitMQ PerfTest 2.22.1 for RabbitMQ cases).
 Each is one process; its CPU (user and system, from the kernel's rusage of that child via
@@ -16,7 +16,10 @@ figures. Rounds alternate the order of the tools; medians over the rounds. Befor
 the host must be quiet (at most 15% of its CPU busy over a second; up to 30 s of waiting).
 
 Usage: bench/cost_matrix.py [--seconds 10] [--rounds 1] [--cases omb-latency,max-1p,...]
-       [--markdown] [--json FILE] [--list]
+       [--markdown] [--json FILE] [--list] [--quick]
+--quick runs one round of 5 s of one fixed-rate case per family (Kafka's quickstart, RabbitMQ and
+NATS at 10,000 msg/s): a guard against a regression in client cost, to run before stopping work;
+it reports and never fails on a figure.
 Needs: scripts/setup done (Java and Maven for the peers); the managed Kafka and RabbitMQ are
 started if they are not running.
 """
@@ -41,6 +44,8 @@ AMQP_FLOOR = os.path.join(ROOT, "target", "release", "examples", "amqp_floor")
 # confirms with 1,000 outstanding, a manual ack per delivery, prefetch 1,000 (PerfTest's -c/-q).
 RABBITMQ_SETTINGS = ["queue.type=classic", "queue.durable=false", "persistent=false", "confirms.enabled=true",
                      "confirms.max_outstanding=1000", "ack.mode=manual", "ack.multiple_every=1", "prefetch=1000"]
+# NATS at max rate: bench/nats_bench.py's settings (nats bench --pubbatch 100 --consumerbatch 100).
+NATS_MAX_RATE = ["max_outstanding=100", "pull_batch=100"]
 KAFKA = "127.0.0.1:9092"
 OMB_LATENCY = {"acks": "all", "linger.ms": "1", "batch.size": "131072"}
 MAX_RATE = {"acks": "1", "linger.ms": "5", "batch.size": "1000000"}
@@ -88,7 +93,14 @@ CASES = {
                      dict(topics=1, producers=1, consumers=1, size=100, rate=10000)),
     "rabbitmq-10q": ("rabbitmq", "RabbitMQ, confirms, 10 queues, 1p+1c each, 100 B, 10,000 msg/s in all",
                      dict(topics=10, producers=1, consumers=1, size=100, rate=10000)),
+    "nats-10k": ("nats", "NATS JetStream, file storage, 1 stream, 1p+1c, explicit acks, 100 B, 10,000 msg/s",
+                 dict(topics=1, producers=1, consumers=1, size=100, rate=10000)),
+    "nats-max": ("nats", "NATS JetStream, same, max rate (100 publishes awaiting a PubAck, pulls of 100)",
+                 dict(topics=1, producers=1, consumers=1, size=100, rate=None)),
 }
+# --quick: one round of 5 s of one fixed-rate case per family, a regression guard to run before
+# stopping work (it reports; nothing fails on its figures).
+QUICK_CASES = ["quickstart", "rabbitmq-10k", "nats-10k"]
 
 
 def per_million(usage, messages):
@@ -108,6 +120,9 @@ def brokerbench(family, shape, seconds):
         sets += [f"partitions_per_topic={shape['partitions']}", f"keys={shape.get('keys', 'none')}",
                  f"bootstrap_servers={KAFKA}", f"producer_clients={shape.get('clients', 'shared')}",
                  *[f"producer_config.{k}={v}" for k, v in shape["props"].items()]]
+    elif family == "nats":
+        args += ["--driver", os.path.join(ROOT, "workloads", "drivers", "nats.yaml")]
+        sets += NATS_MAX_RATE if shape["rate"] is None else []
     else:
         args += ["--driver", os.path.join(ROOT, "workloads", "drivers", "rabbitmq.yaml")]
         sets += RABBITMQ_SETTINGS
@@ -234,6 +249,8 @@ def tools_for(family, shape):
         return result
 
     tools = {"brokerbench": brokerbench_run}
+    if family == "nats":
+        return tools  # no floor here; nats bench at max rate: bench/nats_bench.py
     if family == "kafka":
         tools["floor"] = lambda s: floor(shape, s)
         if shape["consumers"] == 0 and shape["producers"] == 1 and shape["topics"] == 1:
@@ -265,7 +282,11 @@ def main():
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument("--json", help="write every figure to this file")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
+    p.add_argument("--quick", action="store_true",
+                   help=f"one round of 5 s of {', '.join(QUICK_CASES)}: a regression guard, not figures to quote")
     a = p.parse_args()
+    if a.quick:
+        a.cases, a.seconds, a.rounds = ",".join(QUICK_CASES), 5, 1
     if a.list:
         for name, (family, text, _) in CASES.items():
             print(f"{name:22} {family:9} {text}")
