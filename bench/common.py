@@ -21,11 +21,12 @@ def home():
 
 
 class Usage:
-    """What one child process cost: its output, user and system CPU seconds, peak RSS in MB,
-    and its exit code."""
+    """What one child process cost: its output (and, when kept apart, its error output), user
+    and system CPU seconds, peak RSS in MB, and its exit code."""
 
-    def __init__(self, text, user, system, rss_mb, code=0):
+    def __init__(self, text, user, system, rss_mb, code=0, errors=""):
         self.text, self.user, self.system, self.rss_mb, self.code = text, user, system, rss_mb, code
+        self.errors = errors
 
     @property
     def cpu(self):
@@ -76,21 +77,25 @@ def timed(cmd, merge=True, allowed=(0,)):
         err.seek(0)
         text, errors = out.read(), err.read()
     if code not in allowed:
-        last = [line for line in (errors + text).splitlines() if line.strip()][-3:]
-        raise RunFailed(f"{os.path.basename(cmd[0])} exited {code}: {' / '.join(last)[-500:]}")
-    return Usage(text, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024, code)
+        raise RunFailed(f"{os.path.basename(cmd[0])} exited {code}:\n{tail(errors + text)}")
+    return Usage(text, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024, code, errors)
 
 
-def summary_problems(summary, confirms=True):
-    """What a brokerbench summary.json says went wrong: not complete, errors, lost, duplicated
-    or (with confirms) unacknowledged messages; [] for a clean run."""
+def tail(text, lines=20, chars=2000):
+    """The last lines of a tool's output, to say why it failed."""
+    return "\n".join(text.strip().splitlines()[-lines:])[-chars:]
+
+
+def summary_problems(summary):
+    """What a brokerbench summary.json says went wrong (what makes it exit 1): not complete,
+    errors, lost, duplicated, out-of-order or unacknowledged messages; [] for a clean run."""
     problems = []
     if summary.get("status") != "complete":
         problems.append(f"status {summary.get('status')}")
     if summary.get("errors"):
         problems.append("errors " + ", ".join(f"{k} {v}" for k, v in summary["errors"].items()))
     integrity = summary.get("integrity", {})
-    for key in ("lost", "duplicated") + (("unacknowledged",) if confirms else ()):
+    for key in ("lost", "duplicated", "out_of_order", "unacknowledged"):
         if integrity.get(key):
             problems.append(f"{key} {integrity[key]}")
     return problems
@@ -103,20 +108,25 @@ def brokerbench_summary(usage):
     try:
         summary = json.loads(text[text.index("{"):])
     except ValueError:
-        raise RunFailed(f"brokerbench printed no summary: {text[-500:]}")
+        raise RunFailed(f"brokerbench exited {usage.code} and printed no summary:\n{tail(usage.errors + text)}")
     problems = summary_problems(summary)
     if usage.code != 0:
         raise RunFailed(f"brokerbench exited {usage.code}: " + ("; ".join(problems) or "see its notes"))
     return summary
 
 
-def attempt(run, *args):
-    """run(*args), or {"failed": why} when it raised RunFailed (printed as it happens)."""
+def attempt(label, run, *args):
+    """run(*args), or {"failed": why} when it failed: raised RunFailed, or gave output the
+    bench could not read (printed as it happens, under `label`)."""
     try:
         return run(*args)
     except RunFailed as failed:
-        print(f"  FAILED, left out of the medians: {failed}", file=sys.stderr, flush=True)
-        return {"failed": str(failed)}
+        why = str(failed)
+    except (KeyError, IndexError, ValueError, ZeroDivisionError, subprocess.CalledProcessError) as e:
+        why = f"its output was not understood ({type(e).__name__}: {e})"
+    print(f"{label}: FAILED, left out of the medians: {why}", file=sys.stderr, flush=True)
+    lines = [line.strip() for line in why.splitlines() if line.strip()] or ["failed"]
+    return {"failed": lines[0] + (f" … {lines[-1]}" if len(lines) > 1 else "")}
 
 
 def succeeded(results):
@@ -131,8 +141,12 @@ def left_out(label, results):
 
 
 def timed_cpu(cmd):
-    """Runs cmd; returns (output, CPU seconds, peak RSS MB) of that child process alone."""
-    usage = timed(cmd)
+    """Runs cmd; returns (output, CPU seconds, peak RSS MB) of that child process alone; exits
+    saying why when it fails."""
+    try:
+        usage = timed(cmd)
+    except RunFailed as failed:
+        sys.exit(str(failed))
     return usage.text, usage.cpu, usage.rss_mb
 
 

@@ -36,7 +36,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (BIN, ROOT, RunFailed, attempt, brokerbench_summary, kafka_classpath, left_out,  # noqa: E402
-                    perftest_classpath, settle, succeeded, timed)
+                    perftest_classpath, settle, succeeded, tail, timed)
 
 FLOOR = os.path.join(ROOT, "target", "release", "examples", "floor")
 AMQP_FLOOR = os.path.join(ROOT, "target", "release", "examples", "amqp_floor")
@@ -105,7 +105,7 @@ QUICK_CASES = ["quickstart", "rabbitmq-10k", "nats-10k"]
 
 def per_million(usage, messages):
     if not messages:
-        raise RunFailed(f"no messages acknowledged: {usage.text[-500:]}")
+        raise RunFailed(f"no messages acknowledged:\n{tail(usage.text)}")
     scale = 1e6 / messages
     return {"user": usage.user * scale, "system": usage.system * scale, "cpu": usage.cpu * scale,
             "rss_mb": usage.rss_mb}
@@ -169,7 +169,7 @@ def amqp_floor(shape, seconds):
     usage = timed(args)
     fields = dict(re.findall(r"(\w+)=([\d.]+)", usage.text))
     if "delivered" not in fields:
-        raise RunFailed(f"amqp_floor printed no counts: {usage.text[-500:]}")
+        raise RunFailed(f"amqp_floor printed no counts:\n{tail(usage.text)}")
     result = per_million(usage, int(fields["delivered"]))
     result["msg_per_s"] = float(fields["msg_per_s"])
     result["note"] = "" if shape["consumers"] == 0 or fields["consumed"] == fields["delivered"] else \
@@ -232,7 +232,7 @@ def perftest(shape, seconds):
     usage = timed(args)
     sent = re.search(r"sending rate avg: ([\d.]+) msg/s", usage.text)
     if not sent:
-        raise RunFailed(f"PerfTest printed no summary: {usage.text[-500:]}")
+        raise RunFailed(f"PerfTest printed no summary:\n{tail(usage.text)}")
     rate = float(sent.group(1))
     result = per_million(usage, rate * seconds)
     result["msg_per_s"] = rate
@@ -314,7 +314,7 @@ def main():
             order = list(tools) if r % 2 == 0 else list(reversed(tools))
             for tool in order:
                 settle()
-                runs[tool].append(attempt(tools[tool], a.seconds))
+                runs[tool].append(attempt(f"{name} round {r + 1} {tool}", tools[tool], a.seconds))
                 x = runs[tool][-1]
                 if "failed" not in x:
                     print(f"{name:20} round {r + 1} {tool:11} {x['msg_per_s']:11,.0f} msg/s {x['cpu']:7.2f} CPU-s/M "

@@ -35,7 +35,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import BIN, ROOT, RunFailed, attempt, left_out, succeeded, summary_problems, timed  # noqa: E402
+from common import BIN, ROOT, RunFailed, attempt, left_out, succeeded, summary_problems, tail, timed  # noqa: E402
 
 SIZE = 100
 PUBBATCH = 100
@@ -59,8 +59,8 @@ def brokerbench(seconds):
     usage = timed(cmd, allowed=(0, 1))
     try:
         s = json.load(open(os.path.join(out, "summary.json")))
-    except OSError:
-        raise RunFailed(f"brokerbench exited {usage.code} and wrote no summary.json")
+    except (OSError, ValueError):
+        raise RunFailed(f"brokerbench exited {usage.code} and wrote no readable summary.json:\n{tail(usage.text)}")
     finally:
         shutil.rmtree(out, ignore_errors=True)
     sent = s["total"]["sent"]
@@ -121,12 +121,12 @@ def main():
             count = msgs or next((x["msgs"] for x in reversed(succeeded(results["brokerbench"]))),
                                  60000 * args.seconds)
             if tool == "brokerbench":
-                round_results[tool] = attempt(brokerbench, args.seconds)
+                round_results[tool] = attempt(f"round {r + 1} {tool}", brokerbench, args.seconds)
                 msgs = round_results[tool].get("msgs")
             elif tool == "async-nats":
-                round_results[tool] = attempt(async_nats, url, count)
+                round_results[tool] = attempt(f"round {r + 1} {tool}", async_nats, url, count)
             else:
-                round_results[tool] = attempt(nats_bench, args.nats, url, count)
+                round_results[tool] = attempt(f"round {r + 1} {tool}", nats_bench, args.nats, url, count)
         for tool, res in round_results.items():
             results[tool].append(res)
             if "failed" not in res:
@@ -135,10 +135,11 @@ def main():
     for tool, runs in results.items():
         for line in left_out(tool, runs):
             print(line)
-    if any(not succeeded(v) for v in results.values()):
-        sys.exit("no medians: every run of " + ", ".join(t for t, v in results.items() if not succeeded(v)) + " failed")
+    failed = [t for t in ("brokerbench", "nats bench") if not succeeded(results[t])]
+    if failed:
+        sys.exit(f"no medians: every run of {' and '.join(failed)} failed")
     med = {t: {k: statistics.median(x[k] for x in succeeded(v)) for k in ("pub", "sub", "cpu_per_m", "rss")}
-           for t, v in results.items()}
+           for t, v in results.items() if succeeded(v)}
     b, n = med["brokerbench"], med["nats bench"]
     print(f"\nmedians: brokerbench pub {b['pub']:,.0f} msg/s, {b['cpu_per_m']:.2f} CPU-s/M, RSS {b['rss']:.0f} MB; "
           f"nats bench pub {n['pub']:,.0f} msg/s, {n['cpu_per_m']:.2f} CPU-s/M, RSS {n['rss']:.0f} MB")

@@ -38,6 +38,7 @@ started if it is not running.
 
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -49,7 +50,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (BIN, ROOT, RunFailed, attempt, left_out, perftest_classpath, succeeded,  # noqa: E402
-                    summary_problems)
+                    summary_problems, tail)
 
 DRIVER = os.path.join(ROOT, "workloads", "drivers", "rabbitmq.yaml")
 PERFTEST_VERSION = "2.22.1"
@@ -123,8 +124,7 @@ def timed(cmd, merge=True, watch=None, allowed=(0,)):
         err.seek(0)
         text, errors = out.read(), err.read()
     if child.returncode not in allowed:
-        last = [line for line in (errors + text).splitlines() if line.strip()][-3:]
-        raise RunFailed(f"{os.path.basename(cmd[0])} exited {child.returncode}: {' / '.join(last)[-500:]}")
+        raise RunFailed(f"{os.path.basename(cmd[0])} exited {child.returncode}:\n{tail(errors + text)}")
     interference = {"other_cpu_s": other_cpu, "others": sorted(others)}
     return text, cpu, usage.ru_maxrss / 1024, interference, child.returncode
 
@@ -161,7 +161,7 @@ def perftest(broker, seconds, confirms, rate):
     sent_avg = re.search(r"sending rate avg: ([\d.]+) msg/s", out)
     received_avg = re.search(r"receiving rate avg: ([\d.]+) msg/s", out)
     if not sent_avg or not received_avg:
-        raise RunFailed(f"PerfTest printed no summary: {out[-500:]}")
+        raise RunFailed(f"PerfTest printed no summary:\n{tail(out)}")
     # The summary rates are totals over the whole run (-z seconds): the messages it sent.
     total_sent = float(sent_avg.group(1)) * (seconds + WARMUP_S)
     # The rate after the warm-up: per-second rates weighted by their interval length.
@@ -206,9 +206,9 @@ def brokerbench(broker, seconds, confirms, rate):
     try:
         summary = json.loads(out[out.index("{"):])
     except ValueError:
-        raise RunFailed(f"brokerbench exited {code} and printed no summary: {out[-500:]}")
+        raise RunFailed(f"brokerbench exited {code} and printed no summary:\n{tail(out)}")
     if code != 0:
-        raise RunFailed(f"brokerbench exited {code}: {'; '.join(summary_problems(summary, confirms)) or 'see its notes'}")
+        raise RunFailed(f"brokerbench exited {code}: {'; '.join(summary_problems(summary)) or 'see its notes'}")
     total_sent = summary["total"]["sent"]
     if not total_sent:
         raise RunFailed("brokerbench sent nothing")
@@ -217,7 +217,7 @@ def brokerbench(broker, seconds, confirms, rate):
         s = summary["latency"][key]
         if s.get("count"):
             lat[key] = {q: s[f"{q}_ns"] / 1000 for q in ("p50", "p95", "p99", "max")}
-    problems = summary_problems(summary, confirms)
+    problems = summary_problems(summary)
     if summary.get("client_bound"):
         problems.append("client_bound")
     return {"sent": summary["throughput"]["sent_per_s"], "received": summary["throughput"]["received_per_s"],
@@ -259,7 +259,7 @@ def main():
         for case, confirms, rate in cases:
             for tool in order:
                 waited = wait_quiet(port)
-                res = attempt(tools[tool], confirms, rate)
+                res = attempt(f"round {r + 1} {case} {tool}", tools[tool], confirms, rate)
                 results[(case, tool)].append(res)
                 if "failed" in res:
                     continue
@@ -281,7 +281,7 @@ def main():
         for line in left_out(f"{case}, {tool}", runs):
             print(line)
 
-    print(f"\nmedians over {a.rounds} rounds (1 producer, 1 consumer, {SIZE} B, transient, prefetch {PREFETCH}, "
+    print(f"\nmedians over {a.rounds} rounds, failed runs left out (1 producer, 1 consumer, {SIZE} B, transient, prefetch {PREFETCH}, "
           f"manual ack each message; CPU per message sent, whole client process)")
     for case, _, _ in cases:
         for tool in tools:
@@ -296,7 +296,9 @@ def main():
                 f"{bb['sent'] / pt['sent']:.2f}x msg/s sent, {bb['cpu'] / pt['cpu']:.2f}x CPU per message")
         if rate is None:
             met = bb["received"] >= 1.2 * pt["received"] and bb["cpu"] <= 0.5 * pt["cpu"]
-            line += f"  (goal >= 1.2x msg/s at <= 0.5x CPU: {'met' if met else 'NOT met'})"
+            verdict = "n/a: no run of one tool succeeded" if math.isnan(bb["cpu"] + pt["cpu"]) else \
+                ("met" if met else "NOT met")
+            line += f"  (goal >= 1.2x msg/s at <= 0.5x CPU: {verdict})"
         print(line)
 
     case = cases[2][0]

@@ -8,7 +8,7 @@ use brokerbench_model::faults::IntegrityBySecond;
 use brokerbench_model::Integrity;
 
 mod seconds;
-pub use seconds::SecondMarks;
+pub use seconds::{Placer, SecondMarks};
 
 /// A growable set of sequence numbers: one bit each, except that a run of leading words
 /// whose 64 bits are all set is kept as a count. Sequences mostly arrive in order, so a set
@@ -276,13 +276,14 @@ pub fn reconcile(
     subscriptions: &[SubscriptionLedger],
     foreign: u64,
 ) -> Integrity {
-    reconcile_by_second(producers, subscriptions, foreign).0
+    let producers: Vec<&ProducerLedger> = producers.iter().collect();
+    reconcile_by_second(&producers, subscriptions, foreign).0
 }
 
 /// [`reconcile`], and what it found by the second of the run each message was due (where the
 /// producers' marks tell).
 pub fn reconcile_by_second(
-    producers: &[ProducerLedger],
+    producers: &[&ProducerLedger],
     subscriptions: &[SubscriptionLedger],
     foreign: u64,
 ) -> (Integrity, IntegrityBySecond) {
@@ -302,7 +303,7 @@ pub fn reconcile_by_second(
 /// Adds what one subscription received, against what its topic's producers had acknowledged,
 /// to `integrity` and `by_second`.
 fn reconcile_subscription(
-    producers: &[ProducerLedger],
+    producers: &[&ProducerLedger],
     subscription: &SubscriptionLedger,
     integrity: &mut Integrity,
     by_second: &mut IntegrityBySecond,
@@ -316,11 +317,11 @@ fn reconcile_subscription(
             let Some(marks) = producers.get(producer).map(|p| &p.marks) else {
                 continue;
             };
-            integrity.duplicated += received[producer].union_noting_overlap(set, |q| {
-                if let Some(second) = marks.second_of(q) {
-                    by_second.at(second).duplicated += 1;
-                }
-            });
+            let mut placer = Placer::new(marks);
+            let mut add = |second, n| by_second.at(second).duplicated += n;
+            integrity.duplicated +=
+                received[producer].union_noting_overlap(set, |q| placer.place(q, &mut add));
+            placer.finish(&mut add);
         }
     }
     let mut missing = 0;
@@ -329,11 +330,12 @@ fn reconcile_subscription(
         if producer.topic != subscription.topic {
             continue;
         }
-        missing += producer.acknowledged.missing_from(&received[id], |q| {
-            if let Some(second) = producer.marks.second_of(q) {
-                missing_by_second.at(second).lost += 1;
-            }
-        });
+        let mut placer = Placer::new(&producer.marks);
+        let mut add = |second, n| missing_by_second.at(second).lost += n;
+        missing += producer
+            .acknowledged
+            .missing_from(&received[id], |q| placer.place(q, &mut add));
+        placer.finish(&mut add);
         integrity.received_unacknowledged +=
             received[id].count_missing_from(&producer.acknowledged);
     }

@@ -6,6 +6,7 @@
 use hdrhistogram::Histogram;
 
 use brokerbench_model::faults::{FaultLatency, FaultReport, IntegrityBySecond};
+use brokerbench_model::units::group_thousands;
 use brokerbench_model::{IntervalRow, Phase, Summary};
 
 use crate::Injected;
@@ -274,7 +275,8 @@ fn note(r: &FaultReport, events: &Events) -> Option<String> {
     }
     if let Some(lost) = r.during.lost.filter(|&n| n > 0) {
         parts.push(format!(
-            "{lost} of the acknowledged messages due from its injection until the run recovered were never received"
+            "{} of the acknowledged messages due from its injection until it ended or the run recovered, whichever came later, were never received",
+            group_thousands(lost)
         ));
     }
     parts.extend(r.problems.iter().cloned());

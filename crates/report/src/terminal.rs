@@ -15,18 +15,7 @@ const LATENCY_LABEL: usize = 12;
 /// Width of one latency cell; `format_nanos` yields at most 9 characters.
 const CELL: usize = 10;
 
-/// `1800000` → `1,800,000`.
-pub(crate) fn group_thousands(value: u64) -> String {
-    let digits = value.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
+pub(crate) use brokerbench_model::units::group_thousands;
 
 /// A rate in msg/s: whole numbers with thousands separators, small fractional rates with
 /// 2 decimals.

@@ -23,6 +23,53 @@ impl SecondMarks {
     }
 }
 
+/// Places sequence numbers, handed over in ascending order, in their seconds: a cursor on the
+/// marks, and a count of the run in the current second, handed to `add(second, count)` once the
+/// run ends (a lost stretch of a million messages is a few calls, not a million).
+pub struct Placer<'a> {
+    marks: &'a [(u64, u64)],
+    /// Index of the mark of the current second.
+    at: usize,
+    run: Option<(u64, u64)>,
+}
+
+impl<'a> Placer<'a> {
+    pub fn new(marks: &'a SecondMarks) -> Placer<'a> {
+        Placer {
+            marks: &marks.0,
+            at: 0,
+            run: None,
+        }
+    }
+
+    /// Counts `sequence` (not below the last one placed) in its second.
+    #[inline]
+    pub fn place(&mut self, sequence: u64, add: impl FnMut(u64, u64)) {
+        let marks = self.marks;
+        if marks.first().is_none_or(|&(_, first)| sequence < first) {
+            return;
+        }
+        while self.at + 1 < marks.len() && marks[self.at + 1].1 <= sequence {
+            self.at += 1;
+        }
+        let second = marks[self.at].0;
+        match &mut self.run {
+            Some((current, count)) if *current == second => *count += 1,
+            _ => {
+                self.finish(add);
+                self.run = Some((second, 1));
+            }
+        }
+    }
+
+    /// Hands the current run, if any, to `add(second, count)`.
+    pub fn finish(&mut self, mut add: impl FnMut(u64, u64)) {
+        if let Some((second, count)) = self.run.take() {
+            add(second, count);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::*;
@@ -40,6 +87,18 @@ mod tests {
             .collect();
         assert_eq!(seconds, [2, 2, 3, 3, 5, 5].map(Some));
         assert_eq!(SecondMarks::default().second_of(0), None);
+        // The placer agrees, counting runs.
+        let mut placed = Vec::new();
+        let mut placer = Placer::new(&marks);
+        for q in [0, 9, 10, 29, 30, 99] {
+            placer.place(q, |second, n| placed.push((second, n)));
+        }
+        placer.finish(|second, n| placed.push((second, n)));
+        assert_eq!(placed, [(2, 2), (3, 2), (5, 2)]);
+        let none = SecondMarks::default();
+        let mut placer = Placer::new(&none);
+        placer.place(7, |_, _| panic!("no marks, no second"));
+        placer.finish(|_, _| panic!("nothing placed"));
     }
 
     /// Producer 0 sends 10 messages a second for 4 seconds; the consumers lose second 1's
@@ -72,7 +131,7 @@ mod tests {
             topic: 0,
             members: vec![a, b],
         };
-        let (integrity, mut by) = reconcile_by_second(&[producer], &[subscription], 0);
+        let (integrity, mut by) = reconcile_by_second(&[&producer], &[subscription], 0);
         assert_eq!(
             (integrity.lost, integrity.unconsumed, integrity.duplicated),
             (3, 2, 1)

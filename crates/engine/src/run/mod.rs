@@ -113,8 +113,8 @@ pub struct RunOutcome {
     /// acknowledgement came, (from, to) in ns since the UNIX epoch, sorted.
     pub ack_gaps: Vec<(u64, u64)>,
     /// The ledger's findings by the second of the run each message was due, adding up to the
-    /// summary's lost, duplicated and out-of-order counts (empty for a shard: the merge
-    /// reconciles).
+    /// summary's lost, duplicated and out-of-order counts (empty for a shard: a sharded run has
+    /// no faults, and its merge counts over the whole run only).
     pub integrity_by_second: brokerbench_model::faults::IntegrityBySecond,
 }
 

@@ -118,7 +118,7 @@ fn tally_tasks(
     let shares = consumer_shares(&consumers);
     let subscriptions = tally.add_consumers(consumers, shard.map(|_| &mut ledger));
     ledger.foreign = tally.foreign;
-    let ledgers: Vec<_> = producers.iter().map(|p| p.ledger.clone()).collect();
+    let ledgers: Vec<_> = producers.iter().map(|p| &p.ledger).collect();
     let (mut integrity, mut by_second) =
         reconcile_by_second(&ledgers, &subscriptions, tally.foreign);
     if let Some(shard) = shard {

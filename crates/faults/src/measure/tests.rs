@@ -225,6 +225,6 @@ fn the_notes_name_what_a_fault_made_and_leave_what_came_long_after() {
     let mut lossy = reports[0].clone();
     lossy.during.lost = Some(20_132);
     assert!(note(&lossy, &events).unwrap().ends_with(
-        "; 20132 of the acknowledged messages due from its injection until the run recovered were never received"
+        "; 20,132 of the acknowledged messages due from its injection until it ended or the run recovered, whichever came later, were never received"
     ));
 }
