@@ -13,6 +13,14 @@ pub struct SecondIntegrity {
     pub out_of_order: u64,
 }
 
+impl std::ops::AddAssign for SecondIntegrity {
+    fn add_assign(&mut self, other: SecondIntegrity) {
+        self.lost += other.lost;
+        self.duplicated += other.duplicated;
+        self.out_of_order += other.out_of_order;
+    }
+}
+
 /// The ledger's findings by second of the run (0 = the first second of warm-up, as in
 /// timeseries.csv); seconds with nothing to report are absent.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -38,11 +46,8 @@ impl IntegrityBySecond {
 
     /// Adds every second of `other`.
     pub fn add(&mut self, other: &IntegrityBySecond) {
-        for (&second, counts) in &other.seconds {
-            let mine = self.at(second);
-            mine.lost += counts.lost;
-            mine.duplicated += counts.duplicated;
-            mine.out_of_order += counts.out_of_order;
+        for (&second, &counts) in &other.seconds {
+            *self.at(second) += counts;
         }
     }
 
@@ -69,10 +74,8 @@ impl IntegrityBySecond {
     pub fn over(&self, within: impl Fn(u64) -> bool) -> Option<SecondIntegrity> {
         self.checked.then(|| {
             let mut sum = SecondIntegrity::default();
-            for (_, c) in self.seconds.iter().filter(|(&s, _)| within(s)) {
-                sum.lost += c.lost;
-                sum.duplicated += c.duplicated;
-                sum.out_of_order += c.out_of_order;
+            for (_, &c) in self.seconds.iter().filter(|(&s, _)| within(s)) {
+                sum += c;
             }
             sum
         })
