@@ -220,6 +220,23 @@ fn disconnected_seconds(run: &Run, from_s: f64) -> Vec<u64> {
         .collect()
 }
 
+/// The measured seconds of `run` as `second acknowledged schedule-lag-max-µs faults`, one a
+/// line: what a failed recovery assertion shows.
+fn measured_seconds(run: &Run) -> String {
+    let series = run.file("timeseries.csv");
+    let mut lines = series.lines();
+    let names: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = |name: &str| names.iter().position(|n| *n == name).unwrap();
+    let shown = ["second", "acknowledged", "schedule_lag_max_us", "faults"].map(column);
+    let phase = column("phase");
+    lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|cells| cells[phase] == "measurement")
+        .map(|cells| shown.map(|c| cells[c]).join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Every node is sampled, summed: one node's memory is about a third of the three's.
 fn assert_every_node_sampled(s: &serde_json::Value, pids: &[u64]) {
     let nodes_rss: u64 = pids.iter().map(|&pid| rss_bytes(pid)).sum();
@@ -606,7 +623,8 @@ fn a_kafka_cluster_of_three_runs_an_rf3_topic_with_acks_all_losslessly() {
     assert_node_silent_while_down(&run, "leader_partitions", node);
     assert!(
         kill["recovered_after_s"].as_f64().is_some(),
-        "the rate is back: {kill:#}"
+        "the rate is back: {kill:#}\n{}",
+        measured_seconds(&run)
     );
     kafka_leader_partitioned(&cluster, &file, &named);
     cluster.down_all(&cluster.pids());

@@ -203,6 +203,35 @@ fn bursty_acknowledgements_at_the_rate_count_as_recovered_and_a_burst_after_noth
 }
 
 #[test]
+fn recovery_waits_for_a_producer_held_back_but_not_for_scheduling_noise() {
+    let mut record = RunRecord {
+        started_ns: T0,
+        window_start_ns: T0 + 2 * SECOND_NS,
+        window_end_ns: T0 + 26 * SECOND_NS,
+        ..RunRecord::default()
+    };
+    // Lag 1 ms before the kill; still catching up (400, then 250 ms behind) in seconds 14
+    // and 15 at the rate; then a busy host's 12–30 ms.
+    for s in 0..26 {
+        let (acknowledged, lag_ms) = match s {
+            10 => (200, 1),
+            11..=13 => (0, 3000),
+            14 => (1000, 400),
+            15 => (1000, 250),
+            16.. => (1000, [12, 30, 20][s as usize % 3]),
+            _ => (1000, 1),
+        };
+        record.keep(&row(s, acknowledged, 3, lag_ms));
+    }
+    let reports = measure(&[kill(None)], &record, &findings(&[]));
+    assert!(
+        (reports[0].recovered_after_s.unwrap() - 5.8).abs() < 1e-9,
+        "back at second 16: {:?}",
+        reports[0].recovered_after_s
+    );
+}
+
+#[test]
 fn the_notes_name_what_a_fault_made_and_leave_what_came_long_after() {
     let gaps = [(T0 + 10_150_000_000, T0 + 14_050_000_000)];
     let reports = measure(
