@@ -9,4 +9,5 @@ pub static REGISTRY: Registry = Registry(&[
     &brokerbench_kafka::FAMILY,
     &brokerbench_amqp::FAMILY,
     &brokerbench_nats::FAMILY,
+    &brokerbench_artemis::FAMILY,
 ]);

@@ -1,0 +1,233 @@
+//! The Artemis driver file.
+
+use serde::{Deserialize, Serialize};
+
+/// Top-level Artemis driver field names, for `--set` routing and did-you-mean.
+pub const ARTEMIS_DRIVER_FIELDS: &[&str] = &[
+    "driver",
+    "broker_address",
+    "durable",
+    "max_outstanding",
+    "consumer_window_size",
+    "address_prefix",
+    "delete_subscriptions",
+];
+
+fn default_true() -> bool {
+    true
+}
+fn default_outstanding() -> u32 {
+    1000
+}
+fn default_window() -> u64 {
+    1024 * 1024
+}
+fn default_prefix() -> String {
+    "brokerbench".into()
+}
+
+/// ActiveMQ Artemis, driven over STOMP 1.2 by brokerbench's own client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArtemisDriverConfig {
+    /// `tcp://[user:password@]host:port` (an acceptor that speaks STOMP: Artemis's default
+    /// 61616 speaks every protocol); absent means the managed local Artemis.
+    #[serde(default)]
+    pub broker_address: Option<ArtemisUrl>,
+    /// Messages are durable (written to the journal before the broker confirms them).
+    #[serde(default = "default_true")]
+    pub durable: bool,
+    /// Unconfirmed sends per producer at most.
+    #[serde(default = "default_outstanding")]
+    pub max_outstanding: u32,
+    /// Bytes of deliveries the broker sends a consumer ahead of its acknowledgements
+    /// (Artemis's `consumer-window-size`; -1 is not offered: a window bounds what is in
+    /// flight).
+    #[serde(default = "default_window", deserialize_with = "size")]
+    pub consumer_window_size: u64,
+    /// Address names start with this.
+    #[serde(default = "default_prefix")]
+    pub address_prefix: String,
+    /// Delete the run's subscription queues afterwards.
+    #[serde(default = "default_true")]
+    pub delete_subscriptions: bool,
+}
+
+impl Default for ArtemisDriverConfig {
+    fn default() -> Self {
+        brokerbench_model::yaml::from_str("{}").expect("defaults parse")
+    }
+}
+
+impl ArtemisDriverConfig {
+    /// Checks serde cannot make, each naming the field and the fix.
+    pub fn validate(&self) -> Result<(), brokerbench_model::workload::FieldError> {
+        use brokerbench_model::workload::FieldError;
+        let name_ok = !self.address_prefix.is_empty()
+            && self
+                .address_prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !name_ok {
+            return Err(FieldError::new(
+                "address_prefix",
+                format!(
+                    "'{}' cannot start address names: use letters, digits, - and _ only (Artemis's wildcards use . # * and its fully qualified names ::)",
+                    self.address_prefix
+                ),
+            ));
+        }
+        if self.max_outstanding == 0 {
+            return Err(FieldError::new(
+                "max_outstanding",
+                "must be at least 1".to_string(),
+            ));
+        }
+        if self.consumer_window_size == 0 {
+            return Err(FieldError::new(
+                "consumer_window_size",
+                "must be at least 1 byte (e.g. 1MiB): with 0 the broker sends nothing".to_string(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A size: a number of bytes, or text with a unit (`1MiB`).
+fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    brokerbench_model::units::optional_bytes(d)?
+        .ok_or_else(|| serde::de::Error::custom("needs a size such as 1MiB"))
+}
+
+/// A `tcp://[user:password@]host:port` URL. Debug, Display and Serialize hide the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ArtemisUrl {
+    pub host: String,
+    pub port: u16,
+    pub user: Option<String>,
+    password: Option<String>,
+}
+
+impl ArtemisUrl {
+    pub fn parse(text: &str) -> Result<ArtemisUrl, String> {
+        let rest = ["tcp://", "stomp://"]
+            .iter()
+            .find_map(|scheme| text.strip_prefix(scheme))
+            .unwrap_or(text);
+        if text.contains("://") && rest.len() == text.len() {
+            return Err(format!(
+                "'{}': write tcp://host:port (a STOMP acceptor of Artemis)",
+                brokerbench_model::redact::redact_uri(text)
+            ));
+        }
+        // Core-protocol URL options (`?ha=true`) mean nothing over STOMP.
+        let rest = rest.split('?').next().unwrap_or(rest);
+        let (auth, address) = match rest.rsplit_once('@') {
+            Some((auth, address)) => (Some(auth), address),
+            None => (None, rest),
+        };
+        let address = address.trim_end_matches('/');
+        let (host, port) = match address.rsplit_once(':') {
+            Some((h, p)) => (
+                h,
+                p.parse::<u16>()
+                    .map_err(|_| format!("'{p}' is not a port number"))?,
+            ),
+            None => (address, 61616),
+        };
+        if host.is_empty() {
+            return Err("the URL names no host; write tcp://host:port".into());
+        }
+        let (user, password) = match auth.map(|a| a.split_once(':')) {
+            None => (None, None),
+            Some(Some((u, p))) => (Some(u.to_string()), Some(p.to_string())),
+            Some(None) => (auth.map(str::to_string), None),
+        };
+        Ok(ArtemisUrl {
+            host: host.to_string(),
+            port,
+            user,
+            password,
+        })
+    }
+
+    /// `host:port`.
+    pub fn address(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+
+    pub fn password(&self) -> Option<&str> {
+        self.password.as_deref()
+    }
+
+    fn redacted(&self) -> String {
+        match (&self.user, &self.password) {
+            (Some(u), Some(_)) => format!("tcp://{u}:***@{}", self.address()),
+            (Some(u), None) => format!("tcp://{u}@{}", self.address()),
+            _ => format!("tcp://{}", self.address()),
+        }
+    }
+}
+
+impl std::fmt::Debug for ArtemisUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ArtemisUrl({})", self.redacted())
+    }
+}
+
+impl std::fmt::Display for ArtemisUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl Serialize for ArtemisUrl {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.redacted())
+    }
+}
+
+impl<'de> Deserialize<'de> for ArtemisUrl {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        ArtemisUrl::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_urls_and_checks() {
+        let c = ArtemisDriverConfig::default();
+        assert!(c.durable && c.delete_subscriptions && c.broker_address.is_none());
+        assert_eq!((c.max_outstanding, c.consumer_window_size), (1000, 1 << 20));
+        assert!(c.validate().is_ok());
+        let u = ArtemisUrl::parse("tcp://bench:s3cret@127.0.0.1:61717?ha=true").unwrap();
+        assert_eq!(
+            (u.address(), u.password()),
+            ("127.0.0.1:61717".into(), Some("s3cret"))
+        );
+        for shown in [
+            format!("{u:?}"),
+            u.to_string(),
+            serde_json::to_string(&u).unwrap(),
+        ] {
+            assert!(
+                !shown.contains("s3cret") && shown.contains("bench:***@"),
+                "{shown}"
+            );
+        }
+        assert_eq!(ArtemisUrl::parse("localhost").unwrap().port, 61616);
+        assert!(ArtemisUrl::parse("amqp://h:1")
+            .unwrap_err()
+            .contains("tcp://host:port"));
+        let c: ArtemisDriverConfig =
+            brokerbench_model::yaml::from_str("consumer_window_size: 64KiB").unwrap();
+        assert_eq!(c.consumer_window_size, 65536);
+        let c: ArtemisDriverConfig =
+            brokerbench_model::yaml::from_str("address_prefix: a.b").unwrap();
+        assert_eq!(c.validate().unwrap_err().field, "address_prefix");
+    }
+}

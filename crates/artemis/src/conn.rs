@@ -1,0 +1,230 @@
+//! One STOMP 1.2 connection to Artemis: connect (CONNECT, CONNECTED or ERROR), frames out
+//! through one buffer, frames in cut out of one buffer, and requests that wait for their
+//! RECEIPT.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use crate::config::ArtemisUrl;
+use crate::stomp::{next_frame, write_frame, Frame};
+
+/// What a broken connection reports.
+pub const CONNECTION_CLOSED: &str = "connection_closed";
+
+/// Why a connection could not be made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnectError {
+    Unreachable(String),
+    Authentication(String),
+    Protocol(String),
+}
+
+pub struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    start: usize,
+    out: Vec<u8>,
+    read_timeout: Option<Duration>,
+    /// CONNECTED's `server` header: `ActiveMQ-Artemis/2.40.0 ActiveMQ Artemis Messaging Engine`.
+    pub server: String,
+}
+
+impl Conn {
+    /// Connects and logs in; `client_id` names the connection (a durable subscription's
+    /// owner).
+    pub fn connect(
+        url: &ArtemisUrl,
+        timeout: Duration,
+        client_id: Option<&str>,
+    ) -> Result<Conn, ConnectError> {
+        let stream = open(&url.address(), timeout)?;
+        let mut conn = Conn {
+            stream,
+            buf: Vec::with_capacity(128 * 1024),
+            start: 0,
+            out: Vec::with_capacity(64 * 1024),
+            read_timeout: None,
+            server: String::new(),
+        };
+        let mut headers: Vec<(&[u8], &[u8])> = vec![
+            (b"accept-version", b"1.2"),
+            (b"host", b"/"),
+            (b"heart-beat", b"0,0"),
+        ];
+        if let Some(user) = &url.user {
+            headers.push((b"login", user.as_bytes()));
+            headers.push((b"passcode", url.password().unwrap_or("").as_bytes()));
+        }
+        if let Some(id) = client_id {
+            headers.push((b"client-id", id.as_bytes()));
+        }
+        write_frame(&mut conn.out, b"CONNECT", &headers, b"");
+        let lost = |_| ConnectError::Unreachable("the connection closed while logging in".into());
+        conn.flush().map_err(lost)?;
+        let mut answer = None;
+        let deadline = Instant::now() + timeout;
+        while answer.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ConnectError::Protocol(format!(
+                    "no CONNECTED within {timeout:?}: is this a STOMP port of Artemis?"
+                )));
+            }
+            conn.poll(left, &mut |frame, _| {
+                answer = Some(match frame.command {
+                    b"CONNECTED" => Ok(frame.text(b"server")),
+                    b"ERROR" => Err(refusal(&frame.error_text())),
+                    other => Err(ConnectError::Protocol(format!(
+                        "{} instead of CONNECTED",
+                        String::from_utf8_lossy(other)
+                    ))),
+                });
+            })
+            .map_err(|e| ConnectError::Unreachable(format!("{e} while logging in")))?;
+        }
+        conn.server = answer.expect("the loop ends with an answer")?;
+        Ok(conn)
+    }
+
+    /// The buffer frames are written into; [`Conn::flush`] or the next poll sends them.
+    pub fn out(&mut self) -> &mut Vec<u8> {
+        &mut self.out
+    }
+
+    /// Sends what is written.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        if !self.out.is_empty() {
+            self.stream.write_all(&self.out)?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    /// Sends what is written, then hands every whole frame that has arrived to `on_frame`,
+    /// waiting at most `timeout` for the first bytes; `on_frame` may write frames (acks),
+    /// sent before it returns. Err([`CONNECTION_CLOSED`]) once the connection is gone.
+    pub fn poll(
+        &mut self,
+        timeout: Duration,
+        on_frame: &mut dyn FnMut(Frame<'_>, &mut Vec<u8>),
+    ) -> Result<usize, String> {
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        let mut handled = self.drain(on_frame)?;
+        if handled == 0 {
+            match self.fill(timeout) {
+                Ok(0) => return Err(CONNECTION_CLOSED.into()),
+                Ok(_) => handled = self.drain(on_frame)?,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => return Err(CONNECTION_CLOSED.into()),
+            }
+        }
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        Ok(handled)
+    }
+
+    /// Sends `command` with `headers` and a `receipt` header, and waits until the broker
+    /// confirms it (RECEIPT) or refuses it (ERROR: its text). Other frames that arrive
+    /// meanwhile are dropped: asked only on a connection that receives nothing else yet.
+    pub fn request(
+        &mut self,
+        command: &[u8],
+        headers: &[(&[u8], &[u8])],
+        timeout: Duration,
+    ) -> Result<(), String> {
+        let mut all = headers.to_vec();
+        all.push((b"receipt", b"brokerbench-request"));
+        write_frame(&mut self.out, command, &all, b"");
+        let deadline = Instant::now() + timeout;
+        let mut answer = None;
+        while answer.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!(
+                    "no receipt for {} within {timeout:?}",
+                    String::from_utf8_lossy(command)
+                ));
+            }
+            self.poll(left, &mut |frame, _| match frame.command {
+                b"RECEIPT" => answer = Some(Ok(())),
+                b"ERROR" => answer = Some(Err(frame.error_text())),
+                _ => {}
+            })?;
+        }
+        answer.expect("the loop ends with an answer")
+    }
+
+    /// Reads what the socket has, waiting up to `timeout`.
+    fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
+        let timeout = Some(timeout.max(Duration::from_micros(1)));
+        if self.read_timeout != timeout {
+            self.stream.set_read_timeout(timeout)?;
+            self.read_timeout = timeout;
+        }
+        if self.start > 0 && self.start * 2 >= self.buf.len() {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let len = self.buf.len();
+        let want = (len + 128 * 1024).max(self.buf.capacity());
+        self.buf.resize(want, 0);
+        let result = self.stream.read(&mut self.buf[len..]);
+        let n = *result.as_ref().unwrap_or(&0);
+        self.buf.truncate(len + n);
+        result
+    }
+
+    /// Handles every whole frame in the buffer.
+    fn drain(
+        &mut self,
+        on_frame: &mut dyn FnMut(Frame<'_>, &mut Vec<u8>),
+    ) -> Result<usize, String> {
+        let mut handled = 0;
+        while let Some((frame, used)) =
+            next_frame(&self.buf[self.start..]).map_err(|e| format!("malformed_frame: {}", e.0))?
+        {
+            on_frame(frame, &mut self.out);
+            self.start += used;
+            handled += 1;
+        }
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+        Ok(handled)
+    }
+}
+
+/// A TCP connection to `address` within `timeout`, without Nagle's delay.
+fn open(address: &str, timeout: Duration) -> Result<TcpStream, ConnectError> {
+    let unreachable = |e: &dyn std::fmt::Display| ConnectError::Unreachable(e.to_string());
+    let addresses: Vec<_> = address
+        .to_socket_addrs()
+        .map_err(|e| unreachable(&e))?
+        .collect();
+    let mut last = ConnectError::Unreachable(format!("{address} resolves to no address"));
+    for socket in addresses {
+        match TcpStream::connect_timeout(&socket, timeout) {
+            Ok(stream) => {
+                stream.set_nodelay(true).map_err(|e| unreachable(&e))?;
+                return Ok(stream);
+            }
+            Err(e) => last = unreachable(&e),
+        }
+    }
+    Err(last)
+}
+
+/// An ERROR answer to CONNECT: refused credentials, or something else.
+fn refusal(text: &str) -> ConnectError {
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("security") || lower.contains("validate user") || lower.contains("auth") {
+        ConnectError::Authentication(text.to_string())
+    } else {
+        ConnectError::Protocol(text.to_string())
+    }
+}

@@ -1,0 +1,230 @@
+//! ActiveMQ Artemis, the fourth broker family, built only on the family interface.
+//!
+//! Mapping, as the OpenMessaging Benchmark's Artemis driver has it: a workload topic is a
+//! multicast address `<prefix>-<workload>-<run id>-<topic>`; a subscription is a durable
+//! queue on it, `<address>.s<subscription>`, shared by the subscription's
+//! `consumers_per_topic` members; messages are durable; a send is acknowledged by the broker's
+//! receipt, a delivery by the consumer's ACK. Artemis has no partitions: a topic's messages
+//! are one queue per subscription, whatever `partitions_per_topic` says (see
+//! `check_workload`). The protocol is STOMP 1.2 over brokerbench's own client (see
+//! docs/src/artemis.md for why); every producer and consumer owns one connection.
+
+pub mod config;
+pub mod conn;
+mod consumer;
+mod family;
+pub mod managed;
+pub mod omb;
+mod producer;
+pub mod stomp;
+
+use std::time::Duration;
+
+use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Producer, Topology};
+
+use crate::config::{ArtemisDriverConfig, ArtemisUrl};
+use crate::conn::{Conn, ConnectError};
+
+pub use family::{ArtemisFamily, FAMILY};
+
+/// How long connecting, subscribing and unsubscribing may take.
+pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The Artemis driver.
+pub struct ArtemisDriver {
+    config: ArtemisDriverConfig,
+    url: ArtemisUrl,
+    addresses: Vec<String>,
+    /// Subscription queues per address (the workload's `subscriptions_per_topic`; none
+    /// without consumers).
+    subscriptions: u32,
+    consumers: bool,
+    version: Option<String>,
+    /// Whether `cleanup` may delete the run's queues (false on shards other than 0).
+    removes: bool,
+}
+
+impl ArtemisDriver {
+    pub fn new(config: ArtemisDriverConfig, url: ArtemisUrl) -> Self {
+        ArtemisDriver {
+            config,
+            url,
+            addresses: Vec::new(),
+            subscriptions: 1,
+            consumers: false,
+            version: None,
+            removes: true,
+        }
+    }
+
+    /// A connection, named `client_id` when given.
+    fn open(&self, client_id: Option<&str>) -> Result<Conn, DriverError> {
+        Conn::connect(&self.url, ADMIN_TIMEOUT, client_id).map_err(|e| match e {
+            ConnectError::Unreachable(reason) => DriverError::Unreachable {
+                broker: "artemis",
+                address: self.url.to_string(),
+                reason,
+                hint: "start the managed broker with `brokerbench broker up artemis`, or remove `broker_address` from the driver file to let brokerbench start it".into(),
+            },
+            ConnectError::Authentication(reason) => DriverError::Authentication {
+                broker: "artemis",
+                address: self.url.to_string(),
+                reason: match &self.url.user {
+                    Some(user) => format!("{reason} (user '{user}'); check the user and password in broker_address"),
+                    None => format!("{reason} (no user given); the broker wants one: broker_address: tcp://user:password@host:port"),
+                },
+            },
+            ConnectError::Protocol(reason) => {
+                DriverError::Other(format!("artemis at {}: {reason}", self.url))
+            }
+        })
+    }
+
+    /// Address `topic` of a run: `<prefix>-<workload>-<run id>-<topic>`, the workload's name
+    /// with what an address name should not hold made `_`.
+    fn address_name(&self, run_id: &str, workload: &str, topic: u32) -> String {
+        let workload: String = workload
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        format!("{}-{workload}-{run_id}-{topic}", self.config.address_prefix)
+    }
+
+    fn address(&self, topic: u32) -> Result<&String, DriverError> {
+        self.addresses
+            .get(topic as usize)
+            .ok_or_else(|| DriverError::Other(format!("no address for topic {topic}")))
+    }
+}
+
+/// A subscription's name; its queue is `<address>.<name>` (the address is the client id
+/// every member connects with).
+fn subscription_name(subscription: u32) -> String {
+    format!("s{subscription}")
+}
+
+/// The version in CONNECTED's `server` header (`ActiveMQ-Artemis/2.40.0 ...`).
+fn version_of(server: &str) -> Option<String> {
+    let product = server.split_whitespace().next()?;
+    Some(product.split_once('/')?.1.to_string())
+}
+
+impl Driver for ArtemisDriver {
+    fn name(&self) -> &'static str {
+        "artemis"
+    }
+
+    fn connect(&mut self) -> Result<(), DriverError> {
+        let conn = self.open(None)?;
+        if !conn.server.contains("Artemis") {
+            return Err(DriverError::Other(format!(
+                "{} answers STOMP as `{}`, not ActiveMQ Artemis: the artemis driver relies on Artemis's multicast addresses and shared durable subscriptions",
+                self.url, conn.server
+            )));
+        }
+        self.version = version_of(&conn.server);
+        Ok(())
+    }
+
+    fn broker_version(&self) -> Option<String> {
+        self.version.clone()
+    }
+
+    fn prepare(&mut self, topology: &Topology) -> Result<(), DriverError> {
+        self.removes = topology.removes();
+        self.subscriptions = topology.subscriptions_per_topic.max(1);
+        self.consumers = topology.consumers_per_topic > 0;
+        self.addresses = (0..topology.topics)
+            .map(|topic| self.address_name(&topology.run_id, &topology.workload, topic))
+            .collect();
+        Ok(())
+    }
+
+    fn producer(
+        &self,
+        topic: u32,
+        _producer: u32,
+        _thread: u32,
+    ) -> Result<Box<dyn Producer>, DriverError> {
+        Ok(Box::new(producer::ArtemisProducer::new(
+            self.open(None)?,
+            self.address(topic)?,
+            self.config.durable,
+            self.config.max_outstanding,
+        )))
+    }
+
+    fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError> {
+        let address = self.address(slot.topic)?;
+        let name = subscription_name(slot.subscription);
+        let subscription = consumer::Subscription {
+            address,
+            name: &name,
+            window: self.config.consumer_window_size,
+        };
+        let consumer = consumer::ArtemisConsumer::new(self.open(Some(address))?, &subscription)
+            .map_err(|e| {
+                DriverError::Other(format!("artemis: subscribing {address}.{name}: {e}"))
+            })?;
+        Ok(Box::new(consumer))
+    }
+
+    fn subscriptions_per_topic(&self) -> u32 {
+        self.subscriptions
+    }
+
+    /// Deletes every subscription queue of the run (UNSUBSCRIBE of its durable name, as its
+    /// client id); the auto-created address goes with its last queue.
+    fn cleanup(&mut self) -> Result<(), DriverError> {
+        if !self.config.delete_subscriptions || !self.removes || !self.consumers {
+            return Ok(());
+        }
+        let mut failed = Vec::new();
+        for address in std::mem::take(&mut self.addresses) {
+            for subscription in 0..self.subscriptions {
+                let name = subscription_name(subscription);
+                let removed = self
+                    .open(Some(&address))
+                    .map_err(|e| e.to_string())
+                    .and_then(|mut conn| {
+                        conn.request(
+                            b"UNSUBSCRIBE",
+                            &[
+                                (b"id", b"0"),
+                                (b"durable-subscription-name", name.as_bytes()),
+                            ],
+                            ADMIN_TIMEOUT,
+                        )
+                    });
+                if let Err(e) = removed {
+                    failed.push(format!("artemis: deleting {address}.{name}: {e}"));
+                }
+            }
+        }
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(DriverError::Other(failed.join("; ")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_version_is_read_from_the_server_header() {
+        assert_eq!(
+            version_of("ActiveMQ-Artemis/2.40.0 ActiveMQ Artemis Messaging Engine").as_deref(),
+            Some("2.40.0")
+        );
+        assert_eq!(version_of("RabbitMQ"), None);
+    }
+}

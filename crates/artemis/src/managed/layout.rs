@@ -1,0 +1,88 @@
+//! The managed broker's configuration files, written into its folder at each start:
+//! `artemis.conf` (the broker's configuration, broker.xml's format: its path on the JVM's
+//! command line tells our process apart), `bootstrap.xml`, `login.config`, `management.xml`
+//! and `log4j2.properties`.
+
+use std::path::Path;
+
+use brokerbench_brokers::{process, BrokerError};
+
+/// The broker configuration: persistence with the journal in `data`, one acceptor on
+/// 127.0.0.1:`port` speaking STOMP (brokerbench's driver) and CORE, AMQP and OpenWire (the
+/// peers' tools: `artemis perf client`), security off, addresses and queues created on first
+/// use and the addresses removed with their last queue.
+pub fn broker_xml(port: u16, data: &Path) -> String {
+    let data = data.display();
+    format!(
+        r##"<?xml version="1.0" encoding="UTF-8"?>
+<!-- Written by brokerbench at each start of the managed Artemis; edits are overwritten. -->
+<configuration xmlns="urn:activemq">
+  <core xmlns="urn:activemq:core">
+    <name>brokerbench</name>
+    <persistence-enabled>true</persistence-enabled>
+    <security-enabled>false</security-enabled>
+    <journal-type>NIO</journal-type>
+    <journal-pool-files>10</journal-pool-files>
+    <journal-directory>{data}/journal</journal-directory>
+    <bindings-directory>{data}/bindings</bindings-directory>
+    <paging-directory>{data}/paging</paging-directory>
+    <large-messages-directory>{data}/large-messages</large-messages-directory>
+    <acceptors>
+      <acceptor name="brokerbench">tcp://127.0.0.1:{port}?protocols=STOMP,CORE,AMQP,OPENWIRE</acceptor>
+    </acceptors>
+    <address-settings>
+      <address-setting match="#">
+        <auto-create-addresses>true</auto-create-addresses>
+        <auto-create-queues>true</auto-create-queues>
+        <auto-delete-addresses>true</auto-delete-addresses>
+      </address-setting>
+    </address-settings>
+  </core>
+</configuration>
+"##
+    )
+}
+
+/// The boot file: JAAS domain `activemq` (which `login.config` lets everyone into, as a
+/// guest, while security is off) and a broker configuration given on the command line.
+const BOOTSTRAP: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<broker xmlns="http://activemq.apache.org/schema">
+   <jaas-security domain="activemq"/>
+   <server configuration="file:artemis.conf"/>
+</broker>
+"#;
+
+const LOGIN: &str = r#"activemq {
+   org.apache.activemq.artemis.spi.core.security.jaas.GuestLoginModule required
+       org.apache.activemq.jaas.guest.user="brokerbench"
+       org.apache.activemq.jaas.guest.role="brokerbench";
+};
+"#;
+
+const MANAGEMENT: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<management-context xmlns="http://activemq.apache.org/schema"/>
+"#;
+
+/// Warnings and the broker's start and stop lines to standard output (the broker's log).
+const LOG4J: &str = "rootLogger.level = INFO
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d %-5level [%logger] %msg%n
+logger.audit.name = org.apache.activemq.audit
+logger.audit.level = OFF
+";
+
+/// Writes every file but `artemis.conf` (the daemon writes that) into `dir`.
+pub fn write_companions(dir: &Path) -> Result<(), BrokerError> {
+    for (name, text) in [
+        ("bootstrap.xml", BOOTSTRAP),
+        ("login.config", LOGIN),
+        ("management.xml", MANAGEMENT),
+        ("log4j2.properties", LOG4J),
+    ] {
+        process::write_atomically(&dir.join(name), text.as_bytes())?;
+    }
+    Ok(())
+}

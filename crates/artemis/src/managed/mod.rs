@@ -1,0 +1,306 @@
+//! The managed Artemis: the release brokerbench pins (see [`install`]), fetched on first use,
+//! one broker (no clusters yet) whose configuration, journal and log live in the broker
+//! folder, listening on 127.0.0.1:`BROKERBENCH_ARTEMIS_PORT` (default 61616, Artemis's own,
+//! so OpenMessaging Benchmark driver files name it unchanged).
+
+mod install;
+mod layout;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use brokerbench_brokers::daemon::{self, Daemon};
+use brokerbench_brokers::lifecycle::{self, Lifecycle};
+use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker};
+
+pub use install::VERSION;
+
+const NAME: &str = "artemis";
+const PORT_VARIABLE: &str = "BROKERBENCH_ARTEMIS_PORT";
+const DEFAULT_PORT: u16 = 61616;
+const MAIN_CLASS: &str = "org.apache.activemq.artemis.boot.Artemis";
+/// The broker's heap: Artemis pages an address to disk when it holds more than half of it.
+const HEAP: &str = "-Xmx1G";
+
+#[derive(Clone)]
+pub struct ManagedArtemis {
+    daemon: Daemon,
+    port: Result<u16, String>,
+}
+
+impl ManagedArtemis {
+    pub fn new(home: &Path) -> Self {
+        let port = daemon::port_variable(NAME, PORT_VARIABLE, DEFAULT_PORT, 65535, "a TCP port")
+            .map_err(|e| e.to_string());
+        ManagedArtemis {
+            daemon: Daemon::new(NAME, home),
+            port,
+        }
+    }
+
+    fn port(&self) -> Result<u16, BrokerError> {
+        self.port
+            .clone()
+            .map_err(|_| BrokerError::InvalidPortSetting {
+                broker: NAME,
+                variable: PORT_VARIABLE,
+                value: std::env::var(PORT_VARIABLE).unwrap_or_default(),
+                max: 65535,
+                why: "a TCP port",
+            })
+    }
+
+    /// The port the running broker was started on (its configuration), else this handle's.
+    fn running_port(&self) -> u16 {
+        std::fs::read_to_string(self.daemon.config_file())
+            .ok()
+            .and_then(|text| acceptor_port(&text))
+            .or_else(|| self.port.clone().ok())
+            .unwrap_or(DEFAULT_PORT)
+    }
+
+    /// The broker's JVM: our configuration file is one of its arguments.
+    fn command(&self) -> Command {
+        let dir = &self.daemon.dir;
+        let home = self.distribution();
+        let mut command = Command::new(java_program());
+        command
+            .arg("-Xms256M")
+            .arg(HEAP)
+            .arg("-XX:+UseG1GC")
+            .arg(define(
+                "java.security.auth.login.config",
+                &dir.join("login.config"),
+            ))
+            .arg(define(
+                "log4j2.configurationFile",
+                &dir.join("log4j2.properties"),
+            ))
+            .arg(define("artemis.home", &home))
+            .arg(define("artemis.instance", dir))
+            .arg(define("artemis.instance.etc", dir))
+            .arg(define("data.dir", &self.daemon.data_dir()))
+            .arg(define("java.io.tmpdir", &self.daemon.data_dir()))
+            .arg("-classpath")
+            .arg(self.boot_jar())
+            .arg(MAIN_CLASS)
+            .args(["run", "--broker"])
+            .arg(self.daemon.config_file())
+            .arg(format!("xml:{}", dir.join("bootstrap.xml").display()));
+        command
+    }
+
+    /// Starts the broker (installing it first if needed) and waits until it answers.
+    fn spawn(&self) -> Result<Child, BrokerError> {
+        let port = self.port()?;
+        if !daemon::can_listen(port) {
+            return Err(BrokerError::PortInUse {
+                broker: NAME,
+                port,
+                dir: self.daemon.dir.clone(),
+                variable: PORT_VARIABLE,
+                needs: "<port>",
+            });
+        }
+        std::fs::create_dir_all(&self.daemon.dir)
+            .map_err(BrokerError::io("creating", &self.daemon.dir))?;
+        layout::write_companions(&self.daemon.dir)?;
+        let text = layout::broker_xml(port, &self.daemon.data_dir());
+        self.daemon.spawn(&text, self.command())
+    }
+
+    fn wait_answering(&self, child: &mut Child) -> Result<(), BrokerError> {
+        let port = self.running_port();
+        self.daemon.wait(child, || answers(port))
+    }
+}
+
+/// `-Dname=path`.
+fn define(name: &str, path: &Path) -> String {
+    format!("-D{name}={}", path.display())
+}
+
+/// `$JAVA_HOME/bin/java` when JAVA_HOME is set, else `java` from PATH.
+fn java_program() -> PathBuf {
+    match std::env::var_os("JAVA_HOME").filter(|home| !home.is_empty()) {
+        Some(home) => Path::new(&home).join("bin/java"),
+        None => PathBuf::from("java"),
+    }
+}
+
+/// The port of the acceptor a configuration names.
+fn acceptor_port(configuration: &str) -> Option<u16> {
+    let at = configuration.find("tcp://127.0.0.1:")? + "tcp://127.0.0.1:".len();
+    let digits: String = configuration[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// Whether a broker on 127.0.0.1:`port` answers a STOMP CONNECT.
+fn answers(port: u16) -> bool {
+    let url = crate::config::ArtemisUrl::parse(&format!("tcp://127.0.0.1:{port}"))
+        .expect("a loopback URL parses");
+    crate::conn::Conn::connect(&url, Duration::from_secs(1), None).is_ok()
+}
+
+impl Lifecycle for ManagedArtemis {
+    type Starting = Child;
+
+    fn dir(&self) -> PathBuf {
+        self.daemon.dir.clone()
+    }
+
+    fn check(&self) -> Result<(), BrokerError> {
+        self.port()?;
+        if self.is_installed() {
+            return Ok(());
+        }
+        Err(BrokerError::NotInstalled {
+            broker: NAME,
+            dir: self.distribution(),
+        })
+    }
+
+    fn running_pid(&self) -> Option<u32> {
+        self.daemon.running_pid()
+    }
+
+    fn status_of(&self, pid: u32) -> BrokerStatus {
+        let address = format!("127.0.0.1:{}", self.running_port());
+        self.daemon.status_of(pid, address, VERSION.to_string())
+    }
+
+    fn check_running(&self, _status: &BrokerStatus) -> Result<(), BrokerError> {
+        Ok(())
+    }
+
+    fn start_again(&self, id: u32) -> Result<u32, BrokerError> {
+        self.restart(id)
+    }
+
+    fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
+        let port = self.running_port();
+        let answered = brokerbench_brokers::managed::poll(self.daemon.start_timeout, || {
+            answers(port).then_some(())
+        });
+        answered.ok_or_else(|| BrokerError::StartFailed {
+            broker: NAME,
+            reason: format!(
+                "the running broker (pid {}) did not answer on {} within {:?}",
+                status.pid, status.address, self.daemon.start_timeout
+            ),
+            log_file: self.daemon.log_file(),
+            log_tail: brokerbench_brokers::process::log_tail(&self.daemon.log_file(), 20),
+        })
+    }
+
+    fn start(&self) -> Result<Child, BrokerError> {
+        self.spawn()
+    }
+
+    fn wait_started(&self, child: &mut Child) -> Result<BrokerStatus, BrokerError> {
+        self.wait_answering(child)?;
+        Ok(self.status_of(child.id()))
+    }
+
+    fn abandon(&self, child: Child) {
+        self.daemon.abandon(child);
+    }
+
+    fn stop(&self, pid: u32) -> Result<(), BrokerError> {
+        self.daemon.stop(pid)
+    }
+
+    fn leftovers(&self) -> Vec<PathBuf> {
+        self.daemon.leftovers()
+    }
+}
+
+impl ManagedArtemis {
+    /// The broker started again after it stopped or was killed (a fault's `restart_after`),
+    /// with its journal as it was; its pid.
+    fn restart(&self, id: u32) -> Result<u32, BrokerError> {
+        if id != 1 {
+            return Err(BrokerError::TooManyNodes {
+                broker: NAME,
+                asked: id,
+                max: 1,
+            });
+        }
+        if let Some(pid) = self.daemon.running_pid() {
+            return Ok(pid);
+        }
+        let mut child = self.spawn()?;
+        self.wait_answering(&mut child)?;
+        Ok(child.id())
+    }
+}
+
+impl ManagedBroker for ManagedArtemis {
+    fn install(&self) -> Result<String, BrokerError> {
+        self.install_pinned()
+    }
+
+    /// Installs the pinned release first when it is not there (a 47 MB download).
+    fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
+        self.port()?;
+        if !self.is_installed() {
+            eprintln!("installing ActiveMQ Artemis {VERSION} from Maven Central (once) ...");
+            self.install_pinned()?;
+        }
+        lifecycle::up(self)
+    }
+
+    fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
+        self.restart(id)
+    }
+
+    fn down(&self) -> Result<Option<u32>, BrokerError> {
+        lifecycle::down(self)
+    }
+
+    fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
+        self.port()?;
+        Ok(lifecycle::status(self))
+    }
+
+    fn client_address(&self, status: &BrokerStatus) -> String {
+        format!("tcp://{}", status.address)
+    }
+
+    fn metrics_url(&self) -> Option<String> {
+        None
+    }
+
+    fn endpoints(&self) -> Vec<String> {
+        vec![format!(
+            "protocols: STOMP (brokerbench), CORE, AMQP, OpenWire on that port; Artemis {VERSION} in {}",
+            self.distribution().display()
+        )]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_acceptor_port_is_read_back_from_the_configuration() {
+        let text = layout::broker_xml(61999, Path::new("/tmp/x/data"));
+        assert_eq!(acceptor_port(&text), Some(61999));
+        assert!(text.contains("<journal-directory>/tmp/x/data/journal</journal-directory>"));
+    }
+
+    #[test]
+    fn the_jvm_names_our_configuration_as_one_argument() {
+        let home = tempfile::tempdir().unwrap();
+        let artemis = ManagedArtemis::new(home.path());
+        let command = artemis.command();
+        let arguments: Vec<_> = command.get_args().collect();
+        assert!(arguments.contains(&artemis.daemon.config_file().as_os_str()));
+        assert!(arguments.contains(&std::ffi::OsStr::new(MAIN_CLASS)));
+    }
+}

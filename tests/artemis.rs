@@ -1,0 +1,193 @@
+//! Integration tests against the real managed ActiveMQ Artemis (the pinned release from Maven
+//! Central, fetched on first use and started once by this binary), the same kinds the other
+//! families have.
+
+mod common;
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// The bundled Artemis driver file.
+const ARTEMIS_DRIVER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/workloads/drivers/artemis.yaml"
+);
+
+/// Starts the managed Artemis once per test binary (idempotent); returns its address.
+fn artemis() -> String {
+    static ADDRESS: OnceLock<String> = OnceLock::new();
+    ADDRESS
+        .get_or_init(|| {
+            let output = brokerbench()
+                .args(["broker", "up", "artemis"])
+                .output()
+                .expect("running brokerbench broker up artemis");
+            assert!(output.status.success(), "{output:?}");
+            let text = String::from_utf8_lossy(&output.stdout).into_owned();
+            text.split_whitespace()
+                .find(|w| w.starts_with("127.0.0.1:"))
+                .expect("broker up prints the address")
+                .to_string()
+        })
+        .clone()
+}
+
+fn artemis_run(sets: &[String]) -> Run {
+    artemis();
+    run_driver(ARTEMIS_DRIVER, sets)
+}
+
+/// The queues whose names contain `part`, as Artemis's own CLI (`artemis queue stat --json`,
+/// over its Core protocol) reports them.
+fn queues(address: &str, part: &str) -> Vec<serde_json::Value> {
+    let home = brokerbench_brokers::home();
+    let artemis = brokerbench_artemis::managed::ManagedArtemis::new(&home);
+    let output = std::process::Command::new(artemis.distribution().join("bin/artemis"))
+        .args(["queue", "stat", "--json", "--silent", "--maxRows=1000"])
+        .arg(format!("--url=tcp://{address}"))
+        .arg(format!("--queueName={part}"))
+        .output()
+        .expect("running artemis queue stat");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let json = &text[text.find('{').unwrap_or(0)..];
+    let stat: serde_json::Value = serde_json::from_str(json)
+        .unwrap_or_else(|e| panic!("{e}: {text}\n{}", String::from_utf8_lossy(&output.stderr)));
+    stat["data"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn a_run_is_lossless_its_queue_had_every_message_and_is_deleted_after() {
+    let _turn = serial();
+    let address = artemis();
+    let prefix = format!("kept{}", std::process::id());
+    let run = artemis_run(&short_with(
+        "2000",
+        2,
+        &[
+            "delete_subscriptions=false",
+            &format!("address_prefix={prefix}"),
+        ],
+    ));
+    let s = assert_lossless(&run);
+    assert_eq!(s["driver"], "artemis");
+    let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
+    assert!(
+        s["latency"]["publish"]["count"].as_u64().unwrap() > 3000,
+        "receipts give publish latency: {s:#}"
+    );
+    let manifest = run.manifest();
+    assert_eq!(manifest["broker"]["managed"], true);
+    assert_eq!(
+        manifest["broker"]["version"],
+        brokerbench_artemis::managed::VERSION
+    );
+    // The broker's own count: the subscription's durable queue took every acknowledged
+    // message, and its consumer acknowledged them all.
+    let kept = queues(&address, &prefix);
+    assert_eq!(kept.len(), 1, "{kept:#?}");
+    let queue = &kept[0];
+    assert!(
+        queue["name"].as_str().unwrap().ends_with(".s0"),
+        "{queue:#}"
+    );
+    assert_eq!(queue["routingType"], "MULTICAST", "{queue:#}");
+    for field in ["messagesAdded", "messagesAcked"] {
+        assert_eq!(
+            queue[field].as_str().and_then(|n| n.parse::<u64>().ok()),
+            Some(acknowledged),
+            "{field}: {queue:#}"
+        );
+    }
+
+    // By default the run's queues are deleted afterwards.
+    let prefix = format!("gone{}", std::process::id());
+    let run = artemis_run(&short_with(
+        "1000",
+        1,
+        &[&format!("address_prefix={prefix}")],
+    ));
+    assert_lossless(&run);
+    assert_eq!(queues(&address, &prefix), Vec::<serde_json::Value>::new());
+}
+
+#[test]
+fn two_subscriptions_of_two_members_each_receive_every_message_once() {
+    let _turn = serial();
+    let run = artemis_run(&short_with(
+        "2000",
+        2,
+        &["subscriptions_per_topic=2", "consumers_per_topic=2"],
+    ));
+    let s = assert_lossless_copies(&run, 2);
+    let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
+    let each = received_per_consumer(&s);
+    assert_eq!(each.len(), 4, "{s:#}");
+    // The members of a subscription share its queue: between them, every message once.
+    assert_eq!(each.iter().sum::<u64>(), 2 * acknowledged, "{s:#}");
+    assert!(
+        each.iter().all(|&n| n > 0),
+        "every member had a share: {each:?}"
+    );
+}
+
+#[test]
+fn an_unreachable_artemis_exits_3_fast() {
+    let started = Instant::now();
+    let run = run(&[
+        "--driver",
+        ARTEMIS_DRIVER,
+        "--set",
+        "broker_address=tcp://bench:hunter2@127.0.0.1:1",
+    ]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(
+        run.stderr.contains("127.0.0.1:1") && run.stderr.contains("brokerbench broker up artemis"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("hunter2"), "{}", run.stderr);
+}
+
+#[test]
+fn bad_driver_fields_exit_2_naming_the_field() {
+    for (set, says) in [
+        ("durabel=true", "did you mean `durable`?"),
+        ("address_prefix=a.b", "field `address_prefix`"),
+        ("consumer_window_size=0", "field `consumer_window_size`"),
+        ("broker_address=amqp://h:1", "tcp://host:port"),
+        ("partitions_per_topic=3", "partitions_per_topic"),
+    ] {
+        let run = run(&["--driver", ARTEMIS_DRIVER, "--set", set]);
+        assert_eq!(run.code, 2, "{set}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{set}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn an_openmessaging_benchmark_artemis_driver_file_runs_unchanged() {
+    let _turn = serial();
+    let address = artemis();
+    let dir = tempfile::tempdir().unwrap();
+    // OMB's driver-artemis/artemis.yaml, with the managed broker's port (61616 unless moved).
+    let port = address.rsplit(':').next().unwrap();
+    let driver = write(
+        dir.path(),
+        "artemis.yaml",
+        &format!(
+            "name: Artemis\ndriverClass: io.openmessaging.benchmark.driver.artemis.ArtemisBenchmarkDriver\n\n# ActiveMQ Artemis client-specific configuration\nbrokerAddress: tcp://localhost:{port}\n"
+        ),
+    );
+    let mut args = vec!["--driver", driver.to_str().unwrap()];
+    let sets = short("1000", 1);
+    args.extend(with_sets(&sets, &[]));
+    let omb = run(&args);
+    assert_lossless(&omb);
+    let notes = omb.manifest()["input_notes"].to_string();
+    assert!(
+        notes.contains("OpenMessaging Benchmark Artemis driver file"),
+        "{notes}"
+    );
+}
