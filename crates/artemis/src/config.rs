@@ -11,6 +11,7 @@ pub const ARTEMIS_DRIVER_FIELDS: &[&str] = &[
     "consumer_window_size",
     "address_prefix",
     "delete_subscriptions",
+    "reconnect",
 ];
 
 fn default_true() -> bool {
@@ -51,6 +52,11 @@ pub struct ArtemisDriverConfig {
     /// Delete the run's subscription queues afterwards.
     #[serde(default = "default_true")]
     pub delete_subscriptions: bool,
+    /// After a lost connection, producers and consumers connect again with backoff and go on
+    /// (a subscription member subscribes again to its durable queue, which the broker's
+    /// journal kept); `reconnect: false` leaves them failed.
+    #[serde(default)]
+    pub reconnect: brokerbench_model::reconnect::Reconnect,
 }
 
 impl Default for ArtemisDriverConfig {

@@ -8,44 +8,74 @@ use std::time::Duration;
 use brokerbench_driver::{Consumer, Delivery};
 
 use crate::conn::Conn;
+use crate::reconnect::Reconnector;
 use crate::stomp::{push_number, write_frame};
 
 pub struct ArtemisConsumer {
     conn: Conn,
-    /// Set once the connection is gone (reported once; later polls wait).
+    subscription: Subscription,
+    /// Set once the connection is gone (reported once; later polls connect again or wait).
     broken: bool,
+    reconnector: Reconnector,
 }
 
-/// The SUBSCRIBE frame of a subscription member.
-pub struct Subscription<'a> {
-    pub address: &'a str,
-    pub name: &'a str,
+/// What a subscription member subscribes to.
+pub struct Subscription {
+    pub address: String,
+    pub name: String,
     pub window: u64,
 }
 
-impl ArtemisConsumer {
+impl Subscription {
     /// Subscribes on `conn` (connected with the subscription's client id) and waits for the
     /// broker's receipt: the queue exists once this returns.
-    pub fn new(mut conn: Conn, subscription: &Subscription<'_>) -> Result<Self, String> {
+    fn on(&self, conn: &mut Conn) -> Result<(), String> {
         let mut window = Vec::new();
-        push_number(&mut window, subscription.window);
+        push_number(&mut window, self.window);
         conn.request(
             b"SUBSCRIBE",
             &[
                 (b"id", b"0"),
-                (b"destination", subscription.address.as_bytes()),
+                (b"destination", self.address.as_bytes()),
                 (b"subscription-type", b"MULTICAST"),
-                (b"durable-subscription-name", subscription.name.as_bytes()),
-                (b"shared-subscription-name", subscription.name.as_bytes()),
+                (b"durable-subscription-name", self.name.as_bytes()),
+                (b"shared-subscription-name", self.name.as_bytes()),
                 (b"ack", b"client-individual"),
                 (b"consumer-window-size", &window),
             ],
             crate::ADMIN_TIMEOUT,
-        )?;
+        )
+    }
+}
+
+impl ArtemisConsumer {
+    pub fn new(
+        mut conn: Conn,
+        reconnector: Reconnector,
+        subscription: Subscription,
+    ) -> Result<Self, String> {
+        subscription.on(&mut conn)?;
         Ok(ArtemisConsumer {
             conn,
+            subscription,
             broken: false,
+            reconnector,
         })
+    }
+
+    /// Connects and subscribes again when due: what was delivered and not acknowledged
+    /// before the loss comes again.
+    fn recover(&mut self, timeout: Duration) {
+        let Some(mut conn) = self.reconnector.attempt(timeout) else {
+            return;
+        };
+        match self.subscription.on(&mut conn) {
+            Ok(()) => {
+                self.conn = conn;
+                self.broken = false;
+            }
+            Err(_) => self.reconnector.redial.failed(&self.reconnector.policy),
+        }
     }
 }
 
@@ -56,7 +86,7 @@ impl Consumer for ArtemisConsumer {
         deliveries: &mut dyn FnMut(Delivery<'_>),
     ) -> Result<(), String> {
         if self.broken {
-            std::thread::sleep(timeout);
+            self.recover(timeout);
             return Ok(());
         }
         let mut error = None;
@@ -77,17 +107,14 @@ impl Consumer for ArtemisConsumer {
                 b"ERROR" => error = Some(frame.error_text()),
                 _ => {}
             });
-        match (result, error) {
-            (Err(kind), _) => {
-                self.broken = true;
-                Err(kind)
-            }
-            (Ok(_), Some(text)) => {
-                self.broken = true;
-                Err(format!("broker_error: {text}"))
-            }
-            (Ok(_), None) => Ok(()),
-        }
+        let failed = match (result, error) {
+            (Err(kind), _) => kind,
+            (Ok(_), Some(text)) => format!("broker_error: {text}"),
+            (Ok(_), None) => return Ok(()),
+        };
+        self.broken = true;
+        self.reconnector.lost();
+        Err(failed)
     }
 
     fn assigned(&self, _slot: usize) -> usize {

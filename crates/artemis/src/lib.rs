@@ -16,6 +16,7 @@ mod family;
 pub mod managed;
 pub mod omb;
 mod producer;
+mod reconnect;
 pub mod stomp;
 
 use std::time::Duration;
@@ -152,8 +153,10 @@ impl Driver for ArtemisDriver {
         _producer: u32,
         _thread: u32,
     ) -> Result<Box<dyn Producer>, DriverError> {
+        let reconnector = reconnect::Reconnector::new(&self.url, None, self.config.reconnect);
         Ok(Box::new(producer::ArtemisProducer::new(
             self.open(None)?,
+            reconnector,
             self.address(topic)?,
             self.config.durable,
             self.config.max_outstanding,
@@ -164,12 +167,15 @@ impl Driver for ArtemisDriver {
         let address = self.address(slot.topic)?;
         let name = subscription_name(slot.subscription);
         let subscription = consumer::Subscription {
-            address,
-            name: &name,
+            address: address.clone(),
+            name: name.clone(),
             window: self.config.consumer_window_size,
         };
-        let consumer = consumer::ArtemisConsumer::new(self.open(Some(address))?, &subscription)
-            .map_err(|e| {
+        let reconnector =
+            reconnect::Reconnector::new(&self.url, Some(address), self.config.reconnect);
+        let conn = self.open(Some(address))?;
+        let consumer =
+            consumer::ArtemisConsumer::new(conn, reconnector, subscription).map_err(|e| {
                 DriverError::Other(format!("artemis: subscribing {address}.{name}: {e}"))
             })?;
         Ok(Box::new(consumer))

@@ -8,6 +8,7 @@ use std::time::Duration;
 use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendError};
 
 use crate::conn::{Conn, CONNECTION_CLOSED};
+use crate::reconnect::Reconnector;
 use crate::stomp::{parse_number, push_number, write_frame};
 
 struct Pending {
@@ -27,10 +28,17 @@ pub struct ArtemisProducer {
     max_outstanding: usize,
     clock: Clock,
     broken: Option<String>,
+    reconnector: Reconnector,
 }
 
 impl ArtemisProducer {
-    pub fn new(conn: Conn, address: &str, durable: bool, max_outstanding: u32) -> Self {
+    pub fn new(
+        conn: Conn,
+        reconnector: Reconnector,
+        address: &str,
+        durable: bool,
+        max_outstanding: u32,
+    ) -> Self {
         ArtemisProducer {
             conn,
             address: address.as_bytes().to_vec(),
@@ -41,7 +49,16 @@ impl ArtemisProducer {
             max_outstanding: max_outstanding as usize,
             clock: Clock::process(),
             broken: None,
+            reconnector,
         }
+    }
+
+    /// The connection is gone: what is in flight fails; later sends wait for a new one, or
+    /// fail at once without reconnecting.
+    fn lose(&mut self, kind: String, acks: &mut dyn FnMut(Ack)) {
+        self.fail_pending(&kind, acks);
+        self.broken = Some(kind);
+        self.reconnector.lost();
     }
 
     /// Fails everything in flight with `kind`.
@@ -71,7 +88,11 @@ fn kind_of(text: &str) -> String {
 impl Producer for ArtemisProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
         if let Some(kind) = &self.broken {
-            return Err(SendError::Failed(kind.clone()));
+            return Err(if self.reconnector.policy.enabled {
+                SendError::Unavailable(kind.clone())
+            } else {
+                SendError::Failed(kind.clone())
+            });
         }
         if self.pending.len() >= self.max_outstanding {
             return Err(SendError::Backpressure);
@@ -93,9 +114,15 @@ impl Producer for ArtemisProducer {
             message.payload,
         );
         if self.conn.flush().is_err() {
-            // Failed in `poll` with what is in flight; this one fails now.
-            self.broken = Some(CONNECTION_CLOSED.into());
-            return Err(SendError::Failed(CONNECTION_CLOSED.into()));
+            // Failed in `poll` with what is in flight; this one waits or fails now.
+            let kind = CONNECTION_CLOSED.to_string();
+            self.broken = Some(kind.clone());
+            self.reconnector.lost();
+            return Err(if self.reconnector.policy.enabled {
+                SendError::Unavailable(kind)
+            } else {
+                SendError::Failed(kind)
+            });
         }
         self.pending.push_back(Pending {
             n: self.next,
@@ -109,7 +136,10 @@ impl Producer for ArtemisProducer {
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
         if let Some(kind) = self.broken.clone() {
             self.fail_pending(&kind, acks);
-            std::thread::sleep(timeout.min(Duration::from_millis(10)));
+            if let Some(conn) = self.reconnector.attempt(timeout) {
+                self.conn = conn;
+                self.broken = None;
+            }
             return;
         }
         let pending = &mut self.pending;
@@ -146,8 +176,7 @@ impl Producer for ArtemisProducer {
         });
         // After an ERROR the broker closes the connection: what is in flight fails.
         if let Some(kind) = result.err().or(refused) {
-            self.fail_pending(&kind, acks);
-            self.broken = Some(kind);
+            self.lose(kind, acks);
         }
     }
 
@@ -157,6 +186,10 @@ impl Producer for ArtemisProducer {
 
     fn abandon(&mut self) {
         self.pending.clear();
+    }
+
+    fn disconnected_since(&self) -> Option<u64> {
+        self.reconnector.redial.since_ns()
     }
 }
 

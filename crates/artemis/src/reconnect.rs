@@ -1,0 +1,62 @@
+//! Connecting again after a lost connection (the broker restarted, or was killed and started
+//! again), under the driver file's `reconnect` backoff, with the same client id: a
+//! subscription member finds its durable queue as the broker's journal kept it.
+
+use std::time::Duration;
+
+use brokerbench_driver::Redial;
+use brokerbench_model::reconnect::Reconnect;
+
+use crate::config::ArtemisUrl;
+use crate::conn::Conn;
+
+/// How long one attempt to connect again may take.
+const REDIAL_TIMEOUT: Duration = Duration::from_secs(2);
+
+pub struct Reconnector {
+    url: ArtemisUrl,
+    client_id: Option<String>,
+    pub policy: Reconnect,
+    pub redial: Redial,
+}
+
+impl Reconnector {
+    pub fn new(url: &ArtemisUrl, client_id: Option<&str>, policy: Reconnect) -> Self {
+        Reconnector {
+            url: url.clone(),
+            client_id: client_id.map(str::to_string),
+            policy,
+            redial: Redial::default(),
+        }
+    }
+
+    /// The connection is gone: from now on the producer or consumer counts as disconnected.
+    pub fn lost(&mut self) {
+        if self.policy.enabled {
+            self.redial.lost();
+        }
+    }
+
+    /// One attempt when due (else waits up to `timeout` for it): a new connection, or None.
+    /// Off, it only waits.
+    pub fn attempt(&mut self, timeout: Duration) -> Option<Conn> {
+        if !self.policy.enabled {
+            std::thread::sleep(timeout.min(Duration::from_millis(10)));
+            return None;
+        }
+        if !self.redial.due() {
+            std::thread::sleep(timeout.min(self.redial.wait()));
+            return None;
+        }
+        match Conn::connect(&self.url, REDIAL_TIMEOUT, self.client_id.as_deref()) {
+            Ok(conn) => {
+                self.redial.succeeded();
+                Some(conn)
+            }
+            Err(_) => {
+                self.redial.failed(&self.policy);
+                None
+            }
+        }
+    }
+}
