@@ -27,24 +27,39 @@ pub struct Subscription {
 }
 
 impl Subscription {
-    /// Subscribes on `conn` (connected with the subscription's client id) and waits for the
-    /// broker's receipt: the queue exists once this returns.
-    fn on(&self, conn: &mut Conn) -> Result<(), String> {
+    /// The SUBSCRIBE frame's headers, with `window` written out.
+    fn headers<'a>(&'a self, window: &'a [u8]) -> [(&'a [u8], &'a [u8]); 7] {
+        [
+            (b"id", b"0"),
+            (b"destination", self.address.as_bytes()),
+            (b"subscription-type", b"MULTICAST"),
+            (b"durable-subscription-name", self.name.as_bytes()),
+            (b"shared-subscription-name", self.name.as_bytes()),
+            (b"ack", b"client-individual"),
+            (b"consumer-window-size", window),
+        ]
+    }
+
+    fn window(&self) -> Vec<u8> {
         let mut window = Vec::new();
         push_number(&mut window, self.window);
-        conn.request(
-            b"SUBSCRIBE",
-            &[
-                (b"id", b"0"),
-                (b"destination", self.address.as_bytes()),
-                (b"subscription-type", b"MULTICAST"),
-                (b"durable-subscription-name", self.name.as_bytes()),
-                (b"shared-subscription-name", self.name.as_bytes()),
-                (b"ack", b"client-individual"),
-                (b"consumer-window-size", &window),
-            ],
-            crate::ADMIN_TIMEOUT,
-        )
+        window
+    }
+
+    /// Subscribes on `conn` (connected with the subscription's client id) and waits for the
+    /// broker's receipt: the queue exists once this returns. Only for a new queue: frames
+    /// before the receipt are dropped, and a new queue has no messages yet.
+    fn create(&self, conn: &mut Conn) -> Result<(), String> {
+        let window = self.window();
+        conn.request(b"SUBSCRIBE", &self.headers(&window), crate::ADMIN_TIMEOUT)
+    }
+
+    /// Subscribes again on a new connection without waiting: the queue holds what came
+    /// meanwhile, and its deliveries may come before any receipt would; a refusal comes as
+    /// an ERROR to the next poll.
+    fn resume(&self, conn: &mut Conn) {
+        let window = self.window();
+        write_frame(conn.out(), b"SUBSCRIBE", &self.headers(&window), b"");
     }
 }
 
@@ -54,7 +69,7 @@ impl ArtemisConsumer {
         reconnector: Reconnector,
         subscription: Subscription,
     ) -> Result<Self, String> {
-        subscription.on(&mut conn)?;
+        subscription.create(&mut conn)?;
         Ok(ArtemisConsumer {
             conn,
             subscription,
@@ -64,17 +79,12 @@ impl ArtemisConsumer {
     }
 
     /// Connects and subscribes again when due: what was delivered and not acknowledged
-    /// before the loss comes again.
+    /// before the loss comes again (a refused SUBSCRIBE breaks the new connection in `poll`).
     fn recover(&mut self, timeout: Duration) {
-        let Some(mut conn) = self.reconnector.attempt(timeout) else {
-            return;
-        };
-        match self.subscription.on(&mut conn) {
-            Ok(()) => {
-                self.conn = conn;
-                self.broken = false;
-            }
-            Err(_) => self.reconnector.redial.failed(&self.reconnector.policy),
+        if let Some(mut conn) = self.reconnector.attempt(timeout) {
+            self.subscription.resume(&mut conn);
+            self.conn = conn;
+            self.broken = false;
         }
     }
 }
