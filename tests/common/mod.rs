@@ -24,8 +24,8 @@ pub fn brokerbench() -> Command {
 
 /// Every family's port variable, and the offsets from its port that its managed broker's
 /// node 1 listens on (Kafka: controller, metrics; RabbitMQ: management, Prometheus,
-/// distribution; NATS: monitoring).
-const FAMILY_PORTS: [(&str, &str, &[u16]); 3] = [
+/// distribution; NATS: monitoring; Artemis: its one acceptor).
+const FAMILY_PORTS: [(&str, &str, &[u16]); 4] = [
     ("kafka", "BROKERBENCH_KAFKA_PORT", &[0, 1, 312]),
     (
         "rabbitmq",
@@ -33,6 +33,7 @@ const FAMILY_PORTS: [(&str, &str, &[u16]); 3] = [
         &[0, 10_000, 10_020, 20_000],
     ),
     ("nats", "BROKERBENCH_NATS_PORT", &[0, 4000]),
+    ("artemis", "BROKERBENCH_ARTEMIS_PORT", &[0]),
 ];
 
 /// A brokerbench home of its own, every family's managed broker on a free port layout and

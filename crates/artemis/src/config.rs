@@ -89,6 +89,16 @@ impl ArtemisDriverConfig {
                 "must be at least 1".to_string(),
             ));
         }
+        if self.consumer_window_size > i32::MAX as u64 {
+            return Err(FieldError::new(
+                "consumer_window_size",
+                format!(
+                    "{} is more than Artemis takes ({} bytes, a Java int)",
+                    self.consumer_window_size,
+                    i32::MAX
+                ),
+            ));
+        }
         if self.consumer_window_size == 0 {
             return Err(FieldError::new(
                 "consumer_window_size",
@@ -126,18 +136,19 @@ impl ArtemisUrl {
                 brokerbench_model::redact::redact_uri(text)
             ));
         }
-        // Core-protocol URL options (`?ha=true`) mean nothing over STOMP.
-        let rest = rest.split('?').next().unwrap_or(rest);
         let (auth, address) = match rest.rsplit_once('@') {
             Some((auth, address)) => (Some(auth), address),
             None => (None, rest),
         };
+        // Core-protocol URL options (`?ha=true`) mean nothing over STOMP.
+        let address = address.split(['?', '#']).next().unwrap_or(address);
         let address = address.trim_end_matches('/');
         let (host, port) = match address.rsplit_once(':') {
             Some((h, p)) => (
                 h,
-                p.parse::<u16>()
-                    .map_err(|_| format!("'{p}' is not a port number"))?,
+                p.parse::<u16>().map_err(|_| {
+                    "what follows the host's last `:` is not a port number; write tcp://[user:password@]host:port".to_string()
+                })?,
             ),
             None => (address, 61616),
         };
@@ -226,6 +237,11 @@ mod tests {
             );
         }
         assert_eq!(ArtemisUrl::parse("localhost").unwrap().port, 61616);
+        let odd = ArtemisUrl::parse("tcp://bench:s3?cr@t@h:61616").unwrap();
+        assert_eq!(
+            (odd.address(), odd.password()),
+            ("h:61616".into(), Some("s3?cr@t"))
+        );
         assert!(ArtemisUrl::parse("amqp://h:1")
             .unwrap_err()
             .contains("tcp://host:port"));

@@ -20,50 +20,60 @@ pub enum ConnectError {
     Protocol(String),
 }
 
+/// How often a connection promises the broker a frame or a heart-beat (`heart-beat: 10000,0`):
+/// without the promise Artemis closes a connection that sends nothing for its connection TTL
+/// (60 s by default), such as a consumer with nothing to acknowledge.
+const HEART_BEAT: Duration = Duration::from_secs(10);
+
 pub struct Conn {
     stream: TcpStream,
     buf: Vec<u8>,
     start: usize,
     out: Vec<u8>,
     read_timeout: Option<Duration>,
+    /// When the connection last sent anything.
+    sent_at: Instant,
     /// CONNECTED's `server` header: `ActiveMQ-Artemis/2.40.0 ActiveMQ Artemis Messaging Engine`.
     pub server: String,
 }
 
 impl Conn {
-    /// Connects and logs in; `client_id` names the connection (a durable subscription's
-    /// owner).
+    /// Connects and logs in within `timeout` in all; `client_id` names the connection (a
+    /// durable subscription's owner).
     pub fn connect(
         url: &ArtemisUrl,
         timeout: Duration,
         client_id: Option<&str>,
     ) -> Result<Conn, ConnectError> {
-        let stream = open(&url.address(), timeout)?;
+        let deadline = Instant::now() + timeout;
         let mut conn = Conn {
-            stream,
+            stream: open(&url.address(), timeout)?,
             buf: Vec::with_capacity(128 * 1024),
             start: 0,
             out: Vec::with_capacity(64 * 1024),
             read_timeout: None,
+            sent_at: Instant::now(),
             server: String::new(),
         };
-        let mut headers: Vec<(&[u8], &[u8])> = vec![
-            (b"accept-version", b"1.2"),
-            (b"host", b"/"),
-            (b"heart-beat", b"0,0"),
-        ];
-        if let Some(user) = &url.user {
-            headers.push((b"login", user.as_bytes()));
-            headers.push((b"passcode", url.password().unwrap_or("").as_bytes()));
-        }
-        if let Some(id) = client_id {
-            headers.push((b"client-id", id.as_bytes()));
-        }
-        write_frame(&mut conn.out, b"CONNECT", &headers, b"");
+        write_frame(
+            &mut conn.out,
+            b"CONNECT",
+            &login_headers(url, client_id),
+            b"",
+        );
         let lost = |_| ConnectError::Unreachable("the connection closed while logging in".into());
         conn.flush().map_err(lost)?;
+        conn.server = conn.await_connected(deadline, timeout)?;
+        Ok(conn)
+    }
+
+    /// The answer to CONNECT: CONNECTED's `server` header, or why not.
+    fn await_connected(
+        &mut self,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<String, ConnectError> {
         let mut answer = None;
-        let deadline = Instant::now() + timeout;
         while answer.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -71,7 +81,7 @@ impl Conn {
                     "no CONNECTED within {timeout:?}: is this a STOMP port of Artemis?"
                 )));
             }
-            conn.poll(left, &mut |frame, _| {
+            self.poll(left, &mut |frame, _| {
                 answer = Some(match frame.command {
                     b"CONNECTED" => Ok(frame.text(b"server")),
                     b"ERROR" => Err(refusal(&frame.error_text())),
@@ -83,8 +93,7 @@ impl Conn {
             })
             .map_err(|e| ConnectError::Unreachable(format!("{e} while logging in")))?;
         }
-        conn.server = answer.expect("the loop ends with an answer")?;
-        Ok(conn)
+        answer.expect("the loop ends with an answer")
     }
 
     /// The buffer frames are written into; [`Conn::flush`] or the next poll sends them.
@@ -97,28 +106,33 @@ impl Conn {
         if !self.out.is_empty() {
             self.stream.write_all(&self.out)?;
             self.out.clear();
+            self.sent_at = Instant::now();
         }
         Ok(())
     }
 
-    /// Sends what is written, then hands every whole frame that has arrived to `on_frame`,
-    /// waiting at most `timeout` for the first bytes; `on_frame` may write frames (acks),
-    /// sent before it returns. Err([`CONNECTION_CLOSED`]) once the connection is gone.
+    /// Sends what is written (a heart-beat if nothing was sent for [`HEART_BEAT`]), then
+    /// hands every whole frame that has arrived to `on_frame`, waiting at most `timeout` for
+    /// the first bytes; `on_frame` may write frames (acks), sent before it returns.
+    /// Err([`CONNECTION_CLOSED`]) once the connection is gone.
     pub fn poll(
         &mut self,
         timeout: Duration,
         on_frame: &mut dyn FnMut(Frame<'_>, &mut Vec<u8>),
     ) -> Result<usize, String> {
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        self.heart_beat()?;
         let mut handled = self.drain(on_frame)?;
         if handled == 0 {
             match self.fill(timeout) {
                 Ok(0) => return Err(CONNECTION_CLOSED.into()),
                 Ok(_) => handled = self.drain(on_frame)?,
+                // A signal (Ctrl-C) interrupts a read with a timeout: nothing is lost.
                 Err(e)
                     if matches!(
                         e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
                     ) => {}
                 Err(_) => return Err(CONNECTION_CLOSED.into()),
             }
@@ -127,17 +141,26 @@ impl Conn {
         Ok(handled)
     }
 
+    /// Sends what is written, or a heart-beat if nothing was sent for [`HEART_BEAT`].
+    pub fn heart_beat(&mut self) -> Result<(), String> {
+        if self.out.is_empty() && self.sent_at.elapsed() >= HEART_BEAT {
+            self.out.push(b'\n');
+        }
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())
+    }
+
     /// Sends `command` with `headers` and a `receipt` header, and waits until the broker
-    /// confirms it (RECEIPT) or refuses it (ERROR: its text). Other frames that arrive
-    /// meanwhile are dropped: asked only on a connection that receives nothing else yet.
+    /// confirms it (its RECEIPT) or refuses it (ERROR: its text). Asked only on a connection
+    /// that receives nothing else yet: a MESSAGE meanwhile is an error, not dropped.
     pub fn request(
         &mut self,
         command: &[u8],
         headers: &[(&[u8], &[u8])],
         timeout: Duration,
     ) -> Result<(), String> {
+        const RECEIPT: &[u8] = b"brokerbench-request";
         let mut all = headers.to_vec();
-        all.push((b"receipt", b"brokerbench-request"));
+        all.push((b"receipt", RECEIPT));
         write_frame(&mut self.out, command, &all, b"");
         let deadline = Instant::now() + timeout;
         let mut answer = None;
@@ -150,8 +173,9 @@ impl Conn {
                 ));
             }
             self.poll(left, &mut |frame, _| match frame.command {
-                b"RECEIPT" => answer = Some(Ok(())),
+                b"RECEIPT" if frame.header(b"receipt-id") == Some(RECEIPT) => answer = Some(Ok(())),
                 b"ERROR" => answer = Some(Err(frame.error_text())),
+                b"MESSAGE" => answer = Some(Err("a delivery came before the receipt".into())),
                 _ => {}
             })?;
         }
@@ -197,6 +221,24 @@ impl Conn {
         }
         Ok(handled)
     }
+}
+
+/// CONNECT's headers: STOMP 1.2, the heart-beats promised, the user if the URL has one, the
+/// client id if given.
+fn login_headers<'a>(url: &'a ArtemisUrl, client_id: Option<&'a str>) -> Vec<(&'a [u8], &'a [u8])> {
+    let mut headers: Vec<(&[u8], &[u8])> = vec![
+        (b"accept-version", b"1.2"),
+        (b"host", b"/"),
+        (b"heart-beat", b"10000,0"),
+    ];
+    if let Some(user) = &url.user {
+        headers.push((b"login", user.as_bytes()));
+        headers.push((b"passcode", url.password().unwrap_or("").as_bytes()));
+    }
+    if let Some(id) = client_id {
+        headers.push((b"client-id", id.as_bytes()));
+    }
+    headers
 }
 
 /// A TCP connection to `address` within `timeout`, without Nagle's delay.

@@ -16,6 +16,9 @@ pub struct ArtemisConsumer {
     subscription: Subscription,
     /// Set once the connection is gone (reported once; later polls connect again or wait).
     broken: bool,
+    /// Backlog mode's pause: the socket is not read (the broker's window fills and it stops
+    /// sending), heart-beats go on.
+    paused: bool,
     reconnector: Reconnector,
 }
 
@@ -74,6 +77,7 @@ impl ArtemisConsumer {
             conn,
             subscription,
             broken: false,
+            paused: false,
             reconnector,
         })
     }
@@ -89,6 +93,14 @@ impl ArtemisConsumer {
     }
 }
 
+impl ArtemisConsumer {
+    /// The connection is gone: later polls connect again (or wait).
+    fn lose(&mut self) {
+        self.broken = true;
+        self.reconnector.lost();
+    }
+}
+
 impl Consumer for ArtemisConsumer {
     fn poll(
         &mut self,
@@ -98,6 +110,10 @@ impl Consumer for ArtemisConsumer {
         if self.broken {
             self.recover(timeout);
             return Ok(());
+        }
+        if self.paused {
+            std::thread::sleep(timeout);
+            return self.conn.heart_beat().inspect_err(|_| self.lose());
         }
         let mut error = None;
         let result = self
@@ -119,15 +135,19 @@ impl Consumer for ArtemisConsumer {
             });
         let failed = match (result, error) {
             (Err(kind), _) => kind,
-            (Ok(_), Some(text)) => format!("broker_error: {text}"),
+            (Ok(_), Some(text)) => crate::producer::kind_of(&text),
             (Ok(_), None) => return Ok(()),
         };
-        self.broken = true;
-        self.reconnector.lost();
+        self.lose();
         Err(failed)
     }
 
     fn assigned(&self, _slot: usize) -> usize {
         1
+    }
+
+    fn pause(&mut self, paused: bool) -> bool {
+        self.paused = paused;
+        true
     }
 }

@@ -104,6 +104,31 @@ impl ArtemisDriver {
     }
 }
 
+impl ArtemisDriver {
+    /// Deletes the durable subscription `name` of `address` (UNSUBSCRIBE as its client id).
+    /// The run's consumers have just closed their connections, and the broker refuses to
+    /// delete a queue while it still counts a consumer: tried again for up to 5 s.
+    fn unsubscribe(&self, address: &str, name: &str) -> Result<(), String> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let removed = self
+                .open(Some(address))
+                .map_err(|e| e.to_string())
+                .and_then(|mut conn| {
+                    let headers: [(&[u8], &[u8]); 2] = [
+                        (b"id", b"0"),
+                        (b"durable-subscription-name", name.as_bytes()),
+                    ];
+                    conn.request(b"UNSUBSCRIBE", &headers, ADMIN_TIMEOUT)
+                });
+            if removed.is_ok() || std::time::Instant::now() >= deadline {
+                return removed;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
 /// A subscription's name; its queue is `<address>.<name>` (the address is the client id
 /// every member connects with).
 fn subscription_name(subscription: u32) -> String {
@@ -195,20 +220,7 @@ impl Driver for ArtemisDriver {
         for address in std::mem::take(&mut self.addresses) {
             for subscription in 0..self.subscriptions {
                 let name = subscription_name(subscription);
-                let removed = self
-                    .open(Some(&address))
-                    .map_err(|e| e.to_string())
-                    .and_then(|mut conn| {
-                        conn.request(
-                            b"UNSUBSCRIBE",
-                            &[
-                                (b"id", b"0"),
-                                (b"durable-subscription-name", name.as_bytes()),
-                            ],
-                            ADMIN_TIMEOUT,
-                        )
-                    });
-                if let Err(e) = removed {
+                if let Err(e) = self.unsubscribe(&address, &name) {
                     failed.push(format!("artemis: deleting {address}.{name}: {e}"));
                 }
             }

@@ -75,9 +75,20 @@ impl ArtemisProducer {
     }
 }
 
+/// The send whose receipt is `n`, taken out of `pending` (receipts come in order: the first,
+/// as a rule).
+fn settle(pending: &mut VecDeque<Pending>, n: u64) -> Option<Pending> {
+    let position = if pending.front().is_some_and(|p| p.n == n) {
+        Some(0)
+    } else {
+        pending.iter().position(|p| p.n == n)
+    };
+    position.and_then(|i| pending.remove(i))
+}
+
 /// An ERROR's text as a kind of failure: its AMQ code when it has one (`AMQ229102`), else
 /// `broker_error`.
-fn kind_of(text: &str) -> String {
+pub(crate) fn kind_of(text: &str) -> String {
     text.split(|c: char| !c.is_ascii_alphanumeric())
         .find(|w| {
             w.len() == 9 && w.starts_with("AMQ") && w[3..].bytes().all(|b| b.is_ascii_digit())
@@ -148,33 +159,28 @@ impl Producer for ArtemisProducer {
         let result = self.conn.poll(timeout, &mut |frame, _| {
             let result = match frame.command {
                 b"RECEIPT" => Ok(()),
-                b"ERROR" => {
-                    let text = frame.error_text();
-                    refused = Some(kind_of(&text));
-                    Err(kind_of(&text))
-                }
+                b"ERROR" => Err(kind_of(&frame.error_text())),
                 _ => return,
             };
-            let Some(n) = frame.header(b"receipt-id").and_then(parse_number) else {
-                return;
-            };
-            let position = if pending.front().is_some_and(|p| p.n == n) {
-                Some(0)
-            } else {
-                pending.iter().position(|p| p.n == n)
-            };
-            let Some(entry) = position.and_then(|i| pending.remove(i)) else {
-                return;
-            };
-            acks(Ack {
-                envelope: entry.envelope,
-                sent_ns: entry.sent_ns,
-                bytes: entry.bytes,
-                acknowledged_ns: Some(clock.now_ns()),
-                result,
-            });
+            let entry = frame
+                .header(b"receipt-id")
+                .and_then(parse_number)
+                .and_then(|n| settle(pending, n));
+            match (entry, result) {
+                (Some(entry), result) => acks(Ack {
+                    envelope: entry.envelope,
+                    sent_ns: entry.sent_ns,
+                    bytes: entry.bytes,
+                    acknowledged_ns: Some(clock.now_ns()),
+                    result,
+                }),
+                // An ERROR of no send of ours: the broker closes the connection after it.
+                (None, Err(kind)) => refused = Some(kind),
+                (None, Ok(())) => {}
+            }
         });
-        // After an ERROR the broker closes the connection: what is in flight fails.
+        // A refused send fails alone (Artemis keeps the connection); a lost connection, or an
+        // ERROR of no send, fails what is in flight.
         if let Some(kind) = result.err().or(refused) {
             self.lose(kind, acks);
         }

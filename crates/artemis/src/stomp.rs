@@ -14,8 +14,8 @@ pub struct Frame<'a> {
 }
 
 impl<'a> Frame<'a> {
-    /// The value of header `name` (the first, as STOMP 1.2 says), unescaped only of what
-    /// brokerbench's values can hold: none of its names or ids need escapes.
+    /// The value of header `name` (the first, as STOMP 1.2 says), as sent: not unescaped
+    /// (brokerbench's names and ids need no escapes, and an `ack` id goes back as it came).
     pub fn header(&self, name: &[u8]) -> Option<&'a [u8]> {
         self.headers.split(|&b| b == b'\n').find_map(|line| {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -40,6 +40,9 @@ impl<'a> Frame<'a> {
         }
     }
 }
+
+/// The largest frame read (brokerbench's messages are far smaller).
+const MAX_FRAME: usize = 256 << 20;
 
 /// Why the bytes received are not STOMP.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +76,11 @@ pub fn next_frame(buffer: &[u8]) -> Result<Option<(Frame<'_>, usize)>, Malformed
                 .ok()
                 .and_then(|l| l.trim().parse().ok())
                 .ok_or_else(|| Malformed("a content-length that is not a number".into()))?;
-            if rest.len() < body_start + length + 1 {
+            let end = body_start
+                .checked_add(length)
+                .filter(|&end| end < MAX_FRAME)
+                .ok_or_else(|| Malformed(format!("a content-length of {length} bytes")))?;
+            if rest.len() <= end {
                 return Ok(None);
             }
             if rest[body_start + length] != 0 {
@@ -91,7 +98,12 @@ pub fn next_frame(buffer: &[u8]) -> Result<Option<(Frame<'_>, usize)>, Malformed
         headers,
         body: &rest[body_start..body_end],
     };
-    Ok(Some((frame, start + body_end + 1)))
+    // The end-of-line heart-beats that follow the frame go with it.
+    let after = rest[body_end + 1..]
+        .iter()
+        .take_while(|&&b| b == b'\n' || b == b'\r')
+        .count();
+    Ok(Some((frame, start + body_end + 1 + after)))
 }
 
 /// Where the header block ends (before its last line end) and the body starts: the first

@@ -45,26 +45,34 @@ impl ManagedArtemis {
     /// what is installed where.
     pub fn install_pinned(&self) -> Result<String, BrokerError> {
         if !self.is_installed() {
-            let dir = self.version_dir();
-            // Fill a side folder and rename it: an interrupted install never looks complete.
-            let partial = dir.with_extension("partial");
-            if partial.exists() {
-                fs::remove_dir_all(&partial).map_err(BrokerError::io("removing", &partial))?;
+            // One install at a time: another `broker up` waits, then finds it done.
+            let _lock = brokerbench_brokers::managed::create_and_lock(&self.daemon.dir)?;
+            if !self.is_installed() {
+                self.fetch_and_unpack()?;
             }
-            fs::create_dir_all(&partial).map_err(BrokerError::io("creating", &partial))?;
-            let archive = fetch(&partial)?;
-            check_sha256(&archive)?;
-            unpack(&archive, &partial)?;
-            fs::remove_file(&archive).map_err(BrokerError::io("removing", &archive))?;
-            if dir.exists() {
-                fs::remove_dir_all(&dir).map_err(BrokerError::io("removing", &dir))?;
-            }
-            fs::rename(&partial, &dir).map_err(BrokerError::io("renaming to", &dir))?;
         }
         Ok(format!(
             "artemis {VERSION} installed in {}",
             self.distribution().display()
         ))
+    }
+
+    /// Fills a side folder and renames it: an interrupted install never looks complete.
+    fn fetch_and_unpack(&self) -> Result<(), BrokerError> {
+        let dir = self.version_dir();
+        let partial = dir.with_file_name(format!("{VERSION}.partial"));
+        if partial.exists() {
+            fs::remove_dir_all(&partial).map_err(BrokerError::io("removing", &partial))?;
+        }
+        fs::create_dir_all(&partial).map_err(BrokerError::io("creating", &partial))?;
+        let archive = fetch(&partial)?;
+        check_sha256(&archive)?;
+        unpack(&archive, &partial)?;
+        fs::remove_file(&archive).map_err(BrokerError::io("removing", &archive))?;
+        if dir.exists() {
+            fs::remove_dir_all(&dir).map_err(BrokerError::io("removing", &dir))?;
+        }
+        fs::rename(&partial, &dir).map_err(BrokerError::io("renaming to", &dir))
     }
 }
 
@@ -106,17 +114,21 @@ fn check_sha256(archive: &Path) -> Result<(), BrokerError> {
         .map_err(BrokerError::io("running sha256sum on", archive))?;
     let text = String::from_utf8_lossy(&output.stdout);
     let sum = text.split_whitespace().next().unwrap_or("");
-    if sum == SHA256 {
+    if output.status.success() && sum == SHA256 {
         return Ok(());
     }
-    Err(BrokerError::StartFailed {
-        broker: NAME,
-        reason: format!(
-            "{} has SHA-256 {sum}, not the {SHA256} brokerbench pins for Artemis {VERSION}; remove it and rerun `brokerbench broker install artemis` (a mirror in ~/.m2/settings.xml may serve another file)",
-            archive.display()
-        ),
-        log_file: archive.to_path_buf(),
-        log_tail: String::new(),
+    let what = if output.status.success() {
+        format!("it is {sum}, not the {SHA256} brokerbench pins for Artemis {VERSION}: Maven's copy in ~/.m2/repository/org/apache/activemq/apache-artemis/{VERSION}/ (or a mirror in ~/.m2/settings.xml) serves another file; remove that folder and run `brokerbench broker install artemis` again")
+    } else {
+        format!(
+            "sha256sum failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        )
+    };
+    Err(BrokerError::Io {
+        action: "checking the SHA-256 of",
+        path: archive.to_path_buf(),
+        source: std::io::Error::other(what),
     })
 }
 

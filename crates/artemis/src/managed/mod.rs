@@ -91,9 +91,14 @@ impl ManagedArtemis {
         command
     }
 
-    /// Starts the broker (installing it first if needed) and waits until it answers.
+    /// Starts the broker with a new configuration on the port setting's port.
     fn spawn(&self) -> Result<Child, BrokerError> {
         let port = self.port()?;
+        self.spawn_with(port, &layout::broker_xml(port, &self.daemon.data_dir()))
+    }
+
+    /// Starts the broker with the configuration `text`, which listens on `port`.
+    fn spawn_with(&self, port: u16, text: &str) -> Result<Child, BrokerError> {
         if !daemon::can_listen(port) {
             return Err(BrokerError::PortInUse {
                 broker: NAME,
@@ -106,8 +111,7 @@ impl ManagedArtemis {
         std::fs::create_dir_all(&self.daemon.dir)
             .map_err(BrokerError::io("creating", &self.daemon.dir))?;
         layout::write_companions(&self.daemon.dir)?;
-        let text = layout::broker_xml(port, &self.daemon.data_dir());
-        self.daemon.spawn(&text, self.command())
+        self.daemon.spawn(text, self.command())
     }
 
     fn wait_answering(&self, child: &mut Child) -> Result<(), BrokerError> {
@@ -221,7 +225,7 @@ impl Lifecycle for ManagedArtemis {
 
 impl ManagedArtemis {
     /// The broker started again after it stopped or was killed (a fault's `restart_after`),
-    /// with its journal as it was; its pid.
+    /// with its configuration and journal as they were; its pid.
     fn restart(&self, id: u32) -> Result<u32, BrokerError> {
         if id != 1 {
             return Err(BrokerError::TooManyNodes {
@@ -233,7 +237,10 @@ impl ManagedArtemis {
         if let Some(pid) = self.daemon.running_pid() {
             return Ok(pid);
         }
-        let mut child = self.spawn()?;
+        // As it was: its configuration and port, whatever the port setting says now.
+        let file = self.daemon.config_file();
+        let text = std::fs::read_to_string(&file).map_err(BrokerError::io("reading", &file))?;
+        let mut child = self.spawn_with(self.running_port(), &text)?;
         self.wait_answering(&mut child)?;
         Ok(child.id())
     }
