@@ -220,21 +220,16 @@ fn a_killed_broker_started_again_loses_no_confirmed_message_and_the_clients_come
         .expect("started again and answering");
     // The producer and the consumer came back: in the last measured seconds messages were
     // acknowledged and received again.
-    let series = run.file("timeseries.csv");
-    let mut lines = series.lines();
-    let names: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let column = |name: &str| names.iter().position(|n| *n == name).unwrap();
-    let (phase, acknowledged, received) =
-        (column("phase"), column("acknowledged"), column("received"));
-    let measured: Vec<Vec<&str>> = lines
-        .map(|l| l.split(',').collect::<Vec<_>>())
-        .filter(|cells| cells[phase] == "measurement")
-        .collect();
+    let measured = measured_columns(&run, &["second", "acknowledged", "received"]);
+    assert!(measured.len() >= 2, "{measured:?}");
     for cells in &measured[measured.len() - 2..] {
         let count = |c: usize| cells[c].parse::<u64>().unwrap();
         assert!(
-            count(acknowledged) > 500 && count(received) > 500,
-            "ended at {ended} s; {cells:?}\n{series}"
+            count(1) > 500 && count(2) > 500,
+            "ended at {ended} s; second {} acknowledged {} received {}: {measured:?}",
+            cells[0],
+            cells[1],
+            cells[2]
         );
     }
     let total = &s["total"];

@@ -202,39 +202,24 @@ impl ClusterHome {
 /// The measured seconds of `run` from `from_s` (since the start of warm-up) on in which a
 /// producer was disconnected (timeseries.csv's `disconnected_producers`).
 fn disconnected_seconds(run: &Run, from_s: f64) -> Vec<u64> {
-    let series = run.file("timeseries.csv");
-    let mut lines = series.lines();
-    let names: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let column = |name: &str| names.iter().position(|n| *n == name).unwrap();
-    let (second, phase, disconnected) = (
-        column("second"),
-        column("phase"),
-        column("disconnected_producers"),
-    );
-    lines
-        .map(|l| l.split(',').collect::<Vec<_>>())
-        .filter(|cells| cells[phase] == "measurement")
-        .filter(|cells| cells[second].parse::<f64>().unwrap() >= from_s)
-        .filter(|cells| cells[disconnected] != "0")
-        .map(|cells| cells[second].parse().unwrap())
+    measured_columns(run, &["second", "disconnected_producers"])
+        .into_iter()
+        .filter(|cells| cells[0].parse::<f64>().unwrap() >= from_s && cells[1] != "0")
+        .map(|cells| cells[0].parse().unwrap())
         .collect()
 }
 
 /// The measured seconds of `run` as `second acknowledged schedule-lag-max-µs faults`, one a
 /// line: what a failed recovery assertion shows.
 fn measured_seconds(run: &Run) -> String {
-    let series = run.file("timeseries.csv");
-    let mut lines = series.lines();
-    let names: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let column = |name: &str| names.iter().position(|n| *n == name).unwrap();
-    let shown = ["second", "acknowledged", "schedule_lag_max_us", "faults"].map(column);
-    let phase = column("phase");
-    lines
-        .map(|l| l.split(',').collect::<Vec<_>>())
-        .filter(|cells| cells[phase] == "measurement")
-        .map(|cells| shown.map(|c| cells[c]).join(" "))
-        .collect::<Vec<_>>()
-        .join("\n")
+    measured_columns(
+        run,
+        &["second", "acknowledged", "schedule_lag_max_us", "faults"],
+    )
+    .iter()
+    .map(|cells| cells.join(" "))
+    .collect::<Vec<_>>()
+    .join("\n")
 }
 
 /// Every node is sampled, summed: one node's memory is about a third of the three's.

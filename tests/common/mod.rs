@@ -323,6 +323,25 @@ pub fn nats() -> String {
 /// The bundled NATS driver file.
 pub const NATS_DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/drivers/nats.yaml");
 
+/// The `columns` of every measured second in `run`'s timeseries.csv, one row a second.
+pub fn measured_columns(run: &Run, columns: &[&str]) -> Vec<Vec<String>> {
+    let column = |name: &str| {
+        TIMESERIES_COLUMNS
+            .iter()
+            .position(|&c| c == name)
+            .unwrap_or_else(|| panic!("timeseries.csv has no column {name}"))
+    };
+    let (phase, wanted): (usize, Vec<usize>) =
+        (column("phase"), columns.iter().map(|c| column(c)).collect());
+    run.file(TIMESERIES_FILE)
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|cells| cells[phase] == Phase::Measurement.as_str())
+        .map(|cells| wanted.iter().map(|&c| cells[c].to_string()).collect())
+        .collect()
+}
+
 /// Backlog mode over `args` (a run whose workload has a `backlog` of `messages` messages):
 /// lossless; consumers received nothing in some second while producers went on; the backlog
 /// built reached the size asked for and was drained; the window covers build, drain and
