@@ -11,6 +11,9 @@ pub const ARTEMIS_DRIVER_FIELDS: &[&str] = &[
     "consumer_window_size",
     "address_prefix",
     "delete_subscriptions",
+    "max_size_messages",
+    "max_size_bytes",
+    "address_full_policy",
     "reconnect",
 ];
 
@@ -52,6 +55,20 @@ pub struct ArtemisDriverConfig {
     /// Delete the run's subscription queues afterwards.
     #[serde(default = "default_true")]
     pub delete_subscriptions: bool,
+    /// Messages an address of the run holds at most before `address_full_policy` applies
+    /// (Artemis's `max-size-messages`, set for the run's addresses through its management
+    /// API); absent: the broker's own setting.
+    #[serde(default)]
+    pub max_size_messages: Option<u64>,
+    /// Bytes an address of the run holds at most (`max-size-bytes`), likewise.
+    #[serde(default, deserialize_with = "optional_size")]
+    pub max_size_bytes: Option<u64>,
+    /// What Artemis does with a message for a full address: `PAGE` (to disk: nothing lost),
+    /// `DROP` (discards it silently, its send confirmed: brokerbench counts it as dropped by
+    /// the broker) or `FAIL` (refuses the send and closes the connection); `BLOCK` is refused
+    /// (it does not hold back a STOMP producer).
+    #[serde(default)]
+    pub address_full_policy: Option<crate::limits::FullPolicy>,
     /// After a lost connection, producers and consumers connect again with backoff and go on
     /// (a subscription member subscribes again to its durable queue, which the broker's
     /// journal kept); `reconnect: false` leaves them failed.
@@ -99,6 +116,7 @@ impl ArtemisDriverConfig {
                 ),
             ));
         }
+        crate::limits::validate(self)?;
         if self.consumer_window_size == 0 {
             return Err(FieldError::new(
                 "consumer_window_size",
@@ -113,6 +131,11 @@ impl ArtemisDriverConfig {
 fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     brokerbench_model::units::optional_bytes(d)?
         .ok_or_else(|| serde::de::Error::custom("needs a size such as 1MiB"))
+}
+
+/// An optional size: absent, a number of bytes, or text with a unit (`10MiB`).
+fn optional_size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    brokerbench_model::units::optional_bytes(d)
 }
 
 /// A `tcp://[user:password@]host:port` URL. Debug, Display and Serialize hide the password.

@@ -1,4 +1,4 @@
-//! The ActiveMQ Artemis family: driver file, driver and managed broker, as one registry
+//! The ActiveMQ Artemis family: driver file, driver, managed broker and metrics, as one registry
 //! entry.
 
 use std::path::Path;
@@ -96,6 +96,6 @@ impl Family for ArtemisFamily {
         Box::new(ManagedArtemis::new(home))
     }
     fn metrics(&self) -> Option<&'static MetricSet> {
-        None
+        Some(&crate::metrics::METRICS)
     }
 }

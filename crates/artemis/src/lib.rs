@@ -13,7 +13,10 @@ pub mod config;
 pub mod conn;
 mod consumer;
 mod family;
+mod limits;
+mod manage;
 pub mod managed;
+mod metrics;
 pub mod omb;
 mod producer;
 mod reconnect;
@@ -129,6 +132,56 @@ impl ArtemisDriver {
     }
 }
 
+impl ArtemisDriver {
+    /// Sets the driver file's address limit on each of the run's addresses, before anything
+    /// is sent to them (Artemis's management API).
+    fn limit_addresses(&self) -> Result<(), DriverError> {
+        let Some(settings) = limits::address_settings(&self.config) else {
+            return Ok(());
+        };
+        let mut conn = self.open(None)?;
+        for address in &self.addresses {
+            let params = serde_json::json!([address, settings]);
+            manage::invoke(&mut conn, "addAddressSettings", &params, ADMIN_TIMEOUT).map_err(
+                |e| DriverError::Other(format!("artemis: limiting address {address}: {e}")),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Removes the address limits [`Self::limit_addresses`] set; what failed, named.
+    fn unlimit_addresses(&self) -> Vec<String> {
+        if limits::address_settings(&self.config).is_none() || !self.removes {
+            return Vec::new();
+        }
+        let removed = self
+            .open(None)
+            .map_err(|e| e.to_string())
+            .and_then(|mut conn| {
+                let mut failed = Vec::new();
+                for address in &self.addresses {
+                    let params = serde_json::json!([address]);
+                    if let Err(e) =
+                        manage::invoke(&mut conn, "removeAddressSettings", &params, ADMIN_TIMEOUT)
+                    {
+                        failed.push(format!("artemis: removing the limit of {address}: {e}"));
+                    }
+                }
+                Ok(failed)
+            });
+        removed.unwrap_or_else(|e| vec![format!("artemis: removing address limits: {e}")])
+    }
+}
+
+/// Ok when nothing failed, else every failure in one error.
+fn failures(failed: Vec<String>) -> Result<(), DriverError> {
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(DriverError::Other(failed.join("; ")))
+    }
+}
+
 /// A subscription's name; its queue is `<address>.<name>` (the address is the client id
 /// every member connects with).
 fn subscription_name(subscription: u32) -> String {
@@ -169,7 +222,7 @@ impl Driver for ArtemisDriver {
         self.addresses = (0..topology.topics)
             .map(|topic| self.address_name(&topology.run_id, &topology.workload, topic))
             .collect();
-        Ok(())
+        self.limit_addresses()
     }
 
     fn producer(
@@ -210,13 +263,17 @@ impl Driver for ArtemisDriver {
         self.subscriptions
     }
 
+    fn broker_drop_policy(&self) -> Option<String> {
+        limits::drop_policy(&self.config)
+    }
+
     /// Deletes every subscription queue of the run (UNSUBSCRIBE of its durable name, as its
     /// client id); the auto-created address goes with its last queue.
     fn cleanup(&mut self) -> Result<(), DriverError> {
+        let mut failed = self.unlimit_addresses();
         if !self.config.delete_subscriptions || !self.removes || !self.consumers {
-            return Ok(());
+            return failures(failed);
         }
-        let mut failed = Vec::new();
         for address in std::mem::take(&mut self.addresses) {
             for subscription in 0..self.subscriptions {
                 let name = subscription_name(subscription);
@@ -225,11 +282,7 @@ impl Driver for ArtemisDriver {
                 }
             }
         }
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(DriverError::Other(failed.join("; ")))
-        }
+        failures(failed)
     }
 }
 

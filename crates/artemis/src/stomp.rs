@@ -122,16 +122,9 @@ fn head_end(frame: &[u8]) -> Option<(usize, usize)> {
 }
 
 /// Appends a frame: `command`, the `headers` as `name:value` lines, and `body` with its
-/// `content-length`.
+/// `content-length` (Artemis makes it a bytes message).
 pub fn write_frame(out: &mut Vec<u8>, command: &[u8], headers: &[(&[u8], &[u8])], body: &[u8]) {
-    out.extend_from_slice(command);
-    out.push(b'\n');
-    for (name, value) in headers {
-        out.extend_from_slice(name);
-        out.push(b':');
-        out.extend_from_slice(value);
-        out.push(b'\n');
-    }
+    write_head(out, command, headers);
     if !body.is_empty() {
         out.extend_from_slice(b"content-length:");
         push_number(out, body.len() as u64);
@@ -140,6 +133,28 @@ pub fn write_frame(out: &mut Vec<u8>, command: &[u8], headers: &[(&[u8], &[u8])]
     out.push(b'\n');
     out.extend_from_slice(body);
     out.push(0);
+}
+
+/// Appends a frame whose body is `text` with no `content-length`, which Artemis makes a text
+/// message (what its management API reads parameters from); `text` holds no NUL.
+pub fn write_text_frame(out: &mut Vec<u8>, command: &[u8], headers: &[(&[u8], &[u8])], text: &str) {
+    debug_assert!(!text.contains('\0'));
+    write_head(out, command, headers);
+    out.push(b'\n');
+    out.extend_from_slice(text.as_bytes());
+    out.push(0);
+}
+
+/// The command line and header lines.
+fn write_head(out: &mut Vec<u8>, command: &[u8], headers: &[(&[u8], &[u8])]) {
+    out.extend_from_slice(command);
+    out.push(b'\n');
+    for (name, value) in headers {
+        out.extend_from_slice(name);
+        out.push(b':');
+        out.extend_from_slice(value);
+        out.push(b'\n');
+    }
 }
 
 /// Appends `n` in decimal.

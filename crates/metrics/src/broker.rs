@@ -26,7 +26,9 @@ pub struct MetricSpec {
     /// brokerbench's name for it, e.g. `messages_in_per_second` (a CSV column, summary key,
     /// report chart and live gauge).
     pub key: &'static str,
-    /// Prometheus sample name.
+    /// Prometheus sample name, or a JSON sample's path; in a JSON path, one `*` stands for
+    /// any run of characters (an object keyed by names, such as Jolokia's by MBean: every
+    /// series it matches is its own).
     pub metric: &'static str,
     /// A label that must have this value, if any (e.g. `name="MessagesInPerSec"`).
     pub label: Option<(&'static str, &'static str)>,
@@ -394,7 +396,7 @@ impl Combine {
 
 impl MetricSpec {
     fn matches(&self, s: &Sample) -> bool {
-        s.name == self.metric
+        name_matches(self.metric, &s.name)
             && self.label.is_none_or_match(s)
             && self.without_label.none_or(|l| s.label(l).is_none())
             && self.excluded_label.none_or(|(k, v)| s.label(k) != Some(v))
@@ -420,6 +422,16 @@ impl MetricSpec {
 }
 
 /// The numeric leaves of a JSON document as samples named by their path.
+/// `name` is `metric`, where a `*` in `metric` matches any run of characters.
+fn name_matches(metric: &str, name: &str) -> bool {
+    match metric.split_once('*') {
+        None => name == metric,
+        Some((head, tail)) => {
+            name.len() >= head.len() + tail.len() && name.starts_with(head) && name.ends_with(tail)
+        }
+    }
+}
+
 fn flatten(name: &str, value: &serde_json::Value, out: &mut Vec<Sample>) {
     flatten_labelled(name, value, &[], out);
 }
@@ -490,6 +502,20 @@ impl<T> NoneOr<T> for Option<T> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_star_in_a_metric_matches_any_run_of_characters_and_nothing_else_does() {
+        use super::name_matches;
+        let metric = "read.value.*.RoutedMessageCount";
+        assert!(name_matches(
+            metric,
+            "read.value.org.apache.activemq.artemis:address=\"a.b\",broker=\"x\".RoutedMessageCount"
+        ));
+        assert!(!name_matches(metric, "read.value.x.UnRoutedMessageCount"));
+        assert!(!name_matches(metric, "read.value.RoutedMessageCount"));
+        assert!(name_matches("varz.in_msgs", "varz.in_msgs"));
+        assert!(!name_matches("varz.in_msgs", "varz.in_msgs_total"));
+    }
+
     use super::*;
 
     fn unused_scraper() -> Scraper {

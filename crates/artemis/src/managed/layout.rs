@@ -44,13 +44,25 @@ pub fn broker_xml(port: u16, data: &Path) -> String {
 }
 
 /// The boot file: JAAS domain `activemq` (which `login.config` lets everyone into, as a
-/// guest, while security is off) and a broker configuration given on the command line.
-const BOOTSTRAP: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+/// guest, while security is off), a broker configuration given on the command line, and the
+/// web server on 127.0.0.1:`web_port` with the distribution's management console, whose
+/// Jolokia endpoint (`/console/jolokia`) serves the broker's figures to brokerbench.
+pub fn bootstrap_xml(web_port: u16) -> String {
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<!-- Written by brokerbench at each start of the managed Artemis; edits are overwritten. -->
 <broker xmlns="http://activemq.apache.org/schema">
    <jaas-security domain="activemq"/>
    <server configuration="file:artemis.conf"/>
+   <web path="web">
+      <binding name="brokerbench" uri="http://127.0.0.1:{web_port}">
+         <app name="console" url="console" war="console.war"/>
+      </binding>
+   </web>
 </broker>
-"#;
+"#
+    )
+}
 
 const LOGIN: &str = r#"activemq {
    org.apache.activemq.artemis.spi.core.security.jaas.GuestLoginModule required
@@ -74,10 +86,11 @@ logger.audit.name = org.apache.activemq.audit
 logger.audit.level = OFF
 ";
 
-/// Writes every file but `artemis.conf` (the daemon writes that) into `dir`.
-pub fn write_companions(dir: &Path) -> Result<(), BrokerError> {
+/// Writes every file but `artemis.conf` (the daemon writes that) into `dir`, the web server
+/// on `web_port`.
+pub fn write_companions(dir: &Path, web_port: u16) -> Result<(), BrokerError> {
     for (name, text) in [
-        ("bootstrap.xml", BOOTSTRAP),
+        ("bootstrap.xml", bootstrap_xml(web_port).as_str()),
         ("login.config", LOGIN),
         ("management.xml", MANAGEMENT),
         ("log4j2.properties", LOG4J),

@@ -1,7 +1,8 @@
 //! The managed Artemis: the release brokerbench pins (see [`install`]), fetched on first use,
 //! one broker (no clusters yet) whose configuration, journal and log live in the broker
 //! folder, listening on 127.0.0.1:`BROKERBENCH_ARTEMIS_PORT` (default 61616, Artemis's own,
-//! so OpenMessaging Benchmark driver files name it unchanged).
+//! so OpenMessaging Benchmark driver files name it unchanged), with its management console,
+//! whose Jolokia endpoint brokerbench reads the broker's figures from, on that port + 1000.
 
 mod install;
 mod layout;
@@ -19,6 +20,10 @@ pub use install::VERSION;
 const NAME: &str = "artemis";
 const PORT_VARIABLE: &str = "BROKERBENCH_ARTEMIS_PORT";
 const DEFAULT_PORT: u16 = 61616;
+/// The management console (the web server) listens on the acceptor's port + this.
+const WEB_OFFSET: u16 = 1000;
+const MAX_PORT: u16 = 65535 - WEB_OFFSET;
+const WHY_MAX: &str = "the management console listens on the port + 1000";
 const MAIN_CLASS: &str = "org.apache.activemq.artemis.boot.Artemis";
 /// The broker's heap: Artemis pages an address to disk when it holds more than half of it.
 const HEAP: &str = "-Xmx1G";
@@ -31,7 +36,7 @@ pub struct ManagedArtemis {
 
 impl ManagedArtemis {
     pub fn new(home: &Path) -> Self {
-        let port = daemon::port_variable(NAME, PORT_VARIABLE, DEFAULT_PORT, 65535, "a TCP port")
+        let port = daemon::port_variable(NAME, PORT_VARIABLE, DEFAULT_PORT, MAX_PORT, WHY_MAX)
             .map_err(|e| e.to_string());
         ManagedArtemis {
             daemon: Daemon::new(NAME, home),
@@ -46,8 +51,8 @@ impl ManagedArtemis {
                 broker: NAME,
                 variable: PORT_VARIABLE,
                 value: std::env::var(PORT_VARIABLE).unwrap_or_default(),
-                max: 65535,
-                why: "a TCP port",
+                max: MAX_PORT,
+                why: WHY_MAX,
             })
     }
 
@@ -82,6 +87,9 @@ impl ManagedArtemis {
             .arg(define("artemis.instance.etc", dir))
             .arg(define("data.dir", &self.daemon.data_dir()))
             .arg(define("java.io.tmpdir", &self.daemon.data_dir()))
+            // The console's login is off, as the broker's security is: loopback only.
+            .arg("-Dhawtio.authenticationEnabled=false")
+            .arg("-Dhawtio.offline=true")
             .arg("-classpath")
             .arg(self.boot_jar())
             .arg(MAIN_CLASS)
@@ -99,18 +107,20 @@ impl ManagedArtemis {
 
     /// Starts the broker with the configuration `text`, which listens on `port`.
     fn spawn_with(&self, port: u16, text: &str) -> Result<Child, BrokerError> {
-        if !daemon::can_listen(port) {
-            return Err(BrokerError::PortInUse {
-                broker: NAME,
-                port,
-                dir: self.daemon.dir.clone(),
-                variable: PORT_VARIABLE,
-                needs: "<port>",
-            });
+        for port in [port, port + WEB_OFFSET] {
+            if !daemon::can_listen(port) {
+                return Err(BrokerError::PortInUse {
+                    broker: NAME,
+                    port,
+                    dir: self.daemon.dir.clone(),
+                    variable: PORT_VARIABLE,
+                    needs: "<port> and <port>+1000 (management console)",
+                });
+            }
         }
         std::fs::create_dir_all(&self.daemon.dir)
             .map_err(BrokerError::io("creating", &self.daemon.dir))?;
-        layout::write_companions(&self.daemon.dir)?;
+        layout::write_companions(&self.daemon.dir, port + WEB_OFFSET)?;
         self.daemon.spawn(text, self.command())
     }
 
@@ -143,11 +153,13 @@ fn acceptor_port(configuration: &str) -> Option<u16> {
     digits.parse().ok()
 }
 
-/// Whether a broker on 127.0.0.1:`port` answers a STOMP CONNECT.
+/// Whether a broker on 127.0.0.1:`port` answers a STOMP CONNECT and its management console
+/// listens (it starts after the broker).
 fn answers(port: u16) -> bool {
     let url = crate::config::ArtemisUrl::parse(&format!("tcp://127.0.0.1:{port}"))
         .expect("a loopback URL parses");
     crate::conn::Conn::connect(&url, Duration::from_secs(1), None).is_ok()
+        && std::net::TcpStream::connect(("127.0.0.1", port + WEB_OFFSET)).is_ok()
 }
 
 impl Lifecycle for ManagedArtemis {
@@ -279,14 +291,19 @@ impl ManagedBroker for ManagedArtemis {
     }
 
     fn metrics_url(&self) -> Option<String> {
-        None
+        let web = self.running_port() + WEB_OFFSET;
+        Some(format!("http://127.0.0.1:{web}/console/jolokia"))
     }
 
     fn endpoints(&self) -> Vec<String> {
-        vec![format!(
-            "protocols: STOMP (brokerbench), CORE, AMQP, OpenWire on that port; Artemis {VERSION} in {}",
-            self.distribution().display()
-        )]
+        let web = self.running_port() + WEB_OFFSET;
+        vec![
+            format!(
+                "protocols: STOMP (brokerbench), CORE, AMQP, OpenWire on that port; Artemis {VERSION} in {}",
+                self.distribution().display()
+            ),
+            format!("management console: http://127.0.0.1:{web}/console (Jolokia: /console/jolokia)"),
+        ]
     }
 }
 
