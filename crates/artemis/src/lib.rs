@@ -154,22 +154,20 @@ impl ArtemisDriver {
         if limits::address_settings(&self.config).is_none() || !self.removes {
             return Vec::new();
         }
-        let removed = self
-            .open(None)
-            .map_err(|e| e.to_string())
-            .and_then(|mut conn| {
-                let mut failed = Vec::new();
-                for address in &self.addresses {
-                    let params = serde_json::json!([address]);
-                    if let Err(e) =
-                        manage::invoke(&mut conn, "removeAddressSettings", &params, ADMIN_TIMEOUT)
-                    {
-                        failed.push(format!("artemis: removing the limit of {address}: {e}"));
-                    }
-                }
-                Ok(failed)
-            });
-        removed.unwrap_or_else(|e| vec![format!("artemis: removing address limits: {e}")])
+        let mut conn = match self.open(None) {
+            Ok(conn) => conn,
+            Err(e) => return vec![format!("artemis: removing address limits: {e}")],
+        };
+        let mut failed = Vec::new();
+        for address in &self.addresses {
+            let params = serde_json::json!([address]);
+            if let Err(e) =
+                manage::invoke(&mut conn, "removeAddressSettings", &params, ADMIN_TIMEOUT)
+            {
+                failed.push(format!("artemis: removing the limit of {address}: {e}"));
+            }
+        }
+        failed
     }
 }
 
