@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, Delivery};
+use brokerbench_driver::{Consumer, Delivery, Unread};
 
 use crate::conn::Conn;
 use crate::reconnect::Reconnector;
@@ -30,6 +30,11 @@ pub struct Subscription {
 }
 
 impl Subscription {
+    /// The subscription's queue: `<address>.<name>` (the address is every member's client id).
+    fn queue(&self) -> String {
+        format!("{}.{}", self.address, self.name)
+    }
+
     /// The SUBSCRIBE frame's headers, with `window` written out.
     fn headers<'a>(&'a self, window: &'a [u8]) -> [(&'a [u8], &'a [u8]); 7] {
         [
@@ -150,4 +155,35 @@ impl Consumer for ArtemisConsumer {
         self.paused = paused;
         true
     }
+
+    /// The subscription queue's message count, asked on a connection of its own: what it
+    /// stores and no consumer acknowledged (deliveries this member was sent and did not hand
+    /// on included, which the broker delivers again). Every member names the queue alike.
+    fn unread(&mut self) -> Option<Vec<Unread>> {
+        if self.broken {
+            return None;
+        }
+        let queue = self.subscription.queue();
+        let mut conn = Conn::connect(self.reconnector.url(), UNREAD_WITHIN, None).ok()?;
+        let resource = format!("queue.{queue}");
+        let params = serde_json::json!([]);
+        let answer = crate::manage::invoke(
+            &mut conn,
+            &resource,
+            "countMessages",
+            &params,
+            UNREAD_WITHIN,
+        )
+        .ok()?;
+        let count = serde_json::from_str::<serde_json::Value>(&answer).ok()?;
+        Some(vec![Unread {
+            slot: 0,
+            place: queue,
+            messages: count.get(0)?.as_u64()?,
+            evidence: "ActiveMQ Artemis: the subscription queue's countMessages from its management API, what it stores and no consumer acknowledged",
+        }])
+    }
 }
+
+/// The longest a consumer's count of what it left unread may take.
+const UNREAD_WITHIN: Duration = Duration::from_secs(5);

@@ -142,9 +142,14 @@ impl ArtemisDriver {
         let mut conn = self.open(None)?;
         for address in &self.addresses {
             let params = serde_json::json!([address, settings]);
-            manage::invoke(&mut conn, "addAddressSettings", &params, ADMIN_TIMEOUT).map_err(
-                |e| DriverError::Other(format!("artemis: limiting address {address}: {e}")),
-            )?;
+            manage::invoke(
+                &mut conn,
+                "broker",
+                "addAddressSettings",
+                &params,
+                ADMIN_TIMEOUT,
+            )
+            .map_err(|e| DriverError::Other(format!("artemis: limiting address {address}: {e}")))?;
         }
         Ok(())
     }
@@ -161,9 +166,13 @@ impl ArtemisDriver {
         let mut failed = Vec::new();
         for address in &self.addresses {
             let params = serde_json::json!([address]);
-            if let Err(e) =
-                manage::invoke(&mut conn, "removeAddressSettings", &params, ADMIN_TIMEOUT)
-            {
+            if let Err(e) = manage::invoke(
+                &mut conn,
+                "broker",
+                "removeAddressSettings",
+                &params,
+                ADMIN_TIMEOUT,
+            ) {
                 failed.push(format!("artemis: removing the limit of {address}: {e}"));
             }
         }

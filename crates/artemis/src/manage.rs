@@ -1,5 +1,5 @@
 //! Artemis's management API over STOMP: an operation is a text message to the address
-//! `activemq.management` naming the resource (`broker`) and the operation, its parameters a
+//! `activemq.management` naming the resource (`broker`, `queue.<name>`) and the operation, its parameters a
 //! JSON array; the broker answers on the message's `reply-to` address, its
 //! `_AMQ_OperationSucceeded` header saying whether the operation worked and its body what it
 //! returned (or why not).
@@ -12,11 +12,12 @@ use crate::stomp::write_text_frame;
 
 const MANAGEMENT: &[u8] = b"activemq.management";
 
-/// Invokes the broker's `operation` with `params` on `conn` (a connection that receives
-/// nothing else) and returns its answer's body; Err: the broker's reason, or no answer within
+/// Invokes `operation` of `resource` (`broker`, `queue.<name>`, ...) with `params` on `conn`
+/// (a connection that receives nothing else) and returns its answer's body; Err: the broker's reason, or no answer within
 /// `timeout`. The answer comes to an anycast address of the connection's own, subscribed to for the call.
 pub fn invoke(
     conn: &mut Conn,
+    resource: &str,
     operation: &str,
     params: &serde_json::Value,
     timeout: Duration,
@@ -33,7 +34,7 @@ pub fn invoke(
     let send: [(&[u8], &[u8]); 5] = [
         (b"destination", MANAGEMENT),
         (b"destination-type", b"ANYCAST"),
-        (b"_AMQ_ResourceName", b"broker"),
+        (b"_AMQ_ResourceName", resource.as_bytes()),
         (b"_AMQ_OperationName", operation.as_bytes()),
         (b"reply-to", reply.as_bytes()),
     ];

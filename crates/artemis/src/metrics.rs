@@ -16,7 +16,10 @@ const fn jolokia(spec: MetricSpec) -> MetricSpec {
 /// The addresses' and the broker's attributes. The count compared with brokerbench's is the
 /// addresses' `RoutedMessageCount`: every message an address took and routed to one or more
 /// queues, once however many subscriptions' queues it reached (`TotalMessagesAdded`, the
-/// queues' sum, counts a message once per subscription).
+/// queues' sum, counts a message once per subscription). Only addresses whose name holds a
+/// `-` are read, as brokerbench's do (`<prefix>-<workload>-<run id>-<topic>`): not the
+/// answers to the management operations brokerbench asks for (`brokerbench.management.*`)
+/// nor the broker's own (`activemq.notifications`).
 const SPECS: &[MetricSpec] = &[
     MetricSpec {
         absent_is_zero: true,
@@ -68,7 +71,7 @@ pub static METRICS: MetricSet = MetricSet {
     source: "artemis",
     format: Format::Json {
         paths: &[
-            "/read/org.apache.activemq.artemis:broker=*,component=addresses,address=*/RoutedMessageCount",
+            "/read/org.apache.activemq.artemis:broker=*,component=addresses,address=%22*-*%22/RoutedMessageCount",
             "/read/org.apache.activemq.artemis:broker=*/TotalMessagesAdded,TotalMessagesAcknowledged,TotalMessageCount,AddressMemoryUsage,DiskStoreUsage,TotalConsumerCount",
         ],
     },

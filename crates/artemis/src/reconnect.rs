@@ -31,6 +31,11 @@ impl Reconnector {
     }
 
     /// The connection is gone: from now on the producer or consumer counts as disconnected.
+    /// The broker's URL.
+    pub fn url(&self) -> &ArtemisUrl {
+        &self.url
+    }
+
     pub fn lost(&mut self) {
         if self.policy.enabled {
             self.redial.lost();
