@@ -597,3 +597,26 @@ pub fn assert_broker_rate_agrees(summary: &serde_json::Value, key: &str, ledger:
         summary["latency"]
     );
 }
+
+/// A backlog-mode run whose broker discarded messages by policy while the consumers waited for
+/// 5,000 messages: complete, none lost, at least 4,000 dropped by the broker, and every
+/// acknowledged message either received or dropped.
+pub fn assert_dropped_by_policy(run: &Run) {
+    let s = run.summary();
+    assert_eq!(s["status"], "complete", "{}", run.stderr);
+    assert!(
+        s["backlog"]["built_messages"].as_u64().unwrap_or(0) >= 5000,
+        "the consumers waited for the backlog: {s:#}"
+    );
+    assert_eq!(s["integrity"]["lost"], 0, "{s:#}");
+    let dropped = s["integrity"]["dropped_by_broker"].as_u64().unwrap_or(0);
+    assert!(
+        dropped >= 4000,
+        "the broker discarded messages while the consumers waited: {s:#}"
+    );
+    assert_eq!(
+        s["total"]["received"].as_u64().unwrap() + dropped,
+        s["total"]["acknowledged"].as_u64().unwrap(),
+        "{s:#}"
+    );
+}

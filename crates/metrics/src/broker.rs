@@ -131,6 +131,15 @@ pub const fn time_ratio(
     }
 }
 
+/// `spec` for samples that carry no labels to tell apart (a JSON document's figures): none is
+/// required to be absent.
+pub const fn unlabelled(spec: MetricSpec) -> MetricSpec {
+    MetricSpec {
+        without_label: None,
+        ..spec
+    }
+}
+
 /// A gauge read from `metric`, multiplied by `scale`.
 pub const fn gauge(
     key: &'static str,

@@ -10,8 +10,8 @@ mod scrape;
 mod text;
 
 pub use broker::{
-    counter, follows_naming, gauge, time_ratio, BrokerMetrics, Combine, Format, MetricKind,
-    MetricSet, MetricSpec, Reading, MESSAGES_IN,
+    counter, follows_naming, gauge, time_ratio, unlabelled, BrokerMetrics, Combine, Format,
+    MetricKind, MetricSet, MetricSpec, Reading, MESSAGES_IN,
 };
 pub use exposition::{Exposition, MetricsServer};
 pub use scrape::{
