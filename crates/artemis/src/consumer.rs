@@ -156,25 +156,18 @@ impl Consumer for ArtemisConsumer {
         true
     }
 
-    /// The subscription queue's message count, asked on a connection of its own: what it
-    /// stores and no consumer acknowledged (deliveries this member was sent and did not hand
-    /// on included, which the broker delivers again). Every member names the queue alike.
+    /// The subscription queue's message count, asked on a connection of its own (also when
+    /// this member's connection was lost: the durable queue outlives it): what it stores and
+    /// no consumer acknowledged, deliveries this member was sent and did not hand on included
+    /// (the broker delivers those again). Every member names the queue alike.
     fn unread(&mut self) -> Option<Vec<Unread>> {
-        if self.broken {
-            return None;
-        }
+        let deadline = std::time::Instant::now() + UNREAD_WITHIN;
         let queue = self.subscription.queue();
         let mut conn = Conn::connect(self.reconnector.url(), UNREAD_WITHIN, None).ok()?;
         let resource = format!("queue.{queue}");
         let params = serde_json::json!([]);
-        let answer = crate::manage::invoke(
-            &mut conn,
-            &resource,
-            "countMessages",
-            &params,
-            UNREAD_WITHIN,
-        )
-        .ok()?;
+        let answer =
+            crate::manage::invoke(&mut conn, &resource, "countMessages", &params, deadline).ok()?;
         let count = serde_json::from_str::<serde_json::Value>(&answer).ok()?;
         Some(vec![Unread {
             slot: 0,
@@ -185,5 +178,5 @@ impl Consumer for ArtemisConsumer {
     }
 }
 
-/// The longest a consumer's count of what it left unread may take.
+/// The longest a consumer's count of what it left unread may take, in all.
 const UNREAD_WITHIN: Duration = Duration::from_secs(5);

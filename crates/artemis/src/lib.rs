@@ -134,22 +134,21 @@ impl ArtemisDriver {
 
 impl ArtemisDriver {
     /// Sets the driver file's address limit on each of the run's addresses, before anything
-    /// is sent to them (Artemis's management API).
+    /// is sent to them (Artemis's management API); when one cannot be set, those already set
+    /// are removed again (the broker keeps address settings in its journal).
     fn limit_addresses(&self) -> Result<(), DriverError> {
         let Some(settings) = limits::address_settings(&self.config) else {
             return Ok(());
         };
         let mut conn = self.open(None)?;
-        for address in &self.addresses {
+        for (done, address) in self.addresses.iter().enumerate() {
             let params = serde_json::json!([address, settings]);
-            manage::invoke(
-                &mut conn,
-                "broker",
-                "addAddressSettings",
-                &params,
-                ADMIN_TIMEOUT,
-            )
-            .map_err(|e| DriverError::Other(format!("artemis: limiting address {address}: {e}")))?;
+            if let Err(e) = manage_broker(&mut conn, "addAddressSettings", &params) {
+                let _ = remove_limits(&mut conn, &self.addresses[..done]);
+                return Err(DriverError::Other(format!(
+                    "artemis: limiting address {address}: {e}"
+                )));
+            }
         }
         Ok(())
     }
@@ -159,25 +158,34 @@ impl ArtemisDriver {
         if limits::address_settings(&self.config).is_none() || !self.removes {
             return Vec::new();
         }
-        let mut conn = match self.open(None) {
-            Ok(conn) => conn,
-            Err(e) => return vec![format!("artemis: removing address limits: {e}")],
-        };
-        let mut failed = Vec::new();
-        for address in &self.addresses {
-            let params = serde_json::json!([address]);
-            if let Err(e) = manage::invoke(
-                &mut conn,
-                "broker",
-                "removeAddressSettings",
-                &params,
-                ADMIN_TIMEOUT,
-            ) {
-                failed.push(format!("artemis: removing the limit of {address}: {e}"));
-            }
+        match self.open(None) {
+            Ok(mut conn) => remove_limits(&mut conn, &self.addresses),
+            Err(e) => vec![format!("artemis: removing address limits: {e}")],
         }
-        failed
     }
+}
+
+/// Removes the settings of `addresses`; what failed, named.
+fn remove_limits(conn: &mut Conn, addresses: &[String]) -> Vec<String> {
+    addresses
+        .iter()
+        .filter_map(|address| {
+            let params = serde_json::json!([address]);
+            manage_broker(conn, "removeAddressSettings", &params)
+                .err()
+                .map(|e| format!("artemis: removing the limit of {address}: {e}"))
+        })
+        .collect()
+}
+
+/// Invokes the broker's `operation`, waiting at most [`ADMIN_TIMEOUT`].
+fn manage_broker(
+    conn: &mut Conn,
+    operation: &str,
+    params: &serde_json::Value,
+) -> Result<String, String> {
+    let deadline = std::time::Instant::now() + ADMIN_TIMEOUT;
+    manage::invoke(conn, "broker", operation, params, deadline)
 }
 
 /// Ok when nothing failed, else every failure in one error.
@@ -274,8 +282,9 @@ impl Driver for ArtemisDriver {
         limits::drop_policy(&self.config)
     }
 
-    /// Deletes every subscription queue of the run (UNSUBSCRIBE of its durable name, as its
-    /// client id); the auto-created address goes with its last queue.
+    /// Removes the run's address limits, and deletes every subscription queue of the run
+    /// (UNSUBSCRIBE of its durable name, as its client id); the auto-created address goes
+    /// with its last queue.
     fn cleanup(&mut self) -> Result<(), DriverError> {
         let mut failed = self.unlimit_addresses();
         if !self.config.delete_subscriptions || !self.removes || !self.consumers {

@@ -4,8 +4,9 @@
 use brokerbench_metrics::{counter, gauge, unlabelled, Format, MetricSet, MetricSpec, MESSAGES_IN};
 
 /// The addresses' and the broker's attributes. The count compared with brokerbench's is the
-/// addresses' `RoutedMessageCount`: every message an address took and routed to one or more
-/// queues, once however many subscriptions' queues it reached (`TotalMessagesAdded`, the
+/// addresses' `RoutedMessageCount` and `UnRoutedMessageCount` (the `*` matches both): every
+/// message an address took, once however many subscriptions' queues it reached, or none (a
+/// run without consumers has no queues) (`TotalMessagesAdded`, the
 /// queues' sum, counts a message once per subscription). Only addresses whose name holds a
 /// `-` are read, as brokerbench's do (`<prefix>-<workload>-<run id>-<topic>`): not the
 /// answers to the management operations brokerbench asks for (`brokerbench.management.*`)
@@ -15,11 +16,7 @@ use brokerbench_metrics::{counter, gauge, unlabelled, Format, MetricSet, MetricS
 const SPECS: &[MetricSpec] = &[
     MetricSpec {
         absent_is_zero: true,
-        ..unlabelled(counter(
-            MESSAGES_IN,
-            "read.value.*.RoutedMessageCount",
-            None,
-        ))
+        ..unlabelled(counter(MESSAGES_IN, "read.value.*RoutedMessageCount", None))
     },
     unlabelled(counter(
         "queue_messages_added_per_second",
@@ -63,7 +60,7 @@ pub static METRICS: MetricSet = MetricSet {
     source: "artemis",
     format: Format::Json {
         paths: &[
-            "/read/org.apache.activemq.artemis:broker=*,component=addresses,address=%22*-*%22/RoutedMessageCount",
+            "/read/org.apache.activemq.artemis:broker=*,component=addresses,address=%22*-*%22/RoutedMessageCount,UnRoutedMessageCount",
             "/read/org.apache.activemq.artemis:broker=*/TotalMessagesAdded,TotalMessagesAcknowledged,TotalMessageCount,AddressMemoryUsage,DiskStoreUsage,TotalConsumerCount",
         ],
     },

@@ -30,12 +30,12 @@ impl Reconnector {
         }
     }
 
-    /// The connection is gone: from now on the producer or consumer counts as disconnected.
     /// The broker's URL.
     pub fn url(&self) -> &ArtemisUrl {
         &self.url
     }
 
+    /// The connection is gone: from now on the producer or consumer counts as disconnected.
     pub fn lost(&mut self) {
         if self.policy.enabled {
             self.redial.lost();

@@ -323,6 +323,9 @@ impl BrokerMetrics {
                             url: url.clone(),
                             message: format!("not JSON: {e}"),
                         })?;
+                    let Some(document) = answered(document, &url)? else {
+                        continue;
+                    };
                     let name = path
                         .trim_start_matches('/')
                         .split(['?', '/'])
@@ -430,7 +433,29 @@ impl MetricSpec {
     }
 }
 
-/// The numeric leaves of a JSON document as samples named by their path.
+/// A JSON document as an answer: one whose top-level `status` is a number other than 200 is
+/// an error answer (Jolokia's, sent with HTTP 200) — an error, or for 404 (no MBean matched
+/// the pattern yet) no samples.
+fn answered(
+    document: serde_json::Value,
+    url: &str,
+) -> Result<Option<serde_json::Value>, ScrapeError> {
+    match document.get("status").and_then(|s| s.as_u64()) {
+        None | Some(200) => Ok(Some(document)),
+        Some(404) => Ok(None),
+        Some(status) => Err(ScrapeError::Format {
+            url: url.to_string(),
+            message: format!(
+                "the answer says status {status}: {}",
+                document
+                    .get("error")
+                    .and_then(|e| e.as_str())
+                    .unwrap_or("no reason given")
+            ),
+        }),
+    }
+}
+
 /// `name` is `metric`, where a `*` in `metric` matches any run of characters.
 fn name_matches(metric: &str, name: &str) -> bool {
     match metric.split_once('*') {
@@ -441,6 +466,7 @@ fn name_matches(metric: &str, name: &str) -> bool {
     }
 }
 
+/// The numeric leaves of a JSON document as samples named by their path.
 fn flatten(name: &str, value: &serde_json::Value, out: &mut Vec<Sample>) {
     flatten_labelled(name, value, &[], out);
 }
@@ -511,20 +537,6 @@ impl<T> NoneOr<T> for Option<T> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn a_star_in_a_metric_matches_any_run_of_characters_and_nothing_else_does() {
-        use super::name_matches;
-        let metric = "read.value.*.RoutedMessageCount";
-        assert!(name_matches(
-            metric,
-            "read.value.org.apache.activemq.artemis:address=\"a.b\",broker=\"x\".RoutedMessageCount"
-        ));
-        assert!(!name_matches(metric, "read.value.x.UnRoutedMessageCount"));
-        assert!(!name_matches(metric, "read.value.RoutedMessageCount"));
-        assert!(name_matches("varz.in_msgs", "varz.in_msgs"));
-        assert!(!name_matches("varz.in_msgs", "varz.in_msgs_total"));
-    }
-
     use super::*;
 
     fn unused_scraper() -> Scraper {
@@ -706,5 +718,36 @@ mod tests {
             ["stored", "written"],
             "one node: no per-node columns"
         );
+    }
+
+    #[test]
+    fn a_star_in_a_metric_matches_any_run_of_characters_and_nothing_else_does() {
+        let metric = "read.value.*.RoutedMessageCount";
+        assert!(name_matches(
+            metric,
+            "read.value.org.apache.activemq.artemis:address=\"a.b\",broker=\"x\".RoutedMessageCount"
+        ));
+        assert!(!name_matches(metric, "read.value.x.UnRoutedMessageCount"));
+        assert!(name_matches(
+            "read.value.*RoutedMessageCount",
+            "read.value.x.UnRoutedMessageCount"
+        ));
+        assert!(!name_matches(metric, "read.value.RoutedMessageCount"));
+        assert!(name_matches("varz.in_msgs", "varz.in_msgs"));
+        assert!(!name_matches("varz.in_msgs", "varz.in_msgs_total"));
+    }
+
+    #[test]
+    fn a_jolokia_error_answer_is_an_error_and_no_match_is_no_samples() {
+        let error = serde_json::json!({"status": 403, "error": "forbidden"});
+        let e = answered(error, "http://x/jolokia").unwrap_err();
+        assert!(e.to_string().contains("403"), "{e}");
+        assert!(e.to_string().contains("forbidden"), "{e}");
+        let none = serde_json::json!({"status": 404, "error": "no MBean"});
+        assert_eq!(answered(none, "u").unwrap(), None);
+        let fine = serde_json::json!({"status": 200, "value": {}});
+        assert!(answered(fine, "u").unwrap().is_some());
+        let nats = serde_json::json!({"in_msgs": 3});
+        assert!(answered(nats, "u").unwrap().is_some());
     }
 }

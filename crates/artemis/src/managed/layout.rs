@@ -1,7 +1,7 @@
 //! The managed broker's configuration files, written into its folder at each start:
 //! `artemis.conf` (the broker's configuration, broker.xml's format: its path on the JVM's
-//! command line tells our process apart), `bootstrap.xml`, `login.config`, `management.xml`
-//! and `log4j2.properties`.
+//! command line tells our process apart), `bootstrap.xml`, `login.config`, `management.xml`,
+//! `jolokia-access.xml` and `log4j2.properties`.
 
 use std::path::Path;
 
@@ -75,6 +75,19 @@ const MANAGEMENT: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <management-context xmlns="http://activemq.apache.org/schema"/>
 "#;
 
+/// The console's Jolokia agent answers reads only (its login is off): no operation, no
+/// attribute written, by anything on this machine.
+const JOLOKIA_ACCESS: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<restrict>
+   <commands>
+      <command>read</command>
+      <command>list</command>
+      <command>search</command>
+      <command>version</command>
+   </commands>
+</restrict>
+"#;
+
 /// Warnings and the broker's start and stop lines to standard output (the broker's log).
 const LOG4J: &str = "rootLogger.level = INFO
 rootLogger.appenderRef.console.ref = console
@@ -93,6 +106,7 @@ pub fn write_companions(dir: &Path, web_port: u16) -> Result<(), BrokerError> {
         ("bootstrap.xml", bootstrap_xml(web_port).as_str()),
         ("login.config", LOGIN),
         ("management.xml", MANAGEMENT),
+        ("jolokia-access.xml", JOLOKIA_ACCESS),
         ("log4j2.properties", LOG4J),
     ] {
         process::write_atomically(&dir.join(name), text.as_bytes())?;

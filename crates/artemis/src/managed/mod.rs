@@ -45,15 +45,7 @@ impl ManagedArtemis {
     }
 
     fn port(&self) -> Result<u16, BrokerError> {
-        self.port
-            .clone()
-            .map_err(|_| BrokerError::InvalidPortSetting {
-                broker: NAME,
-                variable: PORT_VARIABLE,
-                value: std::env::var(PORT_VARIABLE).unwrap_or_default(),
-                max: MAX_PORT,
-                why: WHY_MAX,
-            })
+        self.port.clone().map_err(|_| invalid_port())
     }
 
     /// The port the running broker was started on (its configuration), else this handle's.
@@ -87,8 +79,13 @@ impl ManagedArtemis {
             .arg(define("artemis.instance.etc", dir))
             .arg(define("data.dir", &self.daemon.data_dir()))
             .arg(define("java.io.tmpdir", &self.daemon.data_dir()))
-            // The console's login is off, as the broker's security is: loopback only.
+            // The console's login is off, as the broker's security is: loopback only, and
+            // its Jolokia agent answers reads only.
             .arg("-Dhawtio.authenticationEnabled=false")
+            .arg(format!(
+                "-Djolokia.policyLocation=file:{}",
+                dir.join("jolokia-access.xml").display()
+            ))
             .arg("-Dhawtio.offline=true")
             .arg("-classpath")
             .arg(self.boot_jar())
@@ -107,7 +104,8 @@ impl ManagedArtemis {
 
     /// Starts the broker with the configuration `text`, which listens on `port`.
     fn spawn_with(&self, port: u16, text: &str) -> Result<Child, BrokerError> {
-        for port in [port, port + WEB_OFFSET] {
+        let web = web_port(port).ok_or_else(invalid_port)?;
+        for port in [port, web] {
             if !daemon::can_listen(port) {
                 return Err(BrokerError::PortInUse {
                     broker: NAME,
@@ -120,7 +118,7 @@ impl ManagedArtemis {
         }
         std::fs::create_dir_all(&self.daemon.dir)
             .map_err(BrokerError::io("creating", &self.daemon.dir))?;
-        layout::write_companions(&self.daemon.dir, port + WEB_OFFSET)?;
+        layout::write_companions(&self.daemon.dir, web)?;
         self.daemon.spawn(text, self.command())
     }
 
@@ -128,6 +126,42 @@ impl ManagedArtemis {
         let port = self.running_port();
         self.daemon.wait(child, || answers(port))
     }
+
+    /// Waits for the management console, which starts after the broker, so that a run's
+    /// first scrape finds it; one that does not come is said, not fatal (the broker works,
+    /// its metrics are missing).
+    fn wait_console(&self) {
+        let Some(web) = web_port(self.running_port()) else {
+            return;
+        };
+        let listening = brokerbench_brokers::managed::poll(self.daemon.start_timeout, || {
+            std::net::TcpStream::connect(("127.0.0.1", web)).ok()
+        });
+        if listening.is_none() {
+            eprintln!(
+                "warning: Artemis's management console did not answer on 127.0.0.1:{web} within {:?}: runs will have no broker metrics (see {})",
+                self.daemon.start_timeout,
+                self.daemon.log_file().display()
+            );
+        }
+    }
+}
+
+/// The port setting is not one the broker and its console can both listen on.
+fn invalid_port() -> BrokerError {
+    BrokerError::InvalidPortSetting {
+        broker: NAME,
+        variable: PORT_VARIABLE,
+        value: std::env::var(PORT_VARIABLE).unwrap_or_default(),
+        max: MAX_PORT,
+        why: WHY_MAX,
+    }
+}
+
+/// The management console's port for the broker's `port` (None past 65535: a configuration
+/// written before the console was).
+fn web_port(port: u16) -> Option<u16> {
+    port.checked_add(WEB_OFFSET)
 }
 
 /// `-Dname=path`.
@@ -153,13 +187,11 @@ fn acceptor_port(configuration: &str) -> Option<u16> {
     digits.parse().ok()
 }
 
-/// Whether a broker on 127.0.0.1:`port` answers a STOMP CONNECT and its management console
-/// listens (it starts after the broker).
+/// Whether a broker on 127.0.0.1:`port` answers a STOMP CONNECT.
 fn answers(port: u16) -> bool {
     let url = crate::config::ArtemisUrl::parse(&format!("tcp://127.0.0.1:{port}"))
         .expect("a loopback URL parses");
     crate::conn::Conn::connect(&url, Duration::from_secs(1), None).is_ok()
-        && std::net::TcpStream::connect(("127.0.0.1", port + WEB_OFFSET)).is_ok()
 }
 
 impl Lifecycle for ManagedArtemis {
@@ -219,6 +251,7 @@ impl Lifecycle for ManagedArtemis {
 
     fn wait_started(&self, child: &mut Child) -> Result<BrokerStatus, BrokerError> {
         self.wait_answering(child)?;
+        self.wait_console();
         Ok(self.status_of(child.id()))
     }
 
@@ -253,7 +286,10 @@ impl ManagedArtemis {
         let file = self.daemon.config_file();
         let text = std::fs::read_to_string(&file).map_err(BrokerError::io("reading", &file))?;
         let mut child = self.spawn_with(self.running_port(), &text)?;
-        self.wait_answering(&mut child)?;
+        if let Err(e) = self.wait_answering(&mut child) {
+            self.daemon.abandon(child);
+            return Err(e);
+        }
         Ok(child.id())
     }
 }
@@ -291,19 +327,19 @@ impl ManagedBroker for ManagedArtemis {
     }
 
     fn metrics_url(&self) -> Option<String> {
-        let web = self.running_port() + WEB_OFFSET;
+        let web = web_port(self.running_port())?;
         Some(format!("http://127.0.0.1:{web}/console/jolokia"))
     }
 
     fn endpoints(&self) -> Vec<String> {
-        let web = self.running_port() + WEB_OFFSET;
-        vec![
-            format!(
-                "protocols: STOMP (brokerbench), CORE, AMQP, OpenWire on that port; Artemis {VERSION} in {}",
-                self.distribution().display()
-            ),
-            format!("management console: http://127.0.0.1:{web}/console (Jolokia: /console/jolokia)"),
-        ]
+        let protocols = format!(
+            "protocols: STOMP (brokerbench), CORE, AMQP, OpenWire on that port; Artemis {VERSION} in {}",
+            self.distribution().display()
+        );
+        let console = web_port(self.running_port()).map(|web| {
+            format!("management console: http://127.0.0.1:{web}/console (Jolokia, reads only: /console/jolokia)")
+        });
+        std::iter::once(protocols).chain(console).collect()
     }
 }
 

@@ -318,9 +318,12 @@ impl Lifecycle for ManagedNats {
         }
         if size > 1 {
             let monitors: Vec<u16> = starting.nodes.iter().map(|(_, p)| p.monitor).collect();
+            let clients: Vec<u16> = starting.nodes.iter().map(|(_, p)| p.client).collect();
             let (child, _) = &mut starting.nodes[0];
-            self.daemon
-                .wait(child, || ready::cluster_formed(&monitors))?;
+            self.daemon.wait(child, || {
+                ready::cluster_formed(&monitors)
+                    && clients.iter().all(|&c| ready::lists_all(c, size))
+            })?;
         }
         if self.running_tls() {
             self.check_tls_login(starting.nodes[0].1.client)?;

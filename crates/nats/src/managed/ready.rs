@@ -1,6 +1,7 @@
 //! When a started nats-server counts as ready: it sends its INFO with JetStream on, and, in a
-//! cluster, every node is healthy and the JetStream meta group has a leader and every node
-//! (else the first stream of several replicas is refused for want of peers).
+//! cluster, every node is healthy, the JetStream meta group has a leader and every node (else
+//! the first stream of several replicas is refused for want of peers), and every node's INFO
+//! lists every node's client URL.
 
 use std::io::Read;
 use std::net::TcpStream;
@@ -11,14 +12,29 @@ const READY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// True when the server at `port` sends its INFO with JetStream on.
 pub(super) fn answers(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
+    info(port).is_some_and(|info| info["jetstream"] == true)
+}
+
+/// True when the server at `port` tells a connecting client of `size` servers (its INFO's
+/// `connect_urls`, which a driver reads to check a stream's replicas against): a new route's
+/// client URL reaches the other servers shortly after the meta group has formed.
+pub(super) fn lists_all(port: u16, size: usize) -> bool {
+    info(port).is_some_and(|info| {
+        info["connect_urls"]
+            .as_array()
+            .is_some_and(|urls| urls.len() >= size)
+    })
+}
+
+/// The INFO the server at `port` sends a connecting client (before any TLS), as JSON.
+fn info(port: u16) -> Option<serde_json::Value> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
-    let mut buf = [0u8; 4096];
+    let mut buf = [0u8; 16384];
     let n = stream.read(&mut buf).unwrap_or(0);
     let text = String::from_utf8_lossy(&buf[..n]);
-    text.starts_with("INFO ") && text.contains("\"jetstream\":true")
+    let line = text.strip_prefix("INFO ")?.lines().next()?;
+    serde_json::from_str(line.trim()).ok()
 }
 
 /// True when every node's monitoring endpoint (`monitors`) says it is healthy (`/healthz`: in
