@@ -61,7 +61,7 @@ pub struct ArtemisDriverConfig {
     #[serde(default)]
     pub max_size_messages: Option<u64>,
     /// Bytes an address of the run holds at most (`max-size-bytes`), likewise.
-    #[serde(default, deserialize_with = "optional_size")]
+    #[serde(default, deserialize_with = "brokerbench_model::units::optional_bytes")]
     pub max_size_bytes: Option<u64>,
     /// What Artemis does with a message for a full address: `PAGE` (to disk: nothing lost),
     /// `DROP` (discards it silently, its send confirmed: brokerbench counts it as dropped by
@@ -131,11 +131,6 @@ impl ArtemisDriverConfig {
 fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     brokerbench_model::units::optional_bytes(d)?
         .ok_or_else(|| serde::de::Error::custom("needs a size such as 1MiB"))
-}
-
-/// An optional size: absent, a number of bytes, or text with a unit (`10MiB`).
-fn optional_size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    brokerbench_model::units::optional_bytes(d)
 }
 
 /// A `tcp://[user:password@]host:port` URL. Debug, Display and Serialize hide the password.

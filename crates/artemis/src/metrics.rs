@@ -6,13 +6,13 @@ use brokerbench_metrics::{counter, gauge, unlabelled, Format, MetricSet, MetricS
 /// The addresses' and the broker's attributes. The count compared with brokerbench's is the
 /// addresses' `RoutedMessageCount` and `UnRoutedMessageCount` (the `*` matches both): every
 /// message an address took, once however many subscriptions' queues it reached, or none (a
-/// run without consumers has no queues) (`TotalMessagesAdded`, the
-/// queues' sum, counts a message once per subscription). Only addresses whose name holds a
-/// `-` are read, as brokerbench's do (`<prefix>-<workload>-<run id>-<topic>`): not the
-/// answers to the management operations brokerbench asks for (`brokerbench.management.*`)
-/// nor the broker's own (`activemq.notifications`). Jolokia answers a read of a pattern with
-/// one entry per MBean, keyed by its name, which each path's `*` matches: every address (or
-/// broker) is its own series, and a figure their sum.
+/// run without consumers has no queues); the broker's `TotalMessagesAdded`, the queues' sum,
+/// counts a message once per subscription. Only addresses whose name holds a `-` are read, as
+/// brokerbench's do (`<prefix>-<workload>-<run id>-<topic>`): not the answers to the
+/// management operations brokerbench asks for (`brokerbench.management.*`) nor the broker's
+/// own (`activemq.notifications`). Jolokia answers a read of a pattern with one entry per
+/// MBean, keyed by its name, which each path's `*` matches: every address (or broker) is its
+/// own series, and a figure their sum.
 const SPECS: &[MetricSpec] = &[
     MetricSpec {
         absent_is_zero: true,

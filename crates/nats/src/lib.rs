@@ -194,13 +194,7 @@ fn check_replicas(replicas: u32, info: &serde_json::Value) -> Result<(), DriverE
     if replicas <= 1 {
         return Ok(());
     }
-    let servers = match info.get("cluster").and_then(|c| c.as_str()) {
-        None => 1,
-        Some(_) => info
-            .get("connect_urls")
-            .and_then(|u| u.as_array())
-            .map_or(1, |u| u.len().max(1)),
-    };
+    let servers = servers_listed(info);
     if replicas as usize <= servers {
         return Ok(());
     }
@@ -212,6 +206,18 @@ fn check_replicas(replicas: u32, info: &serde_json::Value) -> Result<(), DriverE
     Err(DriverError::Unsatisfiable(format!(
         "field `replicas` (OMB's replicationFactor): {replicas} replicas need a JetStream cluster of at least {replicas} servers, and {what}; to run here: --set replicas={servers}; or, as it is, on a managed cluster: `brokerbench broker up nats --nodes {replicas}` and no servers in the driver file"
     )))
+}
+
+/// How many servers a server's INFO tells a client of: 1 outside a cluster, else the client
+/// addresses it lists (`connect_urls`, its own among them).
+pub(crate) fn servers_listed(info: &serde_json::Value) -> usize {
+    match info.get("cluster").and_then(|c| c.as_str()) {
+        None => 1,
+        Some(_) => info
+            .get("connect_urls")
+            .and_then(|u| u.as_array())
+            .map_or(1, |u| u.len().max(1)),
+    }
 }
 
 /// A subscription's durable consumer name.

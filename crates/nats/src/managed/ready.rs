@@ -15,15 +15,11 @@ pub(super) fn answers(port: u16) -> bool {
     info(port).is_some_and(|info| info["jetstream"] == true)
 }
 
-/// True when the server at `port` tells a connecting client of `size` servers (its INFO's
-/// `connect_urls`, which a driver reads to check a stream's replicas against): a new route's
-/// client URL reaches the other servers shortly after the meta group has formed.
+/// True when the server at `port` tells a connecting client of `size` servers, as the driver
+/// counts them to check a stream's replicas against: a new route's client URL reaches the
+/// other servers shortly after the meta group has formed.
 pub(super) fn lists_all(port: u16, size: usize) -> bool {
-    info(port).is_some_and(|info| {
-        info["connect_urls"]
-            .as_array()
-            .is_some_and(|urls| urls.len() >= size)
-    })
+    info(port).is_some_and(|info| crate::servers_listed(&info) >= size)
 }
 
 /// The INFO the server at `port` sends a connecting client (before any TLS), as JSON.
