@@ -10,4 +10,5 @@ pub static REGISTRY: Registry = Registry(&[
     &brokerbench_amqp::FAMILY,
     &brokerbench_nats::FAMILY,
     &brokerbench_artemis::FAMILY,
+    &brokerbench_pulsar::FAMILY,
 ]);

@@ -18,6 +18,7 @@ use std::time::Duration;
 pub mod cgroup;
 pub mod cluster;
 pub mod daemon;
+pub mod distribution;
 pub mod http;
 pub mod lifecycle;
 pub mod managed;

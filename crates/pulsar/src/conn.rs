@@ -1,0 +1,334 @@
+//! One connection to a Pulsar broker over its binary protocol: connect (CONNECT, CONNECTED
+//! or ERROR), commands out through one buffer, frames in cut out of one buffer, requests
+//! that wait for the answer carrying their request id, and the broker's PINGs answered.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use crate::commands::{self, kind, next_frame, Frame};
+use crate::config::PulsarUrl;
+
+/// What a broken connection reports.
+pub const CONNECTION_CLOSED: &str = "connection_closed";
+
+/// Why a connection could not be made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnectError {
+    Unreachable(String),
+    Authentication(String),
+    Protocol(String),
+}
+
+/// An answer to a request, copied out of the buffer.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub kind: u32,
+    pub command: Vec<u8>,
+}
+
+impl Answer {
+    fn frame(&self) -> Frame<'_> {
+        Frame {
+            kind: self.kind,
+            command: &self.command,
+            rest: &[],
+        }
+    }
+
+    pub fn number(&self, field: u32) -> Option<u64> {
+        self.frame().number(field)
+    }
+
+    pub fn text(&self, field: u32) -> String {
+        self.frame().text(field)
+    }
+
+    pub fn error(&self) -> String {
+        self.frame().error()
+    }
+}
+
+pub struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    start: usize,
+    out: Vec<u8>,
+    read_timeout: Option<Duration>,
+    /// Whole frames that came while a request waited for its answer (deliveries, a change
+    /// of the active consumer): handed out first by the next poll.
+    stash: Vec<u8>,
+    next_request: u64,
+    /// CONNECTED's `server_version`: `Pulsar Server4.0.8`.
+    pub server: String,
+}
+
+impl Conn {
+    /// Connects and logs in within `timeout` in all.
+    pub fn connect(url: &PulsarUrl, timeout: Duration) -> Result<Conn, ConnectError> {
+        let deadline = Instant::now() + timeout;
+        let mut conn = Conn {
+            stream: open(&url.address(), timeout)?,
+            buf: Vec::with_capacity(128 * 1024),
+            start: 0,
+            out: Vec::with_capacity(64 * 1024),
+            read_timeout: None,
+            stash: Vec::new(),
+            next_request: 1,
+            server: String::new(),
+        };
+        let token = url.token();
+        commands::connect(&mut conn.out, token.map(|t| ("token", t.as_bytes())));
+        let lost = |_| ConnectError::Unreachable("the connection closed while logging in".into());
+        conn.flush().map_err(lost)?;
+        conn.server = conn.await_connected(deadline, timeout)?;
+        Ok(conn)
+    }
+
+    /// The answer to CONNECT: CONNECTED's server version, or why not.
+    fn await_connected(
+        &mut self,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<String, ConnectError> {
+        let mut answer = None;
+        while answer.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ConnectError::Protocol(format!(
+                    "no CONNECTED within {timeout:?}: is this Pulsar's binary port (6650)?"
+                )));
+            }
+            self.poll(left, &mut |frame, _| {
+                answer = Some(match frame.kind {
+                    kind::CONNECTED => Ok(frame.text(1)),
+                    kind::ERROR => Err(refusal(&frame)),
+                    other => Err(ConnectError::Protocol(format!(
+                        "command {other} instead of CONNECTED"
+                    ))),
+                });
+            })
+            .map_err(|e| ConnectError::Unreachable(format!("{e} while logging in")))?;
+        }
+        answer.expect("the loop ends with an answer")
+    }
+
+    /// The buffer commands are written into; [`Conn::flush`] or the next poll sends them.
+    pub fn out(&mut self) -> &mut Vec<u8> {
+        &mut self.out
+    }
+
+    /// Sends what is written.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        if !self.out.is_empty() {
+            self.stream.write_all(&self.out)?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    /// A new request id.
+    pub fn request_id(&mut self) -> u64 {
+        self.next_request += 1;
+        self.next_request
+    }
+
+    /// Sends what is written, then hands every whole frame that has arrived to `on_frame`
+    /// (a PING is answered here), waiting at most `timeout` for the first bytes; `on_frame`
+    /// may write commands (acks, permits), sent before it returns. Err([`CONNECTION_CLOSED`])
+    /// once the connection is gone.
+    pub fn poll(
+        &mut self,
+        timeout: Duration,
+        on_frame: &mut dyn FnMut(Frame<'_>, &mut Vec<u8>),
+    ) -> Result<usize, String> {
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        let mut handled = self.drain_stash(on_frame)?;
+        handled += self.drain(on_frame)?;
+        if handled == 0 {
+            match self.fill(timeout) {
+                Ok(0) => return Err(CONNECTION_CLOSED.into()),
+                Ok(_) => handled = self.drain(on_frame)?,
+                // A signal (Ctrl-C) interrupts a read with a timeout: nothing is lost.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) => {}
+                Err(_) => return Err(CONNECTION_CLOSED.into()),
+            }
+        }
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        Ok(handled)
+    }
+
+    /// Sends the command `write` writes with request id `id`, and waits for the answer
+    /// carrying that id (an ERROR as Err, with the broker's words); frames that come
+    /// meanwhile are kept for the next poll.
+    pub fn request(
+        &mut self,
+        what: &str,
+        id: u64,
+        timeout: Duration,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<Answer, String> {
+        write(&mut self.out);
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(answer) = self.take_answer(id)? {
+                if answer.kind == kind::ERROR {
+                    return Err(answer.error());
+                }
+                return Ok(answer);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!("no answer to {what} within {timeout:?}"));
+            }
+            match self.fill(left) {
+                Ok(0) => return Err(CONNECTION_CLOSED.into()),
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) => {}
+                Err(_) => return Err(CONNECTION_CLOSED.into()),
+            }
+        }
+    }
+
+    /// Goes through the whole frames in the buffer up to the answer carrying request id
+    /// `id`, which it takes out; the others are stashed for the next poll (PINGs answered).
+    fn take_answer(&mut self, id: u64) -> Result<Option<Answer>, String> {
+        while let Some((frame, used)) =
+            next_frame(&self.buf[self.start..]).map_err(|e| format!("malformed_frame: {e}"))?
+        {
+            let raw = self.start..self.start + used;
+            self.start += used;
+            if frame.kind == kind::PING {
+                commands::pong(&mut self.out);
+            } else if frame.request_id() == Some(id) && is_answer(frame.kind) {
+                return Ok(Some(Answer {
+                    kind: frame.kind,
+                    command: frame.command.to_vec(),
+                }));
+            } else {
+                self.stash.extend_from_slice(&self.buf[raw]);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Hands the stashed frames to `on_frame`.
+    fn drain_stash(
+        &mut self,
+        on_frame: &mut dyn FnMut(Frame<'_>, &mut Vec<u8>),
+    ) -> Result<usize, String> {
+        if self.stash.is_empty() {
+            return Ok(0);
+        }
+        let stash = std::mem::take(&mut self.stash);
+        let mut at = 0;
+        let mut handled = 0;
+        while let Some((frame, used)) =
+            next_frame(&stash[at..]).map_err(|e| format!("malformed_frame: {e}"))?
+        {
+            on_frame(frame, &mut self.out);
+            at += used;
+            handled += 1;
+        }
+        Ok(handled)
+    }
+
+    /// Reads what the socket has, waiting up to `timeout`.
+    fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
+        let timeout = Some(timeout.max(Duration::from_micros(1)));
+        if self.read_timeout != timeout {
+            self.stream.set_read_timeout(timeout)?;
+            self.read_timeout = timeout;
+        }
+        if self.start > 0 && self.start * 2 >= self.buf.len() {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let len = self.buf.len();
+        let want = (len + 128 * 1024).max(self.buf.capacity());
+        self.buf.resize(want, 0);
+        let result = self.stream.read(&mut self.buf[len..]);
+        let n = *result.as_ref().unwrap_or(&0);
+        self.buf.truncate(len + n);
+        result
+    }
+
+    /// Handles every whole frame in the buffer; PINGs are answered, not handed on.
+    fn drain(
+        &mut self,
+        on_frame: &mut dyn FnMut(Frame<'_>, &mut Vec<u8>),
+    ) -> Result<usize, String> {
+        let mut handled = 0;
+        while let Some((frame, used)) =
+            next_frame(&self.buf[self.start..]).map_err(|e| format!("malformed_frame: {e}"))?
+        {
+            if frame.kind == kind::PING {
+                commands::pong(&mut self.out);
+            } else {
+                on_frame(frame, &mut self.out);
+            }
+            self.start += used;
+            handled += 1;
+        }
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+        Ok(handled)
+    }
+}
+
+/// Whether a command of `kind` answers a request (and its request id is one of ours).
+fn is_answer(kind: u32) -> bool {
+    matches!(
+        kind,
+        kind::SUCCESS
+            | kind::ERROR
+            | kind::PRODUCER_SUCCESS
+            | kind::LOOKUP_RESPONSE
+            | kind::PARTITIONED_METADATA_RESPONSE
+    )
+}
+
+/// A TCP connection to `address` within `timeout`, without Nagle's delay.
+fn open(address: &str, timeout: Duration) -> Result<TcpStream, ConnectError> {
+    let unreachable = |e: &dyn std::fmt::Display| ConnectError::Unreachable(e.to_string());
+    let addresses: Vec<_> = address
+        .to_socket_addrs()
+        .map_err(|e| unreachable(&e))?
+        .collect();
+    let mut last = ConnectError::Unreachable(format!("{address} resolves to no address"));
+    for socket in addresses {
+        match TcpStream::connect_timeout(&socket, timeout) {
+            Ok(stream) => {
+                stream.set_nodelay(true).map_err(|e| unreachable(&e))?;
+                return Ok(stream);
+            }
+            Err(e) => last = unreachable(&e),
+        }
+    }
+    Err(last)
+}
+
+/// An ERROR answer to CONNECT: refused credentials, or something else.
+fn refusal(frame: &Frame<'_>) -> ConnectError {
+    let text = frame.error();
+    if text.starts_with("AuthenticationError") || text.starts_with("AuthorizationError") {
+        ConnectError::Authentication(text)
+    } else {
+        ConnectError::Protocol(text)
+    }
+}

@@ -1,0 +1,321 @@
+//! The managed Pulsar: the release brokerbench pins (see [`install`]), fetched on first use,
+//! run as Pulsar standalone (broker, one bookie and the metadata store in one JVM; no
+//! functions worker, no stream storage) with its configuration, data and log in the broker
+//! folder, listening on 127.0.0.1:`BROKERBENCH_PULSAR_PORT` (default 6650, Pulsar's own) for
+//! the binary protocol and on that port + 1430 (8080) for the admin REST API and `/metrics`,
+//! so OpenMessaging Benchmark driver files name it unchanged.
+
+mod install;
+mod layout;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use brokerbench_brokers::daemon::{self, Daemon};
+use brokerbench_brokers::lifecycle::{self, Lifecycle};
+use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker};
+
+pub use install::VERSION;
+
+const NAME: &str = "pulsar";
+const PORT_VARIABLE: &str = "BROKERBENCH_PULSAR_PORT";
+const DEFAULT_PORT: u16 = 6650;
+/// The web service (admin API, metrics) listens on the binary port + this: 8080 by default.
+const WEB_OFFSET: u16 = 1430;
+const MAX_PORT: u16 = 65535 - WEB_OFFSET;
+const WHY_MAX: &str = "the admin API and metrics listen on the port + 1430";
+/// The JVM's memory for this machine: Pulsar's defaults (2 GiB heap, 4 GiB direct) are for a
+/// server of its own.
+const MEMORY: &str = "-Xms256m -Xmx1g -XX:MaxDirectMemorySize=1g";
+/// The first start creates the metadata store and the bookie's folders.
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+
+#[derive(Clone)]
+pub struct ManagedPulsar {
+    daemon: Daemon,
+    port: Result<u16, String>,
+}
+
+impl ManagedPulsar {
+    pub fn new(home: &Path) -> Self {
+        let port = daemon::port_variable(NAME, PORT_VARIABLE, DEFAULT_PORT, MAX_PORT, WHY_MAX)
+            .map_err(|e| e.to_string());
+        let mut daemon = Daemon::new(NAME, home);
+        daemon.start_timeout = START_TIMEOUT;
+        ManagedPulsar { daemon, port }
+    }
+
+    fn port(&self) -> Result<u16, BrokerError> {
+        self.port.clone().map_err(|_| invalid_port())
+    }
+
+    /// The configuration the running broker was started with, if any.
+    fn running_config(&self) -> Option<String> {
+        std::fs::read_to_string(self.daemon.config_file()).ok()
+    }
+
+    /// The binary-protocol port the running broker was started on, else this handle's.
+    fn running_port(&self) -> u16 {
+        self.running_config()
+            .and_then(|text| layout::service_port(&text))
+            .or_else(|| self.port.clone().ok())
+            .unwrap_or(DEFAULT_PORT)
+    }
+
+    /// The admin API's port of the running broker, else this handle's.
+    pub fn web_port(&self) -> u16 {
+        self.running_config()
+            .and_then(|text| layout::web_port(&text))
+            .or_else(|| web_port(self.running_port()))
+            .unwrap_or(DEFAULT_PORT + WEB_OFFSET)
+    }
+
+    /// `bin/pulsar standalone` with our configuration file as one argument; the script
+    /// `exec`s the JVM, so the child is the broker.
+    fn command(&self) -> Command {
+        let dir = &self.daemon.dir;
+        let data = self.daemon.data_dir();
+        let mut command = Command::new("bash");
+        command
+            .arg(self.script())
+            .arg("standalone")
+            .arg("-c")
+            .arg(self.daemon.config_file())
+            .args(["--no-functions-worker", "--no-stream-storage"])
+            .arg("--bookkeeper-dir")
+            .arg(data.join("bookkeeper"))
+            .arg("--metadata-dir")
+            .arg(data.join("metadata"))
+            .current_dir(dir)
+            .env("PULSAR_STANDALONE_CONF", self.daemon.config_file())
+            .env("PULSAR_MEM", MEMORY)
+            .env("PULSAR_GC", "-XX:+UseG1GC")
+            // Not empty, so the script adds no GC log of its own.
+            .env("PULSAR_GC_LOG", " ")
+            .env("PULSAR_LOG_DIR", dir);
+        command
+    }
+
+    /// Starts the broker with a new configuration on the port setting's ports.
+    fn spawn(&self) -> Result<Child, BrokerError> {
+        let port = self.port()?;
+        let web = web_port(port).ok_or_else(invalid_port)?;
+        let text = layout::standalone_conf(&self.distribution(), port, web)?;
+        self.spawn_with(port, web, &text)
+    }
+
+    /// Starts the broker with the configuration `text`, which listens on `port` and `web`.
+    fn spawn_with(&self, port: u16, web: u16, text: &str) -> Result<Child, BrokerError> {
+        for port in [port, web] {
+            if !daemon::can_listen(port) {
+                return Err(BrokerError::PortInUse {
+                    broker: NAME,
+                    port,
+                    dir: self.daemon.dir.clone(),
+                    variable: PORT_VARIABLE,
+                    needs: "<port> and <port>+1430 (admin API and metrics)",
+                });
+            }
+        }
+        self.daemon.spawn(text, self.command())
+    }
+
+    fn wait_answering(&self, child: &mut Child) -> Result<(), BrokerError> {
+        let (port, web) = (self.running_port(), self.web_port());
+        self.daemon.wait(child, || answers(port, web))
+    }
+}
+
+/// The port setting is not one the broker and its web service can both listen on.
+fn invalid_port() -> BrokerError {
+    BrokerError::InvalidPortSetting {
+        broker: NAME,
+        variable: PORT_VARIABLE,
+        value: std::env::var(PORT_VARIABLE).unwrap_or_default(),
+        max: MAX_PORT,
+        why: WHY_MAX,
+    }
+}
+
+/// The web service's port for the binary `port`.
+fn web_port(port: u16) -> Option<u16> {
+    port.checked_add(WEB_OFFSET)
+}
+
+/// Whether the broker takes clients: its binary port accepts a connection and its admin API
+/// knows the namespace `public/default` (standalone creates it once the broker runs).
+fn answers(port: u16, web: u16) -> bool {
+    let listening = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+    listening
+        && brokerbench_brokers::http::get(
+            web,
+            "/admin/v2/namespaces/public/default",
+            None,
+            Duration::from_secs(2),
+        )
+        .is_some()
+}
+
+impl Lifecycle for ManagedPulsar {
+    type Starting = Child;
+
+    fn dir(&self) -> PathBuf {
+        self.daemon.dir.clone()
+    }
+
+    fn check(&self) -> Result<(), BrokerError> {
+        self.port()?;
+        if self.is_installed() {
+            return Ok(());
+        }
+        Err(BrokerError::NotInstalled {
+            broker: NAME,
+            dir: self.distribution(),
+        })
+    }
+
+    fn running_pid(&self) -> Option<u32> {
+        self.daemon.running_pid()
+    }
+
+    fn status_of(&self, pid: u32) -> BrokerStatus {
+        let address = format!("127.0.0.1:{}", self.running_port());
+        self.daemon.status_of(pid, address, VERSION.to_string())
+    }
+
+    fn check_running(&self, _status: &BrokerStatus) -> Result<(), BrokerError> {
+        Ok(())
+    }
+
+    fn start_again(&self, id: u32) -> Result<u32, BrokerError> {
+        self.restart(id)
+    }
+
+    fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
+        let (port, web) = (self.running_port(), self.web_port());
+        let answered = brokerbench_brokers::managed::poll(self.daemon.start_timeout, || {
+            answers(port, web).then_some(())
+        });
+        answered.ok_or_else(|| BrokerError::StartFailed {
+            broker: NAME,
+            reason: format!(
+                "the running broker (pid {}) did not answer on {} within {:?}",
+                status.pid, status.address, self.daemon.start_timeout
+            ),
+            log_file: self.daemon.log_file(),
+            log_tail: brokerbench_brokers::process::log_tail(&self.daemon.log_file(), 20),
+        })
+    }
+
+    fn start(&self) -> Result<Child, BrokerError> {
+        self.spawn()
+    }
+
+    fn wait_started(&self, child: &mut Child) -> Result<BrokerStatus, BrokerError> {
+        self.wait_answering(child)?;
+        Ok(self.status_of(child.id()))
+    }
+
+    fn abandon(&self, child: Child) {
+        self.daemon.abandon(child);
+    }
+
+    fn stop(&self, pid: u32) -> Result<(), BrokerError> {
+        self.daemon.stop(pid)
+    }
+
+    fn leftovers(&self) -> Vec<PathBuf> {
+        self.daemon.leftovers()
+    }
+}
+
+impl ManagedPulsar {
+    /// The broker started again after it stopped or was killed (a fault's `restart_after`),
+    /// with its configuration and data as they were; its pid.
+    fn restart(&self, id: u32) -> Result<u32, BrokerError> {
+        if id != 1 {
+            return Err(BrokerError::TooManyNodes {
+                broker: NAME,
+                asked: id,
+                max: 1,
+            });
+        }
+        if let Some(pid) = self.daemon.running_pid() {
+            return Ok(pid);
+        }
+        let file = self.daemon.config_file();
+        let text = std::fs::read_to_string(&file).map_err(BrokerError::io("reading", &file))?;
+        let mut child = self.spawn_with(self.running_port(), self.web_port(), &text)?;
+        if let Err(e) = self.wait_answering(&mut child) {
+            self.daemon.abandon(child);
+            return Err(e);
+        }
+        Ok(child.id())
+    }
+}
+
+impl ManagedBroker for ManagedPulsar {
+    fn install(&self) -> Result<String, BrokerError> {
+        self.install_pinned()
+    }
+
+    /// Installs the pinned release first when it is not there (a 245 MB download).
+    fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
+        self.port()?;
+        if !self.is_installed() {
+            eprintln!("installing Apache Pulsar {VERSION} from Maven Central (once, 245 MB) ...");
+            self.install_pinned()?;
+        }
+        lifecycle::up(self)
+    }
+
+    fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
+        self.restart(id)
+    }
+
+    fn down(&self) -> Result<Option<u32>, BrokerError> {
+        lifecycle::down(self)
+    }
+
+    fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
+        self.port()?;
+        Ok(lifecycle::status(self))
+    }
+
+    fn client_address(&self, status: &BrokerStatus) -> String {
+        format!("pulsar://{}", status.address)
+    }
+
+    fn metrics_url(&self) -> Option<String> {
+        Some(format!("http://127.0.0.1:{}/metrics/", self.web_port()))
+    }
+
+    fn endpoints(&self) -> Vec<String> {
+        vec![
+            format!(
+                "admin API and metrics: http://127.0.0.1:{}/admin/v2, /metrics/",
+                self.web_port()
+            ),
+            format!(
+                "standalone: broker, one bookie, metadata store; Pulsar {VERSION} in {}",
+                self.distribution().display()
+            ),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_script_names_our_configuration_as_one_argument() {
+        let home = tempfile::tempdir().unwrap();
+        let pulsar = ManagedPulsar::new(home.path());
+        let command = pulsar.command();
+        let arguments: Vec<_> = command.get_args().collect();
+        assert!(arguments.contains(&pulsar.daemon.config_file().as_os_str()));
+        assert_eq!(web_port(DEFAULT_PORT), Some(8080));
+    }
+}

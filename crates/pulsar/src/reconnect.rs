@@ -1,0 +1,67 @@
+//! Connecting again after a lost connection (the broker restarted, or was killed and started
+//! again), under the driver file's `reconnect` backoff; the producer or consumer then sets
+//! itself up again on the new connection (its producers, its subscriptions).
+
+use std::time::Duration;
+
+use brokerbench_driver::Redial;
+use brokerbench_model::reconnect::Reconnect;
+
+use crate::config::PulsarUrl;
+use crate::conn::Conn;
+
+/// How long one attempt to connect again (and set up) may take.
+pub const REDIAL_TIMEOUT: Duration = Duration::from_secs(2);
+
+pub struct Reconnector {
+    url: PulsarUrl,
+    pub policy: Reconnect,
+    pub redial: Redial,
+}
+
+impl Reconnector {
+    pub fn new(url: &PulsarUrl, policy: Reconnect) -> Self {
+        Reconnector {
+            url: url.clone(),
+            policy,
+            redial: Redial::default(),
+        }
+    }
+
+    /// The connection is gone: from now on the producer or consumer counts as disconnected.
+    pub fn lost(&mut self) {
+        if self.policy.enabled {
+            self.redial.lost();
+        }
+    }
+
+    /// One attempt when due (else waits up to `timeout` for it): a new connection that
+    /// `setup` accepted, or None. Off, it only waits.
+    pub fn attempt(
+        &mut self,
+        timeout: Duration,
+        setup: impl FnOnce(&mut Conn) -> Result<(), String>,
+    ) -> Option<Conn> {
+        if !self.policy.enabled {
+            std::thread::sleep(timeout.min(Duration::from_millis(10)));
+            return None;
+        }
+        if !self.redial.due() {
+            std::thread::sleep(timeout.min(self.redial.wait()));
+            return None;
+        }
+        let conn = Conn::connect(&self.url, REDIAL_TIMEOUT)
+            .map_err(|e| format!("{e:?}"))
+            .and_then(|mut conn| setup(&mut conn).map(|()| conn));
+        match conn {
+            Ok(conn) => {
+                self.redial.succeeded();
+                Some(conn)
+            }
+            Err(_) => {
+                self.redial.failed(&self.policy);
+                None
+            }
+        }
+    }
+}

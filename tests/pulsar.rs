@@ -1,0 +1,245 @@
+//! Integration tests against the real managed Apache Pulsar (standalone, the pinned release
+//! from Maven Central, fetched on first use and started once by this binary), the same kinds
+//! the other families have.
+
+mod common;
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// The bundled Pulsar driver file.
+const PULSAR_DRIVER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/workloads/drivers/pulsar.yaml"
+);
+
+/// Starts the managed Pulsar once per test binary (idempotent); returns its admin API's port.
+fn pulsar() -> u16 {
+    static WEB: OnceLock<u16> = OnceLock::new();
+    *WEB.get_or_init(|| {
+        let output = brokerbench()
+            .args(["broker", "up", "pulsar"])
+            .output()
+            .expect("running brokerbench broker up pulsar");
+        assert!(output.status.success(), "{output:?}");
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        let url = text
+            .split_whitespace()
+            .find(|w| w.starts_with("http://127.0.0.1:"))
+            .expect("broker up prints the admin API's URL");
+        url["http://127.0.0.1:".len()..]
+            .split('/')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("a port")
+    })
+}
+
+fn pulsar_run(sets: &[String]) -> Run {
+    pulsar();
+    run_driver(PULSAR_DRIVER, sets)
+}
+
+/// GET `path` of the managed broker's admin API, as JSON.
+fn admin(path: &str) -> serde_json::Value {
+    let body = brokerbench_brokers::http::get(
+        pulsar(),
+        &format!("/admin/v2/{path}"),
+        None,
+        Duration::from_secs(10),
+    )
+    .unwrap_or_else(|| panic!("GET /admin/v2/{path} answered no 200"));
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+/// The topics of `public/default` whose names contain `part`.
+fn topics(part: &str) -> Vec<String> {
+    admin("persistent/public/default")
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.as_str())
+        .filter(|t| t.contains(part))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_run_is_lossless_the_broker_stored_every_message_and_the_topic_is_deleted_after() {
+    let _turn = serial();
+    pulsar();
+    let prefix = format!("kept{}", std::process::id());
+    let run = pulsar_run(&short_with(
+        "2000",
+        2,
+        &["delete_topics=false", &format!("topic_prefix={prefix}")],
+    ));
+    let s = assert_lossless(&run);
+    assert_eq!(s["driver"], "pulsar");
+    let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
+    assert!(
+        s["latency"]["publish"]["count"].as_u64().unwrap() > 3000,
+        "receipts give publish latency: {s:#}"
+    );
+    let manifest = run.manifest();
+    assert_eq!(manifest["broker"]["managed"], true);
+    assert_eq!(
+        manifest["broker"]["version"],
+        brokerbench_pulsar::managed::VERSION
+    );
+    // The broker's own count: the topic took every acknowledged message, and its
+    // subscription delivered them all.
+    let kept = topics(&prefix);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let path = kept[0].replacen("://", "/", 1);
+    let stats = admin(&format!("{path}/stats"));
+    assert_eq!(stats["msgInCounter"].as_u64(), Some(acknowledged), "{stats:#}");
+    let sub = &stats["subscriptions"]["s0"];
+    assert_eq!(sub["msgOutCounter"].as_u64(), Some(acknowledged), "{stats:#}");
+    assert_eq!(sub["msgBacklog"], 0, "every message acknowledged: {stats:#}");
+    assert_eq!(sub["type"], "Failover", "{stats:#}");
+
+    // By default the run's topics are deleted afterwards.
+    let prefix = format!("gone{}", std::process::id());
+    let run = pulsar_run(&short_with("1000", 1, &[&format!("topic_prefix={prefix}")]));
+    assert_lossless(&run);
+    assert_eq!(topics(&prefix), Vec::<String>::new());
+}
+
+#[test]
+fn partitioned_topics_with_shared_subscriptions_give_every_member_a_share() {
+    let _turn = serial();
+    let run = pulsar_run(&short_with(
+        "3000",
+        2,
+        &[
+            "partitions_per_topic=3",
+            "subscriptions_per_topic=2",
+            "consumers_per_topic=2",
+            "subscription_type=Shared",
+        ],
+    ));
+    let s = assert_lossless_copies(&run, 2);
+    let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
+    let each = received_per_consumer(&s);
+    assert_eq!(each.len(), 4, "{s:#}");
+    assert_eq!(each.iter().sum::<u64>(), 2 * acknowledged, "{s:#}");
+    assert!(each.iter().all(|&n| n > 0), "every member had a share: {each:?}");
+}
+
+#[test]
+fn failover_cumulative_and_unbatched_runs_are_lossless() {
+    let _turn = serial();
+    // Two members of a Failover subscription on two partitions: one active consumer per
+    // partition; acknowledgements cumulative; every message its own entry.
+    let run = pulsar_run(&short_with(
+        "2000",
+        2,
+        &[
+            "partitions_per_topic=2",
+            "consumers_per_topic=2",
+            "ack=cumulative",
+            "batching=false",
+        ],
+    ));
+    assert_lossless(&run);
+    // A non-persistent topic: held in the broker's memory, confirmed on arrival.
+    let run = pulsar_run(&short_with("2000", 2, &["topic_type=non-persistent"]));
+    assert_lossless(&run);
+}
+
+#[test]
+fn an_unreachable_pulsar_exits_3_fast() {
+    let started = Instant::now();
+    let run = run(&[
+        "--driver",
+        PULSAR_DRIVER,
+        "--set",
+        "service_url=pulsar://127.0.0.1:1",
+        "--set",
+        "auth_token=hunter2",
+    ]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(
+        run.stderr.contains("127.0.0.1:1") && run.stderr.contains("brokerbench broker up pulsar"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("hunter2"), "{}", run.stderr);
+}
+
+#[test]
+fn bad_driver_fields_exit_2_naming_the_field() {
+    for (set, says) in [
+        ("subscription_type=Shard", "Shared"),
+        ("batchng=true", "did you mean `batching`?"),
+        ("namespace=public", "field `namespace`"),
+        ("receiver_queue_size=0", "field `receiver_queue_size`"),
+        ("service_url=http://h:1", "pulsar://host:6650"),
+        ("topic_type=durable", "non-persistent"),
+    ] {
+        let run = run(&["--driver", PULSAR_DRIVER, "--set", set]);
+        assert_eq!(run.code, 2, "{set}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{set}: {}", run.stderr);
+    }
+    let run = run(&[
+        "--driver",
+        PULSAR_DRIVER,
+        "--set",
+        "subscription_type=Shared",
+        "--set",
+        "ack=cumulative",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("field `ack`"), "{}", run.stderr);
+}
+
+#[test]
+fn an_openmessaging_benchmark_pulsar_driver_file_runs_with_the_quorum_one_bookie_gives() {
+    let _turn = serial();
+    let web = pulsar();
+    let dir = tempfile::tempdir().unwrap();
+    // OMB's driver-pulsar/pulsar.yaml, with the managed broker's ports (6650 and 8080 unless
+    // moved): ensemble 3 of a standalone's one bookie cannot be had.
+    let driver = write(
+        dir.path(),
+        "pulsar.yaml",
+        &format!(
+            "name : Pulsar\ndriverClass: io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver\n\n# Pulsar client specific configurations\n\nclient:\n    serviceUrl : pulsar://localhost:{}\n    httpUrl : http://localhost:{web}\n\n    ioThreads : 8\n    connectionsPerBroker : 8\n\n    namespacePrefix : benchmark/local/ns\n\n    topicType: persistent\n\n    persistence:\n      ensembleSize : 3\n      writeQuorum : 3\n      ackQuorum : 2\n\n# Producer configuration\nproducer:\n    batchingEnabled : true\n    batchingMaxPublishDelayMs : 1\n    blockIfQueueFull : true\n",
+            web - 1430
+        ),
+    );
+    let sets = short("1000", 1);
+    let mut args = vec!["--driver", driver.to_str().unwrap()];
+    args.extend(with_sets(&sets, &[]));
+    let refused = run(&args);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("persistence.ensemble_size is 3")
+            && refused.stderr.contains("--set persistence.ensemble_size=1"),
+        "{}",
+        refused.stderr
+    );
+    let quorum = [
+        "persistence.ensemble_size=1",
+        "persistence.write_quorum=1",
+        "persistence.ack_quorum=1",
+    ];
+    args.extend(with_sets(&[], &[]));
+    for set in quorum {
+        args.extend(["--set", set]);
+    }
+    let omb = run(&args);
+    assert_lossless(&omb);
+    let notes = omb.manifest()["input_notes"].to_string();
+    assert!(
+        notes.contains("OpenMessaging Benchmark Pulsar driver file"),
+        "{notes}"
+    );
+    // The run's own namespace is gone with its topics.
+    let left = admin("namespaces/benchmark");
+    assert_eq!(left, serde_json::json!([]), "{left}");
+}
