@@ -83,6 +83,6 @@ impl Family for PulsarFamily {
         Box::new(ManagedPulsar::new(home))
     }
     fn metrics(&self) -> Option<&'static MetricSet> {
-        None
+        Some(&crate::metrics::METRICS)
     }
 }

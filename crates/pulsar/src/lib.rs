@@ -16,6 +16,7 @@ mod conn;
 mod consumer;
 mod family;
 mod message;
+mod metrics;
 pub mod managed;
 pub mod omb;
 mod producer;
