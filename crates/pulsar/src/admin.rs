@@ -35,7 +35,12 @@ impl Admin {
 
     /// `method path` with `body` as JSON; the status and the answer's text, or why there is
     /// none.
-    fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Result<(u16, String), String> {
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(u16, String), String> {
         let url = format!("{}/admin/v2/{path}", self.base);
         let request = ureq::http::Request::builder()
             .method(method)
@@ -52,10 +57,7 @@ impl Admin {
             .run(request)
             .map_err(|e| format!("{method} {url}: {e}"))?;
         let status = response.status().as_u16();
-        let answer = response
-            .body_mut()
-            .read_to_string()
-            .unwrap_or_default();
+        let answer = response.body_mut().read_to_string().unwrap_or_default();
         Ok((status, answer))
     }
 
@@ -75,7 +77,10 @@ impl Admin {
             .ok()
             .and_then(|v| v.get("reason").and_then(Value::as_str).map(str::to_string))
             .unwrap_or(answer);
-        Err(format!("{method} /admin/v2/{path}: {status} {}", reason.trim()))
+        Err(format!(
+            "{method} /admin/v2/{path}: {status} {}",
+            reason.trim()
+        ))
     }
 
     /// Creates topic `path` (`persistent/tenant/ns/name`) with `partitions` partitions.
@@ -122,17 +127,31 @@ impl Admin {
     }
 
     /// Sets a namespace's persistence policies.
-    pub fn set_persistence(&self, namespace: &str, p: &crate::config::Persistence) -> Result<(), String> {
+    pub fn set_persistence(
+        &self,
+        namespace: &str,
+        p: &crate::config::Persistence,
+    ) -> Result<(), String> {
         let body = serde_json::json!({
             "bookkeeperEnsemble": p.ensemble_size,
             "bookkeeperWriteQuorum": p.write_quorum,
             "bookkeeperAckQuorum": p.ack_quorum,
             "managedLedgerMaxMarkDeleteRate": 0.0,
         });
-        self.expect("POST", &format!("namespaces/{namespace}/persistence"), Some(&body), &[])?;
+        self.expect(
+            "POST",
+            &format!("namespaces/{namespace}/persistence"),
+            Some(&body),
+            &[],
+        )?;
         let dedup = Value::from(p.deduplication);
-        self.expect("POST", &format!("namespaces/{namespace}/deduplication"), Some(&dedup), &[])
-            .map(drop)
+        self.expect(
+            "POST",
+            &format!("namespaces/{namespace}/deduplication"),
+            Some(&dedup),
+            &[],
+        )
+        .map(drop)
     }
 
     /// How many bookies the cluster has.

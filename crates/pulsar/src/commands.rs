@@ -293,7 +293,10 @@ mod tests {
         flow(&mut out, 7, 1000);
         send(&mut out, 1, 2, 1, b"meta", b"payload");
         let (frame, used) = next_frame(&out).unwrap().unwrap();
-        assert_eq!((frame.kind, frame.number(1), frame.number(2)), (kind::FLOW, Some(7), Some(1000)));
+        assert_eq!(
+            (frame.kind, frame.number(1), frame.number(2)),
+            (kind::FLOW, Some(7), Some(1000))
+        );
         let (send, rest) = next_frame(&out[used..]).unwrap().unwrap();
         assert_eq!((send.kind, send.number(2)), (kind::SEND, Some(2)));
         assert_eq!(send.rest, b"\0\0\0\x04metapayload");

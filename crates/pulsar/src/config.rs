@@ -198,7 +198,7 @@ pub struct Delay(pub Duration);
 impl Serialize for Delay {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&brokerbench_model::units::format_nanos(
-            self.0.as_nanos() as u64,
+            self.0.as_nanos() as u64
         ))
     }
 }
@@ -417,7 +417,10 @@ mod tests {
     fn defaults_urls_and_checks() {
         let c = PulsarDriverConfig::default();
         assert!(c.batching && c.delete_topics && c.service_url.is_none());
-        assert_eq!(c.batching_max_publish_delay, Delay(Duration::from_millis(1)));
+        assert_eq!(
+            c.batching_max_publish_delay,
+            Delay(Duration::from_millis(1))
+        );
         assert_eq!(c.subscription_type, SubscriptionType::Failover);
         assert!(c.validate().is_ok());
         let u = PulsarUrl::parse("pulsar://broker:6651").unwrap();
@@ -434,6 +437,9 @@ mod tests {
         assert_eq!(c.batching_max_bytes, 65536);
         assert!(!format!("{c:?}").contains("s3cret"));
         assert!(!serde_json::to_string(&c).unwrap().contains("s3cret"));
-        assert_eq!(parse("namespace: a/b/c").validate().unwrap_err().field, "namespace");
+        assert_eq!(
+            parse("namespace: a/b/c").validate().unwrap_err().field,
+            "namespace"
+        );
     }
 }

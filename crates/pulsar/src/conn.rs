@@ -2,8 +2,9 @@
 //! or ERROR), commands out through one buffer, frames in cut out of one buffer, requests
 //! that wait for the answer carrying their request id, and the broker's PINGs answered.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use crate::commands::{self, kind, next_frame, Frame};
@@ -54,7 +55,6 @@ pub struct Conn {
     buf: Vec<u8>,
     start: usize,
     out: Vec<u8>,
-    read_timeout: Option<Duration>,
     /// Whole frames that came while a request waited for its answer (deliveries, a change
     /// of the active consumer): handed out first by the next poll.
     stash: Vec<u8>,
@@ -72,7 +72,6 @@ impl Conn {
             buf: Vec::with_capacity(128 * 1024),
             start: 0,
             out: Vec::with_capacity(64 * 1024),
-            read_timeout: None,
             stash: Vec::new(),
             next_request: 1,
             server: String::new(),
@@ -246,21 +245,21 @@ impl Conn {
         Ok(handled)
     }
 
-    /// Reads what the socket has, waiting up to `timeout`.
+    /// Reads what the socket has, waiting up to `timeout` for it (to the microsecond: a
+    /// socket's receive timeout would be rounded up to the kernel's tick, 4 ms here, for every
+    /// poll that finds nothing).
     fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
-        let timeout = Some(timeout.max(Duration::from_micros(1)));
-        if self.read_timeout != timeout {
-            self.stream.set_read_timeout(timeout)?;
-            self.read_timeout = timeout;
-        }
         if self.start > 0 && self.start * 2 >= self.buf.len() {
             self.buf.drain(..self.start);
             self.start = 0;
         }
+        if !timeout.is_zero() && !wait_readable(&self.stream, timeout)? {
+            return Err(std::io::ErrorKind::WouldBlock.into());
+        }
         let len = self.buf.len();
         let want = (len + 128 * 1024).max(self.buf.capacity());
         self.buf.resize(want, 0);
-        let result = self.stream.read(&mut self.buf[len..]);
+        let result = read_now(&self.stream, &mut self.buf[len..]);
         let n = *result.as_ref().unwrap_or(&0);
         self.buf.truncate(len + n);
         result
@@ -289,6 +288,43 @@ impl Conn {
         }
         Ok(handled)
     }
+}
+
+/// Waits until `stream` has something to read (or was closed), at most `timeout`: whether it
+/// has.
+fn wait_readable(stream: &TcpStream, timeout: Duration) -> std::io::Result<bool> {
+    let mut fd = libc::pollfd {
+        fd: stream.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let limit = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+    let ready = unsafe { libc::ppoll(&mut fd, 1, &limit, std::ptr::null()) };
+    if ready < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(ready > 0)
+}
+
+/// Reads what `stream` has without waiting (EAGAIN: WouldBlock).
+fn read_now(stream: &TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    // SAFETY: `buf` is valid for writes of its length.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(n as usize)
 }
 
 /// Whether a command of `kind` answers a request (and its request id is one of ours).

@@ -206,8 +206,12 @@ fn deliver(
     let id = crate::proto::field(frame.command, 2)
         .and_then(|v| v.as_bytes())
         .map(|m| MessageId {
-            ledger: crate::proto::field(m, 1).and_then(|v| v.as_u64()).unwrap_or(0),
-            entry: crate::proto::field(m, 2).and_then(|v| v.as_u64()).unwrap_or(0),
+            ledger: crate::proto::field(m, 1)
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0),
+            entry: crate::proto::field(m, 2)
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0),
         })
         .ok_or("malformed_message")?;
     let part = parts.get_mut(i).ok_or("message_for_unknown_consumer")?;

@@ -75,7 +75,11 @@ pub fn payloads(mut rest: &[u8], each: &mut dyn FnMut(&[u8])) -> Result<u32, Str
     }
     let size = take_u32(&mut rest).ok_or(BAD)?;
     let metadata = take(&mut rest, size).ok_or(BAD)?;
-    if proto::field(metadata, 8).and_then(|v| v.as_u64()).unwrap_or(0) != 0 {
+    if proto::field(metadata, 8)
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0)
+        != 0
+    {
         return Err("compressed_message".into());
     }
     let Some(count) = proto::field(metadata, 11).and_then(|v| v.as_u64()) else {
@@ -85,7 +89,9 @@ pub fn payloads(mut rest: &[u8], each: &mut dyn FnMut(&[u8])) -> Result<u32, Str
     for _ in 0..count {
         let size = take_u32(&mut rest).ok_or(BAD)?;
         let single = take(&mut rest, size).ok_or(BAD)?;
-        let len = proto::field(single, 3).and_then(|v| v.as_u64()).ok_or(BAD)? as usize;
+        let len = proto::field(single, 3)
+            .and_then(|v| v.as_u64())
+            .ok_or(BAD)? as usize;
         each(take(&mut rest, len).ok_or(BAD)?);
     }
     Ok(count as u32)

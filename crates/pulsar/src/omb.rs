@@ -30,7 +30,12 @@ const CLIENT_FIELDS: &[&str] = &[
     "tlsTrustCertsFilePath",
     "authentication",
 ];
-const PERSISTENCE_FIELDS: &[&str] = &["ensembleSize", "writeQuorum", "ackQuorum", "deduplicationEnabled"];
+const PERSISTENCE_FIELDS: &[&str] = &[
+    "ensembleSize",
+    "writeQuorum",
+    "ackQuorum",
+    "deduplicationEnabled",
+];
 const AUTH_FIELDS: &[&str] = &["plugin", "data"];
 const PRODUCER_FIELDS: &[&str] = &[
     "batchingEnabled",
@@ -46,7 +51,12 @@ const CONSUMER_FIELDS: &[&str] = &["receiverQueueSize", "subscriptionType"];
 const TOKEN_PLUGIN: &str = "org.apache.pulsar.client.impl.auth.AuthenticationToken";
 
 /// A section of the file, its unknown keys refused with their whole path.
-fn section<'a>(file: &str, value: &'a Value, name: &str, fields: &[&str]) -> Result<Option<&'a Value>, SpecError> {
+fn section<'a>(
+    file: &str,
+    value: &'a Value,
+    name: &str,
+    fields: &[&str],
+) -> Result<Option<&'a Value>, SpecError> {
     let Some(section) = value.get(name).filter(|v| !v.is_null()) else {
         return Ok(None);
     };
@@ -54,7 +64,9 @@ fn section<'a>(file: &str, value: &'a Value, name: &str, fields: &[&str]) -> Res
         return Err(SpecError::field(file, name, "must be a mapping"));
     }
     check_driver_keys(file, section, fields).map_err(|e| match e {
-        SpecError::Field { field, message, .. } => SpecError::field(file, &format!("{name}.{field}"), message),
+        SpecError::Field { field, message, .. } => {
+            SpecError::field(file, &format!("{name}.{field}"), message)
+        }
         other => other,
     })?;
     Ok(Some(section))
@@ -77,7 +89,14 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
         translate_producer(file, producer, &mut out)?;
     }
     if let Some(consumer) = section(file, value, "consumer", CONSUMER_FIELDS)? {
-        copy_number(file, consumer, "consumer.receiverQueueSize", "receiverQueueSize", "receiver_queue_size", &mut out)?;
+        copy_number(
+            file,
+            consumer,
+            "consumer.receiverQueueSize",
+            "receiverQueueSize",
+            "receiver_queue_size",
+            &mut out,
+        )?;
         if let Some(kind) = consumer.get("subscriptionType").and_then(Value::as_str) {
             out.insert("subscription_type".into(), Value::from(kind));
         }
@@ -88,8 +107,17 @@ pub fn translate_omb_driver(file: &str, value: &Value) -> Result<OmbDriver, Spec
     })
 }
 
-fn translate_client(file: &str, client: &Value, out: &mut Mapping, notes: &mut Vec<String>) -> Result<(), SpecError> {
-    for (omb, ours) in [("serviceUrl", "service_url"), ("httpUrl", "http_url"), ("topicType", "topic_type")] {
+fn translate_client(
+    file: &str,
+    client: &Value,
+    out: &mut Mapping,
+    notes: &mut Vec<String>,
+) -> Result<(), SpecError> {
+    for (omb, ours) in [
+        ("serviceUrl", "service_url"),
+        ("httpUrl", "http_url"),
+        ("topicType", "topic_type"),
+    ] {
         if let Some(text) = client.get(omb).and_then(Value::as_str) {
             out.insert(ours.into(), Value::from(text));
         }
@@ -101,7 +129,11 @@ fn translate_client(file: &str, client: &Value, out: &mut Mapping, notes: &mut V
             // The old form with a cluster: tenant/cluster/namespace.
             [tenant, _, ns] => format!("{tenant}/{ns}"),
             _ => {
-                return Err(SpecError::field(file, "client.namespacePrefix", format!("'{prefix}' is not tenant/namespace (e.g. benchmark/ns)")))
+                return Err(SpecError::field(
+                    file,
+                    "client.namespacePrefix",
+                    format!("'{prefix}' is not tenant/namespace (e.g. benchmark/ns)"),
+                ))
             }
         };
         notes.push(format!("namespacePrefix {prefix}: each run's topics go in a namespace of its own, {namespace}-<run id>, deleted afterwards"));
@@ -110,7 +142,8 @@ fn translate_client(file: &str, client: &Value, out: &mut Mapping, notes: &mut V
     let persistence = section(file, client, "persistence", PERSISTENCE_FIELDS)
         .map_err(|e| prefixed(e, "client."))?;
     out.insert("persistence".into(), omb_persistence(persistence, file)?);
-    let auth = section(file, client, "authentication", AUTH_FIELDS).map_err(|e| prefixed(e, "client."))?;
+    let auth =
+        section(file, client, "authentication", AUTH_FIELDS).map_err(|e| prefixed(e, "client."))?;
     if let Some(token) = auth.map(|a| token_of(file, a)).transpose()?.flatten() {
         out.insert("auth_token".into(), Value::from(token));
     }
@@ -120,7 +153,11 @@ fn translate_client(file: &str, client: &Value, out: &mut Mapping, notes: &mut V
 /// A section's error named under its parent (`client.persistence.x`).
 fn prefixed(e: SpecError, parent: &str) -> SpecError {
     match e {
-        SpecError::Field { file, field, message } => SpecError::Field {
+        SpecError::Field {
+            file,
+            field,
+            message,
+        } => SpecError::Field {
             file,
             field: format!("{parent}{field}"),
             message,
@@ -135,13 +172,23 @@ fn omb_persistence(section: Option<&Value>, file: &str) -> Result<Value, SpecErr
         match section.and_then(|s| s.get(key)) {
             None | Some(Value::Null) => Ok(default),
             Some(v) => v.as_u64().ok_or_else(|| {
-                SpecError::field(file, &format!("client.persistence.{key}"), "must be a whole number")
+                SpecError::field(
+                    file,
+                    &format!("client.persistence.{key}"),
+                    "must be a whole number",
+                )
             }),
         }
     };
     let mut map = Mapping::new();
-    map.insert("ensemble_size".into(), Value::from(number("ensembleSize", 3)?));
-    map.insert("write_quorum".into(), Value::from(number("writeQuorum", 3)?));
+    map.insert(
+        "ensemble_size".into(),
+        Value::from(number("ensembleSize", 3)?),
+    );
+    map.insert(
+        "write_quorum".into(),
+        Value::from(number("writeQuorum", 3)?),
+    );
     map.insert("ack_quorum".into(), Value::from(number("ackQuorum", 2)?));
     let dedup = section
         .and_then(|s| s.get("deduplicationEnabled"))
@@ -163,7 +210,11 @@ fn token_of(file: &str, auth: &Value) -> Result<Option<String>, SpecError> {
     let data = auth.get("data").and_then(Value::as_str).unwrap_or("");
     match data.strip_prefix("token:") {
         Some(token) => Ok(Some(token.to_string())),
-        None => Err(SpecError::field(file, "client.authentication.data", "write token:<the token> (a file:// token is not read)")),
+        None => Err(SpecError::field(
+            file,
+            "client.authentication.data",
+            "write token:<the token> (a file:// token is not read)",
+        )),
     }
 }
 
@@ -172,24 +223,60 @@ fn translate_producer(file: &str, producer: &Value, out: &mut Mapping) -> Result
         out.insert("batching".into(), Value::from(on));
     }
     if let Some(ms) = producer.get("batchingMaxPublishDelayMs") {
-        let ms = ms.as_u64().ok_or_else(|| SpecError::field(file, "producer.batchingMaxPublishDelayMs", "must be a whole number of milliseconds"))?;
-        out.insert("batching_max_publish_delay".into(), Value::from(format!("{ms}ms")));
+        let ms = ms.as_u64().ok_or_else(|| {
+            SpecError::field(
+                file,
+                "producer.batchingMaxPublishDelayMs",
+                "must be a whole number of milliseconds",
+            )
+        })?;
+        out.insert(
+            "batching_max_publish_delay".into(),
+            Value::from(format!("{ms}ms")),
+        );
     }
-    copy_number(file, producer, "producer.batchingMaxBytes", "batchingMaxBytes", "batching_max_bytes", out)?;
-    copy_number(file, producer, "producer.batchingMaxMessages", "batchingMaxMessages", "batching_max_messages", out)?;
+    copy_number(
+        file,
+        producer,
+        "producer.batchingMaxBytes",
+        "batchingMaxBytes",
+        "batching_max_bytes",
+        out,
+    )?;
+    copy_number(
+        file,
+        producer,
+        "producer.batchingMaxMessages",
+        "batchingMaxMessages",
+        "batching_max_messages",
+        out,
+    )?;
     // 0 is OMB's "the client's default".
-    if let Some(n) = producer.get("pendingQueueSize").and_then(Value::as_u64).filter(|&n| n > 0) {
+    if let Some(n) = producer
+        .get("pendingQueueSize")
+        .and_then(Value::as_u64)
+        .filter(|&n| n > 0)
+    {
         out.insert("max_pending_messages".into(), Value::from(n));
     }
     Ok(())
 }
 
 /// Copies the whole number `key` of `section` to `ours`.
-fn copy_number(file: &str, section: &Value, path: &str, key: &str, ours: &str, out: &mut Mapping) -> Result<(), SpecError> {
+fn copy_number(
+    file: &str,
+    section: &Value,
+    path: &str,
+    key: &str,
+    ours: &str,
+    out: &mut Mapping,
+) -> Result<(), SpecError> {
     match section.get(key) {
         None | Some(Value::Null) => Ok(()),
         Some(v) => {
-            let n = v.as_u64().ok_or_else(|| SpecError::field(file, path, "must be a whole number"))?;
+            let n = v
+                .as_u64()
+                .ok_or_else(|| SpecError::field(file, path, "must be a whole number"))?;
             out.insert(ours.into(), Value::from(n));
             Ok(())
         }
@@ -211,8 +298,13 @@ mod tests {
         assert_eq!(d.map["namespace"], "benchmark/ns");
         assert_eq!(d.map["persistence"]["ensemble_size"], 3);
         assert_eq!(d.map["batching_max_publish_delay"], "1ms");
-        let e = omb("driverClass: x\nclient:\n  persistence:\n    ensemblesize: 1\n").unwrap_err().to_string();
-        assert!(e.contains("client.persistence.ensemblesize") && e.contains("ensembleSize"), "{e}");
+        let e = omb("driverClass: x\nclient:\n  persistence:\n    ensemblesize: 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("client.persistence.ensemblesize") && e.contains("ensembleSize"),
+            "{e}"
+        );
         let d = omb("driverClass: x\nclient:\n  authentication:\n    plugin: org.apache.pulsar.client.impl.auth.AuthenticationToken\n    data: token:s3cret\nconsumer:\n  subscriptionType: Shared\n  receiverQueueSize: 10000\n").unwrap();
         assert_eq!(d.map["auth_token"], "s3cret");
         assert_eq!(d.map["subscription_type"], "Shared");

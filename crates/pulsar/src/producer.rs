@@ -126,8 +126,21 @@ impl PulsarProducer {
         part.next_sequence += 1;
         self.metadata.clear();
         let publish_ms = message.sent_ns / 1_000_000;
-        message::single_metadata(&mut self.metadata, &part.name, sequence_id, publish_ms, message.key);
-        commands::send(self.conn.out(), i as u64, sequence_id, 1, &self.metadata, message.payload);
+        message::single_metadata(
+            &mut self.metadata,
+            &part.name,
+            sequence_id,
+            publish_ms,
+            message.key,
+        );
+        commands::send(
+            self.conn.out(),
+            i as u64,
+            sequence_id,
+            1,
+            &self.metadata,
+            message.payload,
+        );
         part.pending.push_back(Entry {
             sequence_id,
             members: vec![member],
@@ -147,8 +160,22 @@ impl PulsarProducer {
         part.next_sequence += u64::from(count);
         self.metadata.clear();
         let publish_ms = self.clock.now_ns() / 1_000_000;
-        message::batch_metadata(&mut self.metadata, &part.name, sequence_id, publish_ms, count, batch.payload.len());
-        commands::send(self.conn.out(), i as u64, sequence_id, count, &self.metadata, &batch.payload);
+        message::batch_metadata(
+            &mut self.metadata,
+            &part.name,
+            sequence_id,
+            publish_ms,
+            count,
+            batch.payload.len(),
+        );
+        commands::send(
+            self.conn.out(),
+            i as u64,
+            sequence_id,
+            count,
+            &self.metadata,
+            &batch.payload,
+        );
         part.pending.push_back(Entry {
             sequence_id,
             members: batch.members,
@@ -234,7 +261,10 @@ fn failed(member: Member, kind: &str) -> Ack {
 /// The entry with `sequence_id`, taken out of `pending` (receipts come in order: the first,
 /// as a rule).
 fn settle(pending: &mut VecDeque<Entry>, sequence_id: u64) -> Option<Entry> {
-    let position = if pending.front().is_some_and(|e| e.sequence_id == sequence_id) {
+    let position = if pending
+        .front()
+        .is_some_and(|e| e.sequence_id == sequence_id)
+    {
         Some(0)
     } else {
         pending.iter().position(|e| e.sequence_id == sequence_id)

@@ -67,7 +67,10 @@ pub fn create_producer(conn: &mut Conn, topic: &str, producer_id: u64) -> Result
         commands::producer(out, topic, producer_id, id)
     })?;
     if answer.kind != kind::PRODUCER_SUCCESS {
-        return Err(format!("PRODUCER on {topic} answered by command {}", answer.kind));
+        return Err(format!(
+            "PRODUCER on {topic} answered by command {}",
+            answer.kind
+        ));
     }
     Ok(answer.text(2))
 }
@@ -80,7 +83,8 @@ pub fn subscribe(conn: &mut Conn, s: &commands::Subscribe<'_>, permits: u32) -> 
         commands::subscribe(out, s, id)
     })?;
     commands::flow(conn.out(), s.consumer_id, permits);
-    conn.flush().map_err(|_| crate::conn::CONNECTION_CLOSED.to_string())
+    conn.flush()
+        .map_err(|_| crate::conn::CONNECTION_CLOSED.to_string())
 }
 
 #[cfg(test)]

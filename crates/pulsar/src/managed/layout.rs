@@ -61,8 +61,14 @@ mod tests {
 
     #[test]
     fn the_last_port_setting_wins() {
-        let text = format!("brokerServicePort=6650\nwebServicePort=8080\n{}", overrides(6651, 8081));
-        assert_eq!((service_port(&text), web_port(&text)), (Some(6651), Some(8081)));
+        let text = format!(
+            "brokerServicePort=6650\nwebServicePort=8080\n{}",
+            overrides(6651, 8081)
+        );
+        assert_eq!(
+            (service_port(&text), web_port(&text)),
+            (Some(6651), Some(8081))
+        );
         assert_eq!(service_port("brokerServicePortTls=1\n"), None);
     }
 }
