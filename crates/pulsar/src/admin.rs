@@ -11,6 +11,7 @@ use crate::config::Token;
 /// How long one admin request may take.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
+#[derive(Clone)]
 pub struct Admin {
     base: String,
     token: Option<Token>,
@@ -152,6 +153,12 @@ impl Admin {
             &[],
         )
         .map(drop)
+    }
+
+    /// The statistics of topic `path` (`persistent/tenant/ns/name`, or a partition's).
+    pub fn topic_stats(&self, path: &str) -> Result<Value, String> {
+        let answer = self.expect("GET", &format!("{path}/stats"), None, &[])?;
+        serde_json::from_str(&answer).map_err(|e| e.to_string())
     }
 
     /// How many bookies the cluster has.

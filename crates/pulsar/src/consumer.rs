@@ -7,7 +7,9 @@
 
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, Delivery};
+use brokerbench_driver::{Consumer, Delivery, Unread};
+
+use crate::admin::Admin;
 
 use crate::commands::{self, kind, MessageId, SubType, Subscribe};
 use crate::config::AckMode;
@@ -65,6 +67,8 @@ pub struct PulsarConsumer {
     /// worth is sent), PINGs are still answered.
     paused: bool,
     reconnector: Reconnector,
+    /// The admin API, asked what the subscription still holds when the drain ends.
+    admin: Admin,
 }
 
 impl PulsarConsumer {
@@ -72,6 +76,7 @@ impl PulsarConsumer {
         mut conn: Conn,
         reconnector: Reconnector,
         subscription: Subscription,
+        admin: Admin,
     ) -> Result<Self, String> {
         subscription.subscribe_all(&mut conn)?;
         // Active until the broker says otherwise: it tells the members of a Failover
@@ -90,6 +95,7 @@ impl PulsarConsumer {
             broken: false,
             paused: false,
             reconnector,
+            admin,
         })
     }
 
@@ -193,6 +199,13 @@ impl Consumer for PulsarConsumer {
     fn pause(&mut self, paused: bool) -> bool {
         self.paused = paused;
         true
+    }
+
+    /// The subscription's backlog in each partition, from the admin API (also when this
+    /// member's connection was lost: the durable subscription outlives it).
+    fn unread(&mut self) -> Option<Vec<Unread>> {
+        let s = &self.subscription;
+        crate::unread::unread(&self.admin, &s.topics, &s.name)
     }
 }
 

@@ -23,6 +23,7 @@ mod producer;
 mod proto;
 mod reconnect;
 mod topic;
+mod unread;
 
 use std::time::Duration;
 
@@ -248,8 +249,11 @@ impl Driver for PulsarDriver {
             ack: self.config.ack,
         };
         let reconnector = reconnect::Reconnector::new(&self.url, self.config.reconnect);
-        let consumer = consumer::PulsarConsumer::new(self.open()?, reconnector, subscription)
-            .map_err(|e| DriverError::Other(format!("pulsar: subscribing {}: {e}", topic.name)))?;
+        let admin = self.admin.clone();
+        let consumer =
+            consumer::PulsarConsumer::new(self.open()?, reconnector, subscription, admin).map_err(
+                |e| DriverError::Other(format!("pulsar: subscribing {}: {e}", topic.name)),
+            )?;
         Ok(Box::new(consumer))
     }
 
