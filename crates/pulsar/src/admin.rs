@@ -161,6 +161,19 @@ impl Admin {
         serde_json::from_str(&answer).map_err(|e| e.to_string())
     }
 
+    /// Sets a namespace's backlog quota: `size` bytes per subscription, then `policy`.
+    pub fn set_backlog_quota(
+        &self,
+        namespace: &str,
+        size: u64,
+        policy: &str,
+    ) -> Result<(), String> {
+        let body = serde_json::json!({ "limitSize": size, "limitTime": -1, "policy": policy });
+        let path =
+            format!("namespaces/{namespace}/backlogQuota?backlogQuotaType=destination_storage");
+        self.expect("POST", &path, Some(&body), &[]).map(drop)
+    }
+
     /// How many bookies the cluster has.
     pub fn bookies(&self) -> Result<usize, String> {
         let all = self.expect("GET", "bookies/all", None, &[])?;

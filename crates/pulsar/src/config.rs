@@ -17,6 +17,8 @@ pub const PULSAR_DRIVER_FIELDS: &[&str] = &[
     "topic_type",
     "topic_prefix",
     "persistence",
+    "backlog_quota_size",
+    "backlog_quota_policy",
     "batching",
     "batching_max_publish_delay",
     "batching_max_messages",
@@ -59,6 +61,13 @@ pub struct PulsarDriverConfig {
     /// own (`<namespace>-<run id>`) with these persistence policies, deleted afterwards.
     #[serde(default)]
     pub persistence: Option<Persistence>,
+    /// Bytes a subscription of the run may leave unacknowledged; when given, the run gets a
+    /// namespace of its own with this backlog quota.
+    #[serde(default, deserialize_with = "brokerbench_model::units::optional_bytes")]
+    pub backlog_quota_size: Option<u64>,
+    /// What Pulsar does past the quota (see [`crate::quota`]).
+    #[serde(default)]
+    pub backlog_quota_policy: Option<crate::quota::QuotaPolicy>,
     /// Producers send several messages in one entry (Pulsar's batching).
     #[serde(default = "default_true")]
     pub batching: bool,
@@ -290,7 +299,14 @@ impl PulsarDriverConfig {
                 ));
             }
         }
+        crate::quota::validate(self)?;
         self.persistence.as_ref().map_or(Ok(()), validate_quorums)
+    }
+
+    /// Whether the run gets a namespace of its own (for its persistence policies or backlog
+    /// quota).
+    pub fn own_namespace(&self) -> bool {
+        self.persistence.is_some() || self.backlog_quota_size.is_some()
     }
 
     /// The admin API's base URL: `http_url`, else the broker's host on port 8080.

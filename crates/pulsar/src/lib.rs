@@ -21,6 +21,7 @@ mod metrics;
 pub mod omb;
 mod producer;
 mod proto;
+mod quota;
 mod reconnect;
 mod topic;
 mod unread;
@@ -119,30 +120,51 @@ impl PulsarDriver {
         )
     }
 
-    /// The namespace of the run's topics: the driver file's, or one of the run's own with
-    /// the persistence policies (BookKeeper's quorums need as many bookies: checked first).
+    /// The namespace of the run's topics: the driver file's, or one of the run's own
+    /// (`<namespace>-<run id>`, its tenant created if missing) with the persistence policies
+    /// and backlog quota the driver file sets.
     fn namespace(&mut self, topology: &Topology) -> Result<String, DriverError> {
-        let Some(persistence) = self.config.persistence else {
+        if !self.config.own_namespace() {
             return Ok(self.config.namespace.clone());
-        };
-        let admin = |e: String| DriverError::Other(format!("pulsar admin API: {e}"));
-        let bookies = self.admin.bookies().map_err(admin)?;
-        if persistence.ensemble_size as usize > bookies {
-            return Err(DriverError::Unsatisfiable(format!(
-                "persistence.ensemble_size is {} but the cluster has {bookies} bookie{} (the managed Pulsar standalone has one): run with --set persistence.ensemble_size={bookies} --set persistence.write_quorum={bookies} --set persistence.ack_quorum={bookies}",
-                persistence.ensemble_size,
-                if bookies == 1 { "" } else { "s" }
-            )));
         }
+        self.check_bookies()?;
+        let admin = |e: String| DriverError::Other(format!("pulsar admin API: {e}"));
         let namespace = format!("{}-{}", self.config.namespace, topology.run_id);
         let tenant = self.config.namespace.split('/').next().unwrap_or_default();
         self.admin.ensure_tenant(tenant).map_err(admin)?;
         self.admin.create_namespace(&namespace).map_err(admin)?;
         self.own_namespace = Some(namespace.clone());
-        self.admin
-            .set_persistence(&namespace, &persistence)
-            .map_err(admin)?;
+        if let Some(persistence) = &self.config.persistence {
+            self.admin
+                .set_persistence(&namespace, persistence)
+                .map_err(admin)?;
+        }
+        if let Some((size, policy)) = quota::quota(&self.config) {
+            self.admin
+                .set_backlog_quota(&namespace, size, policy.wire())
+                .map_err(admin)?;
+        }
         Ok(namespace)
+    }
+
+    /// BookKeeper's quorums need as many bookies as the ensemble: asked before anything is
+    /// created.
+    fn check_bookies(&self) -> Result<(), DriverError> {
+        let Some(persistence) = self.config.persistence else {
+            return Ok(());
+        };
+        let bookies = self
+            .admin
+            .bookies()
+            .map_err(|e| DriverError::Other(format!("pulsar admin API: {e}")))?;
+        if persistence.ensemble_size as usize <= bookies {
+            return Ok(());
+        }
+        Err(DriverError::Unsatisfiable(format!(
+            "persistence.ensemble_size is {} but the cluster has {bookies} bookie{} (the managed Pulsar standalone has one): run with --set persistence.ensemble_size={bookies} --set persistence.write_quorum={bookies} --set persistence.ack_quorum={bookies}",
+            persistence.ensemble_size,
+            if bookies == 1 { "" } else { "s" }
+        )))
     }
 
     /// Deletes the run's topics (and their subscriptions), then its own namespace.
@@ -259,6 +281,10 @@ impl Driver for PulsarDriver {
 
     fn subscriptions_per_topic(&self) -> u32 {
         self.subscriptions
+    }
+
+    fn broker_drop_policy(&self) -> Option<String> {
+        quota::drop_policy(&self.config)
     }
 
     /// With one active consumer per partition (Exclusive, Failover), a subscription is ready

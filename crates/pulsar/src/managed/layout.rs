@@ -24,6 +24,8 @@ advertisedAddress=127.0.0.1
 # The bookie inside the standalone broker listens on loopback too.
 listeningInterface=lo
 allowLoopback=true
+# A backlog quota is enforced within a second, so that a short run sees its policy act.
+backlogQuotaCheckIntervalInSeconds=1
 "
     )
 }
