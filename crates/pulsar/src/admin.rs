@@ -53,10 +53,10 @@ impl Admin {
         };
         let text = body.map(Value::to_string).unwrap_or_default();
         let request = request.body(text).map_err(|e| e.to_string())?;
-        let mut response = self
-            .agent
-            .run(request)
-            .map_err(|e| format!("{method} {url}: {e}"))?;
+        let mut response = self.agent.run(request).map_err(|e| {
+            let url = brokerbench_model::redact::redact_uri(&url);
+            format!("{method} {url}: {e}")
+        })?;
         let status = response.status().as_u16();
         let answer = response.body_mut().read_to_string().unwrap_or_default();
         Ok((status, answer))
@@ -84,10 +84,11 @@ impl Admin {
         ))
     }
 
-    /// Creates topic `path` (`persistent/tenant/ns/name`) with `partitions` partitions.
+    /// Creates topic `path` (`persistent/tenant/ns/name`) with `partitions` partitions (fine
+    /// when it exists: another shard of the run made it).
     pub fn create_partitioned(&self, path: &str, partitions: u32) -> Result<(), String> {
         let body = Value::from(partitions);
-        self.expect("PUT", &format!("{path}/partitions"), Some(&body), &[])
+        self.expect("PUT", &format!("{path}/partitions"), Some(&body), &[409])
             .map(drop)
     }
 
@@ -137,7 +138,8 @@ impl Admin {
             "bookkeeperEnsemble": p.ensemble_size,
             "bookkeeperWriteQuorum": p.write_quorum,
             "bookkeeperAckQuorum": p.ack_quorum,
-            "managedLedgerMaxMarkDeleteRate": 0.0,
+            // As OMB sets it: a subscription's position stored at most once a second.
+            "managedLedgerMaxMarkDeleteRate": 1.0,
         });
         self.expect(
             "POST",

@@ -273,10 +273,16 @@ impl PulsarDriverConfig {
                 return Err(FieldError::new(field, "must be at least 1".to_string()));
             }
         }
-        if self.batching_max_bytes == 0 {
+        if self.batching_max_bytes == 0 || self.batching_max_bytes > MAX_BATCH_BYTES {
             return Err(FieldError::new(
                 "batching_max_bytes",
-                "must be at least 1 byte (e.g. 128KiB)".to_string(),
+                format!("{} is not between 1 byte and 5MiB (the broker's maxMessageSize by default; a larger entry closes the connection)", self.batching_max_bytes),
+            ));
+        }
+        if self.subscription_type == SubscriptionType::KeyShared && self.batching {
+            return Err(FieldError::new(
+                "subscription_type",
+                "Key_Shared sends each key to one member, but a batch carries no key of its own (brokerbench batches across keys): set batching: false".to_string(),
             ));
         }
         if self.ack == AckMode::Cumulative && !self.subscription_type.one_active() {
@@ -318,6 +324,9 @@ impl PulsarDriverConfig {
     }
 }
 
+/// The largest batch: Pulsar's default `maxMessageSize`.
+const MAX_BATCH_BYTES: u64 = 5 * 1024 * 1024;
+
 /// ack ≤ write ≤ ensemble, each at least 1.
 fn validate_quorums(p: &Persistence) -> Result<(), FieldError> {
     if p.ack_quorum == 0 || p.ack_quorum > p.write_quorum || p.write_quorum > p.ensemble_size {
@@ -352,7 +361,7 @@ fn check_name(field: &str, name: &str) -> Result<(), FieldError> {
 pub struct PulsarUrl {
     pub host: String,
     pub port: u16,
-    token: Option<String>,
+    token: Option<Token>,
 }
 
 impl PulsarUrl {
@@ -388,12 +397,12 @@ impl PulsarUrl {
 
     /// The same broker, with a token for CONNECT.
     pub fn with_token(mut self, token: Option<&Token>) -> Self {
-        self.token = token.map(|t| t.0.clone());
+        self.token = token.cloned();
         self
     }
 
     pub fn token(&self) -> Option<&str> {
-        self.token.as_deref()
+        self.token.as_ref().map(|t| t.0.as_str())
     }
 
     /// `host:port`.
@@ -447,7 +456,12 @@ mod tests {
         assert_eq!(c.validate().unwrap_err().field, "ack");
         let c = parse("persistence: {ensemble_size: 1, write_quorum: 2, ack_quorum: 1}");
         assert_eq!(c.validate().unwrap_err().field, "persistence");
-        let c = parse("subscription_type: Key_Shared\ntopic_type: non-persistent\nbatching_max_bytes: 64KiB\nauth_token: s3cret");
+        let c = parse("subscription_type: Key_Shared\nbatching: false\ntopic_type: non-persistent\nbatching_max_bytes: 64KiB\nauth_token: s3cret");
+        assert!(c.validate().is_ok());
+        let u = PulsarUrl::parse("pulsar://h:1")
+            .unwrap()
+            .with_token(c.auth_token.as_ref());
+        assert!(!format!("{u:?}").contains("s3cret") && u.token() == Some("s3cret"));
         assert_eq!(c.subscription_type, SubscriptionType::KeyShared);
         assert_eq!(c.topic_type.domain(), "non-persistent");
         assert_eq!(c.batching_max_bytes, 65536);

@@ -212,6 +212,7 @@ impl Conn {
             self.start += used;
             if frame.kind == kind::PING {
                 commands::pong(&mut self.out);
+                self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
             } else if frame.request_id() == Some(id) && is_answer(frame.kind) {
                 return Ok(Some(Answer {
                     kind: frame.kind,

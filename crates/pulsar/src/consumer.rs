@@ -27,11 +27,15 @@ pub struct Subscription {
     pub sub_type: SubType,
     pub queue: u32,
     pub ack: AckMode,
+    /// Whether the run's producers batch: the broker counts a subscription's backlog in
+    /// entries, a batch one, so what is left unread is then not known in messages.
+    pub batched: bool,
 }
 
 impl Subscription {
-    /// Subscribes consumer `i` to every partition on `conn`, each granted a full queue.
-    fn subscribe_all(&self, conn: &mut Conn) -> Result<(), String> {
+    /// Subscribes consumer `i` to every partition on `conn`, each granted a full queue, each
+    /// request waiting at most `timeout`.
+    fn subscribe_all(&self, conn: &mut Conn, timeout: Duration) -> Result<(), String> {
         for (i, topic) in self.topics.iter().enumerate() {
             let s = Subscribe {
                 topic,
@@ -40,7 +44,7 @@ impl Subscription {
                 consumer_id: i as u64,
                 consumer_name: &self.consumer_name,
             };
-            crate::topic::subscribe(conn, &s, self.queue)?;
+            crate::topic::subscribe(conn, &s, self.queue, timeout)?;
         }
         Ok(())
     }
@@ -78,12 +82,18 @@ impl PulsarConsumer {
         subscription: Subscription,
         admin: Admin,
     ) -> Result<Self, String> {
-        subscription.subscribe_all(&mut conn)?;
-        // Active until the broker says otherwise: it tells the members of a Failover
-        // subscription on a persistent topic which one is (not those of a non-persistent one).
+        subscription.subscribe_all(&mut conn, crate::topic::REQUEST_TIMEOUT)?;
+        // The broker tells the members of a Failover subscription on a persistent topic which
+        // one is active on each partition (not those of a non-persistent one): until it does,
+        // none is; everyone else receives from the start.
+        let told = subscription.sub_type == SubType::Failover
+            && subscription
+                .topics
+                .iter()
+                .all(|t| t.starts_with("persistent://"));
         let parts = vec![
             Part {
-                active: true,
+                active: !told,
                 ..Part::default()
             };
             subscription.topics.len()
@@ -103,10 +113,9 @@ impl PulsarConsumer {
     /// before the loss comes again.
     fn recover(&mut self, timeout: Duration) {
         let subscription = &self.subscription;
-        if let Some(conn) = self
-            .reconnector
-            .attempt(timeout, |conn| subscription.subscribe_all(conn))
-        {
+        if let Some(conn) = self.reconnector.attempt(timeout, |conn| {
+            subscription.subscribe_all(conn, crate::reconnect::REDIAL_TIMEOUT)
+        }) {
             self.conn = conn;
             for part in &mut self.parts {
                 part.used = 0;
@@ -157,10 +166,11 @@ impl Consumer for PulsarConsumer {
         }
         let parts = &mut self.parts;
         let mut error = None;
+        let mut closed = false;
         let result = self.conn.poll(timeout, &mut |frame, _| match frame.kind {
             kind::MESSAGE => {
                 if let Err(e) = deliver(frame, parts, deliveries) {
-                    error = Some(e);
+                    error = error.take().or(Some(e));
                 }
             }
             kind::ACTIVE_CONSUMER_CHANGE => {
@@ -168,18 +178,20 @@ impl Consumer for PulsarConsumer {
                     part.active = frame.number(2) == Some(1);
                 }
             }
-            kind::CLOSE_CONSUMER => error = Some("closed_by_broker".to_string()),
-            kind::ERROR => error = Some(frame.error()),
+            kind::CLOSE_CONSUMER => closed = true,
+            kind::ERROR => error = error.take().or(Some(frame.error())),
             _ => {}
         });
         self.settle();
         let flushed = self.conn.flush();
+        if closed {
+            // The broker closed a consumer of ours (its topic moved or was unloaded):
+            // everything is set up again on a new connection.
+            self.lose();
+            return Err("closed_by_broker".into());
+        }
         match (result, error) {
             (Err(kind), _) => {
-                self.lose();
-                Err(kind)
-            }
-            (Ok(_), Some(kind)) if kind == "closed_by_broker" => {
                 self.lose();
                 Err(kind)
             }
@@ -202,9 +214,13 @@ impl Consumer for PulsarConsumer {
     }
 
     /// The subscription's backlog in each partition, from the admin API (also when this
-    /// member's connection was lost: the durable subscription outlives it).
+    /// member's connection was lost: the durable subscription outlives it); unknown when the
+    /// run batches.
     fn unread(&mut self) -> Option<Vec<Unread>> {
         let s = &self.subscription;
+        if s.batched {
+            return None;
+        }
         crate::unread::unread(&self.admin, &s.topics, &s.name)
     }
 }

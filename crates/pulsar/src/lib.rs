@@ -269,6 +269,7 @@ impl Driver for PulsarDriver {
             sub_type: self.config.subscription_type.wire(),
             queue: self.config.receiver_queue_size,
             ack: self.config.ack,
+            batched: self.config.batching,
         };
         let reconnector = reconnect::Reconnector::new(&self.url, self.config.reconnect);
         let admin = self.admin.clone();

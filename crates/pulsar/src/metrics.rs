@@ -29,8 +29,8 @@ const SPECS: &[MetricSpec] = &[
             None,
         ))
     },
-    // Gauges of every topic the broker holds (of other runs too): the messages its
-    // subscriptions have not acknowledged, and the bytes it stores.
-    unlabelled(gauge("backlog_messages", "pulsar_msg_backlog", None, 1.0)),
+    // Gauges of every topic the broker holds (of other runs too): the entries its
+    // subscriptions have not acknowledged (a batch is one), and the bytes it stores.
+    unlabelled(gauge("backlog_entries", "pulsar_msg_backlog", None, 1.0)),
     unlabelled(gauge("storage_bytes", "pulsar_storage_size", None, 1.0)),
 ];

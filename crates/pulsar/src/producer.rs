@@ -11,7 +11,8 @@ use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendEr
 use crate::commands::{self, kind};
 use crate::conn::{Conn, CONNECTION_CLOSED};
 use crate::message;
-use crate::reconnect::Reconnector;
+use crate::reconnect::{Reconnector, REDIAL_TIMEOUT};
+use crate::topic::REQUEST_TIMEOUT;
 
 /// One message in flight.
 struct Member {
@@ -67,12 +68,17 @@ pub struct PulsarProducer {
     reconnector: Reconnector,
 }
 
-/// Creates a producer on each of `topics` over `conn`: their names.
-fn create_all(conn: &mut Conn, topics: &[String]) -> Result<Vec<String>, String> {
+/// Creates a producer on each of `topics` over `conn`, each request waiting at most
+/// `timeout`: their names.
+fn create_all(
+    conn: &mut Conn,
+    topics: &[String],
+    timeout: Duration,
+) -> Result<Vec<String>, String> {
     topics
         .iter()
         .enumerate()
-        .map(|(i, topic)| crate::topic::create_producer(conn, topic, i as u64))
+        .map(|(i, topic)| crate::topic::create_producer(conn, topic, i as u64, timeout))
         .collect()
 }
 
@@ -85,7 +91,7 @@ impl PulsarProducer {
         batching: Batching,
         max_pending: u32,
     ) -> Result<Self, String> {
-        let names = create_all(&mut conn, &topics)?;
+        let names = create_all(&mut conn, &topics, REQUEST_TIMEOUT)?;
         let parts = topics
             .into_iter()
             .zip(names)
@@ -228,7 +234,7 @@ impl PulsarProducer {
         let topics: Vec<String> = self.parts.iter().map(|p| p.topic.clone()).collect();
         let mut names = Vec::new();
         let conn = self.reconnector.attempt(timeout, |conn| {
-            names = create_all(conn, &topics)?;
+            names = create_all(conn, &topics, REDIAL_TIMEOUT)?;
             Ok(())
         });
         if let Some(conn) = conn {

@@ -10,7 +10,8 @@ use brokerbench_model::reconnect::Reconnect;
 use crate::config::PulsarUrl;
 use crate::conn::Conn;
 
-/// How long one attempt to connect again (and set up) may take.
+/// How long connecting again, and each request of setting up again (a lookup, a producer's or
+/// a subscription's creation), may take in one attempt.
 pub const REDIAL_TIMEOUT: Duration = Duration::from_secs(2);
 
 pub struct Reconnector {

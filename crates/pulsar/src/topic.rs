@@ -34,18 +34,18 @@ impl Topic {
 }
 
 /// Asks the broker on `conn` which broker serves `topic` (which also has a broker take it
-/// on): Ok when it is this one (or the connection is a proxy's), else the broker's words.
-pub fn look_up(conn: &mut Conn, topic: &str) -> Result<(), String> {
+/// on), each request waiting at most `timeout`: the service URL of the broker it names, or why
+/// not. A Redirect names a broker to ask instead: only a cluster of several brokers answers
+/// so, and brokerbench talks to the broker of `service_url` only.
+pub fn look_up(conn: &mut Conn, topic: &str, timeout: Duration) -> Result<String, String> {
     let mut authoritative = false;
     for _ in 0..5 {
         let id = conn.request_id();
-        let answer = conn.request("LOOKUP", id, REQUEST_TIMEOUT, |out| {
+        let answer = conn.request("LOOKUP", id, timeout, |out| {
             commands::lookup(out, topic, id, authoritative)
         })?;
         match answer.number(3) {
-            // Connect: this broker, as the connection found it (or through a proxy).
-            Some(1) => return Ok(()),
-            // Redirect: ask again; only a cluster of several brokers does this.
+            Some(1) => return Ok(answer.text(1)),
             Some(0) if answer.text(1).is_empty() => authoritative = answer.number(5) == Some(1),
             Some(0) => {
                 return Err(format!(
@@ -59,16 +59,33 @@ pub fn look_up(conn: &mut Conn, topic: &str) -> Result<(), String> {
     Err(format!("lookup of {topic}: redirected 5 times"))
 }
 
+/// A refusal of a producer or subscription, with the broker the lookup named when the broker
+/// asked says it does not serve the topic.
+fn refused(error: String, owner: &str) -> String {
+    if error.starts_with("ServiceNotReady") && !owner.is_empty() {
+        format!("{error} (the lookup named {owner}: brokerbench's Pulsar client talks to the broker of service_url only; name that broker, or a Pulsar proxy, as service_url)")
+    } else {
+        error
+    }
+}
+
 /// Creates producer `producer_id` on `topic`: the name the broker gave it.
-pub fn create_producer(conn: &mut Conn, topic: &str, producer_id: u64) -> Result<String, String> {
-    look_up(conn, topic)?;
+pub fn create_producer(
+    conn: &mut Conn,
+    topic: &str,
+    producer_id: u64,
+    timeout: Duration,
+) -> Result<String, String> {
+    let owner = look_up(conn, topic, timeout)?;
     let id = conn.request_id();
-    let answer = conn.request("PRODUCER", id, REQUEST_TIMEOUT, |out| {
-        commands::producer(out, topic, producer_id, id)
-    })?;
+    let answer = conn
+        .request("PRODUCER", id, timeout, |out| {
+            commands::producer(out, topic, producer_id, id)
+        })
+        .map_err(|e| refused(e, &owner))?;
     if answer.kind != kind::PRODUCER_SUCCESS {
         return Err(format!(
-            "PRODUCER on {topic} answered by command {}",
+            "PRODUCER on {topic} answered by command {}, not PRODUCER_SUCCESS",
             answer.kind
         ));
     }
@@ -76,12 +93,18 @@ pub fn create_producer(conn: &mut Conn, topic: &str, producer_id: u64) -> Result
 }
 
 /// Subscribes consumer `s.consumer_id` and grants it `permits`.
-pub fn subscribe(conn: &mut Conn, s: &commands::Subscribe<'_>, permits: u32) -> Result<(), String> {
-    look_up(conn, s.topic)?;
+pub fn subscribe(
+    conn: &mut Conn,
+    s: &commands::Subscribe<'_>,
+    permits: u32,
+    timeout: Duration,
+) -> Result<(), String> {
+    let owner = look_up(conn, s.topic, timeout)?;
     let id = conn.request_id();
-    conn.request("SUBSCRIBE", id, REQUEST_TIMEOUT, |out| {
+    conn.request("SUBSCRIBE", id, timeout, |out| {
         commands::subscribe(out, s, id)
-    })?;
+    })
+    .map_err(|e| refused(e, &owner))?;
     commands::flow(conn.out(), s.consumer_id, permits);
     conn.flush()
         .map_err(|_| crate::conn::CONNECTION_CLOSED.to_string())

@@ -1,7 +1,8 @@
 //! What a subscription still holds when the drain ends: each partition's `msgBacklog` for the
-//! subscription, from the admin API's topic statistics — the messages it stores that no member
+//! subscription, from the admin API's topic statistics — the entries it stores that no member
 //! acknowledged, those delivered and not yet acknowledged included (the broker delivers them
-//! again). Every member of a subscription names its partitions alike, so each is counted once.
+//! again); messages, when the run does not batch (the consumer asks only then). Every member of
+//! a subscription names its partitions alike, so each is counted once.
 
 use brokerbench_driver::Unread;
 

@@ -1,7 +1,7 @@
 //! Which Artemis the managed broker runs: the release brokerbench pins, [`VERSION`], fetched
 //! from Maven Central (`org.apache.activemq:apache-artemis`, its `bin` tar.gz) by `broker
-//! install artemis` or by the first start, checked against the SHA-256 in [`RELEASE`] and unpacked into
-//! `artemis/VERSION/` of the broker's folder.
+//! install artemis` or by the first start, checked against the SHA-256 in [`RELEASE`] and
+//! unpacked into `artemis/VERSION/` of the broker's folder.
 
 use std::path::PathBuf;
 
