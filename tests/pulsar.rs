@@ -203,6 +203,8 @@ fn bad_driver_fields_exit_2_naming_the_field() {
             "backlog_quota_policy=producer_exception",
             "field `backlog_quota_policy`",
         ),
+        ("subscription_type=Key_Shared", "batching: false"),
+        ("batching_max_bytes=6MiB", "maxMessageSize"),
     ] {
         let run = run(&["--driver", PULSAR_DRIVER, "--set", set]);
         assert_eq!(run.code, 2, "{set}: {}", run.stderr);
