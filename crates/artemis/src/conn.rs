@@ -3,7 +3,7 @@
 //! RECEIPT.
 
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use crate::config::ArtemisUrl;
@@ -243,22 +243,7 @@ fn login_headers<'a>(url: &'a ArtemisUrl, client_id: Option<&'a str>) -> Vec<(&'
 
 /// A TCP connection to `address` within `timeout`, without Nagle's delay.
 fn open(address: &str, timeout: Duration) -> Result<TcpStream, ConnectError> {
-    let unreachable = |e: &dyn std::fmt::Display| ConnectError::Unreachable(e.to_string());
-    let addresses: Vec<_> = address
-        .to_socket_addrs()
-        .map_err(|e| unreachable(&e))?
-        .collect();
-    let mut last = ConnectError::Unreachable(format!("{address} resolves to no address"));
-    for socket in addresses {
-        match TcpStream::connect_timeout(&socket, timeout) {
-            Ok(stream) => {
-                stream.set_nodelay(true).map_err(|e| unreachable(&e))?;
-                return Ok(stream);
-            }
-            Err(e) => last = unreachable(&e),
-        }
-    }
-    Err(last)
+    brokerbench_driver::net::dial(address, timeout).map_err(ConnectError::Unreachable)
 }
 
 /// An ERROR answer to CONNECT: refused credentials, or something else.
