@@ -87,17 +87,12 @@ impl ArtemisDriver {
     /// Address `topic` of a run: `<prefix>-<workload>-<run id>-<topic>`, the workload's name
     /// with what an address name should not hold made `_`.
     fn address_name(&self, run_id: &str, workload: &str, topic: u32) -> String {
-        let workload: String = workload
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        format!("{}-{workload}-{run_id}-{topic}", self.config.address_prefix)
+        brokerbench_driver::naming::run_object_name(
+            &self.config.address_prefix,
+            workload,
+            run_id,
+            topic,
+        )
     }
 
     fn address(&self, topic: u32) -> Result<&String, DriverError> {

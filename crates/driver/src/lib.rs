@@ -7,6 +7,7 @@ mod envelope;
 pub mod family;
 pub mod lateness;
 pub mod mock;
+pub mod naming;
 pub mod net;
 mod redial;
 pub mod tls;

@@ -173,17 +173,12 @@ impl NatsDriver {
     /// Stream `topic` of a run: `<prefix>-<workload>-<run id>-<topic>`, the workload's name
     /// with what a stream name cannot hold made `_`.
     fn stream_name(&self, run_id: &str, workload: &str, topic: u32) -> String {
-        let workload: String = workload
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        format!("{}-{workload}-{run_id}-{topic}", self.config.stream_prefix)
+        brokerbench_driver::naming::run_object_name(
+            &self.config.stream_prefix,
+            workload,
+            run_id,
+            topic,
+        )
     }
 }
 

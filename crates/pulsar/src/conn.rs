@@ -144,20 +144,8 @@ impl Conn {
         self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
         let mut handled = self.drain_stash(on_frame)?;
         handled += self.drain(on_frame)?;
-        if handled == 0 {
-            match self.fill(timeout) {
-                Ok(0) => return Err(CONNECTION_CLOSED.into()),
-                Ok(_) => handled = self.drain(on_frame)?,
-                // A signal (Ctrl-C) interrupts a read with a timeout: nothing is lost.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) => {}
-                Err(_) => return Err(CONNECTION_CLOSED.into()),
-            }
+        if handled == 0 && self.receive(timeout)? {
+            handled = self.drain(on_frame)?;
         }
         self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
         Ok(handled)
@@ -187,18 +175,7 @@ impl Conn {
             if left.is_zero() {
                 return Err(format!("no answer to {what} within {timeout:?}"));
             }
-            match self.fill(left) {
-                Ok(0) => return Err(CONNECTION_CLOSED.into()),
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) => {}
-                Err(_) => return Err(CONNECTION_CLOSED.into()),
-            }
+            self.receive(left)?;
         }
     }
 
@@ -244,6 +221,27 @@ impl Conn {
             handled += 1;
         }
         Ok(handled)
+    }
+
+    /// Reads what the socket has, waiting up to `timeout`: whether anything came;
+    /// Err([`CONNECTION_CLOSED`]) once the connection is gone. A signal (Ctrl-C) that
+    /// interrupts the wait loses nothing.
+    fn receive(&mut self, timeout: Duration) -> Result<bool, String> {
+        match self.fill(timeout) {
+            Ok(0) => Err(CONNECTION_CLOSED.into()),
+            Ok(_) => Ok(true),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(_) => Err(CONNECTION_CLOSED.into()),
+        }
     }
 
     /// Reads what the socket has, waiting up to `timeout` for it (to the microsecond: a

@@ -98,26 +98,16 @@ impl PulsarDriver {
             .ok_or_else(|| DriverError::Other(format!("no topic {index}")))
     }
 
-    /// Topic `index` of a run: `<prefix>-<workload>-<run id>-<index>`, the workload's name
-    /// with what a topic name should not hold made `_`.
+    /// Topic `index` of a run: `<domain>://<namespace>/<prefix>-<workload>-<run id>-<index>`,
+    /// the workload's name with what a topic name should not hold made `_`.
     fn topic_name(&self, namespace: &str, topology: &Topology, index: u32) -> String {
-        let workload: String = topology
-            .workload
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        format!(
-            "{}://{namespace}/{}-{workload}-{}-{index}",
-            self.config.topic_type.domain(),
-            self.config.topic_prefix,
-            topology.run_id
-        )
+        let name = brokerbench_driver::naming::run_object_name(
+            &self.config.topic_prefix,
+            &topology.workload,
+            &topology.run_id,
+            index,
+        );
+        format!("{}://{namespace}/{name}", self.config.topic_type.domain())
     }
 
     /// The namespace of the run's topics: the driver file's, or one of the run's own

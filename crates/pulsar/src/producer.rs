@@ -254,14 +254,21 @@ fn fnv1a(key: &[u8]) -> u64 {
     })
 }
 
-fn failed(member: Member, kind: &str) -> Ack {
+/// The outcome of `member`'s send: acknowledged at `acknowledged_ns` (as the client saw it),
+/// or failed.
+fn settled(member: Member, acknowledged_ns: Option<u64>, result: Result<(), String>) -> Ack {
     Ack {
         envelope: member.envelope,
         sent_ns: member.sent_ns,
         bytes: member.bytes,
-        acknowledged_ns: None,
-        result: Err(kind.to_string()),
+        acknowledged_ns,
+        result,
     }
+}
+
+/// `member`'s send failed with `kind`.
+fn failed(member: Member, kind: &str) -> Ack {
+    settled(member, None, Err(kind.to_string()))
 }
 
 /// The entry with `sequence_id`, taken out of `pending` (receipts come in order: the first,
@@ -361,10 +368,7 @@ impl Producer for PulsarProducer {
             let now = clock.now_ns();
             *in_flight -= entry.members.len();
             for member in entry.members {
-                let mut ack = failed(member, "");
-                ack.acknowledged_ns = Some(now);
-                ack.result = outcome.clone();
-                acks(ack);
+                acks(settled(member, Some(now), outcome.clone()));
             }
         });
         if let Some(kind) = result.err().or(lost) {
