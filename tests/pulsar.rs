@@ -12,16 +12,30 @@ use common::*;
 /// The bundled Pulsar driver file.
 const PULSAR_DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/drivers/pulsar.yaml");
 
-/// Starts the managed Pulsar once per test binary (idempotent); returns its admin API's port.
+/// Starts the managed Pulsar once per test binary (idempotent), with TLS and authentication on
+/// (`broker up pulsar --tls`; clients that give no credentials go on as before on the plain
+/// port, so every other test runs against it unchanged); returns its admin API's port.
 fn pulsar() -> u16 {
     static WEB: OnceLock<u16> = OnceLock::new();
     *WEB.get_or_init(|| {
-        let output = brokerbench()
-            .args(["broker", "up", "pulsar"])
-            .output()
-            .expect("running brokerbench broker up pulsar");
+        let up = || {
+            brokerbench()
+                .args(["broker", "up", "pulsar", "--tls"])
+                .output()
+                .expect("running brokerbench broker up pulsar --tls")
+        };
+        let mut output = up();
+        if !output.status.success() {
+            // A broker another binary left running without TLS: started again with it.
+            let said = String::from_utf8_lossy(&output.stderr).into_owned();
+            assert!(said.contains("without TLS"), "{said}");
+            let down = brokerbench().args(["broker", "down", "pulsar"]).output();
+            assert!(down.unwrap().status.success());
+            output = up();
+        }
         assert!(output.status.success(), "{output:?}");
         let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(text.contains("TLS:  pulsar+ssl://127.0.0.1:"), "{text}");
         let url = text
             .split_whitespace()
             .find(|w| w.starts_with("http://127.0.0.1:"))
@@ -375,4 +389,173 @@ fn a_backlog_quota_with_eviction_counts_drops_by_policy_not_losses() {
         ],
     ));
     assert_dropped_by_policy(&run);
+}
+
+/// The driver file `broker status pulsar --driver-file` prints for the TLS listener, and the
+/// token it holds.
+fn tls_driver() -> (String, String) {
+    pulsar();
+    let output = brokerbench()
+        .args(["broker", "status", "pulsar", "--driver-file"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains("service_url: pulsar+ssl://127.0.0.1:"),
+        "{text}"
+    );
+    let token = text
+        .lines()
+        .find_map(|line| line.strip_prefix("auth_token: "))
+        .unwrap_or_else(|| panic!("no auth_token in {text}"))
+        .to_string();
+    (text, token)
+}
+
+/// A short run at 2,000 msg/s with the driver file `text`.
+fn run_text(text: &str) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "driver.yaml", text);
+    let sets = short("2000", 2);
+    run_in(
+        dir,
+        &with_sets(&sets, &["--driver", file.to_str().unwrap()]),
+    )
+}
+
+/// How many connections the broker's log says logged in with `method`.
+fn logins(method: &str) -> usize {
+    let log = brokerbench_brokers::home().join("pulsar/pulsar.log");
+    let text = std::fs::read_to_string(log).unwrap();
+    let line = format!("connected with role=brokerbench using authMethod={method}");
+    text.matches(&line).count()
+}
+
+#[test]
+fn runs_over_tls_with_the_token_and_with_the_client_certificate_are_clean_and_keep_secrets() {
+    let _turn = serial();
+    let (driver, token) = tls_driver();
+    let before = logins("token");
+    let run = run_text(&driver);
+    assert_lossless(&run);
+    assert!(logins("token") > before, "the broker saw no token login");
+    // Nothing the run wrote holds the token or a private key.
+    let keys: Vec<String> = [
+        "ca-key.pem",
+        "server-key.pem",
+        "client-key.pem",
+        "pulsar-token-key",
+    ]
+    .iter()
+    .map(|name| {
+        let path = brokerbench_brokers::home().join("pulsar/tls").join(name);
+        let text = std::fs::read_to_string(path).unwrap();
+        text.lines()
+            .find(|l| !l.starts_with("-----"))
+            .unwrap()
+            .to_string()
+    })
+    .collect();
+    for path in files_under(&run.folder) {
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        assert!(!text.contains(&token), "{} holds the token", path.display());
+        assert!(
+            keys.iter().all(|key| !text.contains(key.as_str())),
+            "{} holds a key",
+            path.display()
+        );
+    }
+    assert!(!run.stdout.contains(&token) && !run.stderr.contains(&token));
+    // Pulsar's TLS authentication: the client certificate's common name is the role.
+    let commented = driver
+        .lines()
+        .find_map(|line| line.strip_prefix("#   tls: "))
+        .unwrap_or_else(|| panic!("no client-certificate line in {driver}"));
+    let by_certificate = driver
+        .lines()
+        .filter(|line| !line.starts_with("auth_token:") && !line.starts_with("tls:"))
+        .chain([format!("tls: {commented}").as_str()])
+        .collect::<Vec<_>>()
+        .join("\n");
+    let before = logins("tls");
+    assert_lossless(&run_text(&by_certificate));
+    assert!(
+        logins("tls") > before,
+        "the broker saw no certificate login"
+    );
+    // The same through an OpenMessaging Benchmark driver file's TLS keys.
+    let service = driver
+        .lines()
+        .find_map(|line| line.strip_prefix("service_url: "))
+        .unwrap();
+    let tls = brokerbench_brokers::home().join("pulsar/tls");
+    let omb = format!(
+        "name: Pulsar\ndriverClass: io.openmessaging.benchmark.driver.pulsar.PulsarBenchmarkDriver\nclient:\n  serviceUrl: {service}\n  httpUrl: http://127.0.0.1:{}\n  topicType: persistent\n  persistence: {{ensembleSize: 1, writeQuorum: 1, ackQuorum: 1}}\n  tlsAllowInsecureConnection: false\n  tlsEnableHostnameVerification: false\n  tlsTrustCertsFilePath: {}\n  authentication:\n    plugin: org.apache.pulsar.client.impl.auth.AuthenticationTls\n    data: tlsCertFile:{},tlsKeyFile:{}\n",
+        pulsar(),
+        tls.join("ca.pem").display(),
+        tls.join("client.pem").display(),
+        tls.join("client-key.pem").display(),
+    );
+    let before = logins("tls");
+    assert_lossless(&run_text(&omb));
+    assert!(
+        logins("tls") > before,
+        "the OMB file's certificate logged in"
+    );
+}
+
+#[test]
+fn a_wrong_token_or_an_untrusted_certificate_is_refused_at_once_naming_what_to_fix() {
+    let _turn = serial();
+    let (driver, token) = tls_driver();
+    let home_tls = brokerbench_brokers::home().join("pulsar/tls");
+    let other = tempfile::tempdir().unwrap();
+    let foreign = brokerbench_brokers::tls::TlsFiles::of(other.path());
+    foreign.generate_once().unwrap();
+    let ca = home_tls.join("ca.pem").display().to_string();
+    let with_client = |certificate: &std::path::Path, key: &std::path::Path| {
+        driver.replace(
+            &format!("tls: {{ca_file: '{ca}'}}"),
+            &format!(
+                "tls: {{ca_file: '{ca}', cert_file: '{}', key_file: '{}'}}",
+                certificate.display(),
+                key.display()
+            ),
+        )
+    };
+    let cases = [
+        (
+            driver.replace(&token, "Zq7-wrong-token"),
+            vec![
+                "refused the credentials",
+                "AuthenticationError",
+                "auth_token",
+            ],
+        ),
+        (
+            driver.replace(&ca, &foreign.ca().display().to_string()),
+            vec!["TLS handshake", "UnknownIssuer", "ca_file"],
+        ),
+        (
+            with_client(&foreign.client_certificate(), &foreign.client_key())
+                .replace(&format!("auth_token: {token}\n"), ""),
+            vec!["client certificate", "cert_file"],
+        ),
+    ];
+    for (text, names) in cases {
+        assert_ne!(text, driver);
+        let started = Instant::now();
+        let run = run_text(&text);
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(run.code, 3, "{}", run.stderr);
+        for name in names {
+            assert!(run.stderr.contains(name), "{name}: {}", run.stderr);
+        }
+        assert!(!run.stderr.contains(&token) && !run.stderr.contains("Zq7-"));
+    }
 }

@@ -13,6 +13,7 @@ pub const PULSAR_DRIVER_FIELDS: &[&str] = &[
     "service_url",
     "http_url",
     "auth_token",
+    "tls",
     "namespace",
     "topic_type",
     "topic_prefix",
@@ -46,6 +47,11 @@ pub struct PulsarDriverConfig {
     /// token to the admin API); never written out.
     #[serde(default)]
     pub auth_token: Option<Token>,
+    /// How a `pulsar+ssl://` service URL is trusted: the CA that signed the broker's
+    /// certificate (`ca_file`; else the system's bundle), a client certificate (`cert_file`,
+    /// `key_file`: Pulsar's TLS authentication when no token is given), `server_name`.
+    #[serde(default)]
+    pub tls: Option<brokerbench_driver::tls::TlsSettings>,
     /// `tenant/namespace` the run's topics live in.
     #[serde(default = "default_namespace")]
     pub namespace: String,
@@ -254,6 +260,7 @@ impl PulsarDriverConfig {
     /// Checks serde cannot make, each naming the field and the fix.
     pub fn validate(&self) -> Result<(), FieldError> {
         check_name("topic_prefix", &self.topic_prefix)?;
+        self.validate_tls()?;
         let parts: Vec<&str> = self.namespace.split('/').collect();
         if parts.len() != 2 || parts.iter().any(|p| check_name("namespace", p).is_err()) {
             return Err(FieldError::new(
@@ -324,6 +331,20 @@ impl PulsarDriverConfig {
     }
 }
 
+impl PulsarDriverConfig {
+    /// A `tls:` block goes with a `pulsar+ssl://` service URL.
+    fn validate_tls(&self) -> Result<(), FieldError> {
+        let secure = self.service_url.as_ref().is_some_and(|u| u.tls.is_some());
+        if self.tls.is_some() && !secure {
+            return Err(FieldError::new(
+                "tls",
+                "the tls: block is for a TLS listener: write service_url: pulsar+ssl://host:6651 (`brokerbench broker status pulsar --driver-file` prints the managed broker's)".to_string(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The largest batch: Pulsar's default `maxMessageSize`.
 const MAX_BATCH_BYTES: u64 = 5 * 1024 * 1024;
 
@@ -356,26 +377,28 @@ fn check_name(field: &str, name: &str) -> Result<(), FieldError> {
     ))
 }
 
-/// A `pulsar://host:port` URL.
+/// A `pulsar://host:port` URL, or `pulsar+ssl://host:port` for TLS.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PulsarUrl {
     pub host: String,
     pub port: u16,
     token: Option<Token>,
+    /// Set for `pulsar+ssl://`: how the broker's certificate is trusted.
+    pub tls: Option<brokerbench_driver::tls::TlsSettings>,
 }
 
 impl PulsarUrl {
     pub fn parse(text: &str) -> Result<PulsarUrl, String> {
-        let rest = text.strip_prefix("pulsar://").ok_or_else(|| {
-            if text.starts_with("pulsar+ssl://") {
-                "pulsar+ssl:// (TLS) is not offered yet by brokerbench's Pulsar client: use a pulsar://host:6650 listener".to_string()
-            } else {
-                format!(
-                    "'{}': write pulsar://host:6650 (Pulsar's binary protocol)",
-                    brokerbench_model::redact::redact_uri(text)
-                )
-            }
-        })?;
+        let (rest, tls, default_port) = if let Some(rest) = text.strip_prefix("pulsar://") {
+            (rest, None, 6650)
+        } else if let Some(rest) = text.strip_prefix("pulsar+ssl://") {
+            (rest, Some(Default::default()), 6651)
+        } else {
+            return Err(format!(
+                "'{}': write pulsar://host:6650 (Pulsar's binary protocol), or pulsar+ssl://host:6651 for TLS",
+                brokerbench_model::redact::redact_uri(text)
+            ));
+        };
         let address = rest.split(['/', '?', ',']).next().unwrap_or(rest);
         let (host, port) = match address.rsplit_once(':') {
             Some((h, p)) => (
@@ -383,7 +406,7 @@ impl PulsarUrl {
                 p.parse::<u16>()
                     .map_err(|_| "what follows the host's `:` is not a port number".to_string())?,
             ),
-            None => (address, 6650),
+            None => (address, default_port),
         };
         if host.is_empty() || host.contains('@') {
             return Err("write pulsar://host:port (a token goes in auth_token)".into());
@@ -392,7 +415,17 @@ impl PulsarUrl {
             host: host.to_string(),
             port,
             token: None,
+            tls,
         })
+    }
+
+    /// The same broker, trusted as the driver file's `tls:` block says (a `pulsar+ssl://`
+    /// URL only: a plain one is refused when the file is checked).
+    pub fn with_tls(mut self, settings: Option<&brokerbench_driver::tls::TlsSettings>) -> Self {
+        if let (Some(tls), Some(settings)) = (&mut self.tls, settings) {
+            *tls = settings.clone();
+        }
+        self
     }
 
     /// The same broker, with a token for CONNECT.
@@ -413,7 +446,12 @@ impl PulsarUrl {
 
 impl std::fmt::Display for PulsarUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "pulsar://{}", self.address())
+        let scheme = if self.tls.is_some() {
+            "pulsar+ssl"
+        } else {
+            "pulsar"
+        };
+        write!(f, "{scheme}://{}", self.address())
     }
 }
 
@@ -452,6 +490,20 @@ mod tests {
         assert_eq!(u.address(), "broker:6651");
         assert_eq!(c.admin_url(&u), "http://broker:8080");
         assert!(PulsarUrl::parse("http://h:1").is_err());
+        let secure = PulsarUrl::parse("pulsar+ssl://broker").unwrap();
+        assert_eq!(
+            (secure.to_string(), secure.tls.is_some()),
+            ("pulsar+ssl://broker:6651".into(), true)
+        );
+        let c = parse("service_url: pulsar+ssl://h:1\ntls: {ca_file: /ca.pem}");
+        assert!(c.validate().is_ok());
+        let u = c.service_url.clone().unwrap().with_tls(c.tls.as_ref());
+        assert_eq!(
+            u.tls.unwrap().ca_file.unwrap(),
+            std::path::Path::new("/ca.pem")
+        );
+        let c = parse("service_url: pulsar://h:1\ntls: {ca_file: /ca.pem}");
+        assert_eq!(c.validate().unwrap_err().field, "tls");
         let c = parse("subscription_type: Shared\nack: cumulative");
         assert_eq!(c.validate().unwrap_err().field, "ack");
         let c = parse("persistence: {ensemble_size: 1, write_quorum: 2, ack_quorum: 1}");

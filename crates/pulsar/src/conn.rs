@@ -18,6 +18,8 @@ pub const CONNECTION_CLOSED: &str = "connection_closed";
 pub enum ConnectError {
     Unreachable(String),
     Authentication(String),
+    /// The TLS handshake failed: why, and what to check.
+    Tls(String),
     Protocol(String),
 }
 
@@ -68,7 +70,7 @@ impl Conn {
     pub fn connect(url: &PulsarUrl, timeout: Duration) -> Result<Conn, ConnectError> {
         let deadline = Instant::now() + timeout;
         let mut conn = Conn {
-            stream: open(&url.address(), timeout)?,
+            stream: open(url, deadline)?,
             buf: Vec::with_capacity(128 * 1024),
             start: 0,
             out: Vec::with_capacity(64 * 1024),
@@ -76,11 +78,15 @@ impl Conn {
             next_request: 1,
             server: String::new(),
         };
-        let token = url.token();
-        commands::connect(&mut conn.out, token.map(|t| ("token", t.as_bytes())));
-        let lost = |_| ConnectError::Unreachable("the connection closed while logging in".into());
-        conn.flush().map_err(lost)?;
-        conn.server = conn.await_connected(deadline, timeout)?;
+        commands::connect(&mut conn.out, credentials(url));
+        conn.flush()
+            .map_err(|e| closed_while_logging_in(url, &e.to_string()))?;
+        conn.server = conn
+            .await_connected(deadline, timeout)
+            .map_err(|e| match e {
+                ConnectError::Unreachable(reason) => closed_while_logging_in(url, &reason),
+                other => other,
+            })?;
         Ok(conn)
     }
 
@@ -107,7 +113,7 @@ impl Conn {
                     ))),
                 });
             })
-            .map_err(|e| ConnectError::Unreachable(format!("{e} while logging in")))?;
+            .map_err(ConnectError::Unreachable)?;
         }
         answer.expect("the loop ends with an answer")
     }
@@ -339,8 +345,43 @@ fn is_answer(kind: u32) -> bool {
 }
 
 /// A TCP connection to `address` within `timeout`, without Nagle's delay.
-fn open(address: &str, timeout: Duration) -> Result<TcpStream, ConnectError> {
-    brokerbench_driver::net::dial(address, timeout).map_err(ConnectError::Unreachable)
+/// A connection to the broker before `deadline`, over TLS for `pulsar+ssl://`.
+fn open(url: &PulsarUrl, deadline: Instant) -> Result<TcpStream, ConnectError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let tcp =
+        brokerbench_driver::net::dial(&url.address(), left).map_err(ConnectError::Unreachable)?;
+    let Some(settings) = &url.tls else {
+        return Ok(tcp);
+    };
+    let failed = |e: brokerbench_driver::tls::TlsError| {
+        ConnectError::Tls(e.with_hint(
+            "tls: {ca_file: …} in the driver file",
+            "tls: {cert_file: …, key_file: …} in the driver file",
+        ))
+    };
+    let config = settings.client_config().map_err(failed)?;
+    let server_name = settings.server_name.as_deref();
+    brokerbench_driver::tls::connect(tcp, config, &url.host, server_name, deadline).map_err(failed)
+}
+
+/// The connection ended before CONNECTED: over TLS with a client certificate, how a TLS 1.3
+/// broker refuses one it does not trust (its alert comes after the handshake).
+fn closed_while_logging_in(url: &PulsarUrl, reason: &str) -> ConnectError {
+    let certificate = url.tls.as_ref().is_some_and(|t| t.cert_file.is_some());
+    if certificate {
+        return ConnectError::Tls(format!("{reason} while logging in, after the TLS handshake: does the broker trust the client certificate (tls: {{cert_file: …, key_file: …}} in the driver file)?"));
+    }
+    ConnectError::Unreachable(format!("{reason} while logging in"))
+}
+
+/// What CONNECT logs in with: the token, else (over TLS with a client certificate)
+/// Pulsar's TLS authentication, which takes the certificate's common name as the role.
+fn credentials(url: &PulsarUrl) -> Option<(&'static str, &[u8])> {
+    if let Some(token) = url.token() {
+        return Some(("token", token.as_bytes()));
+    }
+    let certificate = url.tls.as_ref().is_some_and(|t| t.cert_file.is_some());
+    certificate.then_some(("tls", b"".as_slice()))
 }
 
 /// An ERROR answer to CONNECT: refused credentials, or something else.

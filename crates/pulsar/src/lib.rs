@@ -56,7 +56,9 @@ pub struct PulsarDriver {
 
 impl PulsarDriver {
     pub fn new(config: PulsarDriverConfig, url: PulsarUrl) -> Self {
-        let url = url.with_token(config.auth_token.as_ref());
+        let url = url
+            .with_token(config.auth_token.as_ref())
+            .with_tls(config.tls.as_ref());
         let admin = Admin::new(&config.admin_url(&url), config.auth_token.as_ref());
         PulsarDriver {
             config,
@@ -85,6 +87,12 @@ impl PulsarDriver {
                     Some(_) => format!("{reason}; check auth_token"),
                     None => format!("{reason} (no token given); the broker wants one: auth_token in the driver file"),
                 },
+            },
+            ConnectError::Tls(reason) => DriverError::Unreachable {
+                broker: "pulsar",
+                address: self.url.to_string(),
+                reason,
+                hint: "check service_url (pulsar+ssl://host:port, the broker's TLS port) and the driver file's tls: block (ca_file, cert_file, key_file, server_name)".into(),
             },
             ConnectError::Protocol(reason) => {
                 DriverError::Other(format!("pulsar at {}: {reason}", self.url))

@@ -49,6 +49,8 @@ const CONSUMER_FIELDS: &[&str] = &["receiverQueueSize", "subscriptionType"];
 
 /// The token plugin OMB files name.
 const TOKEN_PLUGIN: &str = "org.apache.pulsar.client.impl.auth.AuthenticationToken";
+/// The client-certificate plugin.
+const TLS_PLUGIN: &str = "org.apache.pulsar.client.impl.auth.AuthenticationTls";
 
 /// A section of the file, its unknown keys refused with their whole path.
 fn section<'a>(
@@ -144,9 +146,53 @@ fn translate_client(
     out.insert("persistence".into(), omb_persistence(persistence, file)?);
     let auth =
         section(file, client, "authentication", AUTH_FIELDS).map_err(|e| prefixed(e, "client."))?;
-    if let Some(token) = auth.map(|a| token_of(file, a)).transpose()?.flatten() {
-        out.insert("auth_token".into(), Value::from(token));
+    let mut tls = Mapping::new();
+    match auth.map(|a| credentials(file, a)).transpose()?.flatten() {
+        Some(Credentials::Token(token)) => {
+            out.insert("auth_token".into(), Value::from(token));
+        }
+        Some(Credentials::Certificate(certificate, key)) => {
+            tls.insert("cert_file".into(), Value::from(certificate));
+            tls.insert("key_file".into(), Value::from(key));
+        }
+        None => {}
     }
+    translate_tls(file, client, tls, out, notes)
+}
+
+/// `tlsTrustCertsFilePath` (and a client certificate) as the `tls:` block, for a
+/// `pulsar+ssl://` service URL; `tlsAllowInsecureConnection: true` is refused, since
+/// brokerbench always checks the broker's certificate.
+fn translate_tls(
+    file: &str,
+    client: &Value,
+    mut tls: Mapping,
+    out: &mut Mapping,
+    notes: &mut Vec<String>,
+) -> Result<(), SpecError> {
+    let secure = out
+        .get("service_url")
+        .and_then(Value::as_str)
+        .is_some_and(|url| url.starts_with("pulsar+ssl://"));
+    if !secure {
+        return Ok(());
+    }
+    if client
+        .get("tlsAllowInsecureConnection")
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        return Err(SpecError::field(file, "client.tlsAllowInsecureConnection", "brokerbench always checks the broker's certificate: set it to false and give the CA that signed it as tlsTrustCertsFilePath"));
+    }
+    if let Some(ca) = client
+        .get("tlsTrustCertsFilePath")
+        .and_then(Value::as_str)
+        .filter(|path| !path.is_empty())
+    {
+        tls.insert("ca_file".into(), Value::from(ca));
+    }
+    notes.push("TLS: the broker's certificate is checked against the host name too, whatever tlsEnableHostnameVerification says".into());
+    out.insert("tls".into(), Value::Object(tls));
     Ok(())
 }
 
@@ -198,24 +244,55 @@ fn omb_persistence(section: Option<&Value>, file: &str) -> Result<Value, SpecErr
     Ok(Value::Object(map))
 }
 
-/// The token of `authentication` (`plugin: …AuthenticationToken`, `data: token:XYZ`).
-fn token_of(file: &str, auth: &Value) -> Result<Option<String>, SpecError> {
+/// What `authentication` logs in with.
+enum Credentials {
+    Token(String),
+    /// The client certificate and its key (PEM files).
+    Certificate(String, String),
+}
+
+/// The credentials of `authentication`: `plugin: …AuthenticationToken` with `data:
+/// token:XYZ`, or `plugin: …AuthenticationTls` with `data: tlsCertFile:…,tlsKeyFile:…` (or
+/// the same as JSON).
+fn credentials(file: &str, auth: &Value) -> Result<Option<Credentials>, SpecError> {
     let plugin = auth.get("plugin").and_then(Value::as_str).unwrap_or("");
-    if plugin.is_empty() {
-        return Ok(None);
-    }
-    if plugin != TOKEN_PLUGIN {
-        return Err(SpecError::field(file, "client.authentication.plugin", format!("{plugin}: brokerbench's Pulsar client authenticates by token only ({TOKEN_PLUGIN})")));
-    }
     let data = auth.get("data").and_then(Value::as_str).unwrap_or("");
-    match data.strip_prefix("token:") {
-        Some(token) => Ok(Some(token.to_string())),
-        None => Err(SpecError::field(
-            file,
-            "client.authentication.data",
-            "write token:<the token> (a file:// token is not read)",
-        )),
+    match plugin {
+        "" => Ok(None),
+        TOKEN_PLUGIN => match data.strip_prefix("token:") {
+            Some(token) => Ok(Some(Credentials::Token(token.to_string()))),
+            None => Err(SpecError::field(
+                file,
+                "client.authentication.data",
+                "write token:<the token> (a file:// token is not read)",
+            )),
+        },
+        TLS_PLUGIN => certificate_files(data).map(Some).ok_or_else(|| {
+            SpecError::field(
+                file,
+                "client.authentication.data",
+                "write tlsCertFile:<client certificate PEM>,tlsKeyFile:<its key PEM>",
+            )
+        }),
+        other => Err(SpecError::field(file, "client.authentication.plugin", format!("{other}: brokerbench's Pulsar client logs in by token ({TOKEN_PLUGIN}) or client certificate ({TLS_PLUGIN})"))),
     }
+}
+
+/// `tlsCertFile:/a.pem,tlsKeyFile:/b.pem`, or `{"tlsCertFile": …, "tlsKeyFile": …}`.
+fn certificate_files(data: &str) -> Option<Credentials> {
+    let json: Option<serde_json::Map<String, serde_json::Value>> = serde_json::from_str(data).ok();
+    let value = |key: &str| -> Option<String> {
+        if let Some(map) = &json {
+            return map.get(key)?.as_str().map(str::to_string);
+        }
+        data.split(',')
+            .find_map(|pair| pair.trim().strip_prefix(key)?.strip_prefix(':'))
+            .map(|path| path.trim().to_string())
+    };
+    Some(Credentials::Certificate(
+        value("tlsCertFile")?,
+        value("tlsKeyFile")?,
+    ))
 }
 
 fn translate_producer(file: &str, producer: &Value, out: &mut Mapping) -> Result<(), SpecError> {
@@ -309,5 +386,25 @@ mod tests {
         assert_eq!(d.map["auth_token"], "s3cret");
         assert_eq!(d.map["subscription_type"], "Shared");
         assert!(!format!("{d:?}").contains("s3cret"));
+        let d = omb("driverClass: x\nclient:\n  serviceUrl: pulsar+ssl://b:6651\n  tlsAllowInsecureConnection: false\n  tlsTrustCertsFilePath: /ca.pem\n  authentication:\n    plugin: org.apache.pulsar.client.impl.auth.AuthenticationTls\n    data: tlsCertFile:/c.pem,tlsKeyFile:/k.pem\n").unwrap();
+        assert_eq!(
+            (
+                &d.map["tls"]["ca_file"],
+                &d.map["tls"]["cert_file"],
+                &d.map["tls"]["key_file"]
+            ),
+            (
+                &Value::from("/ca.pem"),
+                &Value::from("/c.pem"),
+                &Value::from("/k.pem")
+            )
+        );
+        let e = omb("driverClass: x\nclient:\n  serviceUrl: pulsar+ssl://b:6651\n  tlsAllowInsecureConnection: true\n").unwrap_err();
+        assert!(
+            e.to_string().contains("client.tlsAllowInsecureConnection"),
+            "{e}"
+        );
+        let plain = omb("driverClass: x\nclient:\n  serviceUrl: pulsar://b:6650\n  tlsTrustCertsFilePath: /ca.pem\n").unwrap();
+        assert!(plain.map.get("tls").is_none());
     }
 }

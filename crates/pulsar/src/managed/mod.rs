@@ -7,6 +7,7 @@
 
 mod install;
 mod layout;
+mod secure;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 use brokerbench_brokers::daemon::{self, Daemon};
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
+use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker};
 
 pub use install::VERSION;
@@ -97,28 +99,49 @@ impl ManagedPulsar {
         command
     }
 
-    /// Starts the broker with a new configuration on the port setting's ports.
+    /// Starts the broker with a new configuration on the port setting's ports (and its TLS
+    /// listener when TLS is on).
     fn spawn(&self) -> Result<Child, BrokerError> {
         let port = self.port()?;
         let web = web_port(port).ok_or_else(invalid_port)?;
-        let text = layout::standalone_conf(&self.distribution(), port, web)?;
-        self.spawn_with(port, web, &text)
+        let mut text = layout::standalone_conf(&self.distribution(), port, web)?;
+        if self.tls().enabled() {
+            text.push_str(&secure::block(&self.tls(), port + secure::TLS_OFFSET)?);
+        }
+        self.spawn_with(&text)
     }
 
-    /// Starts the broker with the configuration `text`, which listens on `port` and `web`.
-    fn spawn_with(&self, port: u16, web: u16, text: &str) -> Result<Child, BrokerError> {
-        for port in [port, web] {
+    /// Starts the broker with the configuration `text`, on the ports it names.
+    fn spawn_with(&self, text: &str) -> Result<Child, BrokerError> {
+        let ports = [
+            layout::service_port(text),
+            layout::web_port(text),
+            secure::tls_port(text),
+        ];
+        for port in ports.into_iter().flatten() {
             if !daemon::can_listen(port) {
                 return Err(BrokerError::PortInUse {
                     broker: NAME,
                     port,
                     dir: self.daemon.dir.clone(),
                     variable: PORT_VARIABLE,
-                    needs: "<port> and <port>+1430 (admin API and metrics)",
+                    needs: "<port>, <port>+1 with --tls, and <port>+1430 (admin API and metrics)",
                 });
             }
         }
         self.daemon.spawn(text, self.command())
+    }
+
+    /// The TLS material and whether TLS is on for the next start (see [`TlsFiles`]).
+    pub fn tls(&self) -> TlsFiles {
+        TlsFiles::of(&self.daemon.dir)
+    }
+
+    /// The TLS port of the running broker, when it was started with TLS.
+    fn running_tls_port(&self) -> Option<u16> {
+        self.running_config()
+            .filter(|text| text.contains(secure::TLS_MARK))
+            .and_then(|text| secure::tls_port(&text))
     }
 
     fn wait_answering(&self, child: &mut Child) -> Result<(), BrokerError> {
@@ -246,7 +269,7 @@ impl ManagedPulsar {
         }
         let file = self.daemon.config_file();
         let text = std::fs::read_to_string(&file).map_err(BrokerError::io("reading", &file))?;
-        let mut child = self.spawn_with(self.running_port(), self.web_port(), &text)?;
+        let mut child = self.spawn_with(&text)?;
         if let Err(e) = self.wait_answering(&mut child) {
             self.daemon.abandon(child);
             return Err(e);
@@ -292,7 +315,7 @@ impl ManagedBroker for ManagedPulsar {
     }
 
     fn endpoints(&self) -> Vec<String> {
-        vec![
+        let mut lines = vec![
             format!(
                 "admin API and metrics: http://127.0.0.1:{}/admin/v2, /metrics/",
                 self.web_port()
@@ -301,7 +324,59 @@ impl ManagedBroker for ManagedPulsar {
                 "standalone: broker, one bookie, metadata store; Pulsar {VERSION} in {}",
                 self.distribution().display()
             ),
-        ]
+        ];
+        if let Some(port) = self.running_tls_port() {
+            lines.push(format!(
+                "TLS:  pulsar+ssl://127.0.0.1:{port} (token of the role `{}`, or the client certificate; plain pulsar:// goes on as before)",
+                tls::USER
+            ));
+            lines.push(format!("CA:   {}", self.tls().ca().display()));
+            lines.push("`brokerbench broker status pulsar --driver-file > pulsar-tls.yaml` writes a driver file for it (it holds the token)".into());
+        }
+        lines
+    }
+
+    fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
+        let running = self.daemon.running_pid();
+        let started_with_tls = self.running_tls_port().is_some();
+        self.tls()
+            .switch(NAME, running.map(|pid| (pid, started_with_tls)), on)
+    }
+
+    fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
+        let web = format!("http://127.0.0.1:{}", self.web_port());
+        let Some(port) = self.running_tls_port() else {
+            return Ok(format!(
+                "\
+# The managed Pulsar (`brokerbench broker status pulsar --driver-file`).
+# Start it with TLS and token authentication: brokerbench broker down pulsar; brokerbench broker up pulsar --tls
+driver: pulsar
+service_url: pulsar://{}
+http_url: {web}
+",
+                status.address
+            ));
+        };
+        let files = self.tls();
+        Ok(format!(
+            "\
+# The managed Pulsar over TLS (`brokerbench broker status pulsar --driver-file`).
+# It holds the token of the role `{user}`: keep it private. brokerbench writes it into no
+# result, log or report. Pulsar's TLS authentication instead of the token (the client
+# certificate's common name is the role): remove auth_token and write
+#   tls: {{ca_file: '{ca}', cert_file: '{certificate}', key_file: '{key}'}}
+driver: pulsar
+service_url: pulsar+ssl://127.0.0.1:{port}
+http_url: {web}
+auth_token: {token}
+tls: {{ca_file: '{ca}'}}
+",
+            user = tls::USER,
+            ca = files.ca().display(),
+            certificate = files.client_certificate().display(),
+            key = files.client_key().display(),
+            token = secure::token(&files)?,
+        ))
     }
 }
 
