@@ -15,17 +15,15 @@ const ARTEMIS_DRIVER: &str = concat!(
     "/workloads/drivers/artemis.yaml"
 );
 
-/// Starts the managed Artemis once per test binary (idempotent); returns its address.
+/// Starts the managed Artemis once per test binary (idempotent), with TLS and a user (`broker
+/// up artemis --tls`: security is on, and clients that give no login connect as a guest on
+/// either acceptor, so every other test runs against it unchanged); returns its address.
 fn artemis() -> String {
     static ADDRESS: OnceLock<String> = OnceLock::new();
     ADDRESS
         .get_or_init(|| {
-            let output = brokerbench()
-                .args(["broker", "up", "artemis"])
-                .output()
-                .expect("running brokerbench broker up artemis");
-            assert!(output.status.success(), "{output:?}");
-            let text = String::from_utf8_lossy(&output.stdout).into_owned();
+            let text = up_with_tls("artemis");
+            assert!(text.contains("TLS:  ssl://127.0.0.1:"), "{text}");
             text.split_whitespace()
                 .find(|w| w.starts_with("127.0.0.1:"))
                 .expect("broker up prints the address")
@@ -335,4 +333,118 @@ fn a_killed_broker_started_again_loses_no_confirmed_message_and_the_clients_come
         .output()
         .unwrap();
     assert!(status.status.success(), "{status:?}");
+}
+
+/// The driver file `broker status artemis --driver-file` prints for the TLS acceptor, and the
+/// password it holds.
+fn tls_driver() -> (String, String) {
+    artemis();
+    let output = brokerbench()
+        .args(["broker", "status", "artemis", "--driver-file"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let password =
+        std::fs::read_to_string(brokerbench_brokers::home().join("artemis/tls/password"))
+            .unwrap()
+            .trim()
+            .to_string();
+    assert!(
+        text.contains(&format!(
+            "broker_address: ssl://brokerbench:{password}@127.0.0.1:"
+        )),
+        "{text}"
+    );
+    (text, password)
+}
+
+/// A short run at 2,000 msg/s with the driver file `text`.
+fn run_text(text: &str) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "driver.yaml", text);
+    let sets = short("2000", 2);
+    run_in(
+        dir,
+        &with_sets(&sets, &["--driver", file.to_str().unwrap()]),
+    )
+}
+
+#[test]
+fn runs_over_tls_as_the_user_and_as_a_guest_are_clean_and_keep_secrets() {
+    let _turn = serial();
+    let (driver, password) = tls_driver();
+    let run = run_text(&driver);
+    assert_lossless(&run);
+    let keys: Vec<String> = ["ca-key.pem", "server-key.pem", "client-key.pem"]
+        .iter()
+        .map(|name| {
+            let path = brokerbench_brokers::home().join("artemis/tls").join(name);
+            let text = std::fs::read_to_string(path).unwrap();
+            text.lines().nth(1).unwrap().to_string()
+        })
+        .collect();
+    for path in files_under(&run.folder) {
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        assert!(
+            !text.contains(&password),
+            "{} holds the password",
+            path.display()
+        );
+        assert!(
+            keys.iter().all(|key| !text.contains(key.as_str())),
+            "{} holds a key",
+            path.display()
+        );
+    }
+    assert!(!run.stdout.contains(&password) && !run.stderr.contains(&password));
+    let manifest = std::fs::read_to_string(run.folder.join("manifest.json")).unwrap();
+    assert!(manifest.contains("ssl://brokerbench:***@"), "{manifest}");
+    // No login over TLS: a guest, with the same rights.
+    let guest = driver.replace(&format!("brokerbench:{password}@"), "");
+    assert_ne!(guest, driver);
+    assert_lossless(&run_text(&guest));
+}
+
+#[test]
+fn a_wrong_password_or_an_untrusted_certificate_is_refused_at_once_naming_what_to_fix() {
+    let _turn = serial();
+    let (driver, password) = tls_driver();
+    let other = tempfile::tempdir().unwrap();
+    let foreign = brokerbench_brokers::tls::TlsFiles::of(other.path());
+    foreign.generate_once().unwrap();
+    let ca = brokerbench_brokers::home().join("artemis/tls/ca.pem");
+    let cases = [
+        (
+            driver.replace(&password, "Zq7-wrong-password"),
+            vec![
+                "refused the credentials",
+                "user 'brokerbench'",
+                "password in broker_address",
+                "User name [brokerbench] or password is invalid",
+            ],
+        ),
+        (
+            driver.replace(
+                &ca.display().to_string(),
+                &foreign.ca().display().to_string(),
+            ),
+            vec!["TLS handshake", "UnknownIssuer", "ca_file"],
+        ),
+    ];
+    for (text, names) in cases {
+        assert_ne!(text, driver);
+        let started = Instant::now();
+        let run = run_text(&text);
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(run.code, 3, "{}", run.stderr);
+        for name in names {
+            assert!(run.stderr.contains(name), "{name}: {}", run.stderr);
+        }
+        assert!(!run.stderr.contains(&password) && !run.stderr.contains("Zq7-"));
+    }
 }

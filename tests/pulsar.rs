@@ -18,23 +18,7 @@ const PULSAR_DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/driv
 fn pulsar() -> u16 {
     static WEB: OnceLock<u16> = OnceLock::new();
     *WEB.get_or_init(|| {
-        let up = || {
-            brokerbench()
-                .args(["broker", "up", "pulsar", "--tls"])
-                .output()
-                .expect("running brokerbench broker up pulsar --tls")
-        };
-        let mut output = up();
-        if !output.status.success() {
-            // A broker another binary left running without TLS: started again with it.
-            let said = String::from_utf8_lossy(&output.stderr).into_owned();
-            assert!(said.contains("without TLS"), "{said}");
-            let down = brokerbench().args(["broker", "down", "pulsar"]).output();
-            assert!(down.unwrap().status.success());
-            output = up();
-        }
-        assert!(output.status.success(), "{output:?}");
-        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        let text = up_with_tls("pulsar");
         assert!(text.contains("TLS:  pulsar+ssl://127.0.0.1:"), "{text}");
         let url = text
             .split_whitespace()

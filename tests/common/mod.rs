@@ -620,3 +620,25 @@ pub fn assert_dropped_by_policy(run: &Run) {
         "{s:#}"
     );
 }
+
+/// `broker up FAMILY --tls` (TLS listeners, a user), first taking down a broker of the family
+/// that another test binary left running without TLS; what `up` printed.
+pub fn up_with_tls(family: &str) -> String {
+    let up = || {
+        brokerbench()
+            .args(["broker", "up", family, "--tls"])
+            .timeout(Duration::from_secs(300))
+            .output()
+            .expect("running brokerbench broker up --tls")
+    };
+    let mut output = up();
+    if !output.status.success() {
+        let said = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(said.contains("without TLS"), "{said}");
+        let down = brokerbench().args(["broker", "down", family]).output();
+        assert!(down.unwrap().status.success());
+        output = up();
+    }
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 pub const ARTEMIS_DRIVER_FIELDS: &[&str] = &[
     "driver",
     "broker_address",
+    "tls",
     "durable",
     "max_outstanding",
     "consumer_window_size",
@@ -38,6 +39,11 @@ pub struct ArtemisDriverConfig {
     /// 61616 speaks every protocol); absent means the managed local Artemis.
     #[serde(default)]
     pub broker_address: Option<ArtemisUrl>,
+    /// TLS to the acceptor (`ssl://host:port`, or `tcp://…?sslEnabled=true`, turns it on
+    /// too): the CA that signed the broker's certificate (`ca_file`; else the system's
+    /// bundle), a client certificate (`cert_file`, `key_file`), `server_name`.
+    #[serde(default)]
+    pub tls: Option<brokerbench_driver::tls::TlsSettings>,
     /// Messages are durable (written to the journal before the broker confirms them).
     #[serde(default = "default_true")]
     pub durable: bool,
@@ -140,20 +146,25 @@ pub struct ArtemisUrl {
     pub port: u16,
     pub user: Option<String>,
     password: Option<String>,
+    /// Set for `ssl://` (or `sslEnabled=true`): how the broker's certificate is trusted.
+    pub tls: Option<brokerbench_driver::tls::TlsSettings>,
 }
 
 impl ArtemisUrl {
     pub fn parse(text: &str) -> Result<ArtemisUrl, String> {
-        let rest = ["tcp://", "stomp://"]
+        let rest = ["tcp://", "stomp://", "ssl://", "stomp+ssl://"]
             .iter()
             .find_map(|scheme| text.strip_prefix(scheme))
             .unwrap_or(text);
         if text.contains("://") && rest.len() == text.len() {
             return Err(format!(
-                "'{}': write tcp://host:port (a STOMP acceptor of Artemis)",
+                "'{}': write tcp://host:port (a STOMP acceptor of Artemis), or ssl://host:port for TLS",
                 brokerbench_model::redact::redact_uri(text)
             ));
         }
+        let secure = text.starts_with("ssl://")
+            || text.starts_with("stomp+ssl://")
+            || text.to_ascii_lowercase().contains("sslenabled=true");
         let (auth, address) = match rest.rsplit_once('@') {
             Some((auth, address)) => (Some(auth), address),
             None => (None, rest),
@@ -183,7 +194,17 @@ impl ArtemisUrl {
             port,
             user,
             password,
+            tls: secure.then(Default::default),
         })
+    }
+
+    /// The same broker over TLS as the driver file's `tls:` block says (which turns TLS on
+    /// for a `tcp://` URL too).
+    pub fn with_tls(mut self, settings: Option<&brokerbench_driver::tls::TlsSettings>) -> Self {
+        if let Some(settings) = settings {
+            self.tls = Some(settings.clone());
+        }
+        self
     }
 
     /// `host:port`.
@@ -196,10 +217,11 @@ impl ArtemisUrl {
     }
 
     fn redacted(&self) -> String {
+        let scheme = if self.tls.is_some() { "ssl" } else { "tcp" };
         match (&self.user, &self.password) {
-            (Some(u), Some(_)) => format!("tcp://{u}:***@{}", self.address()),
-            (Some(u), None) => format!("tcp://{u}@{}", self.address()),
-            _ => format!("tcp://{}", self.address()),
+            (Some(u), Some(_)) => format!("{scheme}://{u}:***@{}", self.address()),
+            (Some(u), None) => format!("{scheme}://{u}@{}", self.address()),
+            _ => format!("{scheme}://{}", self.address()),
         }
     }
 }
@@ -255,6 +277,17 @@ mod tests {
             );
         }
         assert_eq!(ArtemisUrl::parse("localhost").unwrap().port, 61616);
+        let secure = ArtemisUrl::parse("tcp://h:61617?sslEnabled=true").unwrap();
+        assert_eq!(
+            (secure.to_string(), secure.tls.is_some()),
+            ("ssl://h:61617".into(), true)
+        );
+        let plain = ArtemisUrl::parse("tcp://h:61617").unwrap();
+        let settings = brokerbench_driver::tls::TlsSettings {
+            ca_file: Some("/ca.pem".into()),
+            ..Default::default()
+        };
+        assert_eq!(plain.with_tls(Some(&settings)).tls, Some(settings));
         let odd = ArtemisUrl::parse("tcp://bench:s3?cr@t@h:61616").unwrap();
         assert_eq!(
             (odd.address(), odd.password()),

@@ -17,6 +17,8 @@ pub const CONNECTION_CLOSED: &str = "connection_closed";
 pub enum ConnectError {
     Unreachable(String),
     Authentication(String),
+    /// The TLS handshake failed: why, and what to check.
+    Tls(String),
     Protocol(String),
 }
 
@@ -47,7 +49,7 @@ impl Conn {
     ) -> Result<Conn, ConnectError> {
         let deadline = Instant::now() + timeout;
         let mut conn = Conn {
-            stream: open(&url.address(), timeout)?,
+            stream: open(url, deadline)?,
             buf: Vec::with_capacity(128 * 1024),
             start: 0,
             out: Vec::with_capacity(64 * 1024),
@@ -61,9 +63,14 @@ impl Conn {
             &login_headers(url, client_id),
             b"",
         );
-        let lost = |_| ConnectError::Unreachable("the connection closed while logging in".into());
-        conn.flush().map_err(lost)?;
-        conn.server = conn.await_connected(deadline, timeout)?;
+        conn.flush()
+            .map_err(|e| closed_while_logging_in(url, &e.to_string()))?;
+        conn.server = conn
+            .await_connected(deadline, timeout)
+            .map_err(|e| match e {
+                ConnectError::Unreachable(reason) => closed_while_logging_in(url, &reason),
+                other => other,
+            })?;
         Ok(conn)
     }
 
@@ -91,7 +98,7 @@ impl Conn {
                     ))),
                 });
             })
-            .map_err(|e| ConnectError::Unreachable(format!("{e} while logging in")))?;
+            .map_err(ConnectError::Unreachable)?;
         }
         answer.expect("the loop ends with an answer")
     }
@@ -241,9 +248,25 @@ fn login_headers<'a>(url: &'a ArtemisUrl, client_id: Option<&'a str>) -> Vec<(&'
     headers
 }
 
-/// A TCP connection to `address` within `timeout`, without Nagle's delay.
-fn open(address: &str, timeout: Duration) -> Result<TcpStream, ConnectError> {
-    brokerbench_driver::net::dial(address, timeout).map_err(ConnectError::Unreachable)
+/// A connection to the broker before `deadline`, over TLS when the URL asks for it.
+fn open(url: &ArtemisUrl, deadline: Instant) -> Result<TcpStream, ConnectError> {
+    let opened = brokerbench_driver::net::open(&url.host, url.port, url.tls.as_ref(), deadline);
+    opened.map_err(ConnectError::from)
+}
+
+fn closed_while_logging_in(url: &ArtemisUrl, reason: &str) -> ConnectError {
+    brokerbench_driver::net::closed_while_logging_in(url.tls.as_ref(), reason).into()
+}
+
+impl From<brokerbench_driver::net::OpenError> for ConnectError {
+    fn from(e: brokerbench_driver::net::OpenError) -> Self {
+        match e {
+            brokerbench_driver::net::OpenError::Unreachable(reason) => {
+                ConnectError::Unreachable(reason)
+            }
+            brokerbench_driver::net::OpenError::Tls(reason) => ConnectError::Tls(reason),
+        }
+    }
 }
 
 /// An ERROR answer to CONNECT: refused credentials, or something else.

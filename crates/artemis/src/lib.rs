@@ -50,6 +50,7 @@ pub struct ArtemisDriver {
 
 impl ArtemisDriver {
     pub fn new(config: ArtemisDriverConfig, url: ArtemisUrl) -> Self {
+        let url = url.with_tls(config.tls.as_ref());
         ArtemisDriver {
             config,
             url,
@@ -77,6 +78,12 @@ impl ArtemisDriver {
                     Some(user) => format!("{reason} (user '{user}'); check the user and password in broker_address"),
                     None => format!("{reason} (no user given); the broker wants one: broker_address: tcp://user:password@host:port"),
                 },
+            },
+            ConnectError::Tls(reason) => DriverError::Unreachable {
+                broker: "artemis",
+                address: self.url.to_string(),
+                reason,
+                hint: "check broker_address (ssl://host:port, a TLS acceptor) and the driver file's tls: block (ca_file, cert_file, key_file, server_name)".into(),
             },
             ConnectError::Protocol(reason) => {
                 DriverError::Other(format!("artemis at {}: {reason}", self.url))

@@ -24,9 +24,11 @@ impl<'a> Frame<'a> {
         })
     }
 
-    /// Header `name` as text (lossy), for messages.
+    /// Header `name` as text (lossy), for messages: STOMP 1.2's escapes (`\c` for `:`,
+    /// `\n`, `\r`, `\\`) undone.
     pub fn text(&self, name: &[u8]) -> String {
-        String::from_utf8_lossy(self.header(name).unwrap_or_default()).into_owned()
+        let raw = String::from_utf8_lossy(self.header(name).unwrap_or_default()).into_owned();
+        unescape(&raw)
     }
 
     /// What an ERROR frame says: its `message` header and its body's first line.
@@ -39,6 +41,27 @@ impl<'a> Frame<'a> {
             (m, d) => format!("{m}: {d}"),
         }
     }
+}
+
+/// A header value with STOMP 1.2's escapes undone (an unknown escape is kept as it came).
+fn unescape(raw: &str) -> String {
+    let mut text = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            text.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('c') => text.push(':'),
+            Some('n') => text.push('\n'),
+            Some('r') => text.push('\r'),
+            Some('\\') => text.push('\\'),
+            Some(other) => text.extend(['\\', other]),
+            None => text.push('\\'),
+        }
+    }
+    text
 }
 
 /// The largest frame read (brokerbench's messages are far smaller).
@@ -185,6 +208,14 @@ pub fn parse_number(text: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_text_undoes_stomp_escapes() {
+        assert_eq!(
+            unescape(r"Security Error occurred\c User [a\\b]\n\x"),
+            "Security Error occurred: User [a\\b]\n\\x"
+        );
+    }
 
     #[test]
     fn frames_are_written_and_cut_out_by_content_length() {

@@ -1,7 +1,53 @@
-//! What the families' own clients share to reach a broker: one TCP connection.
+//! What the families' own clients share to reach a broker: one TCP connection, over TLS when
+//! the driver file asks for it.
 
 use std::net::{TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use crate::tls::{TlsError, TlsSettings};
+
+/// Why [`open`] found no broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenError {
+    /// No TCP connection: why, in words.
+    Unreachable(String),
+    /// The TLS handshake failed: why, and what in the driver file's `tls:` block to check.
+    Tls(String),
+}
+
+/// A connection to `host`:`port` before `deadline` ([`dial`]), over TLS when `tls` is given
+/// (the plain-text side of [`crate::tls::connect`]).
+pub fn open(
+    host: &str,
+    port: u16,
+    tls: Option<&TlsSettings>,
+    deadline: Instant,
+) -> Result<TcpStream, OpenError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let tcp = dial(&format!("{host}:{port}"), left).map_err(OpenError::Unreachable)?;
+    let Some(settings) = tls else {
+        return Ok(tcp);
+    };
+    let failed = |e: TlsError| {
+        OpenError::Tls(e.with_hint(
+            "tls: {ca_file: …} in the driver file",
+            "tls: {cert_file: …, key_file: …} in the driver file",
+        ))
+    };
+    let config = settings.client_config().map_err(failed)?;
+    let name = settings.server_name.as_deref();
+    crate::tls::connect(tcp, config, host, name, deadline).map_err(failed)
+}
+
+/// The connection ended while logging in (before the broker's answer to the client's first
+/// frame): over TLS with a client certificate, how a TLS 1.3 broker refuses one it does not
+/// trust (its alert comes after the handshake), said so; else unreachable.
+pub fn closed_while_logging_in(tls: Option<&TlsSettings>, reason: &str) -> OpenError {
+    if tls.is_some_and(|t| t.cert_file.is_some()) {
+        return OpenError::Tls(format!("{reason} while logging in, after the TLS handshake: does the broker trust the client certificate (tls: {{cert_file: …, key_file: …}} in the driver file)?"));
+    }
+    OpenError::Unreachable(format!("{reason} while logging in"))
+}
 
 /// A TCP connection to `address` (`host:port`) within `timeout` per address it resolves to,
 /// without Nagle's delay; why not, in words.

@@ -345,33 +345,25 @@ fn is_answer(kind: u32) -> bool {
 }
 
 /// A TCP connection to `address` within `timeout`, without Nagle's delay.
-/// A connection to the broker before `deadline`, over TLS for `pulsar+ssl://`.
+/// A connection to the broker before `deadline`, over TLS when the URL asks for it.
 fn open(url: &PulsarUrl, deadline: Instant) -> Result<TcpStream, ConnectError> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    let tcp =
-        brokerbench_driver::net::dial(&url.address(), left).map_err(ConnectError::Unreachable)?;
-    let Some(settings) = &url.tls else {
-        return Ok(tcp);
-    };
-    let failed = |e: brokerbench_driver::tls::TlsError| {
-        ConnectError::Tls(e.with_hint(
-            "tls: {ca_file: …} in the driver file",
-            "tls: {cert_file: …, key_file: …} in the driver file",
-        ))
-    };
-    let config = settings.client_config().map_err(failed)?;
-    let server_name = settings.server_name.as_deref();
-    brokerbench_driver::tls::connect(tcp, config, &url.host, server_name, deadline).map_err(failed)
+    let opened = brokerbench_driver::net::open(&url.host, url.port, url.tls.as_ref(), deadline);
+    opened.map_err(ConnectError::from)
 }
 
-/// The connection ended before CONNECTED: over TLS with a client certificate, how a TLS 1.3
-/// broker refuses one it does not trust (its alert comes after the handshake).
 fn closed_while_logging_in(url: &PulsarUrl, reason: &str) -> ConnectError {
-    let certificate = url.tls.as_ref().is_some_and(|t| t.cert_file.is_some());
-    if certificate {
-        return ConnectError::Tls(format!("{reason} while logging in, after the TLS handshake: does the broker trust the client certificate (tls: {{cert_file: …, key_file: …}} in the driver file)?"));
+    brokerbench_driver::net::closed_while_logging_in(url.tls.as_ref(), reason).into()
+}
+
+impl From<brokerbench_driver::net::OpenError> for ConnectError {
+    fn from(e: brokerbench_driver::net::OpenError) -> Self {
+        match e {
+            brokerbench_driver::net::OpenError::Unreachable(reason) => {
+                ConnectError::Unreachable(reason)
+            }
+            brokerbench_driver::net::OpenError::Tls(reason) => ConnectError::Tls(reason),
+        }
     }
-    ConnectError::Unreachable(format!("{reason} while logging in"))
 }
 
 /// What CONNECT logs in with: the token, else (over TLS with a client certificate)

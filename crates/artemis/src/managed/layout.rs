@@ -10,9 +10,17 @@ use brokerbench_brokers::{process, BrokerError};
 /// The broker configuration: persistence with the journal in `data`, one acceptor on
 /// 127.0.0.1:`port` speaking STOMP (brokerbench's driver) and CORE, AMQP and OpenWire (the
 /// peers' tools: `artemis perf client`), security off, addresses and queues created on first
-/// use and the addresses removed with their last queue.
-pub fn broker_xml(port: u16, data: &Path) -> String {
+/// use and the addresses removed with their last queue; with `tls` (the TLS acceptor, see
+/// [`super::secure`]) that acceptor too and security on.
+pub fn broker_xml(port: u16, data: &Path, tls: Option<&str>) -> String {
     let data = data.display();
+    let security = tls.is_some();
+    let tls_acceptor = tls.unwrap_or("");
+    let settings = if security {
+        super::secure::SECURITY_SETTINGS
+    } else {
+        ""
+    };
     format!(
         r##"<?xml version="1.0" encoding="UTF-8"?>
 <!-- Written by brokerbench at each start of the managed Artemis; edits are overwritten. -->
@@ -20,7 +28,7 @@ pub fn broker_xml(port: u16, data: &Path) -> String {
   <core xmlns="urn:activemq:core">
     <name>brokerbench</name>
     <persistence-enabled>true</persistence-enabled>
-    <security-enabled>false</security-enabled>
+    <security-enabled>{security}</security-enabled>
     <journal-type>NIO</journal-type>
     <journal-pool-files>10</journal-pool-files>
     <journal-directory>{data}/journal</journal-directory>
@@ -29,7 +37,8 @@ pub fn broker_xml(port: u16, data: &Path) -> String {
     <large-messages-directory>{data}/large-messages</large-messages-directory>
     <acceptors>
       <acceptor name="brokerbench">tcp://127.0.0.1:{port}?protocols=STOMP,CORE,AMQP,OPENWIRE</acceptor>
-    </acceptors>
+{tls_acceptor}    </acceptors>
+{settings}
     <address-settings>
       <address-setting match="#">
         <auto-create-addresses>true</auto-create-addresses>
@@ -100,11 +109,12 @@ logger.audit.level = OFF
 ";
 
 /// Writes every file but `artemis.conf` (the daemon writes that) into `dir`, the web server
-/// on `web_port`.
-pub fn write_companions(dir: &Path, web_port: u16) -> Result<(), BrokerError> {
+/// on `web_port`; `secure`: the login of a broker with security on.
+pub fn write_companions(dir: &Path, web_port: u16, secure: bool) -> Result<(), BrokerError> {
+    let login = if secure { super::secure::LOGIN } else { LOGIN };
     for (name, text) in [
         ("bootstrap.xml", bootstrap_xml(web_port).as_str()),
-        ("login.config", LOGIN),
+        ("login.config", login),
         ("management.xml", MANAGEMENT),
         ("jolokia-access.xml", JOLOKIA_ACCESS),
         ("log4j2.properties", LOG4J),

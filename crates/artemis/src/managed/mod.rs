@@ -6,6 +6,7 @@
 
 mod install;
 mod layout;
+mod secure;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use brokerbench_brokers::daemon::{self, Daemon};
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
+use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker};
 
 pub use install::VERSION;
@@ -96,29 +98,51 @@ impl ManagedArtemis {
         command
     }
 
-    /// Starts the broker with a new configuration on the port setting's port.
+    /// Starts the broker with a new configuration on the port setting's port (and its TLS
+    /// acceptor, security on, when TLS is on).
     fn spawn(&self) -> Result<Child, BrokerError> {
         let port = self.port()?;
-        self.spawn_with(port, &layout::broker_xml(port, &self.daemon.data_dir()))
+        let tls = match self.tls().enabled() {
+            true => Some(secure::acceptor(&self.tls(), port + secure::TLS_OFFSET)?),
+            false => None,
+        };
+        let text = layout::broker_xml(port, &self.daemon.data_dir(), tls.as_deref());
+        self.spawn_with(port, &text)
     }
 
-    /// Starts the broker with the configuration `text`, which listens on `port`.
+    /// The TLS material and whether TLS is on for the next start (see [`TlsFiles`]).
+    pub fn tls(&self) -> TlsFiles {
+        TlsFiles::of(&self.daemon.dir)
+    }
+
+    /// The TLS acceptor's port of the running broker, when it was started with TLS.
+    fn running_tls_port(&self) -> Option<u16> {
+        let text = std::fs::read_to_string(self.daemon.config_file()).ok()?;
+        secure::tls_port(&text)
+    }
+
+    /// Starts the broker with the configuration `text`, which listens on `port` (and its TLS
+    /// port, when it names one).
     fn spawn_with(&self, port: u16, text: &str) -> Result<Child, BrokerError> {
         let web = web_port(port).ok_or_else(invalid_port)?;
-        for port in [port, web] {
+        let tls_port = secure::tls_port(text);
+        for port in [Some(port), Some(web), tls_port].into_iter().flatten() {
             if !daemon::can_listen(port) {
                 return Err(BrokerError::PortInUse {
                     broker: NAME,
                     port,
                     dir: self.daemon.dir.clone(),
                     variable: PORT_VARIABLE,
-                    needs: "<port> and <port>+1000 (management console)",
+                    needs: "<port>, <port>+1 with --tls, and <port>+1000 (management console)",
                 });
             }
         }
         std::fs::create_dir_all(&self.daemon.dir)
             .map_err(BrokerError::io("creating", &self.daemon.dir))?;
-        layout::write_companions(&self.daemon.dir, web)?;
+        layout::write_companions(&self.daemon.dir, web, tls_port.is_some())?;
+        if tls_port.is_some() {
+            secure::write_users(&self.daemon.dir, &self.tls())?;
+        }
         self.daemon.spawn(text, self.command())
     }
 
@@ -339,7 +363,51 @@ impl ManagedBroker for ManagedArtemis {
         let console = web_port(self.running_port()).map(|web| {
             format!("management console: http://127.0.0.1:{web}/console (Jolokia, reads only: /console/jolokia)")
         });
-        std::iter::once(protocols).chain(console).collect()
+        let mut lines: Vec<String> = std::iter::once(protocols).chain(console).collect();
+        if let Some(port) = self.running_tls_port() {
+            lines.push(format!(
+                "TLS:  ssl://127.0.0.1:{port} (user `{}`, or no login as a guest; plain tcp:// goes on as before)",
+                tls::USER
+            ));
+            lines.push(format!("CA:   {}", self.tls().ca().display()));
+            lines.push("`brokerbench broker status artemis --driver-file > artemis-tls.yaml` writes a driver file for it (it holds the password)".into());
+        }
+        lines
+    }
+
+    fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
+        let running = self.daemon.running_pid();
+        let started_with_tls = self.running_tls_port().is_some();
+        self.tls()
+            .switch(NAME, running.map(|pid| (pid, started_with_tls)), on)
+    }
+
+    fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
+        let Some(port) = self.running_tls_port() else {
+            return Ok(format!(
+                "\
+# The managed Artemis (`brokerbench broker status artemis --driver-file`).
+# Start it with TLS and a user: brokerbench broker down artemis; brokerbench broker up artemis --tls
+driver: artemis
+broker_address: tcp://{}
+",
+                status.address
+            ));
+        };
+        let files = self.tls();
+        Ok(format!(
+            "\
+# The managed Artemis over TLS (`brokerbench broker status artemis --driver-file`).
+# It holds the password of the user `{user}`: keep it private. brokerbench writes it into no
+# result, log or report.
+driver: artemis
+broker_address: ssl://{user}:{password}@127.0.0.1:{port}
+tls: {{ca_file: '{ca}'}}
+",
+            user = tls::USER,
+            password = files.password()?,
+            ca = files.ca().display(),
+        ))
     }
 }
 
@@ -349,7 +417,7 @@ mod tests {
 
     #[test]
     fn the_acceptor_port_is_read_back_from_the_configuration() {
-        let text = layout::broker_xml(61999, Path::new("/tmp/x/data"));
+        let text = layout::broker_xml(61999, Path::new("/tmp/x/data"), None);
         assert_eq!(acceptor_port(&text), Some(61999));
         assert!(text.contains("<journal-directory>/tmp/x/data/journal</journal-directory>"));
     }
