@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{brokerbench, kafka, rabbitmq, serial, OwnHome};
+use common::{brokerbench, kafka, link_jvm_distributions, rabbitmq, serial, OwnHome};
 
 fn bundled(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -152,14 +152,17 @@ fn max_sustainable_kafka() {
 fn replication_cost() {
     let _s = serial();
     let home = OwnHome::new();
+    link_jvm_distributions(home.home.path());
     let (_dir, folder, stdout) = run_quick_in("replication-cost", &[], &home.env());
-    assert_all_complete("replication-cost", &folder, 6, &stdout);
-    for (family, before) in [
-        ("kafka", None),
-        ("rabbitmq", Some("kafka")),
-        ("nats", Some("rabbitmq")),
+    assert_all_complete("replication-cost", &folder, 9, &stdout);
+    for (family, sizes, before) in [
+        ("kafka", &["1 node", "3 nodes"][..], None),
+        ("rabbitmq", &["1 node", "3 nodes"], Some("kafka")),
+        ("nats", &["1 node", "3 nodes"], Some("rabbitmq")),
+        ("pulsar", &["1 node", "3 nodes"], Some("nats")),
+        ("artemis", &["1 node"], Some("pulsar")),
     ] {
-        for nodes in ["1 node", "3 nodes"] {
+        for nodes in sizes {
             let line = format!("broker: {family} up with {nodes}");
             assert!(stdout.contains(&line), "{line}:\n{stdout}");
         }
@@ -168,15 +171,18 @@ fn replication_cost() {
             assert!(stdout.contains(&down), "{down}:\n{stdout}");
         }
     }
-    // The quorum queue's run was on three RabbitMQ nodes.
-    let manifest = folder.join("runs/c004-r1/manifest.json");
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
-    assert_eq!(
-        manifest["broker"]["nodes"].as_array().map(Vec::len),
-        Some(3),
-        "{manifest:#}"
-    );
+    // The quorum queue's run was on three RabbitMQ nodes; Pulsar's three-copy run on three
+    // bookies, as the broker's own admin API counted them before the run.
+    for (cell, nodes) in [("c004-r1", 3), ("c008-r1", 3)] {
+        let manifest = folder.join("runs").join(cell).join("manifest.json");
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+        assert_eq!(
+            manifest["broker"]["nodes"].as_array().map(Vec::len),
+            Some(nodes),
+            "{cell}: {manifest:#}"
+        );
+    }
 }
 
 /// The fault studies need three-node clusters of each family and a minute per run: here every

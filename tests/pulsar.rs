@@ -242,7 +242,10 @@ fn an_openmessaging_benchmark_pulsar_driver_file_runs_with_the_quorum_one_bookie
     assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert!(
         refused.stderr.contains("persistence.ensemble_size is 3")
-            && refused.stderr.contains("--set persistence.ensemble_size=1"),
+            && refused.stderr.contains("--set persistence.ensemble_size=1")
+            && refused
+                .stderr
+                .contains("brokerbench broker up pulsar --nodes 3"),
         "{}",
         refused.stderr
     );

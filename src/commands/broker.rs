@@ -195,9 +195,12 @@ fn print_status(status: &BrokerStatus, state: &str) {
     if status.nodes.len() > 1 {
         println!("  nodes: {}", status.nodes.len());
         for node in &status.nodes {
-            let pid = node
-                .pid
-                .map_or("down".to_string(), |pid| format!("pid {pid}"));
+            let pid = match (node.pid, node.up) {
+                (Some(pid), _) => format!("pid {pid}"),
+                // A node that runs inside another's process (a Pulsar standalone's bookie).
+                (None, true) => "up, in node 1's process".to_string(),
+                (None, false) => "down".to_string(),
+            };
             println!("    node {} at {} ({pid})", node.id, node.address);
         }
     }

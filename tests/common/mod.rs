@@ -25,7 +25,7 @@ pub fn brokerbench() -> Command {
 /// Every family's port variable, and the offsets from its port that its managed broker's
 /// node 1 listens on (Kafka: controller, metrics; RabbitMQ: management, Prometheus,
 /// distribution; NATS: monitoring; Artemis: its one acceptor).
-const FAMILY_PORTS: [(&str, &str, &[u16]); 4] = [
+const FAMILY_PORTS: [(&str, &str, &[u16]); 5] = [
     ("kafka", "BROKERBENCH_KAFKA_PORT", &[0, 1, 312]),
     (
         "rabbitmq",
@@ -33,7 +33,8 @@ const FAMILY_PORTS: [(&str, &str, &[u16]); 4] = [
         &[0, 10_000, 10_020, 20_000],
     ),
     ("nats", "BROKERBENCH_NATS_PORT", &[0, 4000]),
-    ("artemis", "BROKERBENCH_ARTEMIS_PORT", &[0]),
+    ("artemis", "BROKERBENCH_ARTEMIS_PORT", &[0, 1, 1000]),
+    ("pulsar", "BROKERBENCH_PULSAR_PORT", &[0, 1, 1430]),
 ];
 
 /// A brokerbench home of its own, every family's managed broker on a free port layout and
@@ -92,6 +93,27 @@ pub fn link_kafka_jars(home: &Path) {
     let kafka = home.join("kafka");
     std::fs::create_dir_all(&kafka).unwrap();
     std::os::unix::fs::symlink(shared.dir().join(version), kafka.join(version)).unwrap();
+}
+
+/// Makes the Artemis and Pulsar releases of the shared home (installed there unless they are)
+/// those of `home`, so a test's own home does not unpack them again.
+pub fn link_jvm_distributions(home: &Path) {
+    let shared = brokerbench_brokers::home();
+    let artemis = brokerbench_artemis::managed::ManagedArtemis::new(&shared);
+    let pulsar = brokerbench_pulsar::managed::ManagedPulsar::new(&shared);
+    for (family, managed, version) in [
+        (
+            "artemis",
+            &artemis as &dyn brokerbench_brokers::ManagedBroker,
+            brokerbench_artemis::managed::VERSION,
+        ),
+        ("pulsar", &pulsar, brokerbench_pulsar::managed::VERSION),
+    ] {
+        managed.install().expect("installing from Maven Central");
+        let dir = home.join(family);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(shared.join(family).join(version), dir.join(version)).unwrap();
+    }
 }
 
 /// Makes the nats-server release of the shared home (installed there unless it is) that of `home`,

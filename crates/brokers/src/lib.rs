@@ -161,7 +161,7 @@ pub trait ManagedBroker {
     /// broker of another size or settings is an error that says how to restart it, and
     /// changes nothing.
     fn up_with(&self, options: &UpOptions) -> Result<(BrokerStatus, bool), BrokerError> {
-        if options.settings.is_some() {
+        if options.settings.as_ref().is_some_and(|s| !s.is_empty()) {
             return Err(BrokerError::Unsupported {
                 what: "server settings (--config)".into(),
             });

@@ -70,13 +70,17 @@ impl Family for PulsarFamily {
         config: &DriverConfig,
         managed: Option<&str>,
     ) -> Result<Box<dyn Driver>, DriverError> {
-        let config = config_of::<PulsarDriverConfig>(config)?;
+        let mut config = config_of::<PulsarDriverConfig>(config)?;
         let url = managed_or_named(
             managed,
             config.service_url.as_ref(),
             self.address_field(),
             PulsarUrl::parse,
         )?;
+        // The managed broker's admin API is on its own port + 1430, not always 8080.
+        if managed.is_some() && config.http_url.is_none() {
+            config.http_url = crate::managed::admin_url(url.port);
+        }
         Ok(Box::new(PulsarDriver::new(config, url)))
     }
     fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {

@@ -158,9 +158,14 @@ impl PulsarDriver {
         if persistence.ensemble_size as usize <= bookies {
             return Ok(());
         }
+        let ensemble = persistence.ensemble_size;
+        let more = if ensemble <= 3 {
+            format!(", or give the managed Pulsar {ensemble} bookies: brokerbench broker down pulsar; brokerbench broker up pulsar --nodes {ensemble}")
+        } else {
+            String::new()
+        };
         Err(DriverError::Unsatisfiable(format!(
-            "persistence.ensemble_size is {} but the cluster has {bookies} bookie{} (the managed Pulsar standalone has one): run with --set persistence.ensemble_size={bookies} --set persistence.write_quorum={bookies} --set persistence.ack_quorum={bookies}",
-            persistence.ensemble_size,
+            "persistence.ensemble_size is {ensemble} but the cluster has {bookies} bookie{}: run with --set persistence.ensemble_size={bookies} --set persistence.write_quorum={bookies} --set persistence.ack_quorum={bookies}{more}",
             if bookies == 1 { "" } else { "s" }
         )))
     }

@@ -11,12 +11,16 @@ const SERVICE_PORT: &str = "brokerServicePort";
 /// The key the admin REST API's and metrics' port is set by.
 const WEB_PORT: &str = "webServicePort";
 
-/// brokerbench's settings: every listener, the bookie's included, on loopback; the binary
-/// protocol on `port`, the admin API and `/metrics` on `web`.
-pub fn overrides(port: u16, web: u16) -> String {
+/// The line that records how many bookies the standalone runs (`--nodes`).
+const BOOKIES: &str = "# bookies (brokerbench broker up pulsar --nodes N): ";
+
+/// brokerbench's settings: every listener, the bookies' included, on loopback; the binary
+/// protocol on `port`, the admin API and `/metrics` on `web`; `bookies` recorded.
+pub fn overrides(port: u16, web: u16, bookies: u32) -> String {
     format!(
         "
 # Written by brokerbench at each start of the managed Pulsar; edits are overwritten.
+{BOOKIES}{bookies}
 bindAddress=127.0.0.1
 advertisedAddress=127.0.0.1
 {SERVICE_PORT}={port}
@@ -32,11 +36,25 @@ backlogQuotaCheckIntervalInSeconds=1
 
 /// The configuration: the distribution's `conf/standalone.conf` (in `home`) and
 /// [`overrides`].
-pub fn standalone_conf(home: &Path, port: u16, web: u16) -> Result<String, BrokerError> {
+pub fn standalone_conf(
+    home: &Path,
+    port: u16,
+    web: u16,
+    bookies: u32,
+) -> Result<String, BrokerError> {
     let path = home.join("conf/standalone.conf");
     let mut text = std::fs::read_to_string(&path).map_err(BrokerError::io("reading", &path))?;
-    text.push_str(&overrides(port, web));
+    text.push_str(&overrides(port, web, bookies));
     Ok(text)
+}
+
+/// The bookies a configuration was written for (1 when it does not say).
+pub fn bookies(configuration: &str) -> u32 {
+    configuration
+        .lines()
+        .filter_map(|line| line.strip_prefix(BOOKIES)?.trim().parse().ok())
+        .next_back()
+        .unwrap_or(1)
 }
 
 /// The binary-protocol port a configuration sets (its last setting).
@@ -65,8 +83,9 @@ mod tests {
     fn the_last_port_setting_wins() {
         let text = format!(
             "brokerServicePort=6650\nwebServicePort=8080\n{}",
-            overrides(6651, 8081)
+            overrides(6651, 8081, 3)
         );
+        assert_eq!((bookies(&text), bookies("")), (3, 1));
         assert_eq!(
             (service_port(&text), web_port(&text)),
             (Some(6651), Some(8081))

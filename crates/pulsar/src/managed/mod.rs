@@ -16,7 +16,9 @@ use std::time::Duration;
 use brokerbench_brokers::daemon::{self, Daemon};
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::tls::{self, TlsFiles};
-use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker};
+use brokerbench_brokers::{
+    cluster, BrokerError, BrokerStatus, ManagedBroker, NodeStatus, UpOptions,
+};
 
 pub use install::VERSION;
 
@@ -32,11 +34,14 @@ const WHY_MAX: &str = "the admin API and metrics listen on the port + 1430";
 const MEMORY: &str = "-Xms256m -Xmx1g -XX:MaxDirectMemorySize=1g";
 /// The first start creates the metadata store and the bookie's folders.
 const START_TIMEOUT: Duration = Duration::from_secs(120);
+/// `--nodes N` runs N bookies (storage nodes) beside the one broker, in the standalone JVM.
+const MAX_BOOKIES: u32 = 3;
 
 #[derive(Clone)]
 pub struct ManagedPulsar {
     daemon: Daemon,
     port: Result<u16, String>,
+    options: UpOptions,
 }
 
 impl ManagedPulsar {
@@ -45,7 +50,33 @@ impl ManagedPulsar {
             .map_err(|e| e.to_string());
         let mut daemon = Daemon::new(NAME, home);
         daemon.start_timeout = START_TIMEOUT;
-        ManagedPulsar { daemon, port }
+        ManagedPulsar {
+            daemon,
+            port,
+            options: UpOptions::default(),
+        }
+    }
+
+    /// The bookies of the next start: `--nodes`, else one.
+    fn bookies(&self) -> u32 {
+        self.options.nodes.unwrap_or(1)
+    }
+
+    /// The bookies the last start ran (1 before any).
+    fn running_bookies(&self) -> u32 {
+        self.running_config()
+            .map(|text| layout::bookies(&text))
+            .unwrap_or(1)
+    }
+
+    /// A start with another number of bookies than the last finds ledgers and metadata of
+    /// another standalone: they go.
+    fn clear_data_of_another_size(&self, bookies: u32) -> Result<(), BrokerError> {
+        let data = self.daemon.data_dir();
+        if self.running_bookies() == bookies || !data.exists() {
+            return Ok(());
+        }
+        std::fs::remove_dir_all(&data).map_err(BrokerError::io("removing", &data))
     }
 
     fn port(&self) -> Result<u16, BrokerError> {
@@ -73,9 +104,9 @@ impl ManagedPulsar {
             .unwrap_or(DEFAULT_PORT + WEB_OFFSET)
     }
 
-    /// `bin/pulsar standalone` with our configuration file as one argument; the script
-    /// `exec`s the JVM, so the child is the broker.
-    fn command(&self) -> Command {
+    /// `bin/pulsar standalone` with our configuration file as one argument and `bookies`
+    /// bookies; the script `exec`s the JVM, so the child is the broker.
+    fn command(&self, bookies: u32) -> Command {
         let dir = &self.daemon.dir;
         let data = self.daemon.data_dir();
         let mut command = Command::new("bash");
@@ -89,6 +120,8 @@ impl ManagedPulsar {
             .arg(data.join("bookkeeper"))
             .arg("--metadata-dir")
             .arg(data.join("metadata"))
+            .arg("--num-bookies")
+            .arg(bookies.to_string())
             .current_dir(dir)
             .env("PULSAR_STANDALONE_CONF", self.daemon.config_file())
             .env("PULSAR_MEM", MEMORY)
@@ -104,7 +137,9 @@ impl ManagedPulsar {
     fn spawn(&self) -> Result<Child, BrokerError> {
         let port = self.port()?;
         let web = web_port(port).ok_or_else(invalid_port)?;
-        let mut text = layout::standalone_conf(&self.distribution(), port, web)?;
+        let bookies = self.bookies();
+        self.clear_data_of_another_size(bookies)?;
+        let mut text = layout::standalone_conf(&self.distribution(), port, web, bookies)?;
         if self.tls().enabled() {
             text.push_str(&secure::block(&self.tls(), port + secure::TLS_OFFSET)?);
         }
@@ -129,7 +164,7 @@ impl ManagedPulsar {
                 });
             }
         }
-        self.daemon.spawn(text, self.command())
+        self.daemon.spawn(text, self.command(layout::bookies(text)))
     }
 
     /// The TLS material and whether TLS is on for the next start (see [`TlsFiles`]).
@@ -166,6 +201,11 @@ fn web_port(port: u16) -> Option<u16> {
     port.checked_add(WEB_OFFSET)
 }
 
+/// The admin API of a managed broker whose binary protocol is on `port`.
+pub fn admin_url(port: u16) -> Option<String> {
+    web_port(port).map(|web| format!("http://127.0.0.1:{web}"))
+}
+
 /// Whether the broker takes clients: its binary port accepts a connection and its admin API
 /// knows the namespace `public/default` (standalone creates it once the broker runs).
 fn answers(port: u16, web: u16) -> bool {
@@ -189,6 +229,9 @@ impl Lifecycle for ManagedPulsar {
 
     fn check(&self) -> Result<(), BrokerError> {
         self.port()?;
+        if let Some(nodes) = self.options.nodes {
+            cluster::check_size(NAME, nodes, MAX_BOOKIES)?;
+        }
         if self.is_installed() {
             return Ok(());
         }
@@ -202,13 +245,26 @@ impl Lifecycle for ManagedPulsar {
         self.daemon.running_pid()
     }
 
+    /// Node 1 is the broker's JVM; nodes 2 and 3 are its other bookies, which run in it (no
+    /// process of their own to stop or kill).
     fn status_of(&self, pid: u32) -> BrokerStatus {
         let address = format!("127.0.0.1:{}", self.running_port());
-        self.daemon.status_of(pid, address, VERSION.to_string())
+        let mut status = self
+            .daemon
+            .status_of(pid, address.clone(), VERSION.to_string());
+        status
+            .nodes
+            .extend((2..=self.running_bookies()).map(|id| NodeStatus {
+                id,
+                pid: None,
+                address: address.clone(),
+                up: true,
+            }));
+        status
     }
 
-    fn check_running(&self, _status: &BrokerStatus) -> Result<(), BrokerError> {
-        Ok(())
+    fn check_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
+        self.options.check_running(NAME, status)
     }
 
     fn start_again(&self, id: u32) -> Result<u32, BrokerError> {
@@ -297,6 +353,24 @@ impl ManagedBroker for ManagedPulsar {
         self.restart(id)
     }
 
+    fn max_nodes(&self) -> u32 {
+        MAX_BOOKIES
+    }
+
+    /// `--nodes N`: N bookies beside the broker, in the one standalone JVM.
+    fn up_with(&self, options: &UpOptions) -> Result<(BrokerStatus, bool), BrokerError> {
+        if options.settings.as_ref().is_some_and(|s| !s.is_empty()) {
+            return Err(BrokerError::Unsupported {
+                what: "server settings (--config)".into(),
+            });
+        }
+        ManagedPulsar {
+            options: options.clone(),
+            ..self.clone()
+        }
+        .up()
+    }
+
     fn down(&self) -> Result<Option<u32>, BrokerError> {
         lifecycle::down(self)
     }
@@ -321,7 +395,8 @@ impl ManagedBroker for ManagedPulsar {
                 self.web_port()
             ),
             format!(
-                "standalone: broker, one bookie, metadata store; Pulsar {VERSION} in {}",
+                "standalone: broker, {} bookie(s), metadata store in one JVM; Pulsar {VERSION} in {}",
+                self.running_bookies(),
                 self.distribution().display()
             ),
         ];
@@ -388,7 +463,7 @@ mod tests {
     fn the_script_names_our_configuration_as_one_argument() {
         let home = tempfile::tempdir().unwrap();
         let pulsar = ManagedPulsar::new(home.path());
-        let command = pulsar.command();
+        let command = pulsar.command(1);
         let arguments: Vec<_> = command.get_args().collect();
         assert!(arguments.contains(&pulsar.daemon.config_file().as_os_str()));
         assert_eq!(web_port(DEFAULT_PORT), Some(8080));
