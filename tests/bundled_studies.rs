@@ -171,8 +171,9 @@ fn replication_cost() {
             assert!(stdout.contains(&down), "{down}:\n{stdout}");
         }
     }
-    // The quorum queue's run was on three RabbitMQ nodes; Pulsar's three-copy run on three
-    // bookies, as the broker's own admin API counted them before the run.
+    // The quorum queue's run was on three RabbitMQ nodes, Pulsar's three-copy run on a
+    // standalone of three bookies (the run itself, ensemble 3, needs the admin API to count
+    // three bookies before it starts).
     for (cell, nodes) in [("c004-r1", 3), ("c008-r1", 3)] {
         let manifest = folder.join("runs").join(cell).join("manifest.json");
         let manifest: serde_json::Value =

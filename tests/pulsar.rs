@@ -179,7 +179,7 @@ fn an_unreachable_pulsar_exits_3_fast() {
         "auth_token=hunter2",
     ]);
     assert_eq!(run.code, 3, "{}", run.stderr);
-    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(started.elapsed() < Duration::from_secs(10));
     assert!(
         run.stderr.contains("127.0.0.1:1") && run.stderr.contains("brokerbench broker up pulsar"),
         "{}",
@@ -271,19 +271,19 @@ fn an_openmessaging_benchmark_pulsar_driver_file_runs_with_the_quorum_one_bookie
 }
 
 #[test]
-fn a_broker_stopped_and_started_again_loses_no_confirmed_message_and_the_clients_come_back() {
+fn a_killed_broker_started_again_loses_no_confirmed_message_and_the_clients_come_back() {
     let _turn = serial();
     pulsar();
     let mut args = vec!["--driver", PULSAR_DRIVER];
-    // A clean stop (SIGTERM), not a SIGKILL: after a SIGKILL the standalone's bookie sometimes
-    // fights its dead predecessor's registration in the metadata store, and the topics it held
-    // stay unavailable for minutes (docs/src/pulsar.md). Standalone answers about 5 s after it
-    // is started (measured: stopped at 3.0 s, answering at 8.4 s): 18 s leave the clients time
-    // to come back and go on.
-    let sets = short("1000", 18);
+    // SIGKILL, then the standalone started again. Standalone answers about 5 s after it is
+    // started; after a SIGKILL its bookie's registration sometimes loops (half of 10 kills
+    // here), and the start is then done again (a clean stop and start, about 8 s more: see
+    // ManagedPulsar::wait_settled). 30 s leave the clients time to come back and go on after
+    // one such second start.
+    let sets = short("1000", 30);
     args.extend(with_sets(
         &sets,
-        &["--fault", "at=2s,action=stop,node=1,restart_after=1s"],
+        &["--fault", "at=2s,action=kill,node=1,restart_after=1s"],
     ));
     let run = run(&args);
     // Sends in flight when the broker closed the connections fail (the run then ends with
@@ -535,7 +535,7 @@ fn a_wrong_token_or_an_untrusted_certificate_is_refused_at_once_naming_what_to_f
         let started = Instant::now();
         let run = run_text(&text);
         assert!(
-            started.elapsed() < Duration::from_secs(15),
+            started.elapsed() < Duration::from_secs(10),
             "{:?}",
             started.elapsed()
         );

@@ -24,7 +24,7 @@ pub fn brokerbench() -> Command {
 
 /// Every family's port variable, and the offsets from its port that its managed broker's
 /// node 1 listens on (Kafka: controller, metrics; RabbitMQ: management, Prometheus,
-/// distribution; NATS: monitoring; Artemis: its one acceptor).
+/// distribution; NATS: monitoring; Artemis: TLS acceptor, console; Pulsar: TLS, admin API).
 const FAMILY_PORTS: [(&str, &str, &[u16]); 5] = [
     ("kafka", "BROKERBENCH_KAFKA_PORT", &[0, 1, 312]),
     (

@@ -123,6 +123,12 @@ impl ArtemisDriverConfig {
             ));
         }
         crate::limits::validate(self)?;
+        if self.tls.is_some() && self.broker_address.is_none() {
+            return Err(FieldError::new(
+                "tls",
+                "the tls: block is for a TLS acceptor named by broker_address: write broker_address: ssl://host:61617 (`brokerbench broker status artemis --driver-file` prints the managed broker's)".to_string(),
+            ));
+        }
         if self.consumer_window_size == 0 {
             return Err(FieldError::new(
                 "consumer_window_size",
@@ -162,9 +168,10 @@ impl ArtemisUrl {
                 brokerbench_model::redact::redact_uri(text)
             ));
         }
+        let query = rest.rsplit_once('@').map_or(rest, |(_, after)| after);
         let secure = text.starts_with("ssl://")
             || text.starts_with("stomp+ssl://")
-            || text.to_ascii_lowercase().contains("sslenabled=true");
+            || query.to_ascii_lowercase().contains("sslenabled=true");
         let (auth, address) = match rest.rsplit_once('@') {
             Some((auth, address)) => (Some(auth), address),
             None => (None, rest),
@@ -179,6 +186,8 @@ impl ArtemisUrl {
                     "what follows the host's last `:` is not a port number; write tcp://[user:password@]host:port".to_string()
                 })?,
             ),
+            // 61617: the TLS acceptor of Artemis's examples (and of the managed broker).
+            None if secure => (address, 61617),
             None => (address, 61616),
         };
         if host.is_empty() {

@@ -12,15 +12,7 @@ use crate::stomp::{next_frame, write_frame, Frame};
 /// What a broken connection reports.
 pub const CONNECTION_CLOSED: &str = "connection_closed";
 
-/// Why a connection could not be made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConnectError {
-    Unreachable(String),
-    Authentication(String),
-    /// The TLS handshake failed: why, and what to check.
-    Tls(String),
-    Protocol(String),
-}
+pub use brokerbench_driver::net::ConnectError;
 
 /// How often a connection promises the broker a frame or a heart-beat (`heart-beat: 10000,0`):
 /// without the promise Artemis closes a connection that sends nothing for its connection TTL
@@ -250,23 +242,11 @@ fn login_headers<'a>(url: &'a ArtemisUrl, client_id: Option<&'a str>) -> Vec<(&'
 
 /// A connection to the broker before `deadline`, over TLS when the URL asks for it.
 fn open(url: &ArtemisUrl, deadline: Instant) -> Result<TcpStream, ConnectError> {
-    let opened = brokerbench_driver::net::open(&url.host, url.port, url.tls.as_ref(), deadline);
-    opened.map_err(ConnectError::from)
+    brokerbench_driver::net::open(&url.host, url.port, url.tls.as_ref(), deadline)
 }
 
 fn closed_while_logging_in(url: &ArtemisUrl, reason: &str) -> ConnectError {
-    brokerbench_driver::net::closed_while_logging_in(url.tls.as_ref(), reason).into()
-}
-
-impl From<brokerbench_driver::net::OpenError> for ConnectError {
-    fn from(e: brokerbench_driver::net::OpenError) -> Self {
-        match e {
-            brokerbench_driver::net::OpenError::Unreachable(reason) => {
-                ConnectError::Unreachable(reason)
-            }
-            brokerbench_driver::net::OpenError::Tls(reason) => ConnectError::Tls(reason),
-        }
-    }
+    brokerbench_driver::net::closed_while_logging_in(url.tls.as_ref(), reason)
 }
 
 /// An ERROR answer to CONNECT: refused credentials, or something else.

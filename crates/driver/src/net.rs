@@ -6,13 +6,17 @@ use std::time::{Duration, Instant};
 
 use crate::tls::{TlsError, TlsSettings};
 
-/// Why [`open`] found no broker.
+/// Why an own client's connection could not be made (opened and logged in).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OpenError {
-    /// No TCP connection: why, in words.
+pub enum ConnectError {
+    /// No TCP connection, or it ended while logging in: why, in words.
     Unreachable(String),
+    /// The broker refused the credentials.
+    Authentication(String),
     /// The TLS handshake failed: why, and what in the driver file's `tls:` block to check.
     Tls(String),
+    /// The broker answered, but not as the protocol says.
+    Protocol(String),
 }
 
 /// A connection to `host`:`port` before `deadline` ([`dial`]), over TLS when `tls` is given
@@ -22,14 +26,14 @@ pub fn open(
     port: u16,
     tls: Option<&TlsSettings>,
     deadline: Instant,
-) -> Result<TcpStream, OpenError> {
+) -> Result<TcpStream, ConnectError> {
     let left = deadline.saturating_duration_since(Instant::now());
-    let tcp = dial(&format!("{host}:{port}"), left).map_err(OpenError::Unreachable)?;
+    let tcp = dial(&format!("{host}:{port}"), left).map_err(ConnectError::Unreachable)?;
     let Some(settings) = tls else {
         return Ok(tcp);
     };
     let failed = |e: TlsError| {
-        OpenError::Tls(e.with_hint(
+        ConnectError::Tls(e.with_hint(
             "tls: {ca_file: …} in the driver file",
             "tls: {cert_file: …, key_file: …} in the driver file",
         ))
@@ -42,11 +46,11 @@ pub fn open(
 /// The connection ended while logging in (before the broker's answer to the client's first
 /// frame): over TLS with a client certificate, how a TLS 1.3 broker refuses one it does not
 /// trust (its alert comes after the handshake), said so; else unreachable.
-pub fn closed_while_logging_in(tls: Option<&TlsSettings>, reason: &str) -> OpenError {
+pub fn closed_while_logging_in(tls: Option<&TlsSettings>, reason: &str) -> ConnectError {
     if tls.is_some_and(|t| t.cert_file.is_some()) {
-        return OpenError::Tls(format!("{reason} while logging in, after the TLS handshake: does the broker trust the client certificate (tls: {{cert_file: …, key_file: …}} in the driver file)?"));
+        return ConnectError::Tls(format!("{reason} while logging in, after the TLS handshake: does the broker trust the client certificate (tls: {{cert_file: …, key_file: …}} in the driver file)?"));
     }
-    OpenError::Unreachable(format!("{reason} while logging in"))
+    ConnectError::Unreachable(format!("{reason} while logging in"))
 }
 
 /// A TCP connection to `address` (`host:port`) within `timeout` per address it resolves to,

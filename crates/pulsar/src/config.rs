@@ -341,6 +341,21 @@ impl PulsarDriverConfig {
                 "the tls: block is for a TLS listener: write service_url: pulsar+ssl://host:6651 (`brokerbench broker status pulsar --driver-file` prints the managed broker's)".to_string(),
             ));
         }
+        let admin = match (&self.http_url, &self.service_url) {
+            (Some(url), _) => url.clone(),
+            (None, Some(service)) => self.admin_url(service),
+            (None, None) => return Ok(()),
+        };
+        let host = admin
+            .strip_prefix("http://")
+            .and_then(|rest| rest.split([':', '/']).next());
+        let loopback = host.is_some_and(|h| h == "localhost" || h.starts_with("127."));
+        if secure && self.auth_token.is_some() && host.is_some() && !loopback {
+            return Err(FieldError::new(
+                "http_url",
+                format!("the token would go to the admin API ({admin}) in plain HTTP: give http_url: https://host:8443 (the broker's webServicePortTls)"),
+            ));
+        }
         Ok(())
     }
 }
@@ -504,6 +519,10 @@ mod tests {
         );
         let c = parse("service_url: pulsar://h:1\ntls: {ca_file: /ca.pem}");
         assert_eq!(c.validate().unwrap_err().field, "tls");
+        let c = parse("service_url: pulsar+ssl://h:6651\nauth_token: t");
+        assert_eq!(c.validate().unwrap_err().field, "http_url");
+        let c = parse("service_url: pulsar+ssl://127.0.0.1:6651\nauth_token: t");
+        assert!(c.validate().is_ok());
         let c = parse("subscription_type: Shared\nack: cumulative");
         assert_eq!(c.validate().unwrap_err().field, "ack");
         let c = parse("persistence: {ensemble_size: 1, write_quorum: 2, ack_quorum: 1}");

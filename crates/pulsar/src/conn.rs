@@ -13,15 +13,7 @@ use crate::config::PulsarUrl;
 /// What a broken connection reports.
 pub const CONNECTION_CLOSED: &str = "connection_closed";
 
-/// Why a connection could not be made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConnectError {
-    Unreachable(String),
-    Authentication(String),
-    /// The TLS handshake failed: why, and what to check.
-    Tls(String),
-    Protocol(String),
-}
+pub use brokerbench_driver::net::ConnectError;
 
 /// An answer to a request, copied out of the buffer.
 #[derive(Debug, Clone)]
@@ -347,23 +339,11 @@ fn is_answer(kind: u32) -> bool {
 /// A TCP connection to `address` within `timeout`, without Nagle's delay.
 /// A connection to the broker before `deadline`, over TLS when the URL asks for it.
 fn open(url: &PulsarUrl, deadline: Instant) -> Result<TcpStream, ConnectError> {
-    let opened = brokerbench_driver::net::open(&url.host, url.port, url.tls.as_ref(), deadline);
-    opened.map_err(ConnectError::from)
+    brokerbench_driver::net::open(&url.host, url.port, url.tls.as_ref(), deadline)
 }
 
 fn closed_while_logging_in(url: &PulsarUrl, reason: &str) -> ConnectError {
-    brokerbench_driver::net::closed_while_logging_in(url.tls.as_ref(), reason).into()
-}
-
-impl From<brokerbench_driver::net::OpenError> for ConnectError {
-    fn from(e: brokerbench_driver::net::OpenError) -> Self {
-        match e {
-            brokerbench_driver::net::OpenError::Unreachable(reason) => {
-                ConnectError::Unreachable(reason)
-            }
-            brokerbench_driver::net::OpenError::Tls(reason) => ConnectError::Tls(reason),
-        }
-    }
+    brokerbench_driver::net::closed_while_logging_in(url.tls.as_ref(), reason)
 }
 
 /// What CONNECT logs in with: the token, else (over TLS with a client certificate)

@@ -174,6 +174,13 @@ fn translate_tls(
         .get("service_url")
         .and_then(Value::as_str)
         .is_some_and(|url| url.starts_with("pulsar+ssl://"));
+    if !secure && !tls.is_empty() {
+        return Err(SpecError::field(
+            file,
+            "client.authentication.plugin",
+            format!("{TLS_PLUGIN} logs in with a client certificate, which needs TLS: write serviceUrl: pulsar+ssl://host:6651"),
+        ));
+    }
     if !secure {
         return Ok(());
     }

@@ -81,8 +81,8 @@ impl ManagedArtemis {
             .arg(define("artemis.instance.etc", dir))
             .arg(define("data.dir", &self.daemon.data_dir()))
             .arg(define("java.io.tmpdir", &self.daemon.data_dir()))
-            // The console's login is off, as the broker's security is: loopback only, and
-            // its Jolokia agent answers reads only.
+            // The console's login is off (the broker's security is too, unless --tls):
+            // loopback only, and its Jolokia agent answers reads only.
             .arg("-Dhawtio.authenticationEnabled=false")
             .arg(format!(
                 "-Djolokia.policyLocation=file:{}",

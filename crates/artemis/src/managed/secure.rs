@@ -16,17 +16,14 @@ pub const TLS_MARK: &str = "<!-- TLS and a user: brokerbench broker up artemis w
 pub const TLS_OFFSET: u16 = 1;
 
 /// The TLS acceptor on `port`, writing the key store it reads (the server's key and
-/// certificate in one PEM file, 0600) the first time.
+/// certificate in one PEM file, 0600) anew, so that it is always the home's material.
 pub fn acceptor(files: &TlsFiles, port: u16) -> Result<String, BrokerError> {
     files.generate_once()?;
     let store = key_store(files);
-    if !store.is_file() {
-        let read = |path: PathBuf| {
-            std::fs::read_to_string(&path).map_err(BrokerError::io("reading", &path))
-        };
-        let pem = read(files.server_key())? + &read(files.server_certificate())?;
-        tls::write_private(&store, pem.as_bytes())?;
-    }
+    let read =
+        |path: PathBuf| std::fs::read_to_string(&path).map_err(BrokerError::io("reading", &path));
+    let pem = read(files.server_key())? + &read(files.server_certificate())?;
+    tls::write_private(&store, pem.as_bytes())?;
     Ok(format!(
         "      {TLS_MARK}\n      <acceptor name=\"brokerbench-tls\">tcp://127.0.0.1:{port}?protocols=STOMP,CORE,AMQP,OPENWIRE;sslEnabled=true;keyStoreType=PEM;keyStorePath={}</acceptor>\n",
         store.display()
