@@ -78,24 +78,12 @@ fn tls_broker(family: &'static str) -> (String, String) {
     (text, password)
 }
 
-/// Runs a short lossless run with `driver` (a driver file's text) and `extra` settings.
-fn run_with(driver: &str, extra: &[&str]) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let file = write(dir.path(), "driver.yaml", driver);
-    let mut sets = short("2000", 2);
-    sets.extend(extra.iter().map(|s| s.to_string()));
-    run_in(
-        dir,
-        &with_sets(&sets, &["--driver", file.to_str().unwrap()]),
-    )
-}
-
 #[test]
 fn kafka_runs_over_sasl_ssl_with_each_mechanism_and_over_ssl_are_clean() {
     let _turn = serial();
     let (driver, _) = &tls_broker("kafka");
     for mechanism in ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"] {
-        let run = run_with(
+        let run = run_driver_text(
             driver,
             &[&format!("common_config.sasl.mechanisms={mechanism}")],
         );
@@ -116,7 +104,7 @@ fn kafka_runs_over_sasl_ssl_with_each_mechanism_and_over_ssl_are_clean() {
         ssl.contains("security.protocol: SSL") && ssl.contains("ssl.certificate.location"),
         "{driver}"
     );
-    assert_lossless(&run_with(
+    assert_lossless(&run_driver_text(
         &format!("driver: kafka\n{ssl}\nproducer_config: {{acks: '1'}}\n"),
         &[],
     ));
@@ -135,7 +123,7 @@ fn kafka_runs_over_sasl_ssl_with_each_mechanism_and_over_ssl_are_clean() {
             &foreign.client_key().display().to_string(),
         );
     assert_ne!(impostor, ssl);
-    let run = run_with(
+    let run = run_driver_text(
         &format!("driver: kafka\n{impostor}\nproducer_config: {{acks: '1'}}\n"),
         &[],
     );
@@ -152,14 +140,14 @@ fn rabbitmq_runs_over_amqps_with_plain_and_with_external_are_clean() {
     let _turn = serial();
     let (driver, _) = &tls_broker("rabbitmq");
     assert!(driver.contains("uri: amqps://brokerbench:"), "{driver}");
-    assert_lossless(&run_with(driver, &[]));
+    assert_lossless(&run_driver_text(driver, &[]));
     // The client certificate instead of the password: SASL EXTERNAL, as its common name.
     let external = driver
         .lines()
         .find_map(|line| line.strip_prefix("# uri: "))
         .unwrap_or_else(|| panic!("no EXTERNAL uri in the driver file:\n{driver}"));
     assert!(external.contains("auth_mechanism=external"), "{external}");
-    assert_lossless(&run_with(
+    assert_lossless(&run_driver_text(
         &format!("driver: rabbitmq\nuri: '{external}'\n"),
         &[],
     ));
@@ -170,10 +158,10 @@ fn nats_runs_over_tls_are_clean_and_plain_clients_go_on_beside_them() {
     let _turn = serial();
     let (driver, _) = &tls_broker("nats");
     assert!(driver.contains("servers: tls://brokerbench:"), "{driver}");
-    assert_lossless(&run_with(driver, &[]));
+    assert_lossless(&run_driver_text(driver, &[]));
     // The same port still takes plain clients that name no user.
     let plain = format!("driver: nats\nservers: nats://{}\n", nats());
-    assert_lossless(&run_with(&plain, &[]));
+    assert_lossless(&run_driver_text(&plain, &[]));
 }
 
 #[test]
@@ -187,7 +175,7 @@ fn a_wrong_password_is_refused_at_once_naming_the_user_not_the_password() {
         let (driver, password) = tls_broker(family);
         let wrong = driver.replace(password.as_str(), "Zq7wrongpassword");
         let started = Instant::now();
-        let run = run_with(&wrong, &[]);
+        let run = run_driver_text(&wrong, &[]);
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "{family}: took {:?}",
@@ -229,7 +217,7 @@ fn an_untrusted_certificate_is_refused_at_once_naming_the_setting() {
         assert!(driver.contains(&ca), "{driver}");
         let untrusted = driver.replace(&ca, &foreign.ca().display().to_string());
         let started = Instant::now();
-        let run = run_with(&untrusted, &[]);
+        let run = run_driver_text(&untrusted, &[]);
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "{family}: took {:?}",

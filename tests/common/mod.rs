@@ -664,3 +664,35 @@ pub fn up_with_tls(family: &str) -> String {
     assert!(output.status.success(), "{output:?}");
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
+
+/// A short run at 2,000 msg/s with the driver file whose text is `driver`, and `extra`
+/// settings.
+pub fn run_driver_text(driver: &str, extra: &[&str]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "driver.yaml", driver);
+    let mut sets = short("2000", 2);
+    sets.extend(extra.iter().map(|s| s.to_string()));
+    run_in(
+        dir,
+        &with_sets(&sets, &["--driver", file.to_str().unwrap()]),
+    )
+}
+
+/// A run with the driver file `driver` is refused at once (exit 3 within 10 s), its error
+/// naming each of `names` and holding none of `secrets`.
+pub fn assert_refused_at_once(driver: &str, names: &[&str], secrets: &[&str]) {
+    let started = Instant::now();
+    let run = run_driver_text(driver, &[]);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    for name in names {
+        assert!(run.stderr.contains(name), "{name}: {}", run.stderr);
+    }
+    for secret in secrets {
+        assert!(!run.stderr.contains(secret), "a secret in: {}", run.stderr);
+    }
+}

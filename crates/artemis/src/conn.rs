@@ -55,14 +55,12 @@ impl Conn {
             &login_headers(url, client_id),
             b"",
         );
+        let logging_in = |e| brokerbench_driver::net::while_logging_in(url.tls.as_ref(), e);
         conn.flush()
-            .map_err(|e| closed_while_logging_in(url, &e.to_string()))?;
+            .map_err(|e| logging_in(ConnectError::Unreachable(e.to_string())))?;
         conn.server = conn
             .await_connected(deadline, timeout)
-            .map_err(|e| match e {
-                ConnectError::Unreachable(reason) => closed_while_logging_in(url, &reason),
-                other => other,
-            })?;
+            .map_err(logging_in)?;
         Ok(conn)
     }
 
@@ -243,10 +241,6 @@ fn login_headers<'a>(url: &'a ArtemisUrl, client_id: Option<&'a str>) -> Vec<(&'
 /// A connection to the broker before `deadline`, over TLS when the URL asks for it.
 fn open(url: &ArtemisUrl, deadline: Instant) -> Result<TcpStream, ConnectError> {
     brokerbench_driver::net::open(&url.host, url.port, url.tls.as_ref(), deadline)
-}
-
-fn closed_while_logging_in(url: &ArtemisUrl, reason: &str) -> ConnectError {
-    brokerbench_driver::net::closed_while_logging_in(url.tls.as_ref(), reason)
 }
 
 /// An ERROR answer to CONNECT: refused credentials, or something else.

@@ -43,10 +43,14 @@ pub fn open(
     crate::tls::connect(tcp, config, host, name, deadline).map_err(failed)
 }
 
-/// The connection ended while logging in (before the broker's answer to the client's first
-/// frame): over TLS with a client certificate, how a TLS 1.3 broker refuses one it does not
-/// trust (its alert comes after the handshake), said so; else unreachable.
-pub fn closed_while_logging_in(tls: Option<&TlsSettings>, reason: &str) -> ConnectError {
+/// An error while logging in (before the broker's answer to the client's first frame): a
+/// connection that ended then is, over TLS with a client certificate, how a TLS 1.3 broker
+/// refuses one it does not trust (its alert comes after the handshake), said so; else
+/// unreachable. Other errors stay as they are.
+pub fn while_logging_in(tls: Option<&TlsSettings>, error: ConnectError) -> ConnectError {
+    let ConnectError::Unreachable(reason) = error else {
+        return error;
+    };
     if tls.is_some_and(|t| t.cert_file.is_some()) {
         return ConnectError::Tls(format!("{reason} while logging in, after the TLS handshake: does the broker trust the client certificate (tls: {{cert_file: …, key_file: …}} in the driver file)?"));
     }

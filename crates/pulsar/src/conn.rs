@@ -71,14 +71,12 @@ impl Conn {
             server: String::new(),
         };
         commands::connect(&mut conn.out, credentials(url));
+        let logging_in = |e| brokerbench_driver::net::while_logging_in(url.tls.as_ref(), e);
         conn.flush()
-            .map_err(|e| closed_while_logging_in(url, &e.to_string()))?;
+            .map_err(|e| logging_in(ConnectError::Unreachable(e.to_string())))?;
         conn.server = conn
             .await_connected(deadline, timeout)
-            .map_err(|e| match e {
-                ConnectError::Unreachable(reason) => closed_while_logging_in(url, &reason),
-                other => other,
-            })?;
+            .map_err(logging_in)?;
         Ok(conn)
     }
 
@@ -340,10 +338,6 @@ fn is_answer(kind: u32) -> bool {
 /// A connection to the broker before `deadline`, over TLS when the URL asks for it.
 fn open(url: &PulsarUrl, deadline: Instant) -> Result<TcpStream, ConnectError> {
     brokerbench_driver::net::open(&url.host, url.port, url.tls.as_ref(), deadline)
-}
-
-fn closed_while_logging_in(url: &PulsarUrl, reason: &str) -> ConnectError {
-    brokerbench_driver::net::closed_while_logging_in(url.tls.as_ref(), reason)
 }
 
 /// What CONNECT logs in with: the token, else (over TLS with a client certificate)
