@@ -11,4 +11,5 @@ pub static REGISTRY: Registry = Registry(&[
     &brokerbench_nats::FAMILY,
     &brokerbench_artemis::FAMILY,
     &brokerbench_pulsar::FAMILY,
+    &brokerbench_redis::FAMILY,
 ]);

@@ -154,13 +154,14 @@ fn replication_cost() {
     let home = OwnHome::new();
     link_jvm_distributions(home.home.path());
     let (_dir, folder, stdout) = run_quick_in("replication-cost", &[], &home.env());
-    assert_all_complete("replication-cost", &folder, 9, &stdout);
+    assert_all_complete("replication-cost", &folder, 10, &stdout);
     for (family, sizes, before) in [
         ("kafka", &["1 node", "3 nodes"][..], None),
         ("rabbitmq", &["1 node", "3 nodes"], Some("kafka")),
         ("nats", &["1 node", "3 nodes"], Some("rabbitmq")),
         ("pulsar", &["1 node", "3 nodes"], Some("nats")),
         ("artemis", &["1 node"], Some("pulsar")),
+        ("redis", &["1 node"], Some("artemis")),
     ] {
         for nodes in sizes {
             let line = format!("broker: {family} up with {nodes}");

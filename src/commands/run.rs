@@ -52,7 +52,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let run_id = args.run_id.clone().unwrap_or_else(|| run_id(started_ns));
     let led = driver.leader_object(&run_id, &workload.name);
     let faults = super::run_faults::injector(&specs, managed, &out, led);
-    let mut folder = create_folder(&out, &specs, target.broker, &run_id, started_ns)?;
+    let broker = described(target.broker, driver.as_ref());
+    let mut folder = create_folder(&out, &specs, broker, &run_id, started_ns)?;
     if let Some(injector) = &faults {
         folder.mark_faults(injector.marks());
     }
@@ -331,6 +332,22 @@ fn default_folder(started_ns: u64, workload: &str, sharding: Option<&ShardPlan>)
 }
 
 /// The results folder with its manifest: what runs, from which files, against which broker.
+/// The broker as the manifest gives it: the version the connected driver reports where the
+/// broker is not managed (no version otherwise), or where it says more than the managed
+/// broker's (Redis: `7.0.15 (appendonly yes, appendfsync always)`).
+fn described(mut broker: BrokerInfo, driver: &dyn brokerbench_driver::Driver) -> BrokerInfo {
+    let told = driver.broker_version();
+    let adds = match (&broker.version, &told) {
+        (None, Some(_)) => true,
+        (Some(known), Some(told)) => told.len() > known.len() && told.starts_with(known.as_str()),
+        _ => false,
+    };
+    if adds {
+        broker.version = told;
+    }
+    broker
+}
+
 fn create_folder(
     out: &std::path::Path,
     specs: &brokerbench_model::Specs,

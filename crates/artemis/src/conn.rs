@@ -2,7 +2,7 @@
 //! through one buffer, frames in cut out of one buffer, and requests that wait for their
 //! RECEIPT.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,6 @@ pub struct Conn {
     buf: Vec<u8>,
     start: usize,
     out: Vec<u8>,
-    read_timeout: Option<Duration>,
     /// When the connection last sent anything.
     sent_at: Instant,
     /// CONNECTED's `server` header: `ActiveMQ-Artemis/2.40.0 ActiveMQ Artemis Messaging Engine`.
@@ -45,7 +44,6 @@ impl Conn {
             buf: Vec::with_capacity(128 * 1024),
             start: 0,
             out: Vec::with_capacity(64 * 1024),
-            read_timeout: None,
             sent_at: Instant::now(),
             server: String::new(),
         };
@@ -179,13 +177,8 @@ impl Conn {
         answer.expect("the loop ends with an answer")
     }
 
-    /// Reads what the socket has, waiting up to `timeout`.
+    /// Reads what the socket has, waiting up to `timeout` (to the microsecond).
     fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
-        let timeout = Some(timeout.max(Duration::from_micros(1)));
-        if self.read_timeout != timeout {
-            self.stream.set_read_timeout(timeout)?;
-            self.read_timeout = timeout;
-        }
         if self.start > 0 && self.start * 2 >= self.buf.len() {
             self.buf.drain(..self.start);
             self.start = 0;
@@ -193,7 +186,8 @@ impl Conn {
         let len = self.buf.len();
         let want = (len + 128 * 1024).max(self.buf.capacity());
         self.buf.resize(want, 0);
-        let result = self.stream.read(&mut self.buf[len..]);
+        let result =
+            brokerbench_driver::net::read_within(&self.stream, &mut self.buf[len..], timeout);
         let n = *result.as_ref().unwrap_or(&0);
         self.buf.truncate(len + n);
         result

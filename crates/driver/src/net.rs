@@ -77,6 +77,60 @@ pub fn dial(address: &str, timeout: Duration) -> Result<TcpStream, String> {
     Err(last)
 }
 
+/// Reads what `stream` has into `buf`, waiting up to `timeout` for it to the microsecond
+/// (`ppoll`, then a read that does not wait): a socket's receive timeout would be rounded up
+/// to the kernel's tick, 4 ms here, for every read that finds nothing. Nothing within the
+/// timeout is `WouldBlock`; a closed connection reads 0.
+pub fn read_within(
+    stream: &TcpStream,
+    buf: &mut [u8],
+    timeout: Duration,
+) -> std::io::Result<usize> {
+    if !timeout.is_zero() && !wait_readable(stream, timeout)? {
+        return Err(std::io::ErrorKind::WouldBlock.into());
+    }
+    read_now(stream, buf)
+}
+
+/// Waits until `stream` has something to read (or was closed), at most `timeout`: whether it
+/// has.
+fn wait_readable(stream: &TcpStream, timeout: Duration) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: stream.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let limit = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+    let ready = unsafe { libc::ppoll(&mut fd, 1, &limit, std::ptr::null()) };
+    if ready < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(ready > 0)
+}
+
+/// Reads what `stream` has without waiting (EAGAIN: WouldBlock).
+fn read_now(stream: &TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `buf` is valid for writes of its length.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

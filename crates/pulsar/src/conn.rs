@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
+
 use std::time::{Duration, Instant};
 
 use crate::commands::{self, kind, next_frame, Frame};
@@ -248,13 +248,11 @@ impl Conn {
             self.buf.drain(..self.start);
             self.start = 0;
         }
-        if !timeout.is_zero() && !wait_readable(&self.stream, timeout)? {
-            return Err(std::io::ErrorKind::WouldBlock.into());
-        }
         let len = self.buf.len();
         let want = (len + 128 * 1024).max(self.buf.capacity());
         self.buf.resize(want, 0);
-        let result = read_now(&self.stream, &mut self.buf[len..]);
+        let result =
+            brokerbench_driver::net::read_within(&self.stream, &mut self.buf[len..], timeout);
         let n = *result.as_ref().unwrap_or(&0);
         self.buf.truncate(len + n);
         result
@@ -283,43 +281,6 @@ impl Conn {
         }
         Ok(handled)
     }
-}
-
-/// Waits until `stream` has something to read (or was closed), at most `timeout`: whether it
-/// has.
-fn wait_readable(stream: &TcpStream, timeout: Duration) -> std::io::Result<bool> {
-    let mut fd = libc::pollfd {
-        fd: stream.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let limit = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: one valid pollfd, a valid timespec, no signal mask.
-    let ready = unsafe { libc::ppoll(&mut fd, 1, &limit, std::ptr::null()) };
-    if ready < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(ready > 0)
-}
-
-/// Reads what `stream` has without waiting (EAGAIN: WouldBlock).
-fn read_now(stream: &TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
-    // SAFETY: `buf` is valid for writes of its length.
-    let n = unsafe {
-        libc::recv(
-            stream.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            libc::MSG_DONTWAIT,
-        )
-    };
-    if n < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(n as usize)
 }
 
 /// Whether a command of `kind` answers a request (and its request id is one of ours).

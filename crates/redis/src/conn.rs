@@ -1,0 +1,198 @@
+//! One RESP connection to Redis: connect (AUTH, SELECT, PING), commands out through one
+//! buffer, replies in cut out of one buffer, and requests that wait for their reply.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::config::RedisUrl;
+use crate::resp::{next_value, write_command, Value};
+
+/// What a broken connection reports.
+pub const CONNECTION_CLOSED: &str = "connection_closed";
+
+pub use brokerbench_driver::net::ConnectError;
+
+pub struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    start: usize,
+    out: Vec<u8>,
+}
+
+impl Conn {
+    /// Connects, logs in and selects the URL's database within `timeout` in all.
+    pub fn connect(url: &RedisUrl, timeout: Duration) -> Result<Conn, ConnectError> {
+        let deadline = Instant::now() + timeout;
+        let stream =
+            brokerbench_driver::net::open(&url.host, url.port, url.tls.as_ref(), deadline)?;
+        let mut conn = Conn {
+            stream,
+            buf: Vec::with_capacity(128 * 1024),
+            start: 0,
+            out: Vec::with_capacity(64 * 1024),
+        };
+        let logging_in = |e| brokerbench_driver::net::while_logging_in(url.tls.as_ref(), e);
+        conn.log_in(url, deadline).map_err(logging_in)?;
+        Ok(conn)
+    }
+
+    /// AUTH (when the URL has a password), SELECT (another database than 0) and PING, in one
+    /// write; each answer checked.
+    fn log_in(&mut self, url: &RedisUrl, deadline: Instant) -> Result<(), ConnectError> {
+        let mut sent = 0;
+        if let Some(password) = url.password() {
+            let mut auth: Vec<&[u8]> = vec![b"AUTH"];
+            auth.extend(url.user.as_deref().map(str::as_bytes));
+            auth.push(password.as_bytes());
+            write_command(&mut self.out, &auth);
+            sent += 1;
+        }
+        let db = url.db.to_string();
+        if url.db != 0 {
+            write_command(&mut self.out, &[b"SELECT", db.as_bytes()]);
+            sent += 1;
+        }
+        write_command(&mut self.out, &[b"PING"]);
+        self.flush()
+            .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        for answer in self
+            .replies(sent + 1, left)
+            .map_err(ConnectError::Unreachable)?
+        {
+            match answer {
+                Value::Error(text) => return Err(refusal(&text, url)),
+                Value::Simple(_) => {}
+                other => {
+                    return Err(ConnectError::Protocol(format!(
+                        "{other:?} instead of OK or PONG: is this a Redis server?"
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The buffer commands are written into; [`Conn::flush`] or the next poll sends them.
+    pub fn out(&mut self) -> &mut Vec<u8> {
+        &mut self.out
+    }
+
+    /// Sends what is written.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        if !self.out.is_empty() {
+            self.stream.write_all(&self.out)?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    /// Sends what is written, then hands every whole reply that has arrived to `on_reply`,
+    /// waiting at most `timeout` for the first bytes; `on_reply` may write commands (acks),
+    /// sent before it returns. Err([`CONNECTION_CLOSED`]) once the connection is gone.
+    pub fn poll(
+        &mut self,
+        timeout: Duration,
+        on_reply: &mut dyn FnMut(Value, &mut Vec<u8>),
+    ) -> Result<usize, String> {
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        let mut handled = self.drain(on_reply)?;
+        if handled == 0 {
+            match self.fill(timeout) {
+                Ok(0) => return Err(CONNECTION_CLOSED.into()),
+                Ok(_) => handled = self.drain(on_reply)?,
+                // A signal (Ctrl-C) interrupts a read with a timeout: nothing is lost.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) => {}
+                Err(_) => return Err(CONNECTION_CLOSED.into()),
+            }
+        }
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        Ok(handled)
+    }
+
+    /// Sends `args` and waits for its reply (an error reply is Err with its text). Only on a
+    /// connection with nothing else in flight.
+    pub fn call(&mut self, args: &[&[u8]], timeout: Duration) -> Result<Value, String> {
+        write_command(&mut self.out, args);
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        match self.replies(1, timeout)?.pop() {
+            Some(Value::Error(text)) => Err(text),
+            value => Ok(value.expect("one reply")),
+        }
+    }
+
+    /// The next `n` replies, waiting at most `timeout` in all.
+    fn replies(&mut self, n: usize, timeout: Duration) -> Result<Vec<Value>, String> {
+        let deadline = Instant::now() + timeout;
+        let mut answers = Vec::with_capacity(n);
+        while answers.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!("no reply within {timeout:?}"));
+            }
+            self.poll(left, &mut |value, _| answers.push(value))?;
+        }
+        if answers.len() > n {
+            return Err(format!("{} replies more than asked for", answers.len() - n));
+        }
+        Ok(answers)
+    }
+
+    /// Reads what the socket has, waiting up to `timeout` (to the microsecond).
+    fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
+        if self.start > 0 && self.start * 2 >= self.buf.len() {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let len = self.buf.len();
+        let want = (len + 128 * 1024).max(self.buf.capacity());
+        self.buf.resize(want, 0);
+        let result =
+            brokerbench_driver::net::read_within(&self.stream, &mut self.buf[len..], timeout);
+        let n = *result.as_ref().unwrap_or(&0);
+        self.buf.truncate(len + n);
+        result
+    }
+
+    /// Handles every whole reply in the buffer.
+    fn drain(&mut self, on_reply: &mut dyn FnMut(Value, &mut Vec<u8>)) -> Result<usize, String> {
+        let mut handled = 0;
+        while let Some((value, used)) =
+            next_value(&self.buf[self.start..]).map_err(|e| format!("malformed_reply: {}", e.0))?
+        {
+            on_reply(value, &mut self.out);
+            self.start += used;
+            handled += 1;
+        }
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+        Ok(handled)
+    }
+}
+
+/// An error answer while logging in: refused credentials, or something else.
+fn refusal(text: &str, url: &RedisUrl) -> ConnectError {
+    let kind = text.split_whitespace().next().unwrap_or_default();
+    let login = matches!(kind, "WRONGPASS" | "NOAUTH" | "NOPERM")
+        || text.contains("password")
+        || text.contains("AUTH");
+    match (login, url.password()) {
+        (true, None) => ConnectError::Authentication(format!(
+            "{text} (no password given); the server wants one: redis_url: redis://user:password@host:port"
+        )),
+        (true, Some(_)) => ConnectError::Authentication(format!(
+            "{text} (user '{}'); check the user and password in redis_url",
+            url.user.as_deref().unwrap_or("default")
+        )),
+        (false, _) => ConnectError::Protocol(text.to_string()),
+    }
+}

@@ -1,0 +1,278 @@
+//! Redis Streams, the sixth broker family, built only on the family interface.
+//!
+//! Mapping: a workload topic is one stream per partition,
+//! `<prefix>-<workload>-<run id>-<topic>` (and `-<partition>` after it when the topic has
+//! more than one); a message is one entry (XADD, its payload the field `p`), acknowledged by
+//! the server's reply; a subscription is a consumer group `s<subscription>` on each of the
+//! topic's streams, its members consumers of it that read with XREADGROUP and acknowledge with
+//! XACK (the OpenMessaging Benchmark's Redis driver never acknowledges: its groups' pending
+//! lists only grow). Every producer and consumer owns one connection, through brokerbench's own
+//! RESP client (see docs/src/redis.md for why).
+
+pub mod config;
+pub mod conn;
+mod consumer;
+mod family;
+pub mod managed;
+pub mod omb;
+mod producer;
+mod reconnect;
+pub mod resp;
+mod server;
+mod unread;
+
+use std::time::Duration;
+
+use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Producer, Topology};
+
+use crate::config::{RedisDriverConfig, RedisUrl};
+use crate::conn::{Conn, ConnectError};
+
+pub use family::{RedisFamily, FAMILY};
+
+/// How long connecting and each setup command may take.
+pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The Redis Streams driver.
+pub struct RedisDriver {
+    config: RedisDriverConfig,
+    url: RedisUrl,
+    /// Each topic's streams, partition 0 first.
+    streams: Vec<Vec<String>>,
+    subscriptions: u32,
+    consumers: bool,
+    /// The server's version and persistence, once connected.
+    server: Option<server::Server>,
+    /// The persistence the server had before the driver file's `appendfsync` changed it (at
+    /// connect, so that the manifest records the run's).
+    restore: Option<server::Persistence>,
+    removes: bool,
+}
+
+impl RedisDriver {
+    pub fn new(config: RedisDriverConfig, url: RedisUrl) -> Self {
+        let url = url.with_tls(config.tls.as_ref());
+        RedisDriver {
+            config,
+            url,
+            streams: Vec::new(),
+            subscriptions: 1,
+            consumers: false,
+            server: None,
+            restore: None,
+            removes: true,
+        }
+    }
+
+    /// A new connection.
+    fn open(&self) -> Result<Conn, DriverError> {
+        Conn::connect(&self.url, ADMIN_TIMEOUT).map_err(|e| match e {
+            ConnectError::Unreachable(reason) => DriverError::Unreachable {
+                broker: "redis",
+                address: self.url.to_string(),
+                reason,
+                hint: "start the managed server with `brokerbench broker up redis`, or remove `redis_url` from the driver file to let brokerbench start it".into(),
+            },
+            ConnectError::Authentication(reason) => DriverError::Authentication {
+                broker: "redis",
+                address: self.url.to_string(),
+                reason,
+            },
+            ConnectError::Tls(reason) => DriverError::Unreachable {
+                broker: "redis",
+                address: self.url.to_string(),
+                reason,
+                hint: "check redis_url (rediss://host:port, the server's TLS port) and the driver file's tls: block (ca_file, cert_file, key_file, server_name)".into(),
+            },
+            ConnectError::Protocol(reason) => {
+                DriverError::Other(format!("redis at {}: {reason}", self.url))
+            }
+        })
+    }
+
+    /// The streams of `topic`.
+    fn topic_streams(&self, topic: u32) -> Result<&[String], DriverError> {
+        self.streams
+            .get(topic as usize)
+            .map(Vec::as_slice)
+            .ok_or_else(|| DriverError::Other(format!("no streams for topic {topic}")))
+    }
+
+    /// Creates each subscription's consumer group on each stream (and the stream with it),
+    /// reading from the entries added after now; a group that exists (another shard's) is
+    /// the run's own.
+    fn create_groups(&self, conn: &mut Conn) -> Result<(), DriverError> {
+        for stream in self.streams.iter().flatten() {
+            for subscription in 0..self.subscriptions {
+                let group = group_name(subscription);
+                let created = conn.call(
+                    &[
+                        b"XGROUP",
+                        b"CREATE",
+                        stream.as_bytes(),
+                        group.as_bytes(),
+                        b"$",
+                        b"MKSTREAM",
+                    ],
+                    ADMIN_TIMEOUT,
+                );
+                match created {
+                    Ok(_) => {}
+                    Err(e) if e.starts_with("BUSYGROUP") => {}
+                    Err(e) => {
+                        return Err(DriverError::Other(format!(
+                            "redis: creating the group {group} of {stream}: {e}"
+                        )))
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A subscription's consumer group.
+fn group_name(subscription: u32) -> String {
+    format!("s{subscription}")
+}
+
+/// The streams of a topic named `name` with `partitions` partitions.
+fn stream_names(name: &str, partitions: u32) -> Vec<String> {
+    match partitions {
+        0 | 1 => vec![name.to_string()],
+        n => (0..n).map(|p| format!("{name}-{p}")).collect(),
+    }
+}
+
+impl Driver for RedisDriver {
+    fn name(&self) -> &'static str {
+        "redis"
+    }
+
+    fn connect(&mut self) -> Result<(), DriverError> {
+        let mut conn = self.open()?;
+        let asked = |conn: &mut Conn| {
+            server::Server::ask(conn)
+                .map_err(|e| DriverError::Other(format!("redis at {}: {e}", self.url)))
+        };
+        let server = asked(&mut conn)?;
+        server.check_streams().map_err(DriverError::Other)?;
+        self.server = Some(server);
+        if let Some(fsync) = self.config.appendfsync {
+            let before = server::set_persistence(&mut conn, fsync).map_err(|e| {
+                DriverError::Other(format!("redis: setting appendfsync {}: {e} (leave appendfsync out to run with the server's own persistence)", fsync.as_str()))
+            })?;
+            self.restore = Some(before);
+            self.server = Some(asked(&mut conn)?);
+        }
+        Ok(())
+    }
+
+    fn broker_version(&self) -> Option<String> {
+        self.server.as_ref().map(server::Server::describe)
+    }
+
+    fn prepare(&mut self, topology: &Topology) -> Result<(), DriverError> {
+        self.removes = topology.removes();
+        self.subscriptions = topology.subscriptions_per_topic.max(1);
+        self.consumers = topology.consumers_per_topic > 0;
+        self.streams = (0..topology.topics)
+            .map(|topic| {
+                let name = brokerbench_driver::naming::run_object_name(
+                    &self.config.stream_prefix,
+                    &topology.workload,
+                    &topology.run_id,
+                    topic,
+                );
+                stream_names(&name, topology.partitions_per_topic)
+            })
+            .collect();
+        if self.consumers {
+            self.create_groups(&mut self.open()?)?;
+        }
+        Ok(())
+    }
+
+    fn producer(
+        &self,
+        topic: u32,
+        _producer: u32,
+        _thread: u32,
+    ) -> Result<Box<dyn Producer>, DriverError> {
+        let trim = self.config.max_len.map(|max_len| producer::Trim {
+            approximate: self.config.approximate_trim,
+            max_len,
+        });
+        Ok(Box::new(producer::RedisProducer::new(
+            self.open()?,
+            reconnect::Reconnector::new(&self.url, self.config.reconnect),
+            self.topic_streams(topic)?,
+            trim,
+            self.config.max_outstanding,
+        )))
+    }
+
+    fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError> {
+        let member = consumer::Membership {
+            streams: self.topic_streams(slot.topic)?.to_vec(),
+            group: group_name(slot.subscription),
+            consumer: format!("c{}", slot.member),
+            read_count: self.config.read_count,
+        };
+        Ok(Box::new(consumer::RedisConsumer::new(
+            self.open()?,
+            reconnect::Reconnector::new(&self.url, self.config.reconnect),
+            member,
+        )))
+    }
+
+    fn subscriptions_per_topic(&self) -> u32 {
+        self.subscriptions
+    }
+
+    fn broker_drop_policy(&self) -> Option<String> {
+        self.config.max_len.map(|n| {
+            format!("each XADD trims its stream to {n} entries (MAXLEN{}): entries the groups had not read are discarded", if self.config.approximate_trim { " ~" } else { "" })
+        })
+    }
+
+    fn failure_settings(&self) -> &'static [(&'static str, &'static str)] {
+        &[(
+            "redis_oom",
+            "the server's maxmemory (streams keep every entry unless trimmed: set max_len in the driver file)",
+        )]
+    }
+
+    /// Deletes the run's streams (their groups go with them) and puts back the persistence
+    /// the driver file's `appendfsync` changed.
+    fn cleanup(&mut self) -> Result<(), DriverError> {
+        let mut failed = Vec::new();
+        let mut conn = self.open()?;
+        if let Some(before) = self.restore.take() {
+            if let Err(e) = server::restore_persistence(&mut conn, &before) {
+                failed.push(format!("redis: putting back appendonly/appendfsync: {e}"));
+            }
+        }
+        if self.config.delete_streams && self.removes {
+            for stream in std::mem::take(&mut self.streams).iter().flatten() {
+                if let Err(e) = conn.call(&[b"DEL", stream.as_bytes()], ADMIN_TIMEOUT) {
+                    failed.push(format!("redis: deleting {stream}: {e}"));
+                }
+            }
+        }
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(DriverError::Other(failed.join("; ")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_topic_is_one_stream_per_partition() {
+        assert_eq!(super::stream_names("t", 1), vec!["t"]);
+        assert_eq!(super::stream_names("t", 3), vec!["t-0", "t-1", "t-2"]);
+    }
+}

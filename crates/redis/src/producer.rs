@@ -1,0 +1,222 @@
+//! A producer: each message one XADD to one of its topic's streams (one per partition), sent
+//! without waiting (pipelined, at most `max_outstanding` in flight); the server's reply — the
+//! entry's id — is the acknowledgement, and replies come in the order of the commands.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendError};
+
+use crate::conn::{Conn, CONNECTION_CLOSED};
+use crate::reconnect::Reconnector;
+use crate::resp::{push_number, write_command, Value};
+
+struct Pending {
+    envelope: Envelope,
+    sent_ns: u64,
+    bytes: u32,
+}
+
+/// How each XADD trims its stream: `MAXLEN`, `=` or `~`, the length (as text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trim {
+    pub approximate: bool,
+    pub max_len: u64,
+}
+
+pub struct RedisProducer {
+    conn: Conn,
+    streams: Vec<Vec<u8>>,
+    /// The next stream for a message without a key.
+    turn: usize,
+    trim: Option<(&'static [u8], Vec<u8>)>,
+    pending: VecDeque<Pending>,
+    max_outstanding: usize,
+    clock: Clock,
+    broken: Option<String>,
+    reconnector: Reconnector,
+}
+
+impl RedisProducer {
+    pub fn new(
+        conn: Conn,
+        reconnector: Reconnector,
+        streams: &[String],
+        trim: Option<Trim>,
+        max_outstanding: u32,
+    ) -> Self {
+        let trim = trim.map(|t| {
+            let mut len = Vec::new();
+            push_number(&mut len, t.max_len);
+            (if t.approximate { &b"~"[..] } else { &b"="[..] }, len)
+        });
+        RedisProducer {
+            conn,
+            streams: streams.iter().map(|s| s.as_bytes().to_vec()).collect(),
+            turn: 0,
+            trim,
+            pending: VecDeque::new(),
+            max_outstanding: max_outstanding as usize,
+            clock: Clock::process(),
+            broken: None,
+            reconnector,
+        }
+    }
+
+    /// The stream of a message: by its key's hash, else the next in turn.
+    fn stream_for(&mut self, key: Option<&[u8]>) -> usize {
+        let n = self.streams.len();
+        match key {
+            Some(key) => (fnv1a(key) % n as u64) as usize,
+            None => {
+                self.turn = (self.turn + 1) % n;
+                self.turn
+            }
+        }
+    }
+
+    /// The connection is gone: what is in flight fails; later sends wait for a new one, or
+    /// fail at once without reconnecting.
+    fn lose(&mut self, kind: String, acks: &mut dyn FnMut(Ack)) {
+        self.fail_pending(&kind, acks);
+        self.broken = Some(kind);
+        self.reconnector.lost();
+    }
+
+    fn fail_pending(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
+        for entry in self.pending.drain(..) {
+            acks(Ack {
+                envelope: entry.envelope,
+                sent_ns: entry.sent_ns,
+                bytes: entry.bytes,
+                acknowledged_ns: None,
+                result: Err(kind.to_string()),
+            });
+        }
+    }
+
+    fn unavailable(&self, kind: String) -> SendError {
+        if self.reconnector.policy.enabled {
+            SendError::Unavailable(kind)
+        } else {
+            SendError::Failed(kind)
+        }
+    }
+}
+
+/// FNV-1a, 64 bits: a key's stream.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// An error reply as a kind of failure: `redis_` and its first word (`redis_oom`).
+pub(crate) fn kind_of(text: &str) -> String {
+    let word = text.split_whitespace().next().unwrap_or("error");
+    format!("redis_{}", word.to_ascii_lowercase())
+}
+
+impl Producer for RedisProducer {
+    fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
+        if let Some(kind) = &self.broken {
+            return Err(self.unavailable(kind.clone()));
+        }
+        if self.pending.len() >= self.max_outstanding {
+            return Err(SendError::Backpressure);
+        }
+        let envelope = Envelope::read(message.payload)
+            .map_err(|_| SendError::Failed("bad_envelope".into()))?;
+        let stream = self.stream_for(message.key);
+        let key = &self.streams[stream];
+        let out = self.conn.out();
+        match &self.trim {
+            Some((how, len)) => write_command(
+                out,
+                &[
+                    b"XADD",
+                    key,
+                    b"MAXLEN",
+                    how,
+                    len,
+                    b"*",
+                    b"p",
+                    message.payload,
+                ],
+            ),
+            None => write_command(out, &[b"XADD", key, b"*", b"p", message.payload]),
+        }
+        if self.conn.flush().is_err() {
+            // Failed in `poll` with what is in flight; this one waits or fails now.
+            self.broken = Some(CONNECTION_CLOSED.to_string());
+            self.reconnector.lost();
+            return Err(self.unavailable(CONNECTION_CLOSED.to_string()));
+        }
+        self.pending.push_back(Pending {
+            envelope,
+            sent_ns: message.sent_ns,
+            bytes: message.payload.len() as u32,
+        });
+        Ok(())
+    }
+
+    fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
+        if let Some(kind) = self.broken.clone() {
+            self.fail_pending(&kind, acks);
+            if let Some(conn) = self.reconnector.attempt(timeout) {
+                self.conn = conn;
+                self.broken = None;
+            }
+            return;
+        }
+        let pending = &mut self.pending;
+        let clock = self.clock;
+        let mut stray = false;
+        let result = self.conn.poll(timeout, &mut |value, _| {
+            let Some(entry) = pending.pop_front() else {
+                stray = true;
+                return;
+            };
+            let result = match &value {
+                Value::Error(text) => Err(kind_of(text)),
+                _ => Ok(()),
+            };
+            acks(Ack {
+                envelope: entry.envelope,
+                sent_ns: entry.sent_ns,
+                bytes: entry.bytes,
+                acknowledged_ns: Some(clock.now_ns()),
+                result,
+            });
+        });
+        match (result, stray) {
+            (Err(kind), _) => self.lose(kind, acks),
+            (Ok(_), true) => self.lose("unexpected_reply".into(), acks),
+            _ => {}
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn abandon(&mut self) {
+        self.pending.clear();
+    }
+
+    fn disconnected_since(&self) -> Option<u64> {
+        self.reconnector.redial.since_ns()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn errors_are_kinds_by_their_first_word() {
+        assert_eq!(
+            super::kind_of("OOM command not allowed when used memory > 'maxmemory'."),
+            "redis_oom"
+        );
+        assert_eq!(super::kind_of(""), "redis_error");
+    }
+}
