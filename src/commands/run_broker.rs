@@ -234,7 +234,8 @@ pub(super) fn metrics_scraper(
         _ => (1, Vec::new()),
     };
     let Some(set) = set else { return Ok(None) };
-    let mut endpoint = Endpoint::new(&url).map_err(|e| BadInput(format!("{source}: {e}")))?;
+    let mut endpoint = Endpoint::with_schemes(&url, set.format.schemes())
+        .map_err(|e| BadInput(format!("{source}: {e}")))?;
     if let Some(spec) = spec {
         endpoint = endpoint.fill_missing(EndpointSettings {
             username: spec.username.clone(),

@@ -81,6 +81,40 @@ pub enum Format {
     /// name (so a spec sums them); an element with a string `name` labels what is under it
     /// with that name, the label's key its array's (`stream_detail="orders"`).
     Json { paths: &'static [&'static str] },
+    /// Prometheus text that the family's own `read` makes from what the broker says in its
+    /// own protocol (Redis's INFO), at a URL of one of `schemes` (`redis://host:port`);
+    /// `marker` as for [`Format::Prometheus`].
+    Text {
+        marker: &'static str,
+        schemes: &'static [&'static str],
+        read: Reader,
+    },
+}
+
+/// A family's reader of its broker's figures as Prometheus text ([`Format::Text`]), known by
+/// its name (the name is what two readers are compared by).
+#[derive(Debug, Clone, Copy)]
+pub struct Reader {
+    pub name: &'static str,
+    pub read: fn(&crate::Endpoint) -> Result<String, String>,
+}
+
+impl PartialEq for Reader {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Reader {}
+
+impl Format {
+    /// The URL schemes an endpoint of this format may have.
+    pub fn schemes(&self) -> &'static [&'static str] {
+        match self {
+            Format::Text { schemes, .. } => schemes,
+            _ => crate::scrape::HTTP_SCHEMES,
+        }
+    }
 }
 
 /// A broker family's metric definitions: where they come from and what they mean.
@@ -241,7 +275,9 @@ impl BrokerMetrics {
     pub fn check(&self) -> Result<bool, ScrapeError> {
         let samples = self.samples_of(&self.scraper)?;
         Ok(match self.set.format {
-            Format::Prometheus { marker } => samples.iter().any(|s| s.name.starts_with(marker)),
+            Format::Prometheus { marker } | Format::Text { marker, .. } => {
+                samples.iter().any(|s| s.name.starts_with(marker))
+            }
             Format::Json { .. } => !samples.is_empty(),
         })
     }
@@ -313,6 +349,14 @@ impl BrokerMetrics {
                     .fetch_url(&scraper.endpoint().join("/metrics"))?,
             )),
             Format::Prometheus { .. } => Ok(parse(&scraper.fetch()?)),
+            Format::Text { read, .. } => {
+                let text =
+                    (read.read)(scraper.endpoint()).map_err(|message| ScrapeError::Request {
+                        url: scraper.endpoint().url().to_string(),
+                        message,
+                    })?;
+                Ok(parse(&text))
+            }
             Format::Json { paths } => {
                 let mut samples = Vec::new();
                 for path in paths {

@@ -11,7 +11,7 @@ mod text;
 
 pub use broker::{
     counter, follows_naming, gauge, time_ratio, unlabelled, BrokerMetrics, Combine, Format,
-    MetricKind, MetricSet, MetricSpec, Reading, MESSAGES_IN,
+    MetricKind, MetricSet, MetricSpec, Reader, Reading, MESSAGES_IN,
 };
 pub use exposition::{Exposition, MetricsServer};
 pub use scrape::{

@@ -37,8 +37,8 @@ pub const ENV_CA_FILE: &str = "BROKERBENCH_METRICS_CA_FILE";
 /// Why a scrape failed. Every message names the endpoint without its credentials.
 #[derive(Debug, thiserror::Error)]
 pub enum ScrapeError {
-    #[error("'{0}' is not an http:// or https:// URL")]
-    Url(String),
+    #[error("'{url}': the URL must start with {expected}")]
+    Url { url: String, expected: String },
     #[error("the metrics CA file {path}: {message}")]
     Ca { path: String, message: String },
     #[error("scraping {url}: {message}")]
@@ -84,6 +84,18 @@ pub struct EndpointSettings {
     pub ca_file: Option<PathBuf>,
 }
 
+/// A URL that is not one of `schemes`, named without its credentials.
+fn bad_url(url: &str, schemes: &[&str]) -> ScrapeError {
+    let expected: Vec<String> = schemes.iter().map(|s| format!("{s}://")).collect();
+    ScrapeError::Url {
+        url: brokerbench_redacted(url),
+        expected: expected.join(" or "),
+    }
+}
+
+/// The schemes of an endpoint read over HTTP.
+pub const HTTP_SCHEMES: &[&str] = &["http", "https"];
+
 /// A metrics endpoint: its URL (without credentials), how to authenticate, which CAs to
 /// trust and how long one request may take.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,14 +107,20 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// An endpoint from a URL; `user:password@` in it becomes basic auth (percent-encoded
-    /// characters decoded) and is removed from the URL.
+    /// An endpoint from an http(s) URL; `user:password@` in it becomes basic auth
+    /// (percent-encoded characters decoded) and is removed from the URL.
     pub fn new(url: &str) -> Result<Endpoint, ScrapeError> {
+        Endpoint::with_schemes(url, HTTP_SCHEMES)
+    }
+
+    /// [`Endpoint::new`] for a URL of one of `schemes` (a broker format's, see
+    /// [`crate::Format::schemes`]).
+    pub fn with_schemes(url: &str, schemes: &[&str]) -> Result<Endpoint, ScrapeError> {
         let Some((scheme, rest)) = url.split_once("://") else {
-            return Err(ScrapeError::Url(brokerbench_redacted(url)));
+            return Err(bad_url(url, schemes));
         };
-        if !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") {
-            return Err(ScrapeError::Url(brokerbench_redacted(url)));
+        if !schemes.contains(&scheme.to_ascii_lowercase().as_str()) {
+            return Err(bad_url(url, schemes));
         }
         // User info ends at the last '@' before the path: a raw '?', '#' or '@' may be in a
         // password, so it is taken out before the host is split from the rest.
@@ -114,7 +132,7 @@ impl Endpoint {
         let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
         let (host, tail) = rest.split_at(authority_end);
         if host.is_empty() {
-            return Err(ScrapeError::Url(brokerbench_redacted(url)));
+            return Err(bad_url(url, schemes));
         }
         let auth = match userinfo {
             Some(info) => {
@@ -203,6 +221,16 @@ impl Endpoint {
     /// The URL without credentials: safe to print and to write into results.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The CA file the endpoint's certificate is checked against, when one was given.
+    pub fn ca(&self) -> Option<&std::path::Path> {
+        self.ca_file.as_deref()
+    }
+
+    /// How long one request may take.
+    pub fn request_timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// How requests authenticate.

@@ -162,15 +162,21 @@ fn resolve_path(base: Option<&Path>, path: PathBuf) -> PathBuf {
     }
 }
 
-/// Checks the URL, when given, is an http:// or https:// one.
+/// Checks the URL, when given, is one (`scheme://…`); whether its scheme is one the family's
+/// metrics are read from (http:// or https://, or the family's own) is checked with the family.
 fn check_url(url: Option<&str>) -> Result<(), FieldError> {
     if let Some(url) = url {
-        let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-        if !matches!(scheme.as_deref(), Some("http" | "https")) {
+        let scheme = url.split_once("://").map(|(s, _)| s);
+        let named = scheme.is_some_and(|s| {
+            s.starts_with(|c: char| c.is_ascii_alphabetic())
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+        });
+        if !named {
             return Err(field_error(
                 "url",
                 format!(
-                    "'{}' is not an http:// or https:// URL, e.g. https://broker:9404/metrics",
+                    "'{}' is not a URL, e.g. https://broker:9404/metrics",
                     crate::redact::redact_uri(url)
                 ),
             ));
@@ -266,7 +272,7 @@ mod tests {
 
     #[test]
     fn bad_blocks_name_the_field_and_the_fix() {
-        let e = read(json!({"url": "ftp://x"})).unwrap_err();
+        let e = read(json!({"url": "broker:9404/metrics"})).unwrap_err();
         assert!(
             e.contains("broker_metrics.url") && e.contains("https://"),
             "{e}"

@@ -5,6 +5,7 @@ use std::path::Path;
 use brokerbench_brokers::ManagedBroker;
 use brokerbench_driver::family::{config_of, managed_or_named};
 use brokerbench_driver::{Driver, DriverError, Family};
+use brokerbench_metrics::MetricSet;
 use brokerbench_model::family::{field_error, parse_driver, resolved, OmbDriver};
 use brokerbench_model::yaml::Value;
 use brokerbench_model::{DriverConfig, DriverSchema, SpecError};
@@ -79,5 +80,8 @@ impl Family for RedisFamily {
     }
     fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {
         Box::new(ManagedRedis::new(home))
+    }
+    fn metrics(&self) -> Option<&'static MetricSet> {
+        Some(&crate::metrics::METRICS)
     }
 }

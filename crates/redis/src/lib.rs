@@ -14,6 +14,7 @@ pub mod conn;
 mod consumer;
 mod family;
 pub mod managed;
+mod metrics;
 pub mod omb;
 mod producer;
 mod reconnect;

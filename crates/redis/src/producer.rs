@@ -1,6 +1,7 @@
 //! A producer: each message one XADD to one of its topic's streams (one per partition), sent
-//! without waiting (pipelined, at most `max_outstanding` in flight); the server's reply — the
-//! entry's id — is the acknowledgement, and replies come in the order of the commands.
+//! without waiting for replies (pipelined, at most `max_outstanding` in flight; the XADDs of a
+//! burst in one write, at the next poll); the server's reply — the entry's id — is the
+//! acknowledgement, and replies come in the order of the commands.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -10,6 +11,9 @@ use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendEr
 use crate::conn::{Conn, CONNECTION_CLOSED};
 use crate::reconnect::Reconnector;
 use crate::resp::{push_number, write_command, Value};
+
+/// Bytes of XADDs written before they are sent without waiting for the next poll.
+const FLUSH_AT: usize = 64 * 1024;
 
 struct Pending {
     envelope: Envelope,
@@ -146,7 +150,9 @@ impl Producer for RedisProducer {
             ),
             None => write_command(out, &[b"XADD", key, b"*", b"p", message.payload]),
         }
-        if self.conn.flush().is_err() {
+        // Written with the next poll (the engine polls before it waits for a next send time,
+        // and every 64 sends at the maximum rate): the XADDs of a burst go in one system call.
+        if self.conn.out().len() >= FLUSH_AT && self.conn.flush().is_err() {
             // Failed in `poll` with what is in flight; this one waits or fails now.
             self.broken = Some(CONNECTION_CLOSED.to_string());
             self.reconnector.lost();

@@ -179,7 +179,7 @@ fn errors_name_the_url() {
     assert!(e.contains(&url) && e.contains("404"), "{e}");
     assert!(matches!(
         scrape("ftp://x", Duration::from_secs(1)),
-        Err(ScrapeError::Url(_))
+        Err(ScrapeError::Url { .. })
     ));
     let e = scrape("http://127.0.0.1:1/metrics", Duration::from_secs(1)).unwrap_err();
     assert!(matches!(e, ScrapeError::Request { .. }), "{e}");

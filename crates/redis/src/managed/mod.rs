@@ -265,8 +265,9 @@ impl ManagedBroker for ManagedRedis {
         format!("redis://{}", status.address)
     }
 
+    /// INFO on the plain port (see [`crate::metrics`]).
     fn metrics_url(&self) -> Option<String> {
-        None
+        Some(format!("redis://127.0.0.1:{}", self.running_port()))
     }
 
     fn endpoints(&self) -> Vec<String> {
