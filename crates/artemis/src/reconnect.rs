@@ -45,23 +45,9 @@ impl Reconnector {
     /// One attempt when due (else waits up to `timeout` for it): a new connection, or None.
     /// Off, it only waits.
     pub fn attempt(&mut self, timeout: Duration) -> Option<Conn> {
-        if !self.policy.enabled {
-            std::thread::sleep(timeout.min(Duration::from_millis(10)));
-            return None;
-        }
-        if !self.redial.due() {
-            std::thread::sleep(timeout.min(self.redial.wait()));
-            return None;
-        }
-        match Conn::connect(&self.url, REDIAL_TIMEOUT, self.client_id.as_deref()) {
-            Ok(conn) => {
-                self.redial.succeeded();
-                Some(conn)
-            }
-            Err(_) => {
-                self.redial.failed(&self.policy);
-                None
-            }
-        }
+        let (url, client_id) = (&self.url, self.client_id.as_deref());
+        self.redial.attempt(&self.policy, timeout, || {
+            Conn::connect(url, REDIAL_TIMEOUT, client_id).ok()
+        })
     }
 }

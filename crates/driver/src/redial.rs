@@ -1,6 +1,6 @@
 //! Where a client is in getting its lost connection back: when the loss was found, and when
 //! the next attempt is due under the driver file's `reconnect` backoff. Shared by the
-//! families whose client brokerbench drives itself (RabbitMQ, NATS).
+//! families whose client brokerbench drives itself (RabbitMQ, NATS, Artemis, Pulsar, Redis).
 
 use std::time::{Duration, Instant};
 
@@ -51,6 +51,30 @@ impl Redial {
     pub fn succeeded(&mut self) {
         *self = Redial::default();
     }
+
+    /// One attempt when due under `policy` (else waits up to `timeout` for it): what
+    /// `connect` made, or None (a failed attempt backs off). Off, it only waits.
+    pub fn attempt<T>(
+        &mut self,
+        policy: &Reconnect,
+        timeout: Duration,
+        connect: impl FnOnce() -> Option<T>,
+    ) -> Option<T> {
+        if !policy.enabled {
+            std::thread::sleep(timeout.min(Duration::from_millis(10)));
+            return None;
+        }
+        if !self.due() {
+            std::thread::sleep(timeout.min(self.wait()));
+            return None;
+        }
+        let made = connect();
+        match made {
+            Some(_) => self.succeeded(),
+            None => self.failed(policy),
+        }
+        made
+    }
 }
 
 #[cfg(test)]
@@ -82,5 +106,31 @@ mod tests {
         );
         r.succeeded();
         assert!(r.due() && r.since_ns().is_none());
+    }
+
+    #[test]
+    fn an_attempt_connects_when_due_and_backs_off_when_it_fails() {
+        let mut policy = Reconnect {
+            enabled: true,
+            initial_backoff: Duration::from_secs(60),
+            max_backoff: Duration::from_secs(60),
+        };
+        let mut r = Redial::default();
+        r.lost();
+        assert_eq!(r.attempt(&policy, Duration::ZERO, || None::<u32>), None);
+        // Backing off: not even asked.
+        assert_eq!(
+            r.attempt(&policy, Duration::ZERO, || panic!("not due")),
+            None::<u32>
+        );
+        let mut r = Redial::default();
+        r.lost();
+        assert_eq!(r.attempt(&policy, Duration::ZERO, || Some(7)), Some(7));
+        assert!(r.since_ns().is_none());
+        policy.enabled = false;
+        assert_eq!(
+            r.attempt(&policy, Duration::ZERO, || panic!("off")),
+            None::<u32>
+        );
     }
 }

@@ -43,26 +43,10 @@ impl Reconnector {
         timeout: Duration,
         setup: impl FnOnce(&mut Conn) -> Result<(), String>,
     ) -> Option<Conn> {
-        if !self.policy.enabled {
-            std::thread::sleep(timeout.min(Duration::from_millis(10)));
-            return None;
-        }
-        if !self.redial.due() {
-            std::thread::sleep(timeout.min(self.redial.wait()));
-            return None;
-        }
-        let conn = Conn::connect(&self.url, REDIAL_TIMEOUT)
-            .map_err(|e| format!("{e:?}"))
-            .and_then(|mut conn| setup(&mut conn).map(|()| conn));
-        match conn {
-            Ok(conn) => {
-                self.redial.succeeded();
-                Some(conn)
-            }
-            Err(_) => {
-                self.redial.failed(&self.policy);
-                None
-            }
-        }
+        let url = &self.url;
+        self.redial.attempt(&self.policy, timeout, || {
+            let mut conn = Conn::connect(url, REDIAL_TIMEOUT).ok()?;
+            setup(&mut conn).ok().map(|()| conn)
+        })
     }
 }

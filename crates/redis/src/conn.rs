@@ -18,6 +18,8 @@ pub struct Conn {
     buf: Vec<u8>,
     start: usize,
     out: Vec<u8>,
+    /// A reply timed out: the connection is out of step with its commands, not used again.
+    desynced: bool,
 }
 
 impl Conn {
@@ -31,6 +33,7 @@ impl Conn {
             buf: Vec::with_capacity(128 * 1024),
             start: 0,
             out: Vec::with_capacity(64 * 1024),
+            desynced: false,
         };
         let logging_in = |e| brokerbench_driver::net::while_logging_in(url.tls.as_ref(), e);
         conn.log_in(url, deadline).map_err(logging_in)?;
@@ -130,11 +133,15 @@ impl Conn {
 
     /// The next `n` replies, waiting at most `timeout` in all.
     fn replies(&mut self, n: usize, timeout: Duration) -> Result<Vec<Value>, String> {
+        if self.desynced {
+            return Err("an earlier reply on this connection did not come in time".into());
+        }
         let deadline = Instant::now() + timeout;
         let mut answers = Vec::with_capacity(n);
         while answers.len() < n {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
+                self.desynced = true;
                 return Err(format!("no reply within {timeout:?}"));
             }
             self.poll(left, &mut |value, _| answers.push(value))?;
@@ -152,8 +159,7 @@ impl Conn {
             self.start = 0;
         }
         let len = self.buf.len();
-        let want = (len + 128 * 1024).max(self.buf.capacity());
-        self.buf.resize(want, 0);
+        self.buf.resize(len + 128 * 1024, 0);
         let result =
             brokerbench_driver::net::read_within(&self.stream, &mut self.buf[len..], timeout);
         let n = *result.as_ref().unwrap_or(&0);

@@ -4,7 +4,7 @@
 //! acknowledging each read's entries with one XACK per stream, written with the next read.
 
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use brokerbench_driver::{Consumer, Delivery, Unread};
 
@@ -14,6 +14,9 @@ use crate::resp::{write_command, Value};
 
 /// How long a read waits for entries when there are none (then the next is sent).
 const BLOCK_MS: &[u8] = b"200";
+
+/// How long after a refused read the next is sent.
+const RETRY_REFUSED_READ: Duration = Duration::from_millis(100);
 
 /// What a subscription member reads.
 pub struct Membership {
@@ -40,6 +43,9 @@ pub struct RedisConsumer {
     history: bool,
     broken: bool,
     paused: bool,
+    /// After a read the server refused (NOGROUP: the stream was deleted), the next waits
+    /// until then.
+    retry_at: Option<Instant>,
     reconnector: Reconnector,
 }
 
@@ -79,6 +85,7 @@ impl RedisConsumer {
             history: false,
             broken: false,
             paused: false,
+            retry_at: None,
             reconnector,
         }
     }
@@ -150,6 +157,11 @@ impl Consumer for RedisConsumer {
             self.recover(timeout);
             return Ok(());
         }
+        if let Some(at) = self.retry_at.take().filter(|at| *at > Instant::now()) {
+            std::thread::sleep(timeout.min(at - Instant::now()));
+            self.retry_at = Some(at);
+            return Ok(());
+        }
         let reading = self.expect.contains(&Expect::Read);
         if !reading && !self.paused {
             self.member.write_read(self.conn.out(), self.history);
@@ -160,7 +172,7 @@ impl Consumer for RedisConsumer {
         }
         let (member, expect) = (&self.member, &mut self.expect);
         let (paused, mut history) = (self.paused, self.history);
-        let mut error = None;
+        let (mut error, mut refused) = (None, false);
         let result = self.conn.poll(timeout, &mut |value, out| {
             let Some(kind) = expect.pop_front() else {
                 error = Some("unexpected_reply".to_string());
@@ -168,8 +180,9 @@ impl Consumer for RedisConsumer {
             };
             if let Value::Error(text) = &value {
                 error = Some(crate::producer::kind_of(text));
+                refused |= kind == Expect::Read;
             }
-            if kind == Expect::Ack {
+            if kind == Expect::Ack || refused {
                 return;
             }
             let (acks, any) = take_read(member, &value, out, deliveries);
@@ -181,6 +194,9 @@ impl Consumer for RedisConsumer {
             }
         });
         self.history = history;
+        if refused {
+            self.retry_at = Some(Instant::now() + RETRY_REFUSED_READ);
+        }
         match (result, error) {
             (Err(kind), _) => {
                 self.lose();

@@ -132,6 +132,29 @@ impl RedisDriver {
     }
 }
 
+impl RedisDriver {
+    /// Puts back the persistence the driver file's `appendfsync` changed, once.
+    fn restore_persistence(&mut self, conn: &mut Conn) -> Result<(), String> {
+        match self.restore.take() {
+            Some(before) => server::restore_persistence(conn, &before)
+                .map_err(|e| format!("redis: putting back appendonly/appendfsync: {e}")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A run that ends before its cleanup (an error after connecting) still puts the server's
+/// persistence back.
+impl Drop for RedisDriver {
+    fn drop(&mut self) {
+        if self.restore.is_some() {
+            if let Ok(mut conn) = self.open() {
+                let _ = self.restore_persistence(&mut conn);
+            }
+        }
+    }
+}
+
 /// A subscription's consumer group.
 fn group_name(subscription: u32) -> String {
     format!("s{subscription}")
@@ -160,10 +183,12 @@ impl Driver for RedisDriver {
         server.check_streams().map_err(DriverError::Other)?;
         self.server = Some(server);
         if let Some(fsync) = self.config.appendfsync {
-            let before = server::set_persistence(&mut conn, fsync).map_err(|e| {
+            let failed = |e: String| {
                 DriverError::Other(format!("redis: setting appendfsync {}: {e} (leave appendfsync out to run with the server's own persistence)", fsync.as_str()))
-            })?;
-            self.restore = Some(before);
+            };
+            // Recorded before anything is set, so that whatever follows puts it back.
+            self.restore = Some(server::current_persistence(&mut conn).map_err(failed)?);
+            server::set_persistence(&mut conn, fsync).map_err(failed)?;
             self.server = Some(asked(&mut conn)?);
         }
         Ok(())
@@ -175,6 +200,10 @@ impl Driver for RedisDriver {
 
     fn prepare(&mut self, topology: &Topology) -> Result<(), DriverError> {
         self.removes = topology.removes();
+        if !self.removes {
+            // One shard puts the persistence back, after every shard is done: shard 0.
+            self.restore = None;
+        }
         self.subscriptions = topology.subscriptions_per_topic.max(1);
         self.consumers = topology.consumers_per_topic > 0;
         self.streams = (0..topology.topics)
@@ -249,10 +278,8 @@ impl Driver for RedisDriver {
     fn cleanup(&mut self) -> Result<(), DriverError> {
         let mut failed = Vec::new();
         let mut conn = self.open()?;
-        if let Some(before) = self.restore.take() {
-            if let Err(e) = server::restore_persistence(&mut conn, &before) {
-                failed.push(format!("redis: putting back appendonly/appendfsync: {e}"));
-            }
+        if let Err(e) = self.restore_persistence(&mut conn) {
+            failed.push(e);
         }
         if self.config.delete_streams && self.removes {
             for stream in std::mem::take(&mut self.streams).iter().flatten() {

@@ -1,6 +1,9 @@
 //! The server's own figures: INFO (every section), read over RESP once a scrape and written as
-//! Prometheus text (`redis_<field>`, and `redis_cmdstat_calls{cmd="xadd"}` per command), and
+//! Prometheus text (`redis_<field>`, and `redis_cmdstat_calls{cmd="xadd"}` per command) over
+//! one connection kept from scrape to scrape, and
 //! what each figure means (docs/src/broker-metrics.md).
+
+use std::sync::Mutex;
 
 use brokerbench_metrics::{
     counter, gauge, Auth, Endpoint, Format, MetricSet, MetricSpec, Reader, MESSAGES_IN,
@@ -61,12 +64,33 @@ pub static METRICS: MetricSet = MetricSet {
     specs: SPECS,
 };
 
-/// INFO of the server at `endpoint`, as Prometheus text.
+/// The connection scrapes go over, kept from one to the next (with the URL it is to).
+static CONNECTION: Mutex<Option<(String, Conn)>> = Mutex::new(None);
+
+/// INFO of the server at `endpoint`, as Prometheus text, over the kept connection (a new
+/// one when there is none, or the last failed).
 fn read_info(endpoint: &Endpoint) -> Result<String, String> {
+    let mut kept = CONNECTION.lock().unwrap_or_else(|e| e.into_inner());
+    let timeout = endpoint.request_timeout();
+    let mut conn = match kept.take() {
+        Some((url, conn)) if url == endpoint.url() => conn,
+        _ => connect(endpoint)?,
+    };
+    let info = conn.call(&[b"INFO", b"all"], timeout)?;
+    *kept = Some((endpoint.url().to_string(), conn));
+    Ok(prometheus_text(&info.text().unwrap_or_default()))
+}
+
+/// A connection to the server at `endpoint`, logged in as its credentials say (a user
+/// without a password, `x@host`, is Redis's password of the default user).
+fn connect(endpoint: &Endpoint) -> Result<Conn, String> {
     let mut url = RedisUrl::parse(endpoint.url())?;
     if let Auth::Basic { username, password } = endpoint.auth() {
-        let user = (!username.is_empty() && username != "default").then(|| username.clone());
-        url = url.with_login(user, Some(password.clone()));
+        url = match (username.as_str(), password.as_str()) {
+            (password, "") => url.with_login(None, Some(password.to_string())),
+            ("" | "default", password) => url.with_login(None, Some(password.to_string())),
+            (user, password) => url.with_login(Some(user.to_string()), Some(password.to_string())),
+        };
     }
     if url.tls.is_some() {
         url.tls = Some(brokerbench_driver::tls::TlsSettings {
@@ -74,15 +98,12 @@ fn read_info(endpoint: &Endpoint) -> Result<String, String> {
             ..Default::default()
         });
     }
-    let timeout = endpoint.request_timeout();
-    let mut conn = Conn::connect(&url, timeout).map_err(|e| match e {
+    Conn::connect(&url, endpoint.request_timeout()).map_err(|e| match e {
         ConnectError::Unreachable(why)
         | ConnectError::Authentication(why)
         | ConnectError::Tls(why)
         | ConnectError::Protocol(why) => why,
-    })?;
-    let info = conn.call(&[b"INFO", b"all"], timeout)?;
-    Ok(prometheus_text(&info.text().unwrap_or_default()))
+    })
 }
 
 /// INFO's `field:value` lines as Prometheus samples: each number as `redis_<field>`, each

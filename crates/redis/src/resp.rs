@@ -98,10 +98,41 @@ pub fn push_number(out: &mut Vec<u8>, mut n: u64) {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Malformed(pub String);
 
-/// The first whole value in `buf` and the bytes it took, None when it has not all arrived.
+/// The first whole value in `buf` and the bytes it took, None when it has not all arrived
+/// (found out from the lengths alone, without building anything: a large reply arrives in many
+/// reads).
 pub fn next_value(buf: &[u8]) -> Result<Option<(Value, usize)>, Malformed> {
+    if end_of_value(buf, 0)?.is_none() {
+        return Ok(None);
+    }
     let mut at = 0;
     Ok(value_at(buf, &mut at)?.map(|v| (v, at)))
+}
+
+/// Where the value starting at `at` ends, None when it has not all arrived.
+fn end_of_value(buf: &[u8], at: usize) -> Result<Option<usize>, Malformed> {
+    let Some(line) = line_at(buf, at) else {
+        return Ok(None);
+    };
+    let after = line + 2;
+    match buf[at] {
+        b'$' => {
+            let len = number(&buf[at + 1..line])?;
+            let end = after + len.max(0) as usize + if len < 0 { 0 } else { 2 };
+            Ok((buf.len() >= end).then_some(end))
+        }
+        b'*' => {
+            let mut end = after;
+            for _ in 0..number(&buf[at + 1..line])?.max(0) {
+                match end_of_value(buf, end)? {
+                    Some(next) => end = next,
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some(end))
+        }
+        _ => Ok(Some(after)),
+    }
 }
 
 fn value_at(buf: &[u8], at: &mut usize) -> Result<Option<Value>, Malformed> {

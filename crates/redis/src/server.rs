@@ -88,12 +88,15 @@ fn persistence(conn: &mut Conn) -> Result<Persistence, String> {
     })
 }
 
-/// Turns the append-only file on with `fsync` for the run; what the server had before.
-pub fn set_persistence(conn: &mut Conn, fsync: Fsync) -> Result<Persistence, String> {
-    let before = persistence(conn)?;
+/// What the server has now, to be put back after [`set_persistence`].
+pub fn current_persistence(conn: &mut Conn) -> Result<Persistence, String> {
+    persistence(conn)
+}
+
+/// Turns the append-only file on with `fsync` for the run.
+pub fn set_persistence(conn: &mut Conn, fsync: Fsync) -> Result<(), String> {
     set(conn, "appendfsync", fsync.as_str())?;
-    set(conn, "appendonly", "yes")?;
-    Ok(before)
+    set(conn, "appendonly", "yes")
 }
 
 /// Puts back the persistence [`set_persistence`] found.

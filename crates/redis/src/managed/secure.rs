@@ -1,7 +1,8 @@
 //! TLS and a user on the managed Redis (`brokerbench broker up redis --tls`): a TLS port (the
 //! port + 1, 6380 by default) beside the plain one, with the home's throwaway certificates (see
 //! `brokerbench_brokers::tls`; a client certificate is checked when given, not required), and
-//! an ACL user `brokerbench` with every right, whose password is the home's. Clients that give
+//! an ACL user `brokerbench` with every command on every key (written as Redis 6.0 reads it
+//! too), whose password is the home's. Clients that give
 //! no login go on as Redis's `default` user (no password), so plain runs go on beside TLS ones;
 //! a login that is given must be right.
 
@@ -23,7 +24,7 @@ tls-cert-file \"{cert}\"
 tls-key-file \"{key}\"
 tls-ca-cert-file \"{ca}\"
 tls-auth-clients optional
-user {user} on >{password} ~* &* +@all
+user {user} on >{password} ~* +@all
 ",
         cert = files.server_certificate().display(),
         key = files.server_key().display(),
