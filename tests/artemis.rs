@@ -339,24 +339,7 @@ fn a_killed_broker_started_again_loses_no_confirmed_message_and_the_clients_come
 /// password it holds.
 fn tls_driver() -> (String, String) {
     artemis();
-    let output = brokerbench()
-        .args(["broker", "status", "artemis", "--driver-file"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    let text = String::from_utf8(output.stdout).unwrap();
-    let password =
-        std::fs::read_to_string(brokerbench_brokers::home().join("artemis/tls/password"))
-            .unwrap()
-            .trim()
-            .to_string();
-    assert!(
-        text.contains(&format!(
-            "broker_address: ssl://brokerbench:{password}@127.0.0.1:"
-        )),
-        "{text}"
-    );
-    (text, password)
+    tls_driver_file("artemis", "broker_address: ssl://")
 }
 
 #[test]

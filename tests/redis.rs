@@ -373,23 +373,7 @@ fn a_killed_server_started_again_loses_no_acknowledged_message_and_the_clients_c
 /// password it holds.
 fn tls_driver() -> (String, String) {
     redis();
-    let output = brokerbench()
-        .args(["broker", "status", "redis", "--driver-file"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    let text = String::from_utf8(output.stdout).unwrap();
-    let password = std::fs::read_to_string(brokerbench_brokers::home().join("redis/tls/password"))
-        .unwrap()
-        .trim()
-        .to_string();
-    assert!(
-        text.contains(&format!(
-            "redis_url: rediss://brokerbench:{password}@127.0.0.1:"
-        )),
-        "{text}"
-    );
-    (text, password)
+    tls_driver_file("redis", "redis_url: rediss://")
 }
 
 #[test]

@@ -697,3 +697,26 @@ pub fn assert_refused_at_once(driver: &str, names: &[&str], secrets: &[&str]) {
         assert!(!run.stderr.contains(secret), "a secret in: {}", run.stderr);
     }
 }
+
+/// The driver file `broker status FAMILY --driver-file` prints for the managed broker's TLS
+/// listener, and the password of the user `brokerbench` it holds (the home's), checked to stand
+/// in it after `field: ` and the URL's scheme (`broker_address: ssl://`).
+pub fn tls_driver_file(family: &str, field_and_scheme: &str) -> (String, String) {
+    let output = brokerbench()
+        .args(["broker", "status", family, "--driver-file"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let file = brokerbench_brokers::home()
+        .join(family)
+        .join("tls/password");
+    let password = std::fs::read_to_string(file).unwrap().trim().to_string();
+    assert!(
+        text.contains(&format!(
+            "{field_and_scheme}brokerbench:{password}@127.0.0.1:"
+        )),
+        "{text}"
+    );
+    (text, password)
+}
