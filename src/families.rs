@@ -12,4 +12,5 @@ pub static REGISTRY: Registry = Registry(&[
     &brokerbench_artemis::FAMILY,
     &brokerbench_pulsar::FAMILY,
     &brokerbench_redis::FAMILY,
+    &brokerbench_mqtt::FAMILY,
 ]);

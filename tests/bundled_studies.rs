@@ -95,6 +95,26 @@ fn hesse_insert() {
     quick_with("hesse-insert", 18, &["warmup=0s", "duration=1s"]);
 }
 
+/// In a home of its own: the study takes Kafka down to start mosquitto.
+#[test]
+fn hesse_insert_mqtt() {
+    let _s = serial();
+    let home = OwnHome::new();
+    let (_dir, folder, stdout) = run_quick_in(
+        "hesse-insert-mqtt",
+        &["warmup=0s", "duration=1s"],
+        &home.env(),
+    );
+    assert_all_complete("hesse-insert-mqtt", &folder, 12, &stdout);
+    for line in [
+        "broker: kafka up with 1 node",
+        "broker: kafka down",
+        "broker: mqtt up with 1 node",
+    ] {
+        assert!(stdout.contains(line), "{line}:\n{stdout}");
+    }
+}
+
 #[test]
 fn rabiee_kafka() {
     let _s = serial();
@@ -154,7 +174,7 @@ fn replication_cost() {
     let home = OwnHome::new();
     link_jvm_distributions(home.home.path());
     let (_dir, folder, stdout) = run_quick_in("replication-cost", &[], &home.env());
-    assert_all_complete("replication-cost", &folder, 10, &stdout);
+    assert_all_complete("replication-cost", &folder, 11, &stdout);
     for (family, sizes, before) in [
         ("kafka", &["1 node", "3 nodes"][..], None),
         ("rabbitmq", &["1 node", "3 nodes"], Some("kafka")),
@@ -162,6 +182,7 @@ fn replication_cost() {
         ("pulsar", &["1 node", "3 nodes"], Some("nats")),
         ("artemis", &["1 node"], Some("pulsar")),
         ("redis", &["1 node"], Some("artemis")),
+        ("mqtt", &["1 node"], Some("redis")),
     ] {
         for nodes in sizes {
             let line = format!("broker: {family} up with {nodes}");

@@ -24,8 +24,9 @@ pub fn brokerbench() -> Command {
 
 /// Every family's port variable, and the offsets from its port that its managed broker's
 /// node 1 listens on (Kafka: controller, metrics; RabbitMQ: management, Prometheus,
-/// distribution; NATS: monitoring; Artemis: TLS acceptor, console; Pulsar: TLS, admin API; Redis: none).
-const FAMILY_PORTS: [(&str, &str, &[u16]); 6] = [
+/// distribution; NATS: monitoring; Artemis: TLS acceptor, console; Pulsar: TLS, admin API; Redis: none;
+/// MQTT: the TLS listener).
+const FAMILY_PORTS: [(&str, &str, &[u16]); 7] = [
     ("kafka", "BROKERBENCH_KAFKA_PORT", &[0, 1, 312]),
     (
         "rabbitmq",
@@ -36,6 +37,7 @@ const FAMILY_PORTS: [(&str, &str, &[u16]); 6] = [
     ("artemis", "BROKERBENCH_ARTEMIS_PORT", &[0, 1, 1000]),
     ("pulsar", "BROKERBENCH_PULSAR_PORT", &[0, 1, 1430]),
     ("redis", "BROKERBENCH_REDIS_PORT", &[0]),
+    ("mqtt", "BROKERBENCH_MQTT_PORT", &[0, 1]),
 ];
 
 /// A brokerbench home of its own, every family's managed broker on a free port layout and

@@ -295,10 +295,13 @@ impl BrokerMetrics {
         self.set.specs
     }
 
-    /// Reads now and returns the figures, in the order of [`BrokerMetrics::columns`]. A node
-    /// that does not answer (killed by a fault, restarting) counts with what it answered last;
-    /// only when none answers is it an error (node 1's).
+    /// Reads now (`now_ns`) and returns the figures, in the order of
+    /// [`BrokerMetrics::columns`]; those of a [`Format::Text`] reader stamped when it answered
+    /// (it may wait for the broker's next figures: MQTT's `$SYS` comes every 2 s). A node that
+    /// does not answer (killed by a fault, restarting) counts with what it answered last; only
+    /// when none answers is it an error (node 1's).
     pub fn read(&mut self, now_ns: u64) -> Result<Reading, ScrapeError> {
+        let asked = std::time::Instant::now();
         let mut fresh = Vec::new();
         let mut first_error = None;
         for scraper in std::iter::once(&self.scraper).chain(self.others.iter().map(|(_, s)| s)) {
@@ -313,6 +316,10 @@ impl BrokerMetrics {
         if let (true, Some(e)) = (fresh.iter().all(Option::is_none), first_error) {
             return Err(e);
         }
+        let now_ns = match self.set.format {
+            Format::Text { .. } => now_ns + asked.elapsed().as_nanos() as u64,
+            _ => now_ns,
+        };
         let per_node = self.per_node(&fresh, now_ns);
         let samples = self.with_last(fresh);
         let mut reading = self.take(&samples, now_ns);

@@ -453,7 +453,7 @@ fn sending_notes(
     }
     if !driver.confirms {
         notes.push(
-            "delivery was not confirmed (publisher confirms off): only sent messages are counted, publish latency is not measured, and the ledger expects every sent message".into(),
+            "delivery was not confirmed (the broker acknowledges nothing in this configuration): only sent messages are counted, publish latency is not measured, and the ledger expects every sent message".into(),
         );
     }
     notes

@@ -1,0 +1,302 @@
+//! One MQTT connection: CONNECT and its CONNACK, packets out through one buffer, packets in
+//! cut out of one buffer, a PINGREQ when the connection has been quiet for half its
+//! keep-alive, and SUBSCRIBE waited for.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::packet::{self, Connect, Packet, Version};
+use crate::url::MqttUrl;
+
+/// What a broken connection reports.
+pub const CONNECTION_CLOSED: &str = "connection_closed";
+
+pub use brokerbench_driver::net::ConnectError;
+
+/// Bytes read at most in one system call (the buffer grows for a larger packet).
+const READ_SIZE: usize = 256 * 1024;
+
+/// How a client connects: its id and session.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub version: Version,
+    pub client_id: String,
+    pub clean: bool,
+    pub keep_alive_s: u16,
+    /// MQTT 5: how long the broker keeps the session after the connection ends.
+    pub session_expiry_s: Option<u32>,
+    /// MQTT 5: the most QoS 1 and 2 messages the broker may have in flight to this client.
+    pub receive_maximum: Option<u16>,
+}
+
+/// What a poll does with each packet that arrived: it may write packets (the QoS answers)
+/// into the buffer it is given, and stop the poll with the kind of an error.
+pub type OnPacket<'a> = dyn FnMut(Packet<'_>, &mut Vec<u8>) -> Result<(), String> + 'a;
+
+pub struct Conn {
+    stream: TcpStream,
+    /// Bytes read: packets from `start` to `end`.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    out: Vec<u8>,
+    pub version: Version,
+    /// What the broker said in its CONNACK.
+    pub connack: packet::ConnAck,
+    keep_alive: Duration,
+    last_write: Instant,
+}
+
+impl Conn {
+    /// Connects and logs in within `timeout` in all.
+    pub fn connect(
+        url: &MqttUrl,
+        session: &Session,
+        timeout: Duration,
+    ) -> Result<Conn, ConnectError> {
+        let deadline = Instant::now() + timeout;
+        let stream =
+            brokerbench_driver::net::open(&url.host, url.port, url.tls.as_ref(), deadline)?;
+        let mut conn = Conn {
+            stream,
+            buf: vec![0; READ_SIZE],
+            start: 0,
+            end: 0,
+            out: Vec::with_capacity(64 * 1024),
+            version: session.version,
+            connack: Default::default(),
+            keep_alive: Duration::from_secs(session.keep_alive_s as u64),
+            last_write: Instant::now(),
+        };
+        let logging_in = |e| brokerbench_driver::net::while_logging_in(url.tls.as_ref(), e);
+        conn.log_in(url, session, deadline).map_err(logging_in)?;
+        Ok(conn)
+    }
+
+    fn log_in(
+        &mut self,
+        url: &MqttUrl,
+        session: &Session,
+        deadline: Instant,
+    ) -> Result<(), ConnectError> {
+        let connect = Connect {
+            version: session.version,
+            client_id: &session.client_id,
+            clean: session.clean,
+            keep_alive_s: session.keep_alive_s,
+            username: url.user.as_deref(),
+            password: url.password(),
+            session_expiry_s: session.session_expiry_s,
+            receive_maximum: session.receive_maximum,
+        };
+        packet::write_connect(&mut self.out, &connect);
+        self.flush()
+            .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let body = self
+            .wait_for(packet::CONNACK, left)
+            .map_err(ConnectError::Unreachable)?;
+        let ack = packet::parse_connack(self.version, &body)
+            .map_err(|e| ConnectError::Protocol(format!("{}: is this an MQTT broker?", e.0)))?;
+        if ack.code != 0 {
+            return Err(refusal(&ack, self.version, url));
+        }
+        self.connack = ack;
+        Ok(())
+    }
+
+    /// The buffer packets are written into; [`Conn::flush`] or the next poll sends them.
+    pub fn out(&mut self) -> &mut Vec<u8> {
+        &mut self.out
+    }
+
+    /// Whether packets are written that the next poll sends.
+    pub fn unsent(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    /// Sends what is written.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        if !self.out.is_empty() {
+            self.stream.write_all(&self.out)?;
+            self.out.clear();
+            self.last_write = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Sends what is written, then hands every whole packet that has arrived to `on_packet`,
+    /// waiting at most `timeout` for the first bytes; `on_packet` may write packets (the QoS
+    /// answers), sent before it returns. Err with the kind once the connection is gone.
+    pub fn poll(
+        &mut self,
+        timeout: Duration,
+        on_packet: &mut OnPacket<'_>,
+    ) -> Result<usize, String> {
+        self.keep_alive_ping();
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        let mut handled = self.drain(on_packet)?;
+        if handled == 0 {
+            match self.fill(timeout) {
+                Ok(0) => return Err(CONNECTION_CLOSED.into()),
+                Ok(_) => handled = self.drain(on_packet)?,
+                // A signal (Ctrl-C) interrupts a read with a timeout: nothing is lost.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) => {}
+                Err(_) => return Err(CONNECTION_CLOSED.into()),
+            }
+        }
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        Ok(handled)
+    }
+
+    /// A PINGREQ when nothing was written for half the keep-alive (the broker closes a
+    /// connection quiet for one and a half).
+    fn keep_alive_ping(&mut self) {
+        if !self.keep_alive.is_zero() && self.last_write.elapsed() >= self.keep_alive / 2 {
+            packet::write_pingreq(&mut self.out);
+        }
+    }
+
+    /// SUBSCRIBE to `filters` at `qos`, and its SUBACK within `timeout`: the granted QoS of
+    /// each. Messages that arrive meanwhile (a persistent session's) stay for the next poll.
+    pub fn subscribe(
+        &mut self,
+        filters: &[String],
+        qos: u8,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, String> {
+        packet::write_subscribe(&mut self.out, self.version, 1, filters, qos);
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        let body = self.wait_for(packet::SUBACK, timeout)?;
+        let (_, granted) = packet::parse_suback(self.version, &body).map_err(|e| e.0)?;
+        Ok(granted)
+    }
+
+    /// Ends the connection politely (DISCONNECT), telling an MQTT 5 broker to forget the
+    /// session when `end_session`.
+    pub fn disconnect(&mut self, end_session: bool) {
+        packet::write_disconnect(&mut self.out, self.version, end_session);
+        let _ = self.flush();
+    }
+
+    /// The body of the first packet of `kind` to arrive within `timeout`, taken out of the
+    /// buffer; the packets before it stay.
+    fn wait_for(&mut self, kind: u8, timeout: Duration) -> Result<Vec<u8>, String> {
+        let deadline = Instant::now() + timeout;
+        // How far past `start` the packets were looked at (`fill` may move `start`).
+        let mut skipped = 0;
+        loop {
+            while let Some((p, used)) =
+                packet::next_packet(&self.buf[self.start + skipped..self.end])
+                    .map_err(|e| format!("malformed_packet: {}", e.0))?
+            {
+                if p.kind == kind {
+                    let body = p.body.to_vec();
+                    let at = self.start + skipped;
+                    self.buf.copy_within(at + used..self.end, at);
+                    self.end -= used;
+                    return Ok(body);
+                }
+                if p.kind == packet::DISCONNECT {
+                    return Err(disconnected(self.version, p.body));
+                }
+                skipped += used;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!("no answer within {timeout:?}"));
+            }
+            match self.fill(left) {
+                Ok(0) => return Err("the broker closed the connection".into()),
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+
+    /// Reads what the socket has, waiting up to `timeout` (to the microsecond), into the
+    /// buffer's free end (moving what is unread to its front, or growing it, first).
+    fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
+        if self.buf.len() - self.end < READ_SIZE / 4 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            if self.buf.len() - self.end < READ_SIZE / 4 {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+        }
+        let result =
+            brokerbench_driver::net::read_within(&self.stream, &mut self.buf[self.end..], timeout);
+        self.end += *result.as_ref().unwrap_or(&0);
+        result
+    }
+
+    /// Hands on every whole packet in the buffer.
+    fn drain(&mut self, on_packet: &mut OnPacket<'_>) -> Result<usize, String> {
+        let mut handled = 0;
+        while let Some((p, used)) = packet::next_packet(&self.buf[self.start..self.end])
+            .map_err(|e| format!("malformed_packet: {}", e.0))?
+        {
+            match p.kind {
+                packet::PINGRESP => {}
+                packet::DISCONNECT => return Err(disconnected(self.version, p.body)),
+                _ => on_packet(p, &mut self.out)?,
+            }
+            self.start += used;
+            handled += 1;
+        }
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        Ok(handled)
+    }
+}
+
+/// The kind of an MQTT 5 DISCONNECT from the broker (its reason code), or of a 3.1.1 one.
+fn disconnected(version: Version, body: &[u8]) -> String {
+    match (version, body.first()) {
+        (Version::V5, Some(&code)) if code != 0 => {
+            format!("disconnected_by_broker ({})", packet::reason_kind(code))
+        }
+        _ => "disconnected_by_broker".into(),
+    }
+}
+
+/// A CONNACK that refuses: the credentials, the protocol version, or something else.
+fn refusal(ack: &packet::ConnAck, version: Version, url: &MqttUrl) -> ConnectError {
+    let code = ack.code;
+    let said = ack
+        .reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    let login = matches!(
+        (version, code),
+        (Version::V311, 4 | 5) | (Version::V5, 0x86 | 0x87)
+    );
+    if login {
+        return ConnectError::Authentication(match url.user.as_deref() {
+            None => format!("CONNACK code {code:#04x}{said} (no user given); the broker wants one: mqtt_url: mqtt://user:password@host:port"),
+            Some(user) => format!("CONNACK code {code:#04x}{said} (user '{user}'); check the user and password in mqtt_url"),
+        });
+    }
+    if matches!((version, code), (Version::V311, 1) | (Version::V5, 0x84)) {
+        return ConnectError::Protocol(format!(
+            "the broker does not speak MQTT {} (CONNACK code {code:#04x}{said}): set protocol: \"3.1.1\" in the driver file",
+            version.as_str()
+        ));
+    }
+    ConnectError::Protocol(format!(
+        "the broker refused the connection: CONNACK code {code:#04x}{said}"
+    ))
+}
