@@ -32,10 +32,11 @@ fn mqtt_run(sets: &[String]) -> Run {
     run_driver(MQTT_DRIVER, sets)
 }
 
-/// The broker's `$SYS` value at `topic` (below `$SYS/broker/`), read with mosquitto_sub once
-/// an update has come after now (the broker publishes them every second).
+/// The broker's `$SYS` value at `topic` (below `$SYS/broker/`), read with mosquitto_sub after
+/// the broker's next update (it publishes every 2 s, and only the values that changed: the
+/// retained value, read once an update has passed, is the value now).
 fn sys(topic: &str) -> String {
-    std::thread::sleep(Duration::from_millis(1100));
+    std::thread::sleep(Duration::from_millis(2500));
     let output = std::process::Command::new("mosquitto_sub")
         .args(["-p", &mqtt().to_string(), "-C", "1", "-W", "5"])
         .args(["-t", &format!("$SYS/broker/{topic}")])
@@ -198,6 +199,8 @@ fn bad_driver_fields_exit_2_naming_the_field() {
         ("protocol=4.0", "write 5 or \"3.1.1\""),
         ("topic_prefix=a/#", "field `topic_prefix`"),
         ("max_outstanding=0", "field `max_outstanding`"),
+        ("keep_alive_seconds=0", "field `keep_alive_seconds`"),
+        ("mqtt_url=mqtt://:pw@h:1", "a password needs its user name"),
         ("mqtt_url=http://h:1", "mqtt://host:port"),
         (
             "broker_metrics.url=http://127.0.0.1:9/metrics",
@@ -323,7 +326,8 @@ fn a_run_over_tls_as_the_user_is_clean_and_keeps_secrets() {
     assert!(manifest.contains("mqtts://brokerbench:***@"), "{manifest}");
     // The broker's password file holds a hash, not the password.
     let hashed =
-        std::fs::read_to_string(brokerbench_brokers::home().join("mqtt/passwords")).unwrap();
+        std::fs::read_to_string(brokerbench_brokers::home().join("mqtt/tls/mosquitto-passwords"))
+            .unwrap();
     assert!(hashed.starts_with("brokerbench:$") && !hashed.contains(&password));
 }
 

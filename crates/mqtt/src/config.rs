@@ -158,6 +158,12 @@ impl MqttDriverConfig {
         if self.protocol == Version::V311 && self.message_expiry_seconds.is_some() {
             return fail("message_expiry_seconds", "message expiry is MQTT 5: set protocol: \"5\", or leave message_expiry_seconds out".into());
         }
+        if self.keep_alive_seconds == 0 {
+            return fail("keep_alive_seconds", "0 turns keep-alive off, which brokers may refuse (mosquitto 2.0.12 and later do for MQTT 3.1.1): give seconds, e.g. 60".into());
+        }
+        if !self.clean_session && self.session_expiry_seconds == 0 && self.protocol == Version::V5 {
+            return fail("session_expiry_seconds", "0 ends a persistent session with its connection (MQTT 5): give seconds (e.g. 300), or clean_session: true".into());
+        }
         if self.tls.is_some() && self.mqtt_url.is_none() {
             return fail(
                 "tls",

@@ -46,6 +46,8 @@ pub struct Conn {
     pub connack: packet::ConnAck,
     keep_alive: Duration,
     last_write: Instant,
+    /// When a PINGREQ went that no PINGRESP has answered yet.
+    ping_sent: Option<Instant>,
 }
 
 impl Conn {
@@ -68,6 +70,7 @@ impl Conn {
             connack: Default::default(),
             keep_alive: Duration::from_secs(session.keep_alive_s as u64),
             last_write: Instant::now(),
+            ping_sent: None,
         };
         let logging_in = |e| brokerbench_driver::net::while_logging_in(url.tls.as_ref(), e);
         conn.log_in(url, session, deadline).map_err(logging_in)?;
@@ -102,6 +105,10 @@ impl Conn {
         if ack.code != 0 {
             return Err(refusal(&ack, self.version, url));
         }
+        // The broker's keep-alive, when it says one, is the connection's (MQTT 5).
+        if let Some(seconds) = ack.server_keep_alive {
+            self.keep_alive = Duration::from_secs(seconds as u64);
+        }
         self.connack = ack;
         Ok(())
     }
@@ -134,7 +141,17 @@ impl Conn {
         timeout: Duration,
         on_packet: &mut OnPacket<'_>,
     ) -> Result<usize, String> {
-        self.keep_alive_ping();
+        if self
+            .ping_sent
+            .is_some_and(|at| at.elapsed() > self.keep_alive)
+        {
+            return Err(format!(
+                "{CONNECTION_CLOSED} (no PINGRESP within the keep-alive)"
+            ));
+        }
+        if self.keep_alive_ping() {
+            self.ping_sent.get_or_insert_with(Instant::now);
+        }
         self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
         let mut handled = self.drain(on_packet)?;
         if handled == 0 {
@@ -157,11 +174,27 @@ impl Conn {
     }
 
     /// A PINGREQ when nothing was written for half the keep-alive (the broker closes a
-    /// connection quiet for one and a half).
-    fn keep_alive_ping(&mut self) {
-        if !self.keep_alive.is_zero() && self.last_write.elapsed() >= self.keep_alive / 2 {
+    /// connection quiet for one and a half); whether one was written.
+    fn keep_alive_ping(&mut self) -> bool {
+        let due = !self.keep_alive.is_zero() && self.last_write.elapsed() >= self.keep_alive / 2;
+        if due {
             packet::write_pingreq(&mut self.out);
         }
+        due
+    }
+
+    /// Keeps a connection that is not read (a paused consumer's) alive: a PINGREQ when due,
+    /// waiting up to `timeout` first. Its PINGRESP is read, and not waited for, once reading
+    /// goes on.
+    pub fn idle(&mut self, timeout: Duration) -> Result<(), String> {
+        std::thread::sleep(timeout);
+        self.keep_alive_ping();
+        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())
+    }
+
+    /// The largest packet the broker takes, when it says (MQTT 5).
+    pub fn maximum_packet_size(&self) -> Option<usize> {
+        self.connack.maximum_packet_size.map(|n| n as usize)
     }
 
     /// SUBSCRIBE to `filters` at `qos`, and its SUBACK within `timeout`: the granted QoS of
@@ -247,7 +280,7 @@ impl Conn {
             .map_err(|e| format!("malformed_packet: {}", e.0))?
         {
             match p.kind {
-                packet::PINGRESP => {}
+                packet::PINGRESP => self.ping_sent = None,
                 packet::DISCONNECT => return Err(disconnected(self.version, p.body)),
                 _ => on_packet(p, &mut self.out)?,
             }
@@ -290,7 +323,8 @@ fn refusal(ack: &packet::ConnAck, version: Version, url: &MqttUrl) -> ConnectErr
             Some(user) => format!("CONNACK code {code:#04x}{said} (user '{user}'); check the user and password in mqtt_url"),
         });
     }
-    if matches!((version, code), (Version::V311, 1) | (Version::V5, 0x84)) {
+    // A 3.1.1 broker answers an MQTT 5 CONNECT with its own code 1.
+    if matches!((version, code), (_, 1) | (Version::V5, 0x84)) {
         return ConnectError::Protocol(format!(
             "the broker does not speak MQTT {} (CONNACK code {code:#04x}{said}): set protocol: \"3.1.1\" in the driver file",
             version.as_str()

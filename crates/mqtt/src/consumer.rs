@@ -22,6 +22,8 @@ pub struct MqttConsumer {
     /// A clean session forgets what `received` holds when the connection ends.
     clean: bool,
     broken: bool,
+    /// Backlog mode: the connection is kept alive and not read, so the broker queues.
+    paused: bool,
     reconnector: Reconnector,
 }
 
@@ -33,17 +35,20 @@ impl MqttConsumer {
             received: HashSet::new(),
             clean,
             broken: false,
+            paused: false,
             reconnector,
         }
     }
 
     fn recover(&mut self, timeout: Duration) {
         if let Some(conn) = self.reconnector.attempt(timeout) {
-            self.conn = conn;
-            self.broken = false;
-            if self.clean {
+            // A session the broker no longer has (a clean one, or one a restarted broker lost)
+            // starts its packet identifiers again: what was received under the old is forgotten.
+            if self.clean || !conn.connack.session_present {
                 self.received.clear();
             }
+            self.conn = conn;
+            self.broken = false;
         }
     }
 }
@@ -98,6 +103,12 @@ impl Consumer for MqttConsumer {
             self.recover(timeout);
             return Ok(());
         }
+        if self.paused {
+            return self.conn.idle(timeout).inspect_err(|_| {
+                self.broken = true;
+                self.reconnector.lost();
+            });
+        }
         let (version, topics, received) = (self.conn.version, &self.topics, &mut self.received);
         let result = self.conn.poll(timeout, &mut |p, out| {
             on_packet(p, out, version, topics, received, deliveries)
@@ -114,6 +125,14 @@ impl Consumer for MqttConsumer {
 
     fn assigned(&self, _slot: usize) -> usize {
         self.topics.len()
+    }
+
+    /// Paused, the consumer reads nothing (the broker queues what comes, in its session) and
+    /// keeps its connection alive with PINGREQ, so that a backlog may take longer to build than
+    /// the keep-alive.
+    fn pause(&mut self, paused: bool) -> bool {
+        self.paused = paused;
+        true
     }
 }
 

@@ -285,7 +285,11 @@ impl Driver for MqttDriver {
                     subscription.filters[0]
                 ))
             })?;
-        if let Some(&code) = granted.iter().find(|&&g| g >= 0x80) {
+        if let Some(&code) = granted
+            .iter()
+            .find(|&&g| g >= 0x80)
+            .or(granted.is_empty().then_some(&0x80))
+        {
             return Err(DriverError::Other(format!(
                 "mqtt: the broker refused the subscription to {} (SUBACK code {code:#04x}){}",
                 subscription.filters[0],
@@ -322,6 +326,10 @@ impl Driver for MqttDriver {
 
     fn failure_settings(&self) -> &'static [(&'static str, &'static str)] {
         &[
+            (
+                producer::PACKET_TOO_LARGE,
+                "message_size: the broker's maximum packet size (its CONNACK's) is smaller than a message",
+            ),
             (
                 "mqtt_quota_exceeded",
                 "the broker's limits (mosquitto: max_queued_messages, max_queued_bytes, memory_limit)",

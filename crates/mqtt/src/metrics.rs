@@ -153,35 +153,49 @@ fn subscribe(endpoint: &Endpoint) -> Result<Watcher, String> {
     })
 }
 
-/// Reads the `$SYS` messages that arrive until the next update is over (or `within` passes).
+/// Reads the `$SYS` messages that arrive until the next update is over (or `within` passes):
+/// what already waited in the socket first, as the values before it.
 fn take_update(watcher: &mut Watcher, within: Duration) -> Result<(), String> {
     let give_up = Instant::now() + within;
-    let version = watcher.conn.version;
-    let values = &mut watcher.values;
+    while read_values(watcher, Duration::ZERO)?.0 > 0 {
+        if Instant::now() >= give_up {
+            return Ok(());
+        }
+    }
     let mut over_at: Option<Instant> = None;
     loop {
         let deadline = over_at.unwrap_or(give_up).min(give_up);
         let left = deadline.saturating_duration_since(Instant::now());
-        let mut updated = false;
-        let read = watcher.conn.poll(left, &mut |p, _| {
-            if p.kind == packet::PUBLISH {
-                let m = packet::parse_publish(version, p.flags, p.body).map_err(|e| e.0)?;
-                // Retained values are the last update's, sent at once to a new subscription.
-                updated |= m.topic == UPTIME && p.flags & 0x01 == 0;
-                values.insert(
-                    String::from_utf8_lossy(m.topic).into_owned(),
-                    String::from_utf8_lossy(m.payload).into_owned(),
-                );
-            }
-            Ok(())
-        })?;
+        let (read, updated) = read_values(watcher, left)?;
         if updated || (over_at.is_some() && read > 0) {
             over_at = Some(Instant::now() + UPDATE_OVER);
         }
-        if read == 0 && Instant::now() >= deadline {
+        let now = Instant::now();
+        if now >= give_up || (read == 0 && now >= deadline) {
             return Ok(());
         }
     }
+}
+
+/// One poll of the watcher, waiting up to `wait` for the first message: how many messages it
+/// read, and whether one was a new update's uptime.
+fn read_values(watcher: &mut Watcher, wait: Duration) -> Result<(usize, bool), String> {
+    let version = watcher.conn.version;
+    let values = &mut watcher.values;
+    let mut updated = false;
+    let read = watcher.conn.poll(wait, &mut |p, _| {
+        if p.kind == packet::PUBLISH {
+            let m = packet::parse_publish(version, p.flags, p.body).map_err(|e| e.0)?;
+            // Retained values are the last update's, sent at once to a new subscription.
+            updated |= m.topic == UPTIME && p.flags & 0x01 == 0;
+            values.insert(
+                String::from_utf8_lossy(m.topic).into_owned(),
+                String::from_utf8_lossy(m.payload).into_owned(),
+            );
+        }
+        Ok(())
+    })?;
+    Ok((read, updated))
 }
 
 /// Each numeric `$SYS` value as a Prometheus sample: the topic's levels joined by `_`

@@ -112,6 +112,10 @@ fn url(
 ) -> Result<MqttUrl, SpecError> {
     let address = address.unwrap_or_else(|| "tcp://127.0.0.1:1883".into());
     let url = MqttUrl::parse(&address).map_err(|e| SpecError::field(file, field, e))?;
+    // A login in the URL itself stands unless the file gives one.
+    if login.0.is_none() && login.1.is_none() {
+        return Ok(url);
+    }
     Ok(url.with_login(login.0, login.1))
 }
 

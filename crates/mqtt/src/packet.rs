@@ -84,6 +84,8 @@ pub const DISCONNECT: u8 = 14;
 pub mod property {
     pub const MESSAGE_EXPIRY: u8 = 0x02;
     pub const SESSION_EXPIRY: u8 = 0x11;
+    pub const SERVER_KEEP_ALIVE: u8 = 0x13;
+    pub const MAXIMUM_PACKET_SIZE: u8 = 0x27;
     pub const REASON_STRING: u8 = 0x1F;
     pub const RECEIVE_MAXIMUM: u8 = 0x21;
     pub const MAXIMUM_QOS: u8 = 0x24;
@@ -255,6 +257,20 @@ pub fn write_publish(
     out.extend_from_slice(payload);
 }
 
+/// The bytes of a PUBLISH of `payload` to `topic` at `qos` (as [`write_publish`] writes it).
+pub fn publish_len(version: Version, topic: usize, qos: u8, expiry: bool, payload: usize) -> usize {
+    let mut len = 2 + topic + payload;
+    if qos > 0 {
+        len += 2;
+    }
+    if version == Version::V5 {
+        len += if expiry { 6 } else { 1 };
+    }
+    let mut header = Vec::with_capacity(5);
+    push_varint(&mut header, len as u32);
+    1 + header.len() + len
+}
+
 /// PUBACK, PUBREC, PUBREL or PUBCOMP of packet `id` (success: the reason code left out).
 pub fn write_ack(out: &mut Vec<u8>, kind: u8, id: u16) {
     let flags = if kind == PUBREL { 0x02 } else { 0 };
@@ -354,6 +370,10 @@ pub struct ConnAck {
     /// The most QoS 1 and 2 messages the client may have in flight to the broker.
     pub receive_maximum: Option<u16>,
     pub maximum_qos: Option<u8>,
+    /// The keep-alive the broker wants instead of the client's.
+    pub server_keep_alive: Option<u16>,
+    /// The largest packet the broker takes.
+    pub maximum_packet_size: Option<u32>,
     pub reason: Option<String>,
 }
 
@@ -374,6 +394,12 @@ pub fn parse_connack(version: Version, body: &[u8]) -> Result<ConnAck, Malformed
                     ack.receive_maximum = Some(n as u16)
                 }
                 (property::MAXIMUM_QOS, Prop::Number(n)) => ack.maximum_qos = Some(n as u8),
+                (property::SERVER_KEEP_ALIVE, Prop::Number(n)) => {
+                    ack.server_keep_alive = Some(n as u16)
+                }
+                (property::MAXIMUM_PACKET_SIZE, Prop::Number(n)) => {
+                    ack.maximum_packet_size = Some(n)
+                }
                 (property::REASON_STRING, Prop::Text(t)) => ack.reason = Some(t),
                 _ => {}
             }
@@ -505,6 +531,7 @@ mod tests {
             write_publish(&mut out, version, b"a/b", 1, 7, Some(3), b"hello");
             let (packet, used) = next_packet(&out).unwrap().unwrap();
             assert_eq!((packet.kind, used), (PUBLISH, out.len()));
+            assert_eq!(publish_len(version, 3, 1, true, 5), out.len());
             let p = parse_publish(version, packet.flags, packet.body).unwrap();
             assert_eq!(
                 (p.topic, p.qos, p.id, p.payload),
@@ -516,9 +543,15 @@ mod tests {
 
     #[test]
     fn a_connack_gives_its_properties() {
-        // success, receive maximum 20, maximum QoS 1, a reason string
-        let body = [0, 0, 10, 0x21, 0, 20, 0x24, 1, 0x1F, 0, 2, b'o', b'k'];
+        // success, receive maximum 20, maximum QoS 1, a reason string, server keep-alive 30,
+        // maximum packet size 1 MiB
+        let body = [
+            0, 0, 18, 0x21, 0, 20, 0x24, 1, 0x1F, 0, 2, b'o', b'k', 0x13, 0, 30, 0x27, 0, 0x10, 0,
+            0,
+        ];
         let ack = parse_connack(Version::V5, &body).unwrap();
+        assert_eq!(ack.server_keep_alive, Some(30));
+        assert_eq!(ack.maximum_packet_size, Some(1 << 20));
         assert_eq!(ack.receive_maximum, Some(20));
         assert_eq!(ack.maximum_qos, Some(1));
         assert_eq!(ack.reason.as_deref(), Some("ok"));

@@ -13,6 +13,9 @@ use crate::conn::{Conn, CONNECTION_CLOSED};
 use crate::packet::{self, Packet};
 use crate::reconnect::Reconnector;
 
+/// The kind of a send larger than the broker takes (its CONNACK's maximum packet size).
+pub const PACKET_TOO_LARGE: &str = "mqtt_packet_too_large";
+
 /// Bytes of PUBLISHes written before they are sent without waiting for the next poll.
 const FLUSH_AT: usize = 64 * 1024;
 
@@ -106,6 +109,7 @@ impl MqttProducer {
     /// The connection is gone: what is in flight fails; later sends wait for a new one, or
     /// fail at once without reconnecting.
     fn lose(&mut self, kind: String, acks: &mut dyn FnMut(Ack)) {
+        self.conn.out().clear();
         self.fail_pending(&kind, acks);
         self.broken = Some(kind);
         self.reconnector.lost();
@@ -187,6 +191,20 @@ impl Producer for MqttProducer {
         let envelope = Envelope::read(message.payload)
             .map_err(|_| SendError::Failed("bad_envelope".into()))?;
         let partition = self.partition_for(message.key);
+        if let Some(max) = self.conn.maximum_packet_size() {
+            let topic = self.topics[partition].len();
+            let expiry = self.expiry_s.is_some();
+            let len = packet::publish_len(
+                self.conn.version,
+                topic,
+                self.qos,
+                expiry,
+                message.payload.len(),
+            );
+            if len > max {
+                return Err(SendError::Failed(PACKET_TOO_LARGE.into()));
+            }
+        }
         let id = if self.qos > 0 { self.take_id() } else { 0 };
         let (version, qos, expiry_s) = (self.conn.version, self.qos, self.expiry_s);
         let topic = &self.topics[partition];
@@ -202,6 +220,7 @@ impl Producer for MqttProducer {
         // Written with the next poll (the engine polls before it waits for a next send time,
         // and every 64 sends at the maximum rate): the PUBLISHes of a burst in one system call.
         if self.conn.out().len() >= FLUSH_AT && self.conn.flush().is_err() {
+            self.conn.out().clear();
             self.broken = Some(CONNECTION_CLOSED.to_string());
             self.reconnector.lost();
             return Err(self.unavailable(CONNECTION_CLOSED.to_string()));
@@ -243,11 +262,13 @@ impl Producer for MqttProducer {
     /// What awaits its acknowledgement; at QoS 0, a burst still to be written counts as one
     /// (so that the drain polls it out).
     fn in_flight(&self) -> usize {
-        self.pending.len() + usize::from(self.qos == 0 && self.conn.unsent())
+        let unsent = self.qos == 0 && self.broken.is_none() && self.conn.unsent();
+        self.pending.len() + usize::from(unsent)
     }
 
     fn abandon(&mut self) {
         self.pending.clear();
+        self.conn.out().clear();
     }
 
     fn confirms(&self) -> bool {

@@ -47,6 +47,11 @@ impl MqttUrl {
         }
         let (user, password) = match auth.map(|a| a.split_once(':')) {
             None => (None, None),
+            Some(Some(("", _))) => {
+                return Err(
+                    "a password needs its user name: write mqtt://user:password@host:port".into(),
+                )
+            }
             Some(Some((u, p))) => (Some(u.to_string()), Some(p.to_string())),
             Some(None) => (auth.map(str::to_string), None),
         };
@@ -156,6 +161,9 @@ mod tests {
         assert_eq!((tls.port, tls.tls.is_some()), (8883, true));
         assert_eq!(MqttUrl::parse("tcp://localhost:1883").unwrap().port, 1883);
         assert_eq!(MqttUrl::parse("localhost").unwrap().port, 1883);
+        assert!(MqttUrl::parse("mqtt://:pw@h")
+            .unwrap_err()
+            .contains("user name"));
         assert!(MqttUrl::parse("http://h:1")
             .unwrap_err()
             .contains("mqtt://host:port"));

@@ -107,8 +107,7 @@ impl ManagedMqtt {
         let mut text = layout::mosquitto_conf(port, &self.daemon.data_dir(), root);
         if self.tls().enabled() {
             self.tls().generate_once()?;
-            let passwords =
-                secure::write_passwords(&self.tls(), &self.daemon.dir.join("passwords"))?;
+            let passwords = secure::write_passwords(&self.tls(), &self.program()?)?;
             text += &secure::tls_lines(&self.tls(), port + secure::TLS_OFFSET, &passwords)?;
         }
         Ok(text)
@@ -170,7 +169,7 @@ fn answers(port: u16) -> bool {
         version: crate::packet::Version::V311,
         client_id: format!("brokerbench-probe-{}", std::process::id()),
         clean: true,
-        keep_alive_s: 0,
+        keep_alive_s: 60,
         session_expiry_s: None,
         receive_maximum: None,
     };

@@ -1,8 +1,8 @@
 //! TLS and a user on the managed broker (`brokerbench broker up mqtt --tls`): a second
 //! listener on the port + 1 (1884 by default) with the home's throwaway certificates (see
-//! `brokerbench_brokers::tls`; a client certificate is checked when given, not required),
-//! where only the user `brokerbench`, with the home's password, may connect. The plain
-//! listener stays anonymous, so plain runs go on beside TLS ones.
+//! `brokerbench_brokers::tls`; mosquitto asks for no client certificate), where only the user
+//! `brokerbench`, with the home's password, may connect. The plain listener stays anonymous, so
+//! plain runs go on beside TLS ones.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,8 +13,9 @@ use brokerbench_brokers::BrokerError;
 /// The TLS port is the plain port + this.
 pub const TLS_OFFSET: u16 = 1;
 
-/// Where mosquitto_passwd is (Debian's mosquitto package).
-const PASSWD: &str = "/usr/bin/mosquitto_passwd";
+/// mosquitto's password tool, beside the broker's program (Debian's mosquitto package puts
+/// both in place).
+const PASSWD: &str = "mosquitto_passwd";
 
 /// The configuration lines of the TLS listener on `port`, whose password file is `passwords`
 /// (written by [`write_passwords`]).
@@ -38,30 +39,45 @@ password_file {passwords}
     ))
 }
 
-/// Writes mosquitto's password file for the user `brokerbench`: the password in plain text
-/// first (readable by its owner only), then hashed in place by `mosquitto_passwd -U`, so that
-/// the password is never on a command line.
-pub fn write_passwords(files: &TlsFiles, path: &Path) -> Result<PathBuf, BrokerError> {
+/// Writes mosquitto's password file for the user `brokerbench` into the private TLS folder:
+/// the password in plain text first (readable by its owner only), then hashed in place by
+/// `mosquitto_passwd -U` (found beside `broker`, the mosquitto program, or in its sibling
+/// `bin`), so that the password is never on a command line. Removed again when hashing fails.
+pub fn write_passwords(files: &TlsFiles, broker: &Path) -> Result<PathBuf, BrokerError> {
+    let path = files.dir().join("mosquitto-passwords");
     let line = format!("{}:{}\n", tls::USER, files.password()?);
-    tls::write_private(path, line.as_bytes())?;
-    let output = Command::new(PASSWD)
-        .arg("-U")
-        .arg(path)
-        .output()
-        .map_err(BrokerError::io("running", Path::new(PASSWD)))?;
-    if !output.status.success() {
-        let _ = std::fs::remove_file(path);
-        return Err(BrokerError::StartFailed {
-            broker: "mqtt",
-            reason: format!(
-                "{PASSWD} -U could not hash the password file: {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
-            log_file: path.to_path_buf(),
-            log_tail: String::new(),
-        });
+    tls::write_private(&path, line.as_bytes())?;
+    let tool = passwd_tool(broker);
+    let hashed = Command::new(&tool).arg("-U").arg(&path).output();
+    let failed = match hashed {
+        Ok(output) if output.status.success() => return Ok(path),
+        Ok(output) => String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        Err(e) => e.to_string(),
+    };
+    let _ = std::fs::remove_file(&path);
+    Err(BrokerError::StartFailed {
+        broker: "mqtt",
+        reason: format!(
+            "{} -U could not hash the password file: {failed}",
+            tool.display()
+        ),
+        log_file: path,
+        log_tail: String::new(),
+    })
+}
+
+/// Where mosquitto_passwd is for the mosquitto at `broker` (`/usr/sbin/mosquitto` →
+/// `/usr/bin/mosquitto_passwd`).
+fn passwd_tool(broker: &Path) -> PathBuf {
+    let dir = broker.parent().unwrap_or(Path::new("/usr/bin"));
+    let beside = dir.join(PASSWD);
+    if beside.is_file() {
+        return beside;
     }
-    Ok(path.to_path_buf())
+    dir.parent()
+        .map(|prefix| prefix.join("bin").join(PASSWD))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(PASSWD))
 }
 
 /// The TLS port a configuration names, when it was written with TLS.
