@@ -722,3 +722,71 @@ pub fn tls_driver_file(family: &str, field_and_scheme: &str) -> (String, String)
     );
     (text, password)
 }
+
+/// A run over the managed broker's TLS listener as the user `brokerbench` (with `driver`,
+/// which holds `password`) is lossless, and neither the password nor a private key of the
+/// broker's TLS material is in any file of its results or in its output; its manifest shows the
+/// broker's URL as `shown` (`mqtts://brokerbench:***@`).
+pub fn assert_tls_run_keeps_secrets(family: &str, driver: &str, password: &str, shown: &str) {
+    let run = run_driver_text(driver, &[]);
+    assert_lossless(&run);
+    let keys: Vec<String> = ["ca-key.pem", "server-key.pem", "client-key.pem"]
+        .iter()
+        .map(|name| {
+            let path = brokerbench_brokers::home()
+                .join(family)
+                .join("tls")
+                .join(name);
+            let text = std::fs::read_to_string(path).unwrap();
+            text.lines().nth(1).unwrap().to_string()
+        })
+        .collect();
+    for path in files_under(&run.folder) {
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        assert!(
+            !text.contains(password),
+            "{} holds the password",
+            path.display()
+        );
+        assert!(
+            keys.iter().all(|key| !text.contains(key.as_str())),
+            "{} holds a key",
+            path.display()
+        );
+    }
+    assert!(!run.stdout.contains(password) && !run.stderr.contains(password));
+    let manifest = std::fs::read_to_string(run.folder.join("manifest.json")).unwrap();
+    assert!(manifest.contains(shown), "{manifest}");
+}
+
+/// With the managed broker's TLS driver file `driver` (holding `password`): a wrong password is
+/// refused at once naming each of `wrong_password_says`, and a CA that did not sign the broker's
+/// certificate at once naming the TLS handshake and `ca_file`; neither error holds a secret.
+pub fn assert_tls_refusals(
+    family: &str,
+    driver: &str,
+    password: &str,
+    wrong_password_says: &[&str],
+) {
+    let other = tempfile::tempdir().unwrap();
+    let foreign = brokerbench_brokers::tls::TlsFiles::of(other.path());
+    foreign.generate_once().unwrap();
+    let ca = brokerbench_brokers::home().join(family).join("tls/ca.pem");
+    let cases = [
+        (
+            driver.replace(password, "Zq7-wrong-password"),
+            wrong_password_says.to_vec(),
+        ),
+        (
+            driver.replace(
+                &ca.display().to_string(),
+                &foreign.ca().display().to_string(),
+            ),
+            vec!["TLS handshake", "UnknownIssuer", "ca_file"],
+        ),
+    ];
+    for (text, names) in cases {
+        assert_ne!(text, driver);
+        assert_refused_at_once(&text, &names, &[password, "Zq7-"]);
+    }
+}

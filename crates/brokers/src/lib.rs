@@ -22,6 +22,7 @@ pub mod distribution;
 pub mod http;
 pub mod lifecycle;
 pub mod managed;
+pub mod packaged;
 pub mod process;
 pub mod settings;
 pub mod test_support;

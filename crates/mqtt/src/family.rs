@@ -11,7 +11,6 @@ use brokerbench_model::yaml::Value;
 use brokerbench_model::{DriverConfig, DriverSchema, SpecError};
 
 use crate::config::{MqttDriverConfig, MQTT_DRIVER_FIELDS};
-use crate::managed::ManagedMqtt;
 use crate::url::MqttUrl;
 use crate::MqttDriver;
 
@@ -80,7 +79,7 @@ impl Family for MqttFamily {
         Ok(Box::new(MqttDriver::new(config, url)))
     }
     fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {
-        Box::new(ManagedMqtt::new(home))
+        Box::new(crate::managed::managed(home))
     }
     fn metrics(&self) -> Option<&'static MetricSet> {
         Some(&crate::metrics::METRICS)

@@ -11,7 +11,6 @@ use brokerbench_model::yaml::Value;
 use brokerbench_model::{DriverConfig, DriverSchema, SpecError};
 
 use crate::config::{RedisDriverConfig, RedisUrl, REDIS_DRIVER_FIELDS};
-use crate::managed::ManagedRedis;
 use crate::RedisDriver;
 
 /// Redis Streams through brokerbench's own RESP client.
@@ -79,7 +78,7 @@ impl Family for RedisFamily {
         Ok(Box::new(RedisDriver::new(config, url)))
     }
     fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {
-        Box::new(ManagedRedis::new(home))
+        Box::new(crate::managed::managed(home))
     }
     fn metrics(&self) -> Option<&'static MetricSet> {
         Some(&crate::metrics::METRICS)

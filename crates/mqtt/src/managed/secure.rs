@@ -10,18 +10,14 @@ use std::process::Command;
 use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::BrokerError;
 
-/// The TLS port is the plain port + this.
-pub const TLS_OFFSET: u16 = 1;
-
 /// mosquitto's password tool, beside the broker's program (Debian's mosquitto package puts
 /// both in place).
 const PASSWD: &str = "mosquitto_passwd";
 
 /// The configuration lines of the TLS listener on `port`, whose password file is `passwords`
-/// (written by [`write_passwords`]).
-pub fn tls_lines(files: &TlsFiles, port: u16, passwords: &Path) -> Result<String, BrokerError> {
-    files.generate_once()?;
-    Ok(format!(
+/// (written by [`write_passwords`]; the TLS material generated already).
+pub fn tls_lines(files: &TlsFiles, port: u16, passwords: &Path) -> String {
+    format!(
         "\
 # TLS and a user: brokerbench broker up mqtt --tls
 listener {port} 127.0.0.1
@@ -36,7 +32,7 @@ password_file {passwords}
         key = files.server_key().display(),
         ca = files.ca().display(),
         passwords = passwords.display(),
-    ))
+    )
 }
 
 /// Writes mosquitto's password file for the user `brokerbench` into the private TLS folder:

@@ -9,9 +9,6 @@
 use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::BrokerError;
 
-/// The TLS port is the plain port + this.
-pub const TLS_OFFSET: u16 = 1;
-
 /// The configuration lines of the TLS port `port` and the user (they hold its password: the
 /// configuration file is readable by its owner only).
 pub fn tls_lines(files: &TlsFiles, port: u16) -> Result<String, BrokerError> {

@@ -1,0 +1,387 @@
+//! A managed broker that is one process of a system package (Debian's `redis-server`,
+//! `mosquitto`), not its system service: started from its own folder ([`Daemon`]) with a
+//! configuration brokerbench writes at each start, on one port (`BROKERBENCH_<NAME>_PORT`) and,
+//! with `--tls`, a TLS port beside it (the port + 1). Its family says what differs
+//! ([`Package`]); the lifecycle, the port checks, the restart after a kill and the TLS switch
+//! are here, once.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use crate::daemon::{self, Daemon};
+use crate::lifecycle::{self, Lifecycle};
+use crate::tls::TlsFiles;
+use crate::{BrokerError, BrokerStatus, ManagedBroker};
+
+/// The highest port setting: with `--tls` the TLS port is the next.
+const MAX_PORT: u16 = 65534;
+const WHY_MAX: &str = "with --tls the TLS port is the port + 1";
+/// The TLS port is the plain port + this.
+pub const TLS_OFFSET: u16 = 1;
+/// Where Debian (or a hand install) puts a package's program.
+const SYSTEM_DIRS: [&str; 4] = ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"];
+
+/// What a family's packaged broker is.
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    /// The family's name, e.g. `redis`.
+    pub name: &'static str,
+    /// e.g. `BROKERBENCH_REDIS_PORT`.
+    pub port_variable: &'static str,
+    pub default_port: u16,
+    /// The program and the Debian package that has it, e.g. `redis-server` twice.
+    pub program: &'static str,
+    pub package: &'static str,
+    /// The argument that makes the program print its version (`--version`).
+    pub version_argument: &'static str,
+    /// The scheme of its clients' URLs (`redis`): `redis://127.0.0.1:6379`.
+    pub scheme: &'static str,
+    /// How long `down` waits after SIGTERM before SIGKILL.
+    pub stop_grace: Duration,
+}
+
+/// Where a start's files are, for the family's configuration and texts.
+#[derive(Debug, Clone)]
+pub struct Folder {
+    /// The broker folder (`<home>/<name>`).
+    pub dir: PathBuf,
+    pub data_dir: PathBuf,
+    pub tls: TlsFiles,
+    /// The program a start runs.
+    pub program: PathBuf,
+}
+
+/// What a family says about its packaged broker.
+pub trait Package: Send + Sync + 'static {
+    fn spec(&self) -> &'static Spec;
+    /// The version in the program's answer to [`Spec::version_argument`] (`7.0.15`).
+    fn version_of(&self, answer: &str) -> Option<String>;
+    /// The configuration of a start on `port`, with the TLS port `tls_port` when TLS is on
+    /// (the TLS material generated already).
+    fn configuration(
+        &self,
+        folder: &Folder,
+        port: u16,
+        tls_port: Option<u16>,
+    ) -> Result<String, BrokerError>;
+    /// The port and the TLS port a configuration names.
+    fn port_of(&self, configuration: &str) -> Option<u16>;
+    fn tls_port_of(&self, configuration: &str) -> Option<u16>;
+    /// The program's arguments that name its configuration file.
+    fn arguments(&self, configuration: &Path) -> Vec<OsString>;
+    /// Whether a broker on 127.0.0.1:`port` answers its clients.
+    fn answers(&self, port: u16) -> bool;
+    /// What `broker up` and `status` print below the address.
+    fn endpoints(&self, folder: &Folder, port: u16, tls_port: Option<u16>) -> Vec<String>;
+    /// The driver file `broker status --driver-file` prints: for `address`, or for the TLS
+    /// port when the running broker has one.
+    fn driver_file(
+        &self,
+        folder: &Folder,
+        address: &str,
+        tls_port: Option<u16>,
+    ) -> Result<String, BrokerError>;
+}
+
+/// The managed broker of a [`Package`].
+#[derive(Clone)]
+pub struct Packaged<P: Package + Clone> {
+    daemon: Daemon,
+    port: Result<u16, String>,
+    package: P,
+}
+
+impl<P: Package + Clone> Packaged<P> {
+    pub fn new(home: &Path, package: P) -> Self {
+        let spec = package.spec();
+        let port = daemon::port_variable(
+            spec.name,
+            spec.port_variable,
+            spec.default_port,
+            MAX_PORT,
+            WHY_MAX,
+        )
+        .map_err(|e| e.to_string());
+        let mut daemon = Daemon::new(spec.name, home);
+        daemon.start_timeout = Duration::from_secs(20);
+        daemon.stop_grace = spec.stop_grace;
+        Packaged {
+            daemon,
+            port,
+            package,
+        }
+    }
+
+    fn spec(&self) -> &'static Spec {
+        self.package.spec()
+    }
+
+    fn port(&self) -> Result<u16, BrokerError> {
+        let spec = self.spec();
+        self.port
+            .clone()
+            .map_err(|_| BrokerError::InvalidPortSetting {
+                broker: spec.name,
+                variable: spec.port_variable,
+                value: std::env::var(spec.port_variable).unwrap_or_default(),
+                max: MAX_PORT,
+                why: WHY_MAX,
+            })
+    }
+
+    /// The configuration the running broker was started with.
+    fn running_configuration(&self) -> Option<String> {
+        std::fs::read_to_string(self.daemon.config_file()).ok()
+    }
+
+    /// The port the running broker was started on, else this handle's.
+    fn running_port(&self) -> u16 {
+        self.running_configuration()
+            .and_then(|text| self.package.port_of(&text))
+            .or_else(|| self.port.clone().ok())
+            .unwrap_or(self.spec().default_port)
+    }
+
+    /// The TLS port of the running broker, when it was started with TLS.
+    fn running_tls_port(&self) -> Option<u16> {
+        self.package.tls_port_of(&self.running_configuration()?)
+    }
+
+    /// The program a start runs.
+    fn program(&self) -> Result<PathBuf, BrokerError> {
+        let spec = self.spec();
+        SYSTEM_DIRS
+            .iter()
+            .map(|d| Path::new(d).join(spec.program))
+            .find(|p| p.is_file())
+            .ok_or_else(|| BrokerError::PackageMissing {
+                broker: spec.name,
+                program: spec.program,
+                looked_in: SYSTEM_DIRS.join(", "),
+                package: spec.package,
+            })
+    }
+
+    /// The version of the program a start runs, or `unknown`.
+    fn version(&self) -> String {
+        self.program()
+            .ok()
+            .and_then(|program| {
+                let output = Command::new(program)
+                    .arg(self.spec().version_argument)
+                    .output()
+                    .ok()?;
+                self.package
+                    .version_of(&String::from_utf8_lossy(&output.stdout))
+            })
+            .unwrap_or_else(|| "unknown".into())
+    }
+
+    /// The TLS material and whether TLS is on for the next start.
+    pub fn tls(&self) -> TlsFiles {
+        TlsFiles::of(&self.daemon.dir)
+    }
+
+    /// Where a start's files are (the program found, or its bare name).
+    fn folder(&self) -> Folder {
+        Folder {
+            dir: self.daemon.dir.clone(),
+            data_dir: self.daemon.data_dir(),
+            tls: self.tls(),
+            program: self
+                .program()
+                .unwrap_or_else(|_| PathBuf::from(self.spec().program)),
+        }
+    }
+
+    /// The configuration of a new start on `port`, with the TLS port when TLS is on.
+    fn configuration(&self, port: u16) -> Result<String, BrokerError> {
+        let tls_port = self.tls().enabled().then_some(port + TLS_OFFSET);
+        if tls_port.is_some() {
+            self.tls().generate_once()?;
+        }
+        self.package.configuration(&self.folder(), port, tls_port)
+    }
+
+    /// Starts the broker with the configuration `text`, which listens on `port` (and its TLS
+    /// port, when it names one).
+    fn spawn_with(&self, port: u16, text: &str) -> Result<Child, BrokerError> {
+        let spec = self.spec();
+        for port in std::iter::once(port).chain(self.package.tls_port_of(text)) {
+            if !daemon::can_listen(port) {
+                return Err(BrokerError::PortInUse {
+                    broker: spec.name,
+                    port,
+                    dir: self.daemon.dir.clone(),
+                    variable: spec.port_variable,
+                    needs: "<port>, and <port>+1 with --tls",
+                });
+            }
+        }
+        let mut command = Command::new(self.program()?);
+        command.args(self.package.arguments(&self.daemon.config_file()));
+        self.daemon.spawn(text, command)
+    }
+
+    fn wait_answering(&self, child: &mut Child) -> Result<(), BrokerError> {
+        let port = self.running_port();
+        self.daemon.wait(child, || self.package.answers(port))
+    }
+
+    /// The broker started again after it stopped or was killed (a fault's `restart_after`),
+    /// with its configuration and data as they were; its pid.
+    fn restart(&self, id: u32) -> Result<u32, BrokerError> {
+        if id != 1 {
+            return Err(BrokerError::TooManyNodes {
+                broker: self.spec().name,
+                asked: id,
+                max: 1,
+            });
+        }
+        if let Some(pid) = self.daemon.running_pid() {
+            return Ok(pid);
+        }
+        let file = self.daemon.config_file();
+        let text = std::fs::read_to_string(&file).map_err(BrokerError::io("reading", &file))?;
+        let mut child = self.spawn_with(self.running_port(), &text)?;
+        if let Err(e) = self.wait_answering(&mut child) {
+            self.daemon.abandon(child);
+            return Err(e);
+        }
+        Ok(child.id())
+    }
+}
+
+impl<P: Package + Clone> Lifecycle for Packaged<P> {
+    type Starting = Child;
+
+    fn dir(&self) -> PathBuf {
+        self.daemon.dir.clone()
+    }
+
+    fn check(&self) -> Result<(), BrokerError> {
+        self.port()?;
+        self.program().map(|_| ())
+    }
+
+    fn running_pid(&self) -> Option<u32> {
+        self.daemon.running_pid()
+    }
+
+    fn status_of(&self, pid: u32) -> BrokerStatus {
+        let address = format!("127.0.0.1:{}", self.running_port());
+        self.daemon.status_of(pid, address, self.version())
+    }
+
+    fn check_running(&self, _status: &BrokerStatus) -> Result<(), BrokerError> {
+        Ok(())
+    }
+
+    fn start_again(&self, id: u32) -> Result<u32, BrokerError> {
+        self.restart(id)
+    }
+
+    fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
+        let port = self.running_port();
+        let timeout = self.daemon.start_timeout;
+        let answered = crate::managed::poll(timeout, || self.package.answers(port).then_some(()));
+        answered.ok_or_else(|| BrokerError::StartFailed {
+            broker: self.spec().name,
+            reason: format!(
+                "the running broker (pid {}) did not answer on {} within {timeout:?}",
+                status.pid, status.address
+            ),
+            log_file: self.daemon.log_file(),
+            log_tail: crate::process::log_tail(&self.daemon.log_file(), 20),
+        })
+    }
+
+    fn start(&self) -> Result<Child, BrokerError> {
+        let port = self.port()?;
+        let text = self.configuration(port)?;
+        self.spawn_with(port, &text)
+    }
+
+    fn wait_started(&self, child: &mut Child) -> Result<BrokerStatus, BrokerError> {
+        self.wait_answering(child)?;
+        Ok(self.status_of(child.id()))
+    }
+
+    fn abandon(&self, child: Child) {
+        self.daemon.abandon(child);
+    }
+
+    fn stop(&self, pid: u32) -> Result<(), BrokerError> {
+        self.daemon.stop(pid)
+    }
+
+    fn leftovers(&self) -> Vec<PathBuf> {
+        self.daemon.leftovers()
+    }
+}
+
+impl<P: Package + Clone> ManagedBroker for Packaged<P> {
+    fn install(&self) -> Result<String, BrokerError> {
+        let program = self.program()?;
+        let spec = self.spec();
+        Ok(format!(
+            "{} {} is installed ({}, Debian package {})",
+            spec.name,
+            self.version(),
+            program.display(),
+            spec.package
+        ))
+    }
+
+    fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
+        lifecycle::up(self)
+    }
+
+    fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
+        self.restart(id)
+    }
+
+    fn down(&self) -> Result<Option<u32>, BrokerError> {
+        lifecycle::down(self)
+    }
+
+    fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
+        self.port()?;
+        Ok(lifecycle::status(self))
+    }
+
+    fn client_address(&self, status: &BrokerStatus) -> String {
+        format!("{}://{}", self.spec().scheme, status.address)
+    }
+
+    /// The family's own protocol on the plain port (its metrics reader's scheme).
+    fn metrics_url(&self) -> Option<String> {
+        Some(format!(
+            "{}://127.0.0.1:{}",
+            self.spec().scheme,
+            self.running_port()
+        ))
+    }
+
+    fn endpoints(&self) -> Vec<String> {
+        self.package
+            .endpoints(&self.folder(), self.running_port(), self.running_tls_port())
+    }
+
+    fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
+        let running = self.daemon.running_pid();
+        let started_with_tls = self.running_tls_port().is_some();
+        self.tls().switch(
+            self.spec().name,
+            running.map(|pid| (pid, started_with_tls)),
+            on,
+        )
+    }
+
+    fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
+        self.package
+            .driver_file(&self.folder(), &status.address, self.running_tls_port())
+    }
+}
