@@ -20,6 +20,10 @@ const FOLDERS: &[&str] = &[
     "driver-rabbitmq",
     "driver-nats",
     "driver-nats-streaming",
+    "driver-artemis",
+    "driver-pulsar",
+    "driver-redis",
+    "driver-mqtt5",
 ];
 
 /// What every Kafka file of OMB says: three replicas, a broker at localhost:9092.
@@ -85,6 +89,35 @@ const EXPECTED: &[(&str, Outcome)] = &[
         "driver-nats/nats.yaml",
         Accepted(&[&[
             "OpenMessaging Benchmark NATS driver file: JetStream, file storage, 3 replica(s)",
+        ]]),
+    ),
+    (
+        "driver-artemis/artemis.yaml",
+        Accepted(&[&[
+            "OpenMessaging Benchmark Artemis driver file",
+            "brokerAddress=tcp://localhost:61616: the run uses the broker there",
+        ]]),
+    ),
+    (
+        "driver-pulsar/pulsar.yaml",
+        Accepted(&[&["OpenMessaging Benchmark Pulsar driver file"]]),
+    ),
+    (
+        "driver-pulsar/pulsar-effectively-once.yaml",
+        Accepted(&[&["OpenMessaging Benchmark Pulsar driver file"]]),
+    ),
+    (
+        "driver-redis/redis.yaml",
+        Accepted(&[&[
+            "OpenMessaging Benchmark Redis driver file",
+            "jedisPoolMaxTotal/jedisPoolMaxIdle: ignored",
+        ]]),
+    ),
+    (
+        "driver-mqtt5/mqtt5.yaml",
+        Accepted(&[&[
+            "OpenMessaging Benchmark MQTT 5 driver file",
+            "mqtt://localhost:1883",
         ]]),
     ),
     (
