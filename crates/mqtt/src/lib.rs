@@ -170,16 +170,7 @@ fn topic_names(
     topic: u32,
     partitions: u32,
 ) -> Vec<String> {
-    let workload: String = workload
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let workload = brokerbench_driver::naming::safe_name(workload);
     let base = format!("{prefix}/{workload}-{run_id}/{topic}");
     match partitions {
         0 | 1 => vec![base],

@@ -88,7 +88,7 @@ impl MqttProducer {
     fn partition_for(&mut self, key: Option<&[u8]>) -> usize {
         let n = self.topics.len();
         match key {
-            Some(key) => (fnv1a(key) % n as u64) as usize,
+            Some(key) => brokerbench_driver::naming::key_partition(key, n),
             None => {
                 self.turn = (self.turn + 1) % n;
                 self.turn
@@ -134,13 +134,6 @@ impl MqttProducer {
             SendError::Failed(kind)
         }
     }
-}
-
-/// FNV-1a, 64 bits: a key's partition.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// What one packet from the broker does to what is in flight: an acknowledgement (PUBACK,

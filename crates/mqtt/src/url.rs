@@ -90,19 +90,19 @@ impl MqttUrl {
 
     /// The URL with its password, as a driver mapping carries it (never shown).
     pub fn with_secret(&self) -> String {
-        let scheme = if self.tls.is_some() { "mqtts" } else { "mqtt" };
-        let login = match (&self.user, &self.password) {
-            (Some(u), Some(p)) => format!("{u}:{p}@"),
-            (Some(u), None) => format!("{u}@"),
-            (None, _) => String::new(),
-        };
-        format!("{scheme}://{login}{}", self.address())
+        self.written(self.password.as_deref())
     }
 
     fn redacted(&self) -> String {
+        self.written(self.password.as_ref().map(|_| "***"))
+    }
+
+    /// The URL with `password` after the user (no password without a user: `parse` refuses
+    /// one).
+    fn written(&self, password: Option<&str>) -> String {
         let scheme = if self.tls.is_some() { "mqtts" } else { "mqtt" };
-        let login = match (&self.user, &self.password) {
-            (Some(u), Some(_)) => format!("{u}:***@"),
+        let login = match (&self.user, password) {
+            (Some(u), Some(p)) => format!("{u}:{p}@"),
             (Some(u), None) => format!("{u}@"),
             (None, _) => String::new(),
         };

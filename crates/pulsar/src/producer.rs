@@ -120,7 +120,9 @@ impl PulsarProducer {
     /// The partition of a message: by its key's hash, else the current one.
     fn part_for(&self, key: Option<&[u8]>) -> usize {
         match key {
-            Some(key) if self.parts.len() > 1 => (fnv1a(key) % self.parts.len() as u64) as usize,
+            Some(key) if self.parts.len() > 1 => {
+                brokerbench_driver::naming::key_partition(key, self.parts.len())
+            }
             _ => self.next_part,
         }
     }
@@ -245,13 +247,6 @@ impl PulsarProducer {
             self.broken = None;
         }
     }
-}
-
-/// FNV-1a of a key: which partition it goes to.
-fn fnv1a(key: &[u8]) -> u64 {
-    key.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// The outcome of `member`'s send: acknowledged at `acknowledged_ns` (as the client saw it),
@@ -405,6 +400,7 @@ mod tests {
     fn server_errors_are_kinds() {
         assert_eq!(kind_of(2), "persistence_error");
         assert_eq!(kind_of(7), "producer_blocked_quota_exceeded_error");
-        assert_ne!(fnv1a(b"a"), fnv1a(b"b"));
+        let partition = |key: &[u8]| brokerbench_driver::naming::key_partition(key, usize::MAX);
+        assert_ne!(partition(b"a"), partition(b"b"));
     }
 }

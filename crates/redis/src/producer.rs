@@ -71,7 +71,7 @@ impl RedisProducer {
     fn stream_for(&mut self, key: Option<&[u8]>) -> usize {
         let n = self.streams.len();
         match key {
-            Some(key) => (fnv1a(key) % n as u64) as usize,
+            Some(key) => brokerbench_driver::naming::key_partition(key, n),
             None => {
                 self.turn = (self.turn + 1) % n;
                 self.turn
@@ -106,13 +106,6 @@ impl RedisProducer {
             SendError::Failed(kind)
         }
     }
-}
-
-/// FNV-1a, 64 bits: a key's stream.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// An error reply as a kind of failure: `redis_` and its first word (`redis_oom`).
