@@ -8,7 +8,12 @@ max_outstanding) and pull CONSUMERBATCH messages at a time (nats bench --consume
 brokerbench pull_batch), at the maximum rate.
 
 nats bench publishes --msgs messages (as many as brokerbench sent in the same round, so both
-move the same volume); brokerbench runs 1 s of warm-up and --seconds measured. Rates are
+move the same volume); brokerbench runs 1 s of warm-up and --seconds measured.
+
+--pubsleep D (e.g. 80us) compares at a fixed rate instead: nats bench has no target rate, only a
+sleep after each publish, so it goes first in every round, publishing --seconds worth of
+messages at the rate its sleep gives (the last round's, or 6,000 msg/s in the first), and
+brokerbench then runs at the rate nats bench reached, on its open-loop schedule. Rates are
 each tool's own: nats bench's "Pub stats" and "Sub stats" lines; brokerbench's acknowledged
 and received rates over its measurement window. Client CPU is user+sys of the whole child process from wait4 (start-up, stream
 setup and drain included, for both), divided by the messages it published. Rounds alternate
@@ -19,7 +24,7 @@ the official Rust client async-nats on tokio), each round also runs the same cas
 the same message count: the measurement behind writing brokerbench's own NATS client rather
 than driving async-nats.
 
-Usage: bench/nats_bench.py [--rounds 3] [--seconds 10] [--nats /path/to/nats]
+Usage: bench/nats_bench.py [--rounds 3] [--seconds 10] [--pubsleep 80us] [--nats /path/to/nats]
 Needs: the NATS CLI (`GOBIN=/tmp/gobin go install github.com/nats-io/natscli/nats@v0.1.5`,
 from the Go module proxy); the managed nats-server is started if it is not running.
 """
@@ -49,11 +54,12 @@ def rate_of(text, label):
     return float(m.group(1).replace(",", ""))
 
 
-def brokerbench(seconds):
+def brokerbench(seconds, rate=None):
     out = tempfile.mkdtemp(prefix="bb-nats-bench-")
     shutil.rmtree(out)
     cmd = [BIN, "run", "--quiet", "--no-monitor", "--out", out,
-           "--set", "driver=nats", "--set", "rate=max", "--set", f"message_size={SIZE}B",
+           "--set", "driver=nats", "--set", f"rate={round(rate) if rate else 'max'}",
+           "--set", f"message_size={SIZE}B",
            "--set", "warmup=1s", "--set", f"duration={seconds}s",
            "--set", f"max_outstanding={PUBBATCH}", "--set", f"pull_batch={CONSUMERBATCH}"]
     usage = timed(cmd, allowed=(0, 1))
@@ -74,10 +80,12 @@ def brokerbench(seconds):
             "cpu_per_m": usage.cpu / sent * 1e6, "rss": usage.rss_mb, "msgs": sent}
 
 
-def nats_bench(nats, url, msgs):
+def nats_bench(nats, url, msgs, pubsleep=None):
     cmd = [nats, "bench", "-s", url, "brokerbench-bench", "--js", "--purge", "--pub", "1",
            "--sub", "1", "--pull", "--msgs", str(msgs), "--size", str(SIZE), "--no-progress",
            "--pubbatch", str(PUBBATCH), "--consumerbatch", str(CONSUMERBATCH)]
+    if pubsleep:
+        cmd += ["--pubsleep", pubsleep]
     # A stream left by an earlier run with other subjects makes nats bench refuse to start.
     subprocess.run([nats, "stream", "rm", "benchstream", "-f", "-s", url], capture_output=True)
     usage = timed(cmd)
@@ -99,6 +107,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--pubsleep", help="compare at the rate nats bench reaches with this sleep after each publish (e.g. 80us)")
     parser.add_argument("--nats", default=shutil.which("nats") or "/tmp/gobin/nats")
     args = parser.parse_args()
     if not os.path.exists(args.nats):
@@ -108,23 +117,33 @@ def main():
     results = {"brokerbench": [], "nats bench": []}
     if os.path.exists(ASYNC_NATS):
         results["async-nats"] = []
+    paced_rate = 6000.0
     for r in range(args.rounds):
-        order = ["brokerbench", "nats bench"] if r % 2 else ["nats bench", "brokerbench"]
-        if "async-nats" in results:
+        order = ["brokerbench", "nats bench"] if r % 2 and not args.pubsleep else ["nats bench", "brokerbench"]
+        if "async-nats" in results and not args.pubsleep:
             order.append("async-nats")
         msgs = None
         round_results = {}
         # nats bench publishes as many messages as brokerbench did; in a round where it goes
         # first, it uses the previous round's count (or 10 s at 60k msg/s).
         # A failed brokerbench run gives no count: the latest good one (or 10 s at 60k msg/s).
+        # Paced (--pubsleep), nats bench goes first with --seconds worth at its last rate, and
+        # brokerbench follows at the rate it reached.
         for tool in order:
             count = msgs or next((x["msgs"] for x in reversed(succeeded(results["brokerbench"]))),
                                  60000 * args.seconds)
             if tool == "brokerbench":
-                round_results[tool] = attempt(f"round {r + 1} {tool}", brokerbench, args.seconds)
-                msgs = round_results[tool].get("msgs")
+                rate = paced_rate if args.pubsleep else None
+                round_results[tool] = attempt(f"round {r + 1} {tool}", brokerbench, args.seconds, rate)
+                msgs = msgs or round_results[tool].get("msgs")
             elif tool == "async-nats":
                 round_results[tool] = attempt(f"round {r + 1} {tool}", async_nats, url, count)
+            elif args.pubsleep:
+                count = round(paced_rate * args.seconds)
+                round_results[tool] = attempt(f"round {r + 1} {tool}", nats_bench, args.nats, url, count,
+                                              args.pubsleep)
+                paced_rate = round_results[tool].get("pub", paced_rate)
+                msgs = count
             else:
                 round_results[tool] = attempt(f"round {r + 1} {tool}", nats_bench, args.nats, url, count)
         for tool, res in round_results.items():

@@ -73,6 +73,7 @@ fn a_run_is_lossless_its_queue_had_every_message_and_is_deleted_after() {
     ));
     let s = assert_lossless(&run);
     assert_eq!(s["driver"], "artemis");
+    assert_publish_not_inflated_by_the_gap(&s, 300);
     let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
     assert!(
         s["latency"]["publish"]["count"].as_u64().unwrap() > 3000,

@@ -1,6 +1,8 @@
 //! Every bundled study in `studies/` runs with `--quick` against the real managed brokers:
 //! each cell once, a few seconds each, and the tables come out complete; the two fault studies,
-//! on three-node clusters, are planned and checked.
+//! on three-node clusters, are planned and checked. The runs do without resource sampling and
+//! broker metrics (`--no-monitor`, 10% less time: tests/study.rs and tests/monitoring.rs cover
+//! those in studies and runs).
 
 mod common;
 
@@ -38,7 +40,7 @@ fn run_quick_in(
         .current_dir(dir.path())
         .arg("study")
         .arg(bundled(name))
-        .args(["--quick", "--out"])
+        .args(["--quick", "--no-monitor", "--out"])
         .arg(&folder)
         .args(sets.iter().flat_map(|s| ["--set", s]))
         .timeout(Duration::from_secs(900))

@@ -73,6 +73,7 @@ fn a_run_is_lossless_its_stream_took_every_message_its_group_acknowledged_them_a
         &["delete_streams=false", &format!("stream_prefix={prefix}")],
     ));
     let s = assert_lossless(&run);
+    assert_publish_not_inflated_by_the_gap(&s, 300);
     assert_eq!(s["driver"], "redis");
     let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
     assert!(

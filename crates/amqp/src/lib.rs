@@ -66,11 +66,11 @@
 //!
 //! - A producer encodes each message's frames into its own buffer (`send` never waits for the
 //!   broker) and writes the buffer with one non-blocking system call per `poll` (the engine
-//!   polls before every wait and at least every 64 sends) or per 64 KiB. A producer
-//!   connection has one reader thread, which timestamps each confirm as it arrives (publish
-//!   latency = that time − intended send time), even while the producer threads sleep between
-//!   sends. `confirms.max_outstanding` unconfirmed messages, or 4 MiB the socket has not
-//!   taken, is backpressure.
+//!   polls before every wait and at least every 64 sends) or per 64 KiB. The same `poll`
+//!   reads the confirms that came meanwhile, each with the time the kernel received it
+//!   (publish latency = that time − intended send time), so no thread wakes for them while
+//!   the producer sleeps between sends. `confirms.max_outstanding` unconfirmed messages, or
+//!   4 MiB the socket has not taken, is backpressure.
 //! - A consumer reads its connection's socket itself inside `poll`, hands over every
 //!   delivery one read brought, and writes all their acknowledgements with one system call.
 //!   Consumers sharing a connection take turns reading for each other.
@@ -109,7 +109,7 @@ use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Led, Produ
 pub use naming::TopicNames;
 
 use crate::naming::{queue_arguments as queue_arguments_of, MAX_NAME_LEN};
-use crate::session::{Channel, Reading, Session, ADMIN_TIMEOUT};
+use crate::session::{Channel, Session, ADMIN_TIMEOUT};
 use crate::wire::id;
 
 /// How long `connect` may take at most.
@@ -179,7 +179,7 @@ impl AmqpDriver {
     fn admin_session(&self, role: &str) -> Result<Arc<Session>, DriverError> {
         let name = format!("brokerbench-{}-{role}", self.run_id);
         self.failover
-            .open(|uri| Session::open(uri, &name, Reading::Caller))
+            .open(|uri| Session::open(uri, &name))
             .map(Arc::new)
     }
 
@@ -405,8 +405,8 @@ impl Driver for AmqpDriver {
             failover: self.failover.clone(),
             run_id: self.run_id.clone(),
             config: self.config.clone(),
-            producers: Pool::new("producer", per_connection, Reading::Thread),
-            consumers: Pool::new("consumer", per_connection, Reading::Caller),
+            producers: Pool::new("producer", per_connection),
+            consumers: Pool::new("consumer", per_connection),
         }));
         let session = self.admin_session("admin")?;
         let declared = self.declare_all(&session);
@@ -549,8 +549,6 @@ impl Dialer {
 struct Pool {
     role: &'static str,
     per_connection: u32,
-    /// Who reads the connections' sockets.
-    reading: Reading,
     /// The connection being filled and how many channels it has.
     current: Mutex<Option<(Arc<Session>, u32)>>,
     /// Connections opened so far, for their names.
@@ -558,11 +556,10 @@ struct Pool {
 }
 
 impl Pool {
-    fn new(role: &'static str, per_connection: u32, reading: Reading) -> Self {
+    fn new(role: &'static str, per_connection: u32) -> Self {
         Pool {
             role,
             per_connection,
-            reading,
             current: Mutex::new(None),
             opened: Default::default(),
         }
@@ -582,7 +579,6 @@ impl Pool {
         let session = Arc::new(Session::open(
             uri,
             &format!("brokerbench-{run_id}-{}-{index}", self.role),
-            self.reading,
         )?);
         *current = (self.per_connection > 1).then(|| (session.clone(), 1));
         Ok(session)

@@ -1,7 +1,7 @@
 //! A producer: one channel (in confirm mode unless confirms are off) publishing to its
-//! topic's exchange, on a [`Session`] whose own thread reads confirms and timestamps each as it
-//! arrives (so a confirm that arrives while the producer thread sleeps between sends is not
-//! late by the rest of that sleep).
+//! topic's exchange. Its `poll` reads the confirms that came while it slept between sends;
+//! each keeps the time the kernel received it (see [`crate::session`]), so the producer's
+//! thread need not wake for them.
 //!
 //! `send` encodes the message's frames into the producer's buffer and never waits for the
 //! broker; the buffer is written with one system call by the next `poll` (which the engine
@@ -214,13 +214,14 @@ impl Producer for AmqpProducer {
             } else {
                 timeout
             };
+            // The socket is read even when nothing is awaited (with a zero timeout, without
+            // waiting): the broker's heartbeats, and the end of the channel, come there.
             let wait_for_confirms = self.book.as_ref().is_some_and(|b| b.in_flight() > 0);
             if wait_for_confirms {
                 session.wait(self.channel.state(), timeout, &|inbox| {
                     !inbox.events.is_empty() || inbox.ended.is_some()
                 });
-            } else if !timeout.is_zero() {
-                // Nothing to wait for but the end of the channel.
+            } else {
                 session.wait(self.channel.state(), timeout, &|inbox| {
                     inbox.ended.is_some()
                 });
@@ -275,6 +276,10 @@ impl Producer for AmqpProducer {
     }
 
     fn confirms(&self) -> bool {
+        self.book.is_some()
+    }
+
+    fn stamps_acknowledgements(&self) -> bool {
         self.book.is_some()
     }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use brokerbench_amqp::config::{AmqpUri, RabbitMqDriverConfig};
-use brokerbench_amqp::session::{Reading, Session};
+use brokerbench_amqp::session::Session;
 use brokerbench_amqp::{wire, AmqpDriver};
 use brokerbench_driver::{Driver, DriverError};
 use brokerbench_engine::{run, RunControl};
@@ -534,8 +534,7 @@ fn a_deleted_exchange_fails_sends_by_kind_without_a_panic() {
         Duration::from_millis(2500),
         move |config, workload, run_id| {
             let names = brokerbench_amqp::TopicNames::new(config, workload, run_id, 0);
-            let session =
-                Arc::new(Session::open(&admin_uri, "test-admin", Reading::Caller).unwrap());
+            let session = Arc::new(Session::open(&admin_uri, "test-admin").unwrap());
             let mut channel = session.channel().unwrap();
             let mut frame = Vec::new();
             wire::method(

@@ -2,6 +2,7 @@
 //! through one buffer, frames in cut out of one buffer, and requests that wait for their
 //! RECEIPT.
 
+use brokerbench_driver::arrival::LastRead;
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -24,6 +25,8 @@ pub struct Conn {
     buf: Vec<u8>,
     start: usize,
     out: Vec<u8>,
+    /// When the bytes of the last read arrived (the stamp of acknowledgements it brought).
+    read_at: LastRead,
     /// When the connection last sent anything.
     sent_at: Instant,
     /// CONNECTED's `server` header: `ActiveMQ-Artemis/2.40.0 ActiveMQ Artemis Messaging Engine`.
@@ -31,6 +34,11 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// When the bytes of the last read arrived; what a poll hands on came with it.
+    pub fn last_read(&self) -> LastRead {
+        self.read_at.clone()
+    }
+
     /// Connects and logs in within `timeout` in all; `client_id` names the connection (a
     /// durable subscription's owner).
     pub fn connect(
@@ -44,6 +52,7 @@ impl Conn {
             buf: Vec::with_capacity(128 * 1024),
             start: 0,
             out: Vec::with_capacity(64 * 1024),
+            read_at: LastRead::default(),
             sent_at: Instant::now(),
             server: String::new(),
         };
@@ -188,9 +197,11 @@ impl Conn {
         self.buf.resize(want, 0);
         let result =
             brokerbench_driver::net::read_within(&self.stream, &mut self.buf[len..], timeout);
-        let n = *result.as_ref().unwrap_or(&0);
+        let n = result.as_ref().map_or(0, |r| r.bytes);
         self.buf.truncate(len + n);
-        result
+        let read = result?;
+        self.read_at.set(read.at_ns.unwrap_or_default());
+        Ok(read.bytes)
     }
 
     /// Handles every whole frame in the buffer.

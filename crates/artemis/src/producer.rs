@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendError};
+use brokerbench_driver::{Ack, Envelope, OutgoingMessage, Producer, SendError};
 
 use crate::conn::{Conn, CONNECTION_CLOSED};
 use crate::reconnect::Reconnector;
@@ -26,7 +26,6 @@ pub struct ArtemisProducer {
     next: u64,
     pending: VecDeque<Pending>,
     max_outstanding: usize,
-    clock: Clock,
     broken: Option<String>,
     reconnector: Reconnector,
 }
@@ -47,7 +46,6 @@ impl ArtemisProducer {
             next: 0,
             pending: VecDeque::new(),
             max_outstanding: max_outstanding as usize,
-            clock: Clock::process(),
             broken: None,
             reconnector,
         }
@@ -154,7 +152,7 @@ impl Producer for ArtemisProducer {
             return;
         }
         let pending = &mut self.pending;
-        let clock = self.clock;
+        let arrived = self.conn.last_read();
         let mut refused = None;
         let result = self.conn.poll(timeout, &mut |frame, _| {
             let result = match frame.command {
@@ -171,7 +169,7 @@ impl Producer for ArtemisProducer {
                     envelope: entry.envelope,
                     sent_ns: entry.sent_ns,
                     bytes: entry.bytes,
-                    acknowledged_ns: Some(clock.now_ns()),
+                    acknowledged_ns: Some(arrived.get()),
                     result,
                 }),
                 // An ERROR of no send of ours: the broker closes the connection after it.
@@ -188,6 +186,11 @@ impl Producer for ArtemisProducer {
 
     fn in_flight(&self) -> usize {
         self.pending.len()
+    }
+
+    fn stamps_acknowledgements(&self) -> bool {
+        // Each RECEIPT keeps the time it reached the socket, however late `poll` reads it.
+        true
     }
 
     fn abandon(&mut self) {

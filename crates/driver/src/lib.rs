@@ -2,6 +2,7 @@
 //! (topics, queues), and hands out producers and consumers that send, acknowledge and
 //! receive. Drivers know nothing about schedules, phases or histograms.
 
+pub mod arrival;
 mod clock;
 mod envelope;
 pub mod family;
@@ -157,7 +158,8 @@ pub trait Producer: Send {
         true
     }
     /// Whether every acknowledgement comes with the time it arrived (`acknowledged_ns`),
-    /// stamped by the client library's own threads: the task then need not wake for
+    /// stamped by the client library's own threads or by the kernel as it received them
+    /// ([`arrival`]): the task then need not wake for
     /// acknowledgements while it waits for its next send, and sleeps instead.
     fn stamps_acknowledgements(&self) -> bool {
         false

@@ -4,7 +4,9 @@
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+use crate::arrival::Received;
 use crate::tls::{TlsError, TlsSettings};
+use crate::Clock;
 
 /// Why an own client's connection could not be made (opened and logged in).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +22,8 @@ pub enum ConnectError {
 }
 
 /// A connection to `host`:`port` before `deadline` ([`dial`]), over TLS when `tls` is given
-/// (the plain-text side of [`crate::tls::connect`]).
+/// (the plain-text side of [`crate::tls::connect`]), whose reads are stamped with their
+/// arrival ([`read_within`]).
 pub fn open(
     host: &str,
     port: u16,
@@ -30,6 +33,7 @@ pub fn open(
     let left = deadline.saturating_duration_since(Instant::now());
     let tcp = dial(&format!("{host}:{port}"), left).map_err(ConnectError::Unreachable)?;
     let Some(settings) = tls else {
+        stamped(&tcp);
         return Ok(tcp);
     };
     let failed = |e: TlsError| {
@@ -40,7 +44,15 @@ pub fn open(
     };
     let config = settings.client_config().map_err(failed)?;
     let name = settings.server_name.as_deref();
-    crate::tls::connect(tcp, config, host, name, deadline).map_err(failed)
+    let plain = crate::tls::connect(tcp, config, host, name, deadline).map_err(failed)?;
+    stamped(&plain);
+    Ok(plain)
+}
+
+/// Asks for arrival stamps on `stream`; without them reads are stamped when made.
+pub fn stamped(stream: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let _ = crate::arrival::stamp_arrivals(stream.as_raw_fd());
 }
 
 /// An error while logging in (before the broker's answer to the client's first frame): a
@@ -80,16 +92,26 @@ pub fn dial(address: &str, timeout: Duration) -> Result<TcpStream, String> {
 /// Reads what `stream` has into `buf`, waiting up to `timeout` for it to the microsecond
 /// (`ppoll`, then a read that does not wait): a socket's receive timeout would be rounded up
 /// to the kernel's tick, 4 ms here, for every read that finds nothing. Nothing within the
-/// timeout is `WouldBlock`; a closed connection reads 0.
+/// timeout is `WouldBlock`; a closed connection reads 0 bytes. The read comes with the time
+/// its newest bytes arrived ([`crate::arrival`]), or the time it was made when the kernel gave
+/// no stamp.
 pub fn read_within(
     stream: &TcpStream,
     buf: &mut [u8],
     timeout: Duration,
-) -> std::io::Result<usize> {
+) -> std::io::Result<Received> {
+    use std::os::fd::AsRawFd;
     if !timeout.is_zero() && !wait_readable(stream, timeout)? {
         return Err(std::io::ErrorKind::WouldBlock.into());
     }
-    read_now(stream, buf)
+    let clock = Clock::process();
+    match crate::arrival::recv_now(stream.as_raw_fd(), buf, clock)? {
+        Some(read) => Ok(Received {
+            at_ns: Some(read.at_ns.unwrap_or_else(|| clock.now_ns())),
+            ..read
+        }),
+        None => Err(std::io::ErrorKind::WouldBlock.into()),
+    }
 }
 
 /// Waits until `stream` has something to read (or was closed), at most `timeout`: whether it
@@ -111,24 +133,6 @@ fn wait_readable(stream: &TcpStream, timeout: Duration) -> std::io::Result<bool>
         return Err(std::io::Error::last_os_error());
     }
     Ok(ready > 0)
-}
-
-/// Reads what `stream` has without waiting (EAGAIN: WouldBlock).
-fn read_now(stream: &TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: `buf` is valid for writes of its length.
-    let n = unsafe {
-        libc::recv(
-            stream.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            libc::MSG_DONTWAIT,
-        )
-    };
-    if n < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(n as usize)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! cut out of one buffer, a PINGREQ when the connection has been quiet for half its
 //! keep-alive, and SUBSCRIBE waited for.
 
+use brokerbench_driver::arrival::LastRead;
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -41,6 +42,8 @@ pub struct Conn {
     start: usize,
     end: usize,
     out: Vec<u8>,
+    /// When the bytes of the last read arrived (the stamp of acknowledgements it brought).
+    read_at: LastRead,
     pub version: Version,
     /// What the broker said in its CONNACK.
     pub connack: packet::ConnAck,
@@ -51,6 +54,11 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// When the bytes of the last read arrived; what a poll hands on came with it.
+    pub fn last_read(&self) -> LastRead {
+        self.read_at.clone()
+    }
+
     /// Connects and logs in within `timeout` in all.
     pub fn connect(
         url: &MqttUrl,
@@ -66,6 +74,7 @@ impl Conn {
             start: 0,
             end: 0,
             out: Vec::with_capacity(64 * 1024),
+            read_at: LastRead::default(),
             version: session.version,
             connack: Default::default(),
             keep_alive: Duration::from_secs(session.keep_alive_s as u64),
@@ -267,10 +276,11 @@ impl Conn {
                 self.buf.resize(self.buf.len() * 2, 0);
             }
         }
-        let result =
-            brokerbench_driver::net::read_within(&self.stream, &mut self.buf[self.end..], timeout);
-        self.end += *result.as_ref().unwrap_or(&0);
-        result
+        let read =
+            brokerbench_driver::net::read_within(&self.stream, &mut self.buf[self.end..], timeout)?;
+        self.end += read.bytes;
+        self.read_at.set(read.at_ns.unwrap_or_default());
+        Ok(read.bytes)
     }
 
     /// Hands on every whole packet in the buffer.

@@ -7,7 +7,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendError};
+use brokerbench_driver::arrival::LastRead;
+use brokerbench_driver::{Ack, Envelope, OutgoingMessage, Producer, SendError};
 
 use crate::conn::{Conn, CONNECTION_CLOSED};
 use crate::packet::{self, Packet};
@@ -48,7 +49,6 @@ pub struct MqttProducer {
     /// In flight at most: `max_outstanding`, and no more than the broker's receive maximum.
     limit: usize,
     max_outstanding: usize,
-    clock: Clock,
     broken: Option<String>,
     reconnector: Reconnector,
 }
@@ -70,7 +70,6 @@ impl MqttProducer {
             next_id: 0,
             limit: max_outstanding,
             max_outstanding,
-            clock: Clock::process(),
             broken: None,
             reconnector,
         };
@@ -142,7 +141,7 @@ fn on_packet(
     p: Packet<'_>,
     out: &mut Vec<u8>,
     pending: &mut HashMap<u16, Pending>,
-    clock: Clock,
+    arrived: &LastRead,
     acks: &mut dyn FnMut(Ack),
 ) -> Result<(), String> {
     let (id, code) = match p.kind {
@@ -167,7 +166,7 @@ fn on_packet(
         envelope: entry.envelope,
         sent_ns: entry.sent_ns,
         bytes: entry.bytes,
-        acknowledged_ns: Some(clock.now_ns()),
+        acknowledged_ns: Some(arrived.get()),
         result,
     });
     Ok(())
@@ -243,9 +242,9 @@ impl Producer for MqttProducer {
             }
             return;
         }
-        let (pending, clock) = (&mut self.pending, self.clock);
+        let (pending, arrived) = (&mut self.pending, self.conn.last_read());
         let result = self.conn.poll(timeout, &mut |p, out| {
-            on_packet(p, out, pending, clock, acks)
+            on_packet(p, out, pending, &arrived, acks)
         });
         if let Err(kind) = result {
             self.lose(kind, acks);
@@ -266,6 +265,13 @@ impl Producer for MqttProducer {
 
     fn confirms(&self) -> bool {
         self.qos > 0
+    }
+
+    fn stamps_acknowledgements(&self) -> bool {
+        // A PUBACK keeps the time it reached the socket, however late `poll` reads it. At
+        // QoS 2 the PUBREC must be answered (PUBREL) for the PUBCOMP to come: the producer
+        // keeps waking for it.
+        self.qos == 1
     }
 
     fn ack_note(&self) -> Option<String> {
@@ -318,7 +324,7 @@ mod tests {
             flags: 0,
             body: &rec,
         };
-        on_packet(p, &mut out, &mut pending, Clock::process(), &mut |a| {
+        on_packet(p, &mut out, &mut pending, &LastRead::default(), &mut |a| {
             got.push(a)
         })
         .unwrap();
@@ -328,7 +334,7 @@ mod tests {
             kind: packet::PUBCOMP,
             ..p
         };
-        on_packet(p, &mut out, &mut pending, Clock::process(), &mut |a| {
+        on_packet(p, &mut out, &mut pending, &LastRead::default(), &mut |a| {
             got.push(a)
         })
         .unwrap();
@@ -339,6 +345,6 @@ mod tests {
             flags: 0,
             body: &refused,
         };
-        assert!(on_packet(p, &mut out, &mut pending, Clock::process(), &mut |_| {}).is_err());
+        assert!(on_packet(p, &mut out, &mut pending, &LastRead::default(), &mut |_| {}).is_err());
     }
 }

@@ -4,7 +4,7 @@
 //! The protocol is text control lines (`MSG`, `HMSG`, `PING`, `+OK`, `-ERR`, `INFO`) followed
 //! by sized bodies; see the NATS client protocol documentation.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,9 @@ pub struct Msg<'a> {
     /// The header block (`NATS/1.0 ...` through the blank line) of an `HMSG`.
     pub headers: Option<&'a [u8]>,
     pub payload: &'a [u8],
+    /// When it reached the socket (the kernel's stamp of the read that brought it, in
+    /// [`brokerbench_driver::Clock`] ns; the read's own time when the kernel gave none).
+    pub arrived_ns: u64,
 }
 
 /// Why connecting failed.
@@ -36,7 +39,8 @@ pub struct Conn {
     out: Vec<u8>,
     buf: Vec<u8>,
     start: usize,
-    read_timeout: Option<Duration>,
+    /// When the bytes of the last read arrived.
+    read_at_ns: u64,
     /// The server's INFO JSON.
     pub info: serde_json::Value,
 }
@@ -55,12 +59,13 @@ impl Conn {
         let stream = TcpStream::connect_timeout(&address, timeout)
             .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
         let _ = stream.set_nodelay(true);
+        brokerbench_driver::net::stamped(&stream);
         let mut conn = Conn {
             stream,
             out: Vec::with_capacity(FLUSH_AT * 2),
             buf: Vec::with_capacity(256 * 1024),
             start: 0,
-            read_timeout: None,
+            read_at_ns: 0,
             info: serde_json::Value::Null,
         };
         let deadline = Instant::now() + timeout;
@@ -142,8 +147,7 @@ impl Conn {
             deadline,
         )
         .map_err(failed)?;
-        // The plain side has no read timeout yet.
-        self.read_timeout = None;
+        brokerbench_driver::net::stamped(&self.stream);
         Ok(())
     }
 
@@ -221,13 +225,8 @@ impl Conn {
         Ok(handled)
     }
 
-    /// Reads what the socket has, waiting up to `timeout`.
+    /// Reads what the socket has, waiting up to `timeout` (to the microsecond).
     fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
-        let timeout = Some(timeout.max(Duration::from_micros(1)));
-        if self.read_timeout != timeout {
-            self.stream.set_read_timeout(timeout)?;
-            self.read_timeout = timeout;
-        }
         if self.start > 0 && self.start * 2 >= self.buf.len() {
             self.buf.drain(..self.start);
             self.start = 0;
@@ -235,10 +234,13 @@ impl Conn {
         let len = self.buf.len();
         let want = (len + 128 * 1024).max(self.buf.capacity());
         self.buf.resize(want, 0);
-        let result = self.stream.read(&mut self.buf[len..]);
-        let n = *result.as_ref().unwrap_or(&0);
+        let result =
+            brokerbench_driver::net::read_within(&self.stream, &mut self.buf[len..], timeout);
+        let n = result.as_ref().map_or(0, |r| r.bytes);
         self.buf.truncate(len + n);
-        result
+        let read = result?;
+        self.read_at_ns = read.at_ns.unwrap_or(self.read_at_ns);
+        Ok(read.bytes)
     }
 
     /// Handles every complete frame in the buffer.
@@ -280,6 +282,7 @@ impl Conn {
                     reply,
                     headers: headered.then(|| &body[..header_len]),
                     payload: &body[header_len..],
+                    arrived_ns: self.read_at_ns,
                 };
                 on_msg(msg, &mut self.out);
                 handled += 1;

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendError};
+use brokerbench_driver::{Ack, Envelope, OutgoingMessage, Producer, SendError};
 
 use crate::config::{NatsDriverConfig, NatsUrl};
 use crate::conn::{push_number, Conn};
@@ -28,7 +28,6 @@ pub struct NatsProducer {
     max_outstanding: usize,
     msg_id: bool,
     headers: Vec<u8>,
-    clock: Clock,
     broken: Option<String>,
     reconnector: Reconnector,
 }
@@ -58,7 +57,6 @@ impl NatsProducer {
             max_outstanding: config.max_outstanding as usize,
             msg_id: config.msg_id,
             headers: Vec::new(),
-            clock: Clock::process(),
             broken: None,
             reconnector,
         }
@@ -166,7 +164,6 @@ impl Producer for NatsProducer {
         }
         let pending = &mut self.pending;
         let inbox = &self.inbox;
-        let clock = self.clock;
         let result = self.conn.poll(timeout, &mut |msg, _| {
             let Some(n) = msg
                 .subject
@@ -201,7 +198,7 @@ impl Producer for NatsProducer {
                 envelope: entry.envelope,
                 sent_ns: entry.sent_ns,
                 bytes: entry.bytes,
-                acknowledged_ns: Some(clock.now_ns()),
+                acknowledged_ns: Some(msg.arrived_ns),
                 result,
             });
         });
@@ -222,6 +219,11 @@ impl Producer for NatsProducer {
 
     fn abandon(&mut self) {
         self.pending.clear();
+    }
+
+    fn stamps_acknowledgements(&self) -> bool {
+        // Each PubAck keeps the time it reached the socket, however late `poll` reads it.
+        true
     }
 
     fn disconnected_since(&self) -> Option<u64> {

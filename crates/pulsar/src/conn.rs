@@ -2,6 +2,7 @@
 //! or ERROR), commands out through one buffer, frames in cut out of one buffer, requests
 //! that wait for the answer carrying their request id, and the broker's PINGs answered.
 
+use brokerbench_driver::arrival::LastRead;
 use std::io::Write;
 use std::net::TcpStream;
 
@@ -49,6 +50,8 @@ pub struct Conn {
     buf: Vec<u8>,
     start: usize,
     out: Vec<u8>,
+    /// When the bytes of the last read arrived (the stamp of acknowledgements it brought).
+    read_at: LastRead,
     /// Whole frames that came while a request waited for its answer (deliveries, a change
     /// of the active consumer): handed out first by the next poll.
     stash: Vec<u8>,
@@ -58,6 +61,11 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// When the bytes of the last read arrived; what a poll hands on came with it.
+    pub fn last_read(&self) -> LastRead {
+        self.read_at.clone()
+    }
+
     /// Connects and logs in within `timeout` in all.
     pub fn connect(url: &PulsarUrl, timeout: Duration) -> Result<Conn, ConnectError> {
         let deadline = Instant::now() + timeout;
@@ -66,6 +74,7 @@ impl Conn {
             buf: Vec::with_capacity(128 * 1024),
             start: 0,
             out: Vec::with_capacity(64 * 1024),
+            read_at: LastRead::default(),
             stash: Vec::new(),
             next_request: 1,
             server: String::new(),
@@ -253,9 +262,11 @@ impl Conn {
         self.buf.resize(want, 0);
         let result =
             brokerbench_driver::net::read_within(&self.stream, &mut self.buf[len..], timeout);
-        let n = *result.as_ref().unwrap_or(&0);
+        let n = result.as_ref().map_or(0, |r| r.bytes);
         self.buf.truncate(len + n);
-        result
+        let read = result?;
+        self.read_at.set(read.at_ns.unwrap_or_default());
+        Ok(read.bytes)
     }
 
     /// Handles every whole frame in the buffer; PINGs are answered, not handed on.

@@ -341,7 +341,10 @@ impl Producer for PulsarProducer {
             return;
         }
         let wait = self.send_due().map_or(timeout, |due| due.min(timeout));
-        let (parts, clock, in_flight) = (&mut self.parts, self.clock, &mut self.in_flight);
+        let (parts, in_flight) = (&mut self.parts, &mut self.in_flight);
+        // A receipt keeps the time it reached the socket. (The producer still wakes when a
+        // batch is due, so it does not claim `stamps_acknowledgements`.)
+        let arrived = self.conn.last_read();
         let mut lost = None;
         let result = self.conn.poll(wait, &mut |frame, _| {
             let outcome = match frame.kind {
@@ -360,10 +363,10 @@ impl Producer for PulsarProducer {
             else {
                 return;
             };
-            let now = clock.now_ns();
+            let at = arrived.get();
             *in_flight -= entry.members.len();
             for member in entry.members {
-                acks(settled(member, Some(now), outcome.clone()));
+                acks(settled(member, Some(at), outcome.clone()));
             }
         });
         if let Some(kind) = result.err().or(lost) {

@@ -1,6 +1,7 @@
 //! One RESP connection to Redis: connect (AUTH, SELECT, PING), commands out through one
 //! buffer, replies in cut out of one buffer, and requests that wait for their reply.
 
+use brokerbench_driver::arrival::LastRead;
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -18,11 +19,18 @@ pub struct Conn {
     buf: Vec<u8>,
     start: usize,
     out: Vec<u8>,
+    /// When the bytes of the last read arrived (the stamp of acknowledgements it brought).
+    read_at: LastRead,
     /// A reply timed out: the connection is out of step with its commands, not used again.
     desynced: bool,
 }
 
 impl Conn {
+    /// When the bytes of the last read arrived; what a poll hands on came with it.
+    pub fn last_read(&self) -> LastRead {
+        self.read_at.clone()
+    }
+
     /// Connects, logs in and selects the URL's database within `timeout` in all.
     pub fn connect(url: &RedisUrl, timeout: Duration) -> Result<Conn, ConnectError> {
         let deadline = Instant::now() + timeout;
@@ -33,6 +41,7 @@ impl Conn {
             buf: Vec::with_capacity(128 * 1024),
             start: 0,
             out: Vec::with_capacity(64 * 1024),
+            read_at: LastRead::default(),
             desynced: false,
         };
         let logging_in = |e| brokerbench_driver::net::while_logging_in(url.tls.as_ref(), e);
@@ -162,9 +171,11 @@ impl Conn {
         self.buf.resize(len + 128 * 1024, 0);
         let result =
             brokerbench_driver::net::read_within(&self.stream, &mut self.buf[len..], timeout);
-        let n = *result.as_ref().unwrap_or(&0);
+        let n = result.as_ref().map_or(0, |r| r.bytes);
         self.buf.truncate(len + n);
-        result
+        let read = result?;
+        self.read_at.set(read.at_ns.unwrap_or_default());
+        Ok(read.bytes)
     }
 
     /// Handles every whole reply in the buffer.

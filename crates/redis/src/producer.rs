@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendError};
+use brokerbench_driver::{Ack, Envelope, OutgoingMessage, Producer, SendError};
 
 use crate::conn::{Conn, CONNECTION_CLOSED};
 use crate::reconnect::Reconnector;
@@ -36,7 +36,6 @@ pub struct RedisProducer {
     trim: Option<(&'static [u8], Vec<u8>)>,
     pending: VecDeque<Pending>,
     max_outstanding: usize,
-    clock: Clock,
     broken: Option<String>,
     reconnector: Reconnector,
 }
@@ -61,7 +60,6 @@ impl RedisProducer {
             trim,
             pending: VecDeque::new(),
             max_outstanding: max_outstanding as usize,
-            clock: Clock::process(),
             broken: None,
             reconnector,
         }
@@ -169,7 +167,7 @@ impl Producer for RedisProducer {
             return;
         }
         let pending = &mut self.pending;
-        let clock = self.clock;
+        let arrived = self.conn.last_read();
         let mut stray = false;
         let result = self.conn.poll(timeout, &mut |value, _| {
             let Some(entry) = pending.pop_front() else {
@@ -184,7 +182,7 @@ impl Producer for RedisProducer {
                 envelope: entry.envelope,
                 sent_ns: entry.sent_ns,
                 bytes: entry.bytes,
-                acknowledged_ns: Some(clock.now_ns()),
+                acknowledged_ns: Some(arrived.get()),
                 result,
             });
         });
@@ -197,6 +195,11 @@ impl Producer for RedisProducer {
 
     fn in_flight(&self) -> usize {
         self.pending.len()
+    }
+
+    fn stamps_acknowledgements(&self) -> bool {
+        // Each reply keeps the time it reached the socket, however late `poll` reads it.
+        true
     }
 
     fn abandon(&mut self) {

@@ -107,7 +107,7 @@ impl ChannelState {
         self.ready.notify_all();
     }
 
-    /// Waits up to `timeout` on the connection's reader thread until `until` holds.
+    /// Waits up to `timeout`, while another thread reads the connection, until `until` holds.
     pub(super) fn wait_signalled(&self, timeout: Duration, until: &dyn Fn(&Inbox) -> bool) -> bool {
         let deadline = Instant::now() + timeout;
         let mut inbox = self.inbox();

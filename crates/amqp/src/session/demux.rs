@@ -12,19 +12,7 @@ const MAX_BODY: u64 = 512 << 20;
 pub(super) const INBOX_LIMIT: usize = 16 << 20;
 
 impl Shared {
-    /// The reader thread of a [`Reading::Thread`] connection.
-    pub(super) fn read_forever(&self) {
-        let mut side = lock(&self.read);
-        while !self.lost.load(Ordering::Relaxed) {
-            if !self.read_once(&mut side, self.heartbeat) {
-                break;
-            }
-            self.heartbeat();
-        }
-    }
-
-    /// Reads (as a [`Reading::Caller`] connection) until `until` holds for `channel` or
-    /// `timeout` passes; whether it holds.
+    /// Reads until `until` holds for `channel` or `timeout` passes; whether it holds.
     pub(super) fn read_until(
         &self,
         channel: &ChannelState,
@@ -139,16 +127,20 @@ impl Shared {
             side.start = 0;
         }
         let fd = side.stream.as_raw_fd();
-        match recv_within(fd, &mut side.buffer[side.end..], timeout) {
+        let room = side.buffer.len() - side.end;
+        let read = recv_within(fd, &mut side.buffer[side.end..], timeout, side.drained);
+        let at_ns = match read {
             Ok(None) => return true,
-            Ok(Some(0)) => {
+            Ok(Some(Received { bytes: 0, .. })) => {
                 self.lose("the broker closed the connection".into());
                 return false;
             }
-            Ok(Some(n)) => {
-                side.end += n;
-                self.last_read_ns
-                    .store(self.clock.now_ns(), Ordering::Relaxed);
+            Ok(Some(Received { bytes, at_ns })) => {
+                side.end += bytes;
+                side.drained = bytes < room;
+                let now = self.clock.now_ns();
+                self.last_read_ns.store(now, Ordering::Relaxed);
+                at_ns.map_or(now, |at| at.min(now))
             }
             Err(e) => {
                 if !self.lost.load(Ordering::Relaxed) {
@@ -156,8 +148,8 @@ impl Shared {
                 }
                 return false;
             }
-        }
-        let alive = self.route_frames(side, self.clock.now_ns());
+        };
+        let alive = self.route_frames(side, at_ns);
         if !side.replies.is_empty() {
             let _ = self.write(&mut side.replies);
         }
@@ -471,20 +463,26 @@ impl MethodRouted {
 }
 
 /// Reads what the socket `fd` has into `into`, waiting up to `timeout` (None: as long as it
-/// takes) when nothing is there yet: Some(bytes read, 0 at the end of the stream), or None
-/// when nothing came in time.
+/// takes) when nothing is there yet: Some(what was read; 0 bytes at the end of the stream),
+/// or None when nothing came in time. After a read that `drained` the socket, a wait begins
+/// with poll(2) rather than with a read that would most likely find nothing.
 fn recv_within(
     fd: i32,
     into: &mut [u8],
     timeout: Option<Duration>,
-) -> std::io::Result<Option<usize>> {
-    if let Some(n) = recv_now(fd, into)? {
-        return Ok(Some(n));
+    drained: bool,
+) -> std::io::Result<Option<Received>> {
+    let clock = Clock::process();
+    let waits = !timeout.is_some_and(|t| t.is_zero());
+    if !(drained && waits) {
+        if let Some(read) = recv_now(fd, into, clock)? {
+            return Ok(Some(read));
+        }
     }
-    if timeout.is_some_and(|t| t.is_zero()) || !wait_fd(fd, libc::POLLIN, timeout) {
+    if !waits || !wait_fd(fd, libc::POLLIN, timeout) {
         return Ok(None);
     }
-    recv_now(fd, into)
+    recv_now(fd, into, clock)
 }
 
 /// The confirm event of a basic.ack or basic.nack (`method`) read at `at_ns`, from its

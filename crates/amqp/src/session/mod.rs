@@ -15,14 +15,13 @@
 //! blocking: what the socket does not take at once waits in the connection's backlog and is
 //! retried on the next write (producers answer backpressure while it is large).
 //!
-//! Reading ([`Reading`]):
-//! - A producer connection has one thread of its own that reads the socket and timestamps
-//!   each confirm as it arrives, so a confirm is not late by however long the producer
-//!   thread sleeps between sends.
-//! - A consumer connection has no thread: whichever consumer waits reads the socket for
-//!   everyone (routing other channels' frames to their inboxes, and waking the others when it
-//!   stops reading), so a delivery is handed over by the thread that read it, with no
-//!   cross-thread wake-up.
+//! Reading: a connection has no thread of its own. Whoever waits reads the socket for
+//! everyone ([`Session::wait`]), routing other channels' frames to their inboxes and waking
+//! the others when it stops reading, so a delivery is handed over by the thread that read it,
+//! with no cross-thread wake-up. A producer reads its confirms when it polls, between sends:
+//! the kernel stamps each segment as it arrives ([`brokerbench_driver::arrival`]), so a
+//! confirm read after the producer's sleep keeps the time it arrived, and no thread wakes for
+//! it.
 //!
 //! Frames are routed by channel into each channel's [`Inbox`]: confirms and returns as
 //! [`ChannelEvent`]s, deliveries into one byte arena, replies to synchronous methods, and the
@@ -33,7 +32,6 @@ use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::config::AmqpUri;
@@ -56,22 +54,14 @@ pub const FLUSH_AT: usize = 64 * 1024;
 /// Bytes a read asks for at most.
 const READ_CHUNK: usize = 256 * 1024;
 
-/// Who reads a connection's socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reading {
-    /// A thread of the connection's own, always.
-    Thread,
-    /// Whichever thread waits in [`Session::wait`].
-    Caller,
-}
-
 mod channel;
 mod demux;
 mod socket;
 
+use brokerbench_driver::arrival::{recv_now, Received};
 use channel::lock;
 pub use channel::{Channel, ChannelEvent, ChannelState, Deliveries, Inbox};
-use socket::{recv_now, send_now, wait_fd};
+use socket::{send_now, wait_fd};
 
 /// Content (a delivery or a returned message) being put together from its frames.
 #[derive(Debug)]
@@ -90,6 +80,9 @@ struct ReadSide {
     /// Unparsed bytes are `buffer[start..end]`.
     start: usize,
     end: usize,
+    /// Whether the last read left the socket empty (it took less than it had room for): the
+    /// next one waits for readiness first instead of trying a read that would find nothing.
+    drained: bool,
     /// Content being assembled, per channel.
     content: Vec<Option<Content>>,
     /// Scratch: channels to signal after a read.
@@ -125,16 +118,14 @@ struct Shared {
     /// While the broker blocks publishing on this connection (connection.blocked, a memory
     /// or disk alarm): since when (ns since the UNIX epoch) and the broker's reason.
     blocked: Mutex<Option<(u64, String)>>,
-    /// Consumers waiting while another one reads for them ([`Reading::Caller`]).
+    /// Threads waiting while another one reads for them.
     turn_waiters: AtomicUsize,
-    reading: Reading,
     clock: Clock,
 }
 
 /// One AMQP connection of the message path.
 pub struct Session {
     shared: Arc<Shared>,
-    reader: Option<JoinHandle<()>>,
     address: String,
 }
 
@@ -147,31 +138,30 @@ pub const DEFAULT_HEARTBEAT_S: u16 = 60;
 
 impl Session {
     /// Opens a connection named `name` (shown in the management UI).
-    pub fn open(uri: &AmqpUri, name: &str, reading: Reading) -> Result<Session, DriverError> {
+    pub fn open(uri: &AmqpUri, name: &str) -> Result<Session, DriverError> {
         let heartbeat = uri.heartbeat.unwrap_or(DEFAULT_HEARTBEAT_S);
         let opened = probe::open(uri, OPEN_TIMEOUT, name, heartbeat)
             .map_err(|e| crate::probe_error(uri, e))?;
-        Session::start(opened, reading, uri.address())
+        Session::start(opened, uri.address())
     }
 
     /// A session on a connection whose handshake is done.
-    fn start(
-        opened: probe::Opened,
-        reading: Reading,
-        address: String,
-    ) -> Result<Session, DriverError> {
+    fn start(opened: probe::Opened, address: String) -> Result<Session, DriverError> {
         let stream = opened.stream;
         let clone = |s: &TcpStream| {
             s.try_clone()
                 .map_err(|e| DriverError::Other(format!("duplicating an AMQP socket: {e}")))
         };
         let read_stream = clone(&stream)?;
+        brokerbench_driver::arrival::stamp_arrivals(read_stream.as_raw_fd())
+            .map_err(|e| DriverError::Other(format!("asking for receive stamps: {e}")))?;
         let shared = Arc::new(Shared {
             read: Mutex::new(ReadSide {
                 stream: read_stream,
                 buffer: vec![0; READ_CHUNK.max(opened.frame_max as usize * 2)],
                 start: 0,
                 end: 0,
+                drained: false,
                 content: Vec::new(),
                 touched: Vec::new(),
                 replies: Vec::new(),
@@ -196,25 +186,9 @@ impl Session {
             blocked: Mutex::new(None),
             last_read_ns: std::sync::atomic::AtomicU64::new(Clock::process().now_ns()),
             turn_waiters: AtomicUsize::new(0),
-            reading,
             clock: Clock::process(),
         });
-        let reader = match reading {
-            Reading::Caller => None,
-            Reading::Thread => {
-                let shared = shared.clone();
-                let thread = std::thread::Builder::new()
-                    .name("amqp-reader".into())
-                    .spawn(move || shared.read_forever())
-                    .map_err(|e| DriverError::Other(format!("starting a reader thread: {e}")))?;
-                Some(thread)
-            }
-        };
-        Ok(Session {
-            shared,
-            reader,
-            address,
-        })
+        Ok(Session { shared, address })
     }
 
     pub fn frame_max(&self) -> u32 {
@@ -268,18 +242,15 @@ impl Session {
         }
     }
 
-    /// Waits up to `timeout` until `until` holds for `channel`'s inbox (reading the socket
-    /// meanwhile when no thread does); whether it holds.
+    /// Waits up to `timeout` until `until` holds for `channel`'s inbox, reading the socket
+    /// meanwhile unless another thread is; whether it holds.
     pub fn wait(
         &self,
         channel: &ChannelState,
         timeout: Duration,
         until: &dyn Fn(&Inbox) -> bool,
     ) -> bool {
-        match self.shared.reading {
-            Reading::Thread => channel.wait_signalled(timeout, until),
-            Reading::Caller => self.shared.read_until(channel, timeout, until),
-        }
+        self.shared.read_until(channel, timeout, until)
     }
 
     /// Opens a channel (channel.open, within [`ADMIN_TIMEOUT`]).
@@ -344,9 +315,6 @@ impl Drop for Session {
         }
         shared.lost.store(true, Ordering::Relaxed);
         let _ = lock(&shared.write).stream.shutdown(Shutdown::Both);
-        if let Some(reader) = self.reader.take() {
-            let _ = reader.join();
-        }
     }
 }
 
@@ -441,7 +409,6 @@ impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
             .field("address", &self.address)
-            .field("reading", &self.shared.reading)
             .finish_non_exhaustive()
     }
 }

@@ -1,4 +1,5 @@
-//! The socket calls: non-blocking send and receive, and waiting for readiness with poll(2).
+//! The socket calls: a non-blocking send, and waiting for readiness with poll(2) (reads are
+//! [`brokerbench_driver::arrival::recv_now`], stamped with their arrival).
 
 use super::*;
 
@@ -27,24 +28,6 @@ pub(super) fn send_now(stream: &TcpStream, bytes: &[u8]) -> io::Result<usize> {
         }
     }
     Ok(sent)
-}
-
-/// Reads what is there without blocking: Some(bytes read, 0 at the end of the stream) or None
-/// when nothing is.
-pub(super) fn recv_now(fd: i32, into: &mut [u8]) -> io::Result<Option<usize>> {
-    loop {
-        // SAFETY: the pointer and length describe the live, writable slice `into`.
-        let n = unsafe { libc::recv(fd, into.as_mut_ptr().cast(), into.len(), libc::MSG_DONTWAIT) };
-        if n >= 0 {
-            return Ok(Some(n as usize));
-        }
-        let e = io::Error::last_os_error();
-        match e.kind() {
-            io::ErrorKind::WouldBlock => return Ok(None),
-            io::ErrorKind::Interrupted => continue,
-            _ => return Err(e),
-        }
-    }
 }
 
 /// Waits until `fd` is ready for `events` or `timeout` passes (None: no limit); whether it is

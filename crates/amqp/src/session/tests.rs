@@ -8,7 +8,7 @@ use crate::wire::Publisher;
 const FRAME_MAX: u32 = 4096 + wire::FRAME_OVERHEAD as u32;
 
 /// A session over loopback whose other end the test plays as the broker.
-fn pair(reading: Reading) -> (Arc<Session>, TcpStream) {
+fn pair() -> (Arc<Session>, TcpStream) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
     let (server, _) = listener.accept().unwrap();
@@ -22,7 +22,7 @@ fn pair(reading: Reading) -> (Arc<Session>, TcpStream) {
         channel_max: 0,
         heartbeat: 0,
     };
-    let session = Session::start(opened, reading, "test".into()).unwrap();
+    let session = Session::start(opened, "test".into()).unwrap();
     (Arc::new(session), server)
 }
 
@@ -81,7 +81,7 @@ fn deliver(out: &mut Vec<u8>, channel: u16, tag: u64, body: &[u8]) {
 /// Opens a channel, lets the test's broker send `frames` on it (cut every 3 bytes), and
 /// returns why the channel ended: a broker that breaks the protocol loses its connection.
 fn ended_by(frames: impl FnOnce(u16) -> Vec<u8> + Send + 'static) -> (&'static str, String) {
-    let (session, mut server) = pair(Reading::Caller);
+    let (session, mut server) = pair();
     let broker = std::thread::spawn(move || {
         let (_, channel, _) = read_frame(&mut server);
         let mut out = Vec::new();
@@ -214,7 +214,7 @@ fn a_broker_that_breaks_the_protocol_loses_its_connection_with_the_reason() {
 
 #[test]
 fn a_connection_close_from_the_broker_is_answered_and_ends_every_channel_with_its_code() {
-    let (session, mut server) = pair(Reading::Caller);
+    let (session, mut server) = pair();
     let broker = std::thread::spawn(move || {
         let mut numbers = Vec::new();
         let mut out = Vec::new();
@@ -261,7 +261,7 @@ fn a_connection_close_from_the_broker_is_answered_and_ends_every_channel_with_it
 
 #[test]
 fn a_consumer_that_does_not_take_its_deliveries_holds_back_the_shared_connection() {
-    let (session, mut server) = pair(Reading::Caller);
+    let (session, mut server) = pair();
     let sent = Arc::new(AtomicUsize::new(0));
     let counted = sent.clone();
     let broker = std::thread::spawn(move || {
@@ -315,7 +315,7 @@ fn a_consumer_that_does_not_take_its_deliveries_holds_back_the_shared_connection
 
 #[test]
 fn a_consumer_cancelled_by_the_broker_is_told_to_its_channel() {
-    let (session, mut server) = pair(Reading::Caller);
+    let (session, mut server) = pair();
     let broker = std::thread::spawn(move || {
         let (_, channel, _) = read_frame(&mut server);
         let mut out = Vec::new();
@@ -362,7 +362,7 @@ fn random_bytes_from_the_broker_end_the_connection_with_a_reason() {
 
 #[test]
 fn deliveries_cut_anywhere_are_put_together_and_a_broker_close_ends_the_channel() {
-    let (session, mut server) = pair(Reading::Caller);
+    let (session, mut server) = pair();
     let broker = std::thread::spawn(move || {
         let (kind, channel, payload) = read_frame(&mut server);
         assert_eq!(
@@ -449,7 +449,7 @@ fn deliveries_cut_anywhere_are_put_together_and_a_broker_close_ends_the_channel(
 
 #[test]
 fn confirms_and_returns_reach_a_waiting_producer_and_a_lost_connection_ends_every_channel() {
-    let (session, mut server) = pair(Reading::Thread);
+    let (session, mut server) = pair();
     let broker = std::thread::spawn(move || {
         let (_, channel, _) = read_frame(&mut server);
         let mut out = Vec::new();
@@ -492,6 +492,10 @@ fn confirms_and_returns_reach_a_waiting_producer_and_a_lost_connection_ends_ever
     }
     session.write(&mut out).unwrap();
     let before = Clock::process().now_ns();
+    // The producer sleeps past the confirm's arrival (50 ms after the publishes) and reads it
+    // then: it keeps the time it arrived.
+    std::thread::sleep(Duration::from_millis(250));
+    let read_at = Clock::process().now_ns();
     assert!(
         session.wait(channel.state(), Duration::from_secs(10), &|i| i
             .events
@@ -507,7 +511,12 @@ fn confirms_and_returns_reach_a_waiting_producer_and_a_lost_connection_ends_ever
             at_ns,
         }] => {
             assert_eq!((envelope.producer, envelope.sequence), (7, 1));
-            assert!(*at_ns >= before + 40_000_000, "stamped on arrival");
+            assert!(*at_ns >= before + 40_000_000, "stamped before its arrival");
+            assert!(
+                *at_ns + 100_000_000 <= read_at,
+                "stamped {} ms after the write, when it was read, not on arrival",
+                (at_ns - before) as f64 / 1e6
+            );
         }
         other => panic!("{other:?}"),
     }
