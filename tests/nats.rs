@@ -23,7 +23,6 @@ fn a_jetstream_run_is_lossless_and_the_server_counts_the_same() {
     let _turn = serial();
     let run = nats_run(&short_with("5000", 2, &[]));
     let s = assert_lossless(&run);
-    assert_publish_not_inflated_by_the_gap(&s, 300);
     // PubAcks were once awaited with a socket receive timeout, which the kernel rounds up to
     // its 4 ms tick: a producer that found none waiting slept through its next sends.
     let lag_p99 = s["latency"]["schedule_lag"]["p99_ns"].as_u64().unwrap();

@@ -280,7 +280,9 @@ impl Producer for AmqpProducer {
     }
 
     fn stamps_acknowledgements(&self) -> bool {
-        self.book.is_some()
+        // Not while the socket holds back part of what was written: `poll` then writes the
+        // rest every millisecond, which the engine's longer sleeps would delay.
+        self.book.is_some() && self.channel.session().backlog() == 0
     }
 
     fn disconnected_since(&self) -> Option<u64> {

@@ -5,8 +5,10 @@
 //!
 //! The kernel stamps each segment as it reaches the socket (`SO_TIMESTAMPNS`, wall-clock
 //! time); a read reports the stamp of the newest segment it took. Replies read together are
-//! stamped alike, at the newest one's arrival: never earlier than it arrived, and no later
-//! than a thread that read at once would have stamped it. The first socket on the host to ask
+//! stamped alike, at the newest one's arrival: each is stamped no earlier than it arrived, and
+//! an earlier one among them late by the time between them. A producer at a fixed rate that
+//! reads after each sleep mostly finds one reply, stamped exactly; over TLS the stamp is when
+//! the TLS thread passed the bytes on, after decrypting them. The first socket on the host to ask
 //! for stamps switches them on a moment later (the kernel defers it): until then reads come
 //! unstamped, and the caller stamps them itself.
 

@@ -164,6 +164,13 @@ pub trait Producer: Send {
     fn stamps_acknowledgements(&self) -> bool {
         false
     }
+    /// Whether what `send` took goes out without `poll`: the client library's own threads
+    /// write it (librdkafka). Only such producers may share a thread that polls each of them
+    /// every few milliseconds; one whose `poll` writes what `send` buffered keeps a thread of
+    /// its own, so that its messages leave at their send times.
+    fn sends_in_background(&self) -> bool {
+        false
+    }
     /// A note for the summary on what an acknowledgement means with this configuration
     /// (e.g. Kafka's acks=0), or None.
     fn ack_note(&self) -> Option<String> {

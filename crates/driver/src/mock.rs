@@ -388,6 +388,12 @@ impl Producer for MockProducer {
         self.faults.stamps_acknowledgements
     }
 
+    /// The mock's sends are done when `send` returns: with stamped acknowledgements it stands
+    /// for a Kafka producer.
+    fn sends_in_background(&self) -> bool {
+        self.faults.stamps_acknowledgements
+    }
+
     fn disconnected_since(&self) -> Option<u64> {
         self.lost_at
     }

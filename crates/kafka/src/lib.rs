@@ -896,6 +896,10 @@ impl Producer for KafkaProducer {
         true
     }
 
+    fn sends_in_background(&self) -> bool {
+        true
+    }
+
     fn disconnected_since(&self) -> Option<u64> {
         self.client.router().lost_since()
     }

@@ -55,9 +55,8 @@ impl Shared {
         }
     }
 
-    /// The read side if no other consumer of this connection is reading; else waits (up to
-    /// `left`) until that one routes something to `channel` or stops reading, and returns
-    /// None.
+    /// The read side if no other thread is reading this connection; else waits (up to `left`)
+    /// until that one routes something to `channel` or stops reading, and returns None.
     pub(super) fn wait_for_turn(
         &self,
         channel: &ChannelState,
@@ -65,31 +64,34 @@ impl Shared {
         until: &dyn Fn(&Inbox) -> bool,
     ) -> Option<MutexGuard<'_, ReadSide>> {
         let mut inbox = channel.inbox();
-        loop {
+        // The reader passes the turn only after it let go of the read side, and takes this
+        // inbox's lock to see `waiting`. Registered here under that lock before each try of
+        // the read side, this waiter cannot miss it: a reader that let go before the try left
+        // the read side free, and one that lets go after it sees the waiter and must take this
+        // inbox's lock to wake it, which it only gets once this waiter waits.
+        channel.waiting.fetch_add(1, Ordering::SeqCst);
+        self.turn_waiters.fetch_add(1, Ordering::SeqCst);
+        let side = loop {
             match self.read.try_lock() {
-                Ok(side) => return Some(side),
-                Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+                Ok(side) => break Some(side),
+                Err(std::sync::TryLockError::Poisoned(e)) => break Some(e.into_inner()),
                 Err(std::sync::TryLockError::WouldBlock) => {}
             }
             if until(&inbox) {
-                return None;
+                break None;
             }
-            // The reader passes the turn only after it let go of the read side, and takes
-            // this inbox's lock to see `waiting`: registered here under that lock, with the
-            // read side seen taken, this waiter cannot miss the wake-up.
-            channel.waiting.fetch_add(1, Ordering::Relaxed);
-            self.turn_waiters.fetch_add(1, Ordering::Relaxed);
             let (guard, timed_out) = channel
                 .ready
                 .wait_timeout(inbox, left)
                 .unwrap_or_else(|e| e.into_inner());
             inbox = guard;
-            channel.waiting.fetch_sub(1, Ordering::Relaxed);
-            self.turn_waiters.fetch_sub(1, Ordering::Relaxed);
             if timed_out.timed_out() || until(&inbox) {
-                return None;
+                break None;
             }
-        }
+        };
+        channel.waiting.fetch_sub(1, Ordering::SeqCst);
+        self.turn_waiters.fetch_sub(1, Ordering::SeqCst);
+        side
     }
 
     /// Whether a channel other than `mine` holds INBOX_LIMIT bytes of deliveries or more.
@@ -102,7 +104,7 @@ impl Shared {
 
     /// After a consumer stopped reading: wakes the consumers waiting for their turn.
     pub(super) fn pass_turn(&self) {
-        if self.turn_waiters.load(Ordering::Relaxed) == 0 {
+        if self.turn_waiters.load(Ordering::SeqCst) == 0 {
             return;
         }
         let channels: Vec<_> = lock(&self.channels).iter().flatten().cloned().collect();
@@ -130,7 +132,10 @@ impl Shared {
         let room = side.buffer.len() - side.end;
         let read = recv_within(fd, &mut side.buffer[side.end..], timeout, side.drained);
         let at_ns = match read {
-            Ok(None) => return true,
+            Ok(None) => {
+                self.judge_silence();
+                return true;
+            }
             Ok(Some(Received { bytes: 0, .. })) => {
                 self.lose("the broker closed the connection".into());
                 return false;

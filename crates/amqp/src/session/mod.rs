@@ -364,8 +364,7 @@ impl Shared {
         })
     }
 
-    /// Sends a heartbeat when one is due, and finds a broker that has been silent for two
-    /// heartbeat intervals gone (a half-open connection, a paused broker): the spec's rule.
+    /// Sends a heartbeat when one is due.
     fn heartbeat(&self) {
         let Some(every) = self.heartbeat else {
             return;
@@ -374,6 +373,16 @@ impl Shared {
         if due {
             let _ = self.write(&mut wire::HEARTBEAT.to_vec());
         }
+    }
+
+    /// After a read found nothing: a broker silent for two heartbeat intervals is gone (a
+    /// half-open connection, a paused broker), the spec's rule. Judged only then, so that a
+    /// connection nobody read for a while (a producer waiting for its run to start) is not
+    /// taken for silent while the broker's heartbeats wait in its socket.
+    fn judge_silence(&self) {
+        let Some(every) = self.heartbeat else {
+            return;
+        };
         // `every` is half the negotiated interval: silence for four of them is two intervals.
         let silent_ns = self
             .clock

@@ -6,7 +6,9 @@
 //! send that came due first — schedule lag, recorded as always.
 //!
 //! Only for open-loop tasks whose client stamps acknowledgements as they arrive
-//! ([`Producer::stamps_acknowledgements`]): a later poll then does not change their times.
+//! ([`Producer::stamps_acknowledgements`]): a later poll then does not change their times; and
+//! whose client sends what it took without being polled ([`Producer::sends_in_background`]):
+//! a client that writes its buffer when polled would hold a message until the next serving.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -151,8 +151,9 @@ pub(super) fn phase_times(workload: &Workload, start_ns: u64) -> Times {
     }
 }
 
-/// Producer tasks on their threads. Open-loop tasks whose client stamps acknowledgements
-/// share at most `producer_threads` threads; otherwise each task has its own.
+/// Producer tasks on their threads. Open-loop tasks whose client stamps acknowledgements and
+/// sends without being polled share at most `producer_threads` threads; otherwise each task
+/// has its own.
 pub(super) fn spawn_producers(
     workload: &Workload,
     producers: Vec<OpenProducer>,
@@ -163,7 +164,9 @@ pub(super) fn spawn_producers(
     let threads = workload.producer_threads.max(1) as usize;
     let grouped = workload.rate_per_producer().is_some()
         && producers.len() > threads
-        && producers.iter().all(|p| p.2.stamps_acknowledgements());
+        && producers
+            .iter()
+            .all(|p| p.2.stamps_acknowledgements() && p.2.sends_in_background());
     let mut handles = Handles::new();
     let mut groups: Vec<Vec<ProducerTask>> = (0..threads).map(|_| Vec::new()).collect();
     for (task_number, producer) in producers.into_iter().enumerate() {
