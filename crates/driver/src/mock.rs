@@ -33,6 +33,9 @@ pub struct MockFaults {
     /// Stamp each acknowledgement with its send time, as a client that stamps them on
     /// arrival would ([`Producer::stamps_acknowledgements`]).
     pub stamps_acknowledgements: bool,
+    /// With stamped acknowledgements: the client writes what `send` took only when polled, as
+    /// brokerbench's own clients do ([`Producer::sends_in_background`] false).
+    pub sends_when_polled: bool,
     /// Unacknowledged messages a producer holds before it refuses sends with backpressure
     /// (default 100,000).
     pub buffer: Option<usize>,
@@ -388,10 +391,10 @@ impl Producer for MockProducer {
         self.faults.stamps_acknowledgements
     }
 
-    /// The mock's sends are done when `send` returns: with stamped acknowledgements it stands
-    /// for a Kafka producer.
+    /// With stamped acknowledgements the mock stands for a Kafka producer, unless it stands for
+    /// one of the own clients (`sends_when_polled`).
     fn sends_in_background(&self) -> bool {
-        self.faults.stamps_acknowledgements
+        self.faults.stamps_acknowledgements && !self.faults.sends_when_polled
     }
 
     fn disconnected_since(&self) -> Option<u64> {

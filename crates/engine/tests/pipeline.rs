@@ -593,13 +593,21 @@ fn many_producer_tasks_share_a_few_threads_and_keep_their_own_counts() {
         "{:?}; the host woke threads up to {late:?} late",
         s.latency.schedule_lag
     );
-    // A client that does not stamp acknowledgements keeps a thread per task.
-    let mut driver = MockDriver::new(MockFaults::default(), 1);
-    let mut threads = ProducerThreads::default();
-    let w = workload("topics: 6\nrate: 600\nwarmup: 0s\nduration: 2s\nproducer_threads: 2");
-    run(&w, &mut driver, &mut threads, &control()).unwrap();
-    assert_eq!(threads.0, 0, "no grouped threads");
-    assert!(threads.1 >= 6, "a thread per task: {}", threads.1);
+    // A client that does not stamp acknowledgements keeps a thread per task, and so does one
+    // that stamps them but writes what it was sent only when polled (the own clients).
+    let polled = MockFaults {
+        stamps_acknowledgements: true,
+        sends_when_polled: true,
+        ..MockFaults::default()
+    };
+    for faults in [MockFaults::default(), polled] {
+        let mut driver = MockDriver::new(faults, 1);
+        let mut threads = ProducerThreads::default();
+        let w = workload("topics: 6\nrate: 600\nwarmup: 0s\nduration: 2s\nproducer_threads: 2");
+        run(&w, &mut driver, &mut threads, &control()).unwrap();
+        assert_eq!(threads.0, 0, "no grouped threads");
+        assert!(threads.1 >= 6, "a thread per task: {}", threads.1);
+    }
 }
 
 /// Counts the seconds in which some producer was disconnected.
