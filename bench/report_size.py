@@ -5,7 +5,10 @@ The one-hour folder is made from a real results folder (default: a 30 s quicksta
 here first) by repeating its measurement rows in timeseries.csv, resources.csv and
 broker-metrics.csv until they cover 3,600 s, with times shifted, and one 1 s latency spike
 per ten minutes (to check that the reduction keeps maxima); manifest, summary and the
-histogram logs are copied. Then `brokerbench report` builds both reports.
+histogram logs are copied. Then `brokerbench report` builds both reports. Last, the hour as the
+live dashboard sees it while the run goes: no summary and no window.hlog, the per-second
+histogram logs stretched to 3,600 intervals too (the page sums the measurement's seconds); the
+CPU its build takes is printed (the dashboard builds a page at most once per 100 times that).
 
 Usage: bench/report_size.py [--from RESULTS_FOLDER]
 """
@@ -54,6 +57,34 @@ def report_size(folder):
     return os.path.getsize(os.path.join(folder, "report.html"))
 
 
+def stretch_hlog(src, dst, seconds=3600):
+    """A per-second histogram log repeated to `seconds` intervals, their start times shifted."""
+    with open(src) as f:
+        lines = f.read().splitlines()
+    head = [line for line in lines if line.startswith(("#", '"'))]
+    intervals = [line for line in lines if line and not line.startswith(("#", '"'))]
+    out = head[:]
+    for i in range(seconds):
+        fields = intervals[i % len(intervals)].split(",")
+        if fields[0].startswith("Tag="):
+            fields[1] = f"{i + 0.5:.3f}"
+        else:
+            fields[0] = f"{i + 0.5:.3f}"
+        out.append(",".join(fields))
+    with open(dst, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def build_cpu(folder):
+    """CPU seconds of `brokerbench report folder`, less those of a process that does nothing."""
+    def cpu(cmd):
+        before = os.times()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        after = os.times()
+        return (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return min(cpu([BIN, "report", folder]) for _ in range(3)) - min(cpu([BIN, "--version"]) for _ in range(3))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--from", dest="source")
@@ -82,6 +113,16 @@ def main():
         kept = f.read().count("250000")
     print(f"synthesised 1-hour run ({hour}): report.html {size / 1e6:.2f} MB; "
           f"the 6 latency spikes of 250 ms appear {kept} times in the reduced data")
+    live = os.path.join(tmp, "run-1h-live")
+    os.makedirs(live)
+    for name in os.listdir(hour):
+        if name.endswith((".csv", "manifest.json")):
+            shutil.copy(os.path.join(hour, name), live)
+    for name in ("publish.hlog", "e2e.hlog"):
+        stretch_hlog(os.path.join(source, name), os.path.join(live, name))
+    took = build_cpu(live)
+    print(f"the same hour while it runs ({live}): a page takes {took:.2f} CPU-s to build, "
+          f"so the dashboard builds one every {max(0.9, 100 * took):.0f} s")
 
 
 if __name__ == "__main__":

@@ -217,6 +217,26 @@ pub struct RunArgs {
     /// for job runners that count any other exit as a failure (a Kubernetes Job).
     #[arg(long)]
     pub exit_zero_on_errors: bool,
+    #[command(flatten)]
+    pub dashboard: DashboardArgs,
+}
+
+/// The live dashboard of a run or study.
+#[derive(Debug, Args, Clone, Default)]
+pub struct DashboardArgs {
+    /// Serve a live dashboard: the report's charts, updated every second as the results
+    /// arrive (default address 127.0.0.1 with a free port; give one as
+    /// `--dashboard=127.0.0.1:8080`). Its address is printed at the start.
+    #[arg(long, value_name = "ADDRESS", num_args = 0..=1, require_equals = true,
+          default_missing_value = "127.0.0.1:0")]
+    pub dashboard: Option<std::net::SocketAddr>,
+    /// Let --dashboard listen on an address that is not loopback: everyone who can reach it
+    /// sees the page (which holds no credentials).
+    #[arg(long, requires = "dashboard")]
+    pub dashboard_public: bool,
+    /// Open the dashboard in the desktop's browser (xdg-open) once it listens.
+    #[arg(long, requires = "dashboard")]
+    pub open: bool,
 }
 
 #[derive(Debug, Args)]
@@ -244,6 +264,8 @@ pub struct StudyArgs {
     /// Do not sample resources or scrape broker metrics in the runs.
     #[arg(long)]
     pub no_monitor: bool,
+    #[command(flatten)]
+    pub dashboard: DashboardArgs,
 }
 
 #[derive(Debug, Args)]

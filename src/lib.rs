@@ -4,6 +4,7 @@
 pub mod allocations;
 pub mod cli;
 mod commands;
+mod dashboard;
 pub mod families;
 mod monitoring;
 pub mod shards;

@@ -2,11 +2,13 @@
 //! or console error, every chart drawn with data, headline numbers equal to summary.json.
 //! Screenshots of each kind of report are saved under target/report-screenshots/.
 
+mod cdp;
 mod common;
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use common::{brokerbench, kafka, serial, write};
 
@@ -367,4 +369,217 @@ fn run_study_search_and_comparison_reports_render_in_chromium() {
     let ids = check_page(&page, "search report");
     assert!(ids.iter().any(|i| i == "chart-search-rate-0"), "{ids:?}");
     assert!(ids.iter().any(|i| i == "chart-search-latency-0"), "{ids:?}");
+}
+
+/// A brokerbench command serving `--dashboard`, and the address it printed.
+struct Served {
+    child: Child,
+    url: String,
+}
+
+impl Served {
+    fn start(args: &[&str]) -> Served {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_brokerbench"))
+            .args(args)
+            .arg("--dashboard")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|line| line.strip_prefix("live dashboard: ").map(String::from))
+            .expect("the dashboard's address is printed");
+        // The rest of what it says is not needed; reading it keeps the pipe from filling.
+        std::thread::spawn(move || lines.for_each(drop));
+        Served { child, url }
+    }
+
+    /// Waits (at most 120 s) for the command to exit; whether it succeeded.
+    fn wait(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("brokerbench did not exit within 120 s");
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The data points the page's charts hold now, and how many updates it applied.
+fn points_and_updates(browser: &mut cdp::Browser) -> (u64, u64) {
+    let counts = browser.eval(
+        "[Array.from(document.querySelectorAll('.chart')).reduce((n, c) => n + Number(c.dataset.points || 0), 0), \
+         Number(document.body.dataset.updates)]",
+    );
+    (counts[0].as_u64().unwrap(), counts[1].as_u64().unwrap())
+}
+
+fn shots() -> PathBuf {
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/report-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    shots
+}
+
+#[test]
+fn the_live_dashboard_grows_during_a_run_and_ends_on_its_report() {
+    let _serial = serial();
+    kafka();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("live");
+    let mut run = Served::start(&[
+        "run",
+        QUICKSTART,
+        "--quiet",
+        "--set",
+        "rate=2000",
+        "--set",
+        "warmup=2s",
+        "--set",
+        "duration=8s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.url.starts_with("http://127.0.0.1:"), "{}", run.url);
+    let mut browser = cdp::Browser::start(&chromium(), 1280, 2400);
+    browser.open(&run.url);
+    browser.watch(Duration::from_secs(3));
+    let first = points_and_updates(&mut browser);
+    browser.screenshot(&shots().join("dashboard-1.png"));
+    // Ten viewers at once are all answered.
+    let viewers: Vec<_> = (0..10)
+        .map(|_| {
+            let url = run.url.clone();
+            std::thread::spawn(move || ureq_get(&url))
+        })
+        .collect();
+    for viewer in viewers {
+        assert_eq!(viewer.join().unwrap(), 200);
+    }
+    browser.watch(Duration::from_secs(3));
+    let second = points_and_updates(&mut browser);
+    browser.screenshot(&shots().join("dashboard-2.png"));
+    assert!(
+        second.0 > first.0 && second.1 > first.1,
+        "the same page drew more points by itself: {first:?} then {second:?}"
+    );
+    assert_eq!(browser.eval("document.body.dataset.live"), "running");
+    let so_far = browser.eval("document.querySelectorAll('.card.so-far').length");
+    assert!(
+        so_far.as_u64().unwrap() >= 4,
+        "headline cards so far: {so_far}"
+    );
+    assert!(run.wait(), "the run succeeded");
+    browser.watch(Duration::from_secs(2));
+    assert_eq!(
+        browser.eval("document.body.dataset.live"),
+        "ended",
+        "the page took the final report before brokerbench exited"
+    );
+    assert_eq!(browser.eval("document.body.dataset.status"), "ok");
+    browser.screenshot(&shots().join("dashboard-end.png"));
+    // The headline cards on the page at the end are summary.json's numbers.
+    let cards = browser.eval(
+        "Array.from(document.querySelectorAll('.card')).map(c => [c.dataset.key, Number(c.dataset.value)])",
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let cards = cards.as_array().unwrap();
+    assert!(cards.len() >= 8, "{cards:?}");
+    for card in cards {
+        let key = card[0].as_str().unwrap();
+        let truth = value_at(&summary, key);
+        let value = card[1].as_f64().unwrap();
+        assert!(
+            (value - truth).abs() <= 1e-9 * truth.abs().max(1.0),
+            "{key}: page {value}, summary {truth}"
+        );
+    }
+    assert!(browser.errors.is_empty(), "{:?}", browser.errors);
+}
+
+/// The status of a GET of `url`, over a plain TCP connection.
+fn ureq_get(url: &str) -> u16 {
+    use std::io::{Read, Write};
+    let address = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(stream, "GET / HTTP/1.1\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    reply[9..12].parse().unwrap()
+}
+
+#[test]
+fn a_study_dashboard_shows_the_first_cell_while_the_second_runs() {
+    let _serial = serial();
+    kafka();
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "live.yaml",
+        &format!("name: live\nworkload: {QUICKSTART}\nset: {{warmup: 1s, duration: 4s, drain_timeout: 5s}}\naxes:\n  rate: [1000, 2000]\n"),
+    );
+    let study_dir = dir.path().join("study");
+    let mut study = Served::start(&[
+        "study",
+        file.to_str().unwrap(),
+        "--out",
+        study_dir.to_str().unwrap(),
+    ]);
+    let mut browser = cdp::Browser::start(&chromium(), 1280, 2000);
+    browser.open(&study.url);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let seen = loop {
+        assert!(Instant::now() < deadline, "cell 1's result never showed");
+        browser.watch(Duration::from_millis(300));
+        let seen = browser.eval(
+            "[document.getElementById('live-banner').textContent, \
+              Array.from(document.querySelectorAll('#cells tbody tr')).map(r => r.textContent)]",
+        );
+        let banner = seen[0].as_str().unwrap();
+        if banner.contains("running cell 2") && !seen[1].as_array().unwrap().is_empty() {
+            break seen;
+        }
+    };
+    let rows = seen[1].as_array().unwrap();
+    assert!(rows[0].as_str().unwrap().contains("1000"), "{seen}");
+    assert_eq!(browser.eval("document.body.dataset.status"), "ok");
+    browser.screenshot(&shots().join("dashboard-study.png"));
+    // The running run's own live page, and the finished run's report, linked from the page.
+    let status = |browser: &mut cdp::Browser, path: &str| {
+        browser.eval(&format!("fetch('{path}').then(r => r.status)"))
+    };
+    assert_eq!(status(&mut browser, "/run"), 200);
+    assert_eq!(status(&mut browser, "/runs/c001-r1/report.html"), 200);
+    assert!(study.wait(), "the study succeeded");
+    assert!(browser.errors.is_empty(), "{:?}", browser.errors);
+}
+
+#[test]
+fn a_dashboard_on_an_address_beyond_loopback_must_be_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never");
+    let refused = brokerbench()
+        .args(["run", QUICKSTART, "--dashboard=0.0.0.0:0", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("--dashboard=0.0.0.0:0") && said.contains("--dashboard-public"),
+        "{said}"
+    );
+    assert!(!out.exists(), "nothing started");
 }

@@ -32,6 +32,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let specs = load(&args)?;
     let workload = specs.workload.clone();
     check_inputs(&args, &specs)?;
+    crate::dashboard::check(&args.dashboard)?;
     let sharding = resolve_sharding(&args, &workload, &specs.workload_source)?;
     let target = broker_target(&specs.driver, &args)?;
     let managed = target.broker.managed;
@@ -49,6 +50,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .out
         .clone()
         .unwrap_or_else(|| default_folder(started_ns, &workload.name, sharding.as_ref()));
+    // Before the folder is made, so that a port already taken leaves nothing behind.
+    let live = crate::dashboard::start(&args.dashboard, &out)?;
     let run_id = args.run_id.clone().unwrap_or_else(|| run_id(started_ns));
     let led = driver.leader_object(&run_id, &workload.name);
     let faults = super::run_faults::injector(&specs, managed, &out, led);
@@ -85,19 +88,25 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         brokerbench_engine::run_shard(&workload, driver.as_mut(), &mut tee, &control, sharding)
     };
     watchers.observers.live.finish();
-    let outcome = match result {
-        Ok(outcome) => outcome,
-        Err(error) => return Err(record_failure(watchers.folder, &out, &clock, error)),
+    let recorded = match result {
+        Ok(outcome) => record(
+            &args,
+            outcome,
+            watchers,
+            sharding.as_ref(),
+            gate.as_ref(),
+            &control.run_id,
+            &out,
+        ),
+        Err(error) => Err(record_failure(watchers.folder, &out, &clock, error)),
     };
-    record(
-        &args,
-        outcome,
-        watchers,
-        sharding.as_ref(),
-        gate.as_ref(),
-        &control.run_id,
-        &out,
-    )
+    if let Some(live) = live {
+        live.dashboard.end(match &recorded {
+            Ok(_) => "The run is over.",
+            Err(_) => "The run failed; the terminal and manifest.json say why.",
+        });
+    }
+    recorded
 }
 
 /// Everything that watches the run: the results folder, the observers, the monitoring, the

@@ -1,7 +1,8 @@
 //! brokerbench's live figures served over HTTP (`--metrics-listen 127.0.0.1:9464`) for a
 //! Prometheus server and Grafana to show a run while it runs: the families and their two
 //! renderings (Prometheus text 0.0.4 and OpenMetrics 1.0.0, chosen per scrape from
-//! `Accept`), and the small server that answers scrapes.
+//! `Accept`), and the small server that answers scrapes; the same server serves the live
+//! dashboard's pages (`--dashboard`), which the caller builds.
 
 mod http;
 
@@ -253,6 +254,18 @@ const INDEX_PAGE: &str = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
     <p>The running benchmark's live figures: <a href=\"/metrics\">/metrics</a></p>\n\
     </body></html>\n";
 
+/// A page the server answers with instead of the figures (the live dashboard's): its media
+/// type and body, built when asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    pub content_type: &'static str,
+    pub body: Vec<u8>,
+}
+
+/// What a dashboard server answers a GET of each path with: `None` is 404. Called on the
+/// connection's own thread, so it may take a few milliseconds without holding up another.
+pub type Pages = Arc<dyn Fn(&str) -> Option<Page> + Send + Sync>;
+
 /// A small HTTP/1.1 server for the live figures: `/metrics` in the format the scraper
 /// negotiates, a page pointing there at `/`, 404 elsewhere; GET and HEAD, 405 otherwise.
 /// One thread sleeps in `accept` until a connection arrives, and each connection gets a
@@ -273,17 +286,33 @@ struct ServerState {
     stop: AtomicBool,
     /// Connection threads running now.
     connections: AtomicUsize,
+    /// Those of them writing an answer (or lingering after it).
+    answering: AtomicUsize,
+    /// A dashboard server's pages (it serves no `/metrics`).
+    pages: Option<Pages>,
 }
 
 impl MetricsServer {
     /// Listens on `address` (e.g. 127.0.0.1:9464; port 0 picks a free one).
     pub fn start(address: SocketAddr) -> io::Result<MetricsServer> {
+        Self::listen(address, None)
+    }
+
+    /// Listens on `address` and answers every GET with `pages` (the dashboard); no
+    /// `/metrics` here.
+    pub fn serve_pages(address: SocketAddr, pages: Pages) -> io::Result<MetricsServer> {
+        Self::listen(address, Some(pages))
+    }
+
+    fn listen(address: SocketAddr, pages: Option<Pages>) -> io::Result<MetricsServer> {
         let listener = TcpListener::bind(address)?;
         let address = listener.local_addr()?;
         let state = Arc::new(ServerState {
             exposition: Mutex::new(Arc::new(Exposition::default())),
             stop: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
+            answering: AtomicUsize::new(0),
+            pages,
         });
         let acceptor = {
             let state = state.clone();
@@ -328,6 +357,12 @@ impl Drop for MetricsServer {
         }
         // Otherwise it is left to end at its next connection: a join that may never
         // return would hang the end of the run.
+        // Answers being written are let finish (a dashboard's final page), for at most
+        // the linger and a second: the process may exit next, cutting them off.
+        let deadline = Instant::now() + LINGER + Duration::from_secs(1);
+        while self.state.answering.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 
@@ -411,7 +446,14 @@ fn turn_away(mut stream: TcpStream) {
 
 fn serve_connection(mut stream: TcpStream, state: &ServerState) {
     let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-    let (response, with_body) = match http::read_head(&mut stream, Instant::now() + IO_TIMEOUT) {
+    let head = http::read_head(&mut stream, Instant::now() + IO_TIMEOUT);
+    if head == Err(HeadError::Silent) {
+        return;
+    }
+    // Counted from here, so that an answer being built when the server is dropped is
+    // waited for too.
+    let _answering = Answering::count(state);
+    let (response, with_body) = match head {
         Err(HeadError::Silent) => return,
         Err(HeadError::Answer(status)) => (error_response(status), true),
         Ok(head) => match http::parse_head(&head) {
@@ -424,7 +466,27 @@ fn serve_connection(mut stream: TcpStream, state: &ServerState) {
     }
 }
 
+/// One connection answering a request, counted until it has written and lingered (or
+/// panicked).
+struct Answering<'a>(&'a AtomicUsize);
+
+impl<'a> Answering<'a> {
+    fn count(state: &'a ServerState) -> Answering<'a> {
+        state.answering.fetch_add(1, Ordering::AcqRel);
+        Answering(&state.answering)
+    }
+}
+
+impl Drop for Answering<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 fn respond(request: &Request, state: &ServerState) -> Response {
+    if let Some(pages) = &state.pages {
+        return respond_with_page(request, pages);
+    }
     match request.path.as_str() {
         "/" | "/metrics" if !matches!(request.method.as_str(), "GET" | "HEAD") => {
             let mut response = error_response(Status::MethodNotAllowed);
@@ -453,6 +515,24 @@ fn respond(request: &Request, state: &ServerState) -> Response {
             body: INDEX_PAGE.as_bytes().to_vec(),
         },
         _ => error_response(Status::NotFound),
+    }
+}
+
+/// A dashboard's answer: never cached, since it changes every second.
+fn respond_with_page(request: &Request, pages: &Pages) -> Response {
+    if !matches!(request.method.as_str(), "GET" | "HEAD") {
+        let mut response = error_response(Status::MethodNotAllowed);
+        response.headers.push(("Allow", "GET, HEAD"));
+        return response;
+    }
+    match pages(&request.path) {
+        Some(page) => Response {
+            status: Status::Ok,
+            content_type: page.content_type.into(),
+            headers: vec![("Cache-Control", "no-store")],
+            body: page.body,
+        },
+        None => Response::text(Status::NotFound, "the dashboard is at /"),
     }
 }
 

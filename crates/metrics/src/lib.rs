@@ -13,7 +13,7 @@ pub use broker::{
     counter, follows_naming, gauge, time_ratio, unlabelled, BrokerMetrics, Combine, Format,
     MetricKind, MetricSet, MetricSpec, Reader, Reading, MESSAGES_IN,
 };
-pub use exposition::{Exposition, MetricsServer};
+pub use exposition::{Exposition, MetricsServer, Page, Pages};
 pub use scrape::{
     scrape, system_ca_bundle, Auth, Endpoint, EndpointSettings, ScrapeError, Scraper,
     ENV_BEARER_TOKEN, ENV_CA_FILE, ENV_PASSWORD, ENV_USERNAME,

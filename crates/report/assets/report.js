@@ -315,26 +315,34 @@
     });
   }
 
-  try {
-    const DATA = JSON.parse(document.getElementById("report-data").textContent);
-    const charts = [];
-    for (const spec of DATA.charts || []) {
-      const el = document.getElementById("chart-" + spec.id);
-      if (!el) throw new Error("no element for chart " + spec.id);
-      charts.push([el, drawChart(el, spec, DATA.phases)]);
+  // Draws every chart from the page's data, after removing what an earlier call drew (the
+  // live dashboard calls it again when it has put new data in place).
+  let charts = [];
+  function render() {
+    for (const [, plot] of charts) plot.destroy();
+    charts = [];
+    try {
+      const DATA = JSON.parse(document.getElementById("report-data").textContent);
+      for (const spec of DATA.charts || []) {
+        const el = document.getElementById("chart-" + spec.id);
+        if (!el) throw new Error("no element for chart " + spec.id);
+        charts.push([el, drawChart(el, spec, DATA.phases)]);
+      }
+      document.querySelectorAll("table.sortable").forEach(sortable);
+      body.dataset.charts = String(charts.length);
+      if (!errors.length) body.dataset.status = "ok";
+    } catch (e) {
+      errors.push(String(e && e.stack || e));
+      body.dataset.status = "error: " + errors.join("; ");
+      const p = document.createElement("pre");
+      p.className = "report-error";
+      p.textContent = "This report could not draw its charts: " + errors.join("; ");
+      body.prepend(p);
     }
-    document.querySelectorAll("table.sortable").forEach(sortable);
-    window.addEventListener("resize", () => {
-      for (const [el, plot] of charts) plot.setSize({ width: Math.max(320, el.clientWidth), height: plot.height });
-    });
-    body.dataset.charts = String(charts.length);
-    if (!errors.length) body.dataset.status = "ok";
-  } catch (e) {
-    errors.push(String(e && e.stack || e));
-    body.dataset.status = "error: " + errors.join("; ");
-    const p = document.createElement("pre");
-    p.className = "report-error";
-    p.textContent = "This report could not draw its charts: " + errors.join("; ");
-    body.prepend(p);
   }
+  window.addEventListener("resize", () => {
+    for (const [el, plot] of charts) plot.setSize({ width: Math.max(320, el.clientWidth), height: plot.height });
+  });
+  window.brokerbenchReport = { render };
+  render();
 })();

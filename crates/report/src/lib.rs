@@ -5,6 +5,7 @@
 //! Reports know nothing about the engine: they read [`brokerbench_model::IntervalRow`]s through
 //! [`brokerbench_model::RunObserver`] and the final [`brokerbench_model::Summary`].
 
+mod dashboard;
 mod error;
 mod export;
 mod folder;
@@ -19,6 +20,7 @@ mod terminal;
 mod time;
 mod timeseries;
 
+pub use dashboard::Dashboard;
 pub use error::ReportError;
 pub use export::{Export, SummaryJson, SUMMARY_FILE};
 pub use folder::{

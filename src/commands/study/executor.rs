@@ -18,6 +18,8 @@ pub(super) struct Executor<'a> {
     pub(super) quick: bool,
     /// The family and broker this invocation last started for a cell that chose one.
     pub(super) broker_now: Option<(&'static str, brokerbench_study::BrokerChoice)>,
+    /// The live dashboard (`--dashboard`), told which run is going.
+    pub(super) dashboard: Option<Arc<brokerbench_report::Dashboard>>,
 }
 
 impl Executor<'_> {
@@ -65,6 +67,9 @@ impl Executor<'_> {
             .with_context(|| format!("creating {}", log_path.display()))?;
         let rate = step.map(|(_, _, rate)| rate);
         let command = self.run_command(run, rate, &folder, log)?;
+        if let Some(dashboard) = &self.dashboard {
+            dashboard.running(running_text(run, step), folder.clone());
+        }
         let started = Instant::now();
         let status = spawn_and_wait(command, self.inputs.driver.as_deref(), &self.signals)?;
         self.executed += 1;
@@ -318,6 +323,21 @@ impl Executor<'_> {
 
 /// A run's name, its folder's under `runs/`: cell and repetition, and the step (and its
 /// attempt after the first) of a search.
+/// What the dashboard says is running: the cell, its settings, the repetition and the
+/// search's step.
+fn running_text(run: &PlannedRun, step: Option<(u32, u32, f64)>) -> String {
+    let mut text = format!(
+        "cell {} ({}), repetition {}",
+        run.cell + 1,
+        run.cell_label(),
+        run.repetition
+    );
+    if let Some((s, _, rate)) = step {
+        text += &format!(", search step {s} at {} msg/s", format_rate(rate));
+    }
+    text
+}
+
 fn run_name(run: &PlannedRun, step: Option<(u32, u32, f64)>) -> String {
     match step {
         None => format!("c{:03}-r{}", run.cell + 1, run.repetition),

@@ -97,12 +97,14 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
         plan_runs(&study, &args.overrides, args.quick).map_err(|e| BadInput(e.to_string()))?;
     let keys = validate_runs(&study, &runs, search.as_ref(), args.quick)?;
     let definition = definition_of(&study, &args);
+    crate::dashboard::check(&args.dashboard)?;
     if args.dry_run {
         print_plan(&study, &runs, &keys, search.as_ref());
         return Ok(ExitCode::SUCCESS);
     }
     let (dir, mut previous) = study_folder(&study, &args, &definition)?;
     let _lock = Lock::take(&dir)?;
+    let live = crate::dashboard::start(&args.dashboard, &dir)?;
     let inputs = write_inline_inputs(&study, &dir)?;
     // The earlier invocation's records go to the executor; the new state starts without runs.
     let earlier: Vec<RunRecord> = previous
@@ -123,6 +125,7 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
         search: search.clone(),
         quick: args.quick,
         broker_now: None,
+        dashboard: live.as_ref().map(|l| l.dashboard.clone()),
     };
     let mut searches: Vec<Json> = Vec::new();
     let mut outcome = Outcome::Complete;
@@ -150,7 +153,12 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
             break;
         }
     }
-    finish(&dir, &mut state, outcome, search.is_some())
+    let finished = finish(&dir, &mut state, outcome, search.is_some());
+    if let Some(live) = live {
+        live.dashboard
+            .end(&format!("The study is over ({}).", state.status));
+    }
+    finished
 }
 
 /// Every run validated before the first starts; their keys, which tell a resumed study what

@@ -137,6 +137,30 @@ fn other_paths_are_404() {
 }
 
 #[test]
+fn a_dashboard_server_answers_with_its_pages_uncached_and_serves_no_metrics() {
+    let pages: Pages = Arc::new(|path: &str| {
+        (path == "/").then(|| Page {
+            content_type: "text/html; charset=utf-8",
+            body: b"<p>live</p>".to_vec(),
+        })
+    });
+    let server = MetricsServer::serve_pages("127.0.0.1:0".parse().unwrap(), pages).unwrap();
+    server.publish(&figures());
+    let root = get(server.address(), "/?t=1", None);
+    assert_eq!((root.status, root.body.as_str()), (200, "<p>live</p>"));
+    assert_eq!(root.header("Cache-Control"), Some("no-store"));
+    let metrics = get(server.address(), "/metrics", None);
+    assert_eq!(metrics.status, 404);
+    assert!(
+        metrics.body.contains("the dashboard is at /"),
+        "{}",
+        metrics.body
+    );
+    let post = exchange(server.address(), "POST / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(post.status, 405);
+}
+
+#[test]
 fn other_methods_are_405_with_allow() {
     let server = server_with_figures();
     let address = server.address();

@@ -105,28 +105,37 @@ pub fn reduce(
 /// Reads the tagged and untagged histograms of an interval log: tag ("" for none) → the
 /// histograms of its intervals with their start (seconds since the log's base time).
 pub fn read_hlog(path: &Path) -> Option<Vec<(String, f64, Histogram<u64>)>> {
+    let mut out = Vec::new();
+    fold_hlog(path, |tag, start, h| out.push((tag.to_string(), start, h)))?;
+    Some(out)
+}
+
+/// Each interval of the HdrHistogram log at `path` given to `each` (tag, start in seconds,
+/// histogram) as it is decoded, none kept: how an hour of per-second logs is summed without
+/// holding 7,200 histograms at once. `None` when the file cannot be read.
+pub fn fold_hlog(path: &Path, mut each: impl FnMut(&str, f64, Histogram<u64>)) -> Option<()> {
     let bytes = std::fs::read(path).ok()?;
     let mut deserializer = Deserializer::new();
-    let mut out = Vec::new();
+    let mut raw = Vec::new();
     for entry in IntervalLogIterator::new(&bytes) {
         let Ok(LogEntry::Interval(interval)) = entry else {
             continue;
         };
-        let Ok(raw) =
-            base64::engine::general_purpose::STANDARD.decode(interval.encoded_histogram())
-        else {
+        raw.clear();
+        let encoded = interval.encoded_histogram();
+        if base64::engine::general_purpose::STANDARD
+            .decode_vec(encoded, &mut raw)
+            .is_err()
+        {
             continue;
-        };
+        }
         let Ok(h) = deserializer.deserialize::<u64, _>(&mut raw.as_slice()) else {
             continue;
         };
-        let tag = interval
-            .tag()
-            .map(|t| t.as_str().to_string())
-            .unwrap_or_default();
-        out.push((tag, interval.start_timestamp().as_secs_f64(), h));
+        let tag = interval.tag().map_or("", |t| t.as_str());
+        each(tag, interval.start_timestamp().as_secs_f64(), h);
     }
-    Some(out)
+    Some(())
 }
 
 /// The x values of a percentile spectrum: 1 / (1 − p) from 1 (p = 0) to 10^5 (p = 99.999%),

@@ -29,6 +29,24 @@ pub(super) fn spans(s: Option<&Json>, end: f64) -> Vec<Json> {
         .collect()
 }
 
+/// Before the summary exists (a run still going): each fault's span from the seconds whose
+/// `faults` cell in timeseries.csv names its number, to the end of the last of them.
+pub(super) fn spans_from_rows(seconds: &[f64], faults: &[String]) -> Vec<Json> {
+    let mut spans: Vec<(String, f64, f64)> = Vec::new();
+    for (second, cell) in seconds.iter().zip(faults) {
+        for number in cell.split_whitespace() {
+            match spans.iter_mut().find(|(n, _, _)| n == number) {
+                Some(span) => span.2 = second + 1.0,
+                None => spans.push((number.to_string(), *second, second + 1.0)),
+            }
+        }
+    }
+    spans
+        .into_iter()
+        .map(|(number, start, end)| json!({"name": "fault", "start": start, "end": end, "label": format!("fault {number}")}))
+        .collect()
+}
+
 /// The faults table, when the workload had faults.
 pub(super) fn table(body: &mut String, s: &Json) {
     let faults = faults_of(s);
@@ -95,6 +113,20 @@ fn integrity(during: &FaultLatency) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_running_runs_faults_are_shaded_from_the_rows_that_name_them() {
+        let seconds = [0.0, 1.0, 2.0, 3.0, 4.0];
+        let cells = ["", "1", "1 2", "2", ""].map(String::from);
+        let spans = spans_from_rows(&seconds, &cells);
+        assert_eq!(
+            spans,
+            vec![
+                json!({"name": "fault", "start": 1.0, "end": 3.0, "label": "fault 1"}),
+                json!({"name": "fault", "start": 2.0, "end": 4.0, "label": "fault 2"}),
+            ]
+        );
+    }
 
     fn summary() -> Json {
         json!({"faults": [

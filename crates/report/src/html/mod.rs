@@ -49,10 +49,22 @@ impl HtmlError {
 
 /// The report for one folder: a study folder (it has study.json) or a run folder.
 pub fn folder_report(dir: &Path) -> Result<String, HtmlError> {
+    report_of(dir, Written::Final)
+}
+
+/// When a report is built: for report.html, where a run without an end was interrupted or
+/// killed, or for the live dashboard, where it is still going.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Written {
+    Final,
+    Live,
+}
+
+pub(crate) fn report_of(dir: &Path, written: Written) -> Result<String, HtmlError> {
     if dir.join("study.json").exists() {
-        study::study_report(dir)
+        study::study_report(dir, written)
     } else {
-        run::run_report(dir)
+        run::run_report(dir, written)
     }
 }
 

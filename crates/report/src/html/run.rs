@@ -4,11 +4,12 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use brokerbench_model::units::{format_nanos, format_rate};
+use hdrhistogram::Histogram;
 use serde_json::{json, Value as Json};
 
 use super::data::{
-    json_series, json_xs, number_at, read_hlog, read_json, reduce, spectrum, spectrum_xs, Columns,
-    Reduce,
+    fold_hlog, json_series, json_xs, number_at, read_hlog, read_json, reduce, spectrum,
+    spectrum_xs, Columns, Reduce,
 };
 use super::{chart_div, esc, HtmlError};
 use crate::export::SUMMARY_FILE;
@@ -162,7 +163,13 @@ impl RunFolder {
             let until = b["end_s"].as_f64().unwrap_or(end);
             out.push(json!({"name": "blocked", "start": start, "end": until}));
         }
-        out.extend(super::faults::spans(summary, end));
+        match summary {
+            Some(_) => out.extend(super::faults::spans(summary, end)),
+            None => {
+                let faults = t.text.get("faults").cloned().unwrap_or_default();
+                out.extend(super::faults::spans_from_rows(&seconds, &faults));
+            }
+        }
         Json::Array(out)
     }
 
@@ -190,28 +197,27 @@ impl RunFolder {
             return Vec::new();
         };
         let phases = t.text.get("phase").cloned().unwrap_or_default();
-        let measured: Vec<f64> = self
+        let measured: std::collections::HashSet<i64> = self
             .seconds()
             .iter()
             .zip(&phases)
             .filter(|(_, p)| p.as_str() == "measurement")
-            .map(|(s, _)| *s)
+            .map(|(s, _)| s.round() as i64)
             .collect();
         let mut out = Vec::new();
         for (file, label) in [
             (PUBLISH_HLOG_FILE, "publish"),
             (E2E_HLOG_FILE, "end-to-end"),
         ] {
-            let Some(entries) = read_hlog(&self.dir.join(file)) else {
-                continue;
-            };
             let mut sum = brokerbench_model::new_histogram();
-            for (_, start, h) in &entries {
-                if measured.iter().any(|s| (s - start.floor()).abs() < 0.5) {
-                    let _ = sum.add(h);
+            let read = fold_hlog(&self.dir.join(file), |_, start, h| {
+                if measured.contains(&(start.floor() as i64)) {
+                    let _ = sum.add(&h);
                 }
+            });
+            if read.is_some() {
+                out.push((label, sum));
             }
-            out.push((label, sum));
         }
         out
     }
@@ -266,6 +272,7 @@ impl Page {
 fn text(doc: &Json, path: &str) -> String {
     path.split('.')
         .try_fold(doc, |n, p| n.get(p))
+        .filter(|v| !v.is_null())
         .map(|v| {
             v.as_str()
                 .map(String::from)
@@ -288,7 +295,7 @@ fn strings(value: &Json) -> Vec<String> {
 }
 
 /// The report of one results folder.
-pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
+pub(crate) fn run_report(dir: &Path, written: super::Written) -> Result<String, HtmlError> {
     let run = RunFolder::read(dir)?;
     let m = &run.manifest;
     let s = run.summary.as_ref();
@@ -297,13 +304,17 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
         .map(|s| text(s, "driver"))
         .unwrap_or_else(|| text(m, "driver.driver"));
     let mut page = Page::default();
-    heading(&mut page.body, m, s, &workload, &driver);
+    // Summed from the per-second logs until window.hlog is written: read once.
+    let windows = run.window_histograms();
+    heading(&mut page.body, m, s, &workload, &driver, written);
     meta(&mut page.body, m, s, &driver);
     if let Some(s) = s {
         headline(&mut page.body, s);
         outages(&mut page.body, s);
         super::faults::table(&mut page.body, s);
         notes(&mut page.body, s);
+    } else if written == super::Written::Live {
+        so_far(&mut page.body, &run, &windows);
     }
     if let Some(table) = shards_table(dir) {
         page.body.push_str(&table);
@@ -311,7 +322,7 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
     over_time(&mut page, &run, s);
     resources(&mut page, &run);
     broker_metrics(&mut page, &run, s);
-    percentile_spectrum(&mut page, &run);
+    percentile_spectrum(&mut page, &windows);
     if let Some(s) = s {
         integrity(&mut page.body, s);
     }
@@ -324,8 +335,21 @@ pub(crate) fn run_report(dir: &Path) -> Result<String, HtmlError> {
 }
 
 /// The title, the run's id and status, and the banner that says whether it is clean.
-fn heading(body: &mut String, m: &Json, s: Option<&Json>, workload: &str, driver: &str) {
-    let status = text(m, "status");
+fn heading(
+    body: &mut String,
+    m: &Json,
+    s: Option<&Json>,
+    workload: &str,
+    driver: &str,
+    written: super::Written,
+) {
+    let mut status = text(m, "status");
+    // A run's manifest says interrupted until its end is written; on the live page the
+    // run is going.
+    let live = written == super::Written::Live && status == "interrupted" && s.is_none();
+    if live {
+        status = "running".into();
+    }
     let _ = write!(
         body,
         "<h1>{} on {}</h1><p class=\"sub\">run {} · {} · status <b>{}</b></p>",
@@ -336,6 +360,7 @@ fn heading(body: &mut String, m: &Json, s: Option<&Json>, workload: &str, driver
         esc(&status)
     );
     match (status.as_str(), s) {
+        ("running", None) => {}
         ("complete", Some(s)) => {
             let clean = s["errors"].as_object().is_none_or(|e| e.is_empty())
                 && ["lost", "duplicated", "out_of_order", "unacknowledged"]
@@ -471,6 +496,63 @@ fn headline(body: &mut String, s: &Json) {
             esc(&crate::terminal::backlog_text(&backlog))
         );
     }
+}
+
+/// A live run's numbers over its measurement window so far, from the rows and the per-second
+/// histograms written until now: the headline cards the summary will replace.
+fn so_far(body: &mut String, run: &RunFolder, windows: &[(&str, Histogram<u64>)]) {
+    let Some(t) = &run.timeseries else {
+        return;
+    };
+    let phases = t.text.get("phase").cloned().unwrap_or_default();
+    let measured: Vec<usize> = (0..phases.len())
+        .filter(|&i| phases[i] == "measurement")
+        .collect();
+    if measured.is_empty() {
+        body.push_str("<p class=\"legend-note\">The headline numbers appear once the measurement window has begun.</p>");
+        return;
+    }
+    let mean = |column: &str| {
+        let values = t.get(column)?;
+        let sum: f64 = measured
+            .iter()
+            .filter_map(|&i| values.get(i).copied().flatten())
+            .sum();
+        Some(sum / measured.len() as f64)
+    };
+    let mut cards: Vec<(&str, f64, &str)> = Vec::new();
+    for (column, label) in [
+        ("acknowledged", "acknowledged msg/s"),
+        ("received", "received msg/s"),
+    ] {
+        if let Some(v) = mean(column) {
+            cards.push((label, v, "rate"));
+        }
+    }
+    for (name, h) in windows {
+        if matches!(*name, "publish" | "end-to-end") && !h.is_empty() {
+            cards.push((name, h.value_at_quantile(0.5) as f64, "p50"));
+            cards.push((name, h.value_at_quantile(0.99) as f64, "p99"));
+        }
+    }
+    let _ = write!(
+        body,
+        "<h2>Headline numbers <small>(the first {} s of the measurement window)</small></h2><div class=\"cards\">",
+        measured.len()
+    );
+    for (label, value, kind) in cards {
+        let (label, unit) = match kind {
+            "rate" => (label.to_string(), "rate"),
+            p => (format!("{label} {p}"), "ns"),
+        };
+        let _ = write!(
+            body,
+            "<div class=\"card so-far\" data-value=\"{value}\"><div class=\"label\">{}</div><div class=\"value\">{}</div></div>",
+            esc(&label),
+            esc(&show(value, unit))
+        );
+    }
+    body.push_str("</div>");
 }
 
 /// The outages table, when the broker went away.
@@ -810,8 +892,7 @@ fn broker_metrics(page: &mut Page, run: &RunFolder, s: Option<&Json>) {
 }
 
 /// Latency by percentile over the whole window (window.hlog).
-fn percentile_spectrum(page: &mut Page, run: &RunFolder) {
-    let histograms = run.window_histograms();
+fn percentile_spectrum(page: &mut Page, histograms: &[(&str, Histogram<u64>)]) {
     if histograms.iter().all(|(_, h)| h.is_empty()) {
         return;
     }

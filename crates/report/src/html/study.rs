@@ -54,7 +54,7 @@ fn text(v: &Json) -> String {
     }
 }
 
-pub(crate) fn study_report(dir: &Path) -> Result<String, HtmlError> {
+pub(crate) fn study_report(dir: &Path, written: super::Written) -> Result<String, HtmlError> {
     let study = read_json(&dir.join("study.json"))
         .ok_or_else(|| HtmlError::input(dir, "study.json is not readable"))?;
     let cells = json_array(&dir.join("cells.json"));
@@ -62,7 +62,9 @@ pub(crate) fn study_report(dir: &Path) -> Result<String, HtmlError> {
     let axes = study_axes(&study);
     let name = study["name"].as_str().unwrap_or("study");
     let mut body = heading(&study, &runs);
-    status_banner(study["status"].as_str().unwrap_or("?"), &mut body);
+    if written == super::Written::Final {
+        status_banner(study["status"].as_str().unwrap_or("?"), &mut body);
+    }
     failed_runs(&runs, &mut body);
     broker_host_and_axes(&study, &axes, &mut body);
 

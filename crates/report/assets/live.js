@@ -1,0 +1,62 @@
+// brokerbench live dashboard: fetches this page again every second and, when it changed,
+// puts the new <main> and chart data in place and has the report script redraw. Records on
+// <body> how many updates it applied (data-updates) and whether it is live (data-live), so a
+// headless browser can check it.
+"use strict";
+(function () {
+  const body = document.body;
+  let last = null;
+  let updates = 0;
+  body.dataset.updates = "0";
+  body.dataset.live = liveOf(document);
+
+  function liveOf(doc) {
+    const banner = doc.getElementById("live-banner");
+    return banner ? banner.dataset.live : "running";
+  }
+
+  function apply(html) {
+    const next = new DOMParser().parseFromString(html, "text/html");
+    const main = next.querySelector("main");
+    const data = next.getElementById("report-data");
+    if (!main || !data || !window.brokerbenchReport) {
+      location.reload();
+      return "reloading";
+    }
+    const live = liveOf(next);
+    document.querySelector("main").replaceWith(document.adoptNode(main));
+    document.getElementById("report-data").textContent = data.textContent;
+    window.brokerbenchReport.render();
+    updates += 1;
+    body.dataset.updates = String(updates);
+    return live;
+  }
+
+  function gone() {
+    const banner = document.getElementById("live-banner");
+    if (banner) {
+      banner.textContent = "brokerbench no longer answers: the run or study ended or was " +
+        "stopped. Its report.html is in its results folder.";
+      banner.className = "banner bad";
+    }
+    body.dataset.live = "gone";
+  }
+
+  async function tick() {
+    let html;
+    try {
+      const response = await fetch(location.pathname, { cache: "no-store" });
+      if (!response.ok) throw new Error("HTTP " + response.status);
+      html = await response.text();
+    } catch (e) {
+      gone();
+      return;
+    }
+    const live = html === last ? body.dataset.live : apply(html);
+    last = html;
+    body.dataset.live = live;
+    if (live === "running") setTimeout(tick, 1000);
+  }
+
+  if (body.dataset.live === "running") setTimeout(tick, 1000);
+})();
