@@ -63,6 +63,34 @@ fn messages_in_total(reading: &Reading, metrics: &BrokerMetrics) -> Option<f64> 
     reading.totals.get(i).copied().flatten()
 }
 
+/// The broker's own count of messages in before the run, read a second time when the first
+/// reading fails or lacks it (mosquitto's `$SYS` values come every 2 s, which one wait may
+/// just miss); when neither has it, a note says why the count is not compared.
+fn count_before(metrics: &mut BrokerMetrics, clock: &Clock) -> Option<f64> {
+    let counts = metrics
+        .specs()
+        .iter()
+        .any(|s| s.key == brokerbench_metrics::MESSAGES_IN);
+    if !counts {
+        return None;
+    }
+    let mut why = String::new();
+    for _ in 0..2 {
+        match metrics.read(clock.now_ns()) {
+            Ok(reading) => match messages_in_total(&reading, metrics) {
+                Some(count) => return Some(count),
+                None => why = "the reading had no count of messages in".into(),
+            },
+            Err(e) => why = e.to_string(),
+        }
+    }
+    eprintln!(
+        "note: the broker's count of messages in before the run could not be read ({why}); \
+         its count over the run is not compared with brokerbench's"
+    );
+    None
+}
+
 impl Monitoring {
     /// Starts sampling. `broker`: the broker's processes, one per node, summed (each with
     /// its children, followed to a new pid when it restarts, if it can be found again);
@@ -88,9 +116,7 @@ impl Monitoring {
         let mut metrics_csv = None;
         if let Some(metrics) = &broker_metrics {
             let mut m = metrics.lock().unwrap_or_else(|e| e.into_inner());
-            if let Ok(reading) = m.read(clock.now_ns()) {
-                messages_in_before = messages_in_total(&reading, &m);
-            }
+            messages_in_before = count_before(&mut m, &clock);
             metrics_csv = Some(MetricsCsv::create(folder, &m)?);
         }
         let resources_path = folder.join(RESOURCES_FILE);
