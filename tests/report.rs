@@ -438,6 +438,8 @@ fn the_live_dashboard_grows_during_a_run_and_ends_on_its_report() {
     kafka();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("live");
+    // The browser first, so that its start does not eat into the run.
+    let mut browser = cdp::Browser::start(&chromium(), 1280, 2400);
     let mut run = Served::start(&[
         "run",
         QUICKSTART,
@@ -447,12 +449,11 @@ fn the_live_dashboard_grows_during_a_run_and_ends_on_its_report() {
         "--set",
         "warmup=2s",
         "--set",
-        "duration=8s",
+        "duration=15s",
         "--out",
         out.to_str().unwrap(),
     ]);
     assert!(run.url.starts_with("http://127.0.0.1:"), "{}", run.url);
-    let mut browser = cdp::Browser::start(&chromium(), 1280, 2400);
     browser.open(&run.url);
     browser.watch(Duration::from_secs(3));
     let first = points_and_updates(&mut browser);
@@ -528,16 +529,16 @@ fn a_study_dashboard_shows_the_first_cell_while_the_second_runs() {
     let file = write(
         dir.path(),
         "live.yaml",
-        &format!("name: live\nworkload: {QUICKSTART}\nset: {{warmup: 1s, duration: 4s, drain_timeout: 5s}}\naxes:\n  rate: [1000, 2000]\n"),
+        &format!("name: live\nworkload: {QUICKSTART}\nset: {{warmup: 1s, duration: 6s, drain_timeout: 5s}}\naxes:\n  rate: [1000, 2000]\n"),
     );
     let study_dir = dir.path().join("study");
+    let mut browser = cdp::Browser::start(&chromium(), 1280, 2000);
     let mut study = Served::start(&[
         "study",
         file.to_str().unwrap(),
         "--out",
         study_dir.to_str().unwrap(),
     ]);
-    let mut browser = cdp::Browser::start(&chromium(), 1280, 2000);
     browser.open(&study.url);
     let deadline = Instant::now() + Duration::from_secs(90);
     let seen = loop {
@@ -545,23 +546,28 @@ fn a_study_dashboard_shows_the_first_cell_while_the_second_runs() {
         browser.watch(Duration::from_millis(300));
         let seen = browser.eval(
             "[document.getElementById('live-banner').textContent, \
-              Array.from(document.querySelectorAll('#cells tbody tr')).map(r => r.textContent)]",
+              Array.from(document.querySelectorAll('#cells tbody tr')).map(r => r.textContent), \
+              document.body.dataset.live]",
         );
         let banner = seen[0].as_str().unwrap();
         if banner.contains("running cell 2") && !seen[1].as_array().unwrap().is_empty() {
             break seen;
         }
+        assert_ne!(
+            seen[2], "ended",
+            "the study ended before its page showed cell 1 with cell 2 running: {seen}"
+        );
     };
     let rows = seen[1].as_array().unwrap();
     assert!(rows[0].as_str().unwrap().contains("1000"), "{seen}");
     assert_eq!(browser.eval("document.body.dataset.status"), "ok");
-    browser.screenshot(&shots().join("dashboard-study.png"));
     // The running run's own live page, and the finished run's report, linked from the page.
     let status = |browser: &mut cdp::Browser, path: &str| {
         browser.eval(&format!("fetch('{path}').then(r => r.status)"))
     };
     assert_eq!(status(&mut browser, "/run"), 200);
     assert_eq!(status(&mut browser, "/runs/c001-r1/report.html"), 200);
+    browser.screenshot(&shots().join("dashboard-study.png"));
     assert!(study.wait(), "the study succeeded");
     assert!(browser.errors.is_empty(), "{:?}", browser.errors);
 }

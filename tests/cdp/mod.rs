@@ -8,7 +8,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -18,6 +18,8 @@ pub struct Browser {
     child: Child,
     commands: PipeWriter,
     messages: Receiver<Value>,
+    /// Events that arrived while a command waited for its answer, for [`Browser::next`].
+    events: std::collections::VecDeque<Value>,
     next_id: u64,
     session: String,
     /// Exceptions the page threw and errors it logged, as text.
@@ -51,13 +53,13 @@ impl Browser {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         // SAFETY: between fork and exec only fcntl and dup2, which are async-signal-safe.
-        // Both ends are first copied above 10, so that neither is 3 or 4 when moved there
-        // (dup2 onto itself would keep close-on-exec).
+        // Both ends are first copied above 10 (closed on exec), so that neither is 3 or 4
+        // when moved there (dup2 onto itself would keep close-on-exec).
         unsafe {
             command.pre_exec(move || {
                 let (r, w) = (
-                    libc::fcntl(r, libc::F_DUPFD, 10),
-                    libc::fcntl(w, libc::F_DUPFD, 10),
+                    libc::fcntl(r, libc::F_DUPFD_CLOEXEC, 10),
+                    libc::fcntl(w, libc::F_DUPFD_CLOEXEC, 10),
                 );
                 if r < 0 || w < 0 || libc::dup2(r, 3) < 0 || libc::dup2(w, 4) < 0 {
                     return Err(std::io::Error::last_os_error());
@@ -71,6 +73,7 @@ impl Browser {
             child,
             commands,
             messages: read_messages(answers),
+            events: Default::default(),
             next_id: 0,
             session: String::new(),
             errors: Vec::new(),
@@ -145,18 +148,36 @@ impl Browser {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let message = self
-                .next(left)
+                .receive(left)
                 .unwrap_or_else(|| panic!("no answer to {method} within 30 s"));
             if message["id"] == id {
                 assert!(message.get("error").is_none(), "{method}: {message}");
                 return message["result"].clone();
             }
+            if message.get("method").is_some() {
+                self.events.push_back(message);
+            }
         }
     }
 
-    /// The next message within `wait`; an error the page reports is noted on the way.
+    /// The next event (one kept while a command waited first) within `wait`.
     fn next(&mut self, wait: Duration) -> Option<Value> {
-        let message = self.messages.recv_timeout(wait).ok()?;
+        match self.events.pop_front() {
+            Some(event) => Some(event),
+            None => self.receive(wait),
+        }
+    }
+
+    /// The next message from the browser within `wait`; an error the page reports is noted
+    /// on the way. A browser that has gone is a failure, not a wait.
+    fn receive(&mut self, wait: Duration) -> Option<Value> {
+        let message = match self.messages.recv_timeout(wait) {
+            Ok(message) => message,
+            Err(RecvTimeoutError::Timeout) => return None,
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("chromium ended: {:?}", self.child.try_wait())
+            }
+        };
         match message["method"].as_str() {
             Some("Runtime.exceptionThrown") => self
                 .errors

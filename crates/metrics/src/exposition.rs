@@ -290,6 +290,8 @@ struct ServerState {
     answering: AtomicUsize,
     /// A dashboard server's pages (it serves no `/metrics`).
     pages: Option<Pages>,
+    /// Listening on loopback only: requests must name a loopback host (below).
+    loopback: bool,
 }
 
 impl MetricsServer {
@@ -313,6 +315,7 @@ impl MetricsServer {
             connections: AtomicUsize::new(0),
             answering: AtomicUsize::new(0),
             pages,
+            loopback: address.ip().is_loopback(),
         });
         let acceptor = {
             let state = state.clone();
@@ -446,16 +449,16 @@ fn turn_away(mut stream: TcpStream) {
 
 fn serve_connection(mut stream: TcpStream, state: &ServerState) {
     let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-    let head = http::read_head(&mut stream, Instant::now() + IO_TIMEOUT);
-    if head == Err(HeadError::Silent) {
-        return;
-    }
+    let head = match http::read_head(&mut stream, Instant::now() + IO_TIMEOUT) {
+        Err(HeadError::Silent) => return,
+        Err(HeadError::Answer(status)) => Err(status),
+        Ok(head) => Ok(head),
+    };
     // Counted from here, so that an answer being built when the server is dropped is
     // waited for too.
     let _answering = Answering::count(state);
     let (response, with_body) = match head {
-        Err(HeadError::Silent) => return,
-        Err(HeadError::Answer(status)) => (error_response(status), true),
+        Err(status) => (error_response(status), true),
         Ok(head) => match http::parse_head(&head) {
             Ok(request) => (respond(&request, state), request.method != "HEAD"),
             Err(status) => (error_response(status), true),
@@ -485,6 +488,12 @@ impl Drop for Answering<'_> {
 
 fn respond(request: &Request, state: &ServerState) -> Response {
     if let Some(pages) = &state.pages {
+        if state.loopback && !names_loopback(request.host.as_deref()) {
+            return Response::text(
+                Status::Forbidden,
+                "this dashboard answers requests for 127.0.0.1, [::1] or localhost only",
+            );
+        }
         return respond_with_page(request, pages);
     }
     match request.path.as_str() {
@@ -518,6 +527,24 @@ fn respond(request: &Request, state: &ServerState) -> Response {
     }
 }
 
+/// Whether a request's `Host` is a loopback name or address. A page on another site that
+/// makes its own name resolve to 127.0.0.1 (DNS rebinding) could otherwise read a dashboard
+/// on loopback from the viewer's browser; its requests carry that name.
+fn names_loopback(host: Option<&str>) -> bool {
+    let Some(host) = host else {
+        // HTTP/1.0 without Host: not from a browser.
+        return true;
+    };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// A dashboard's answer: never cached, since it changes every second.
 fn respond_with_page(request: &Request, pages: &Pages) -> Response {
     if !matches!(request.method.as_str(), "GET" | "HEAD") {
@@ -544,7 +571,7 @@ fn error_response(status: Status) -> Response {
         Status::RequestTimeout => "the request head did not arrive within 5 s",
         Status::VersionNotSupported => "this server speaks HTTP/1.0 and HTTP/1.1",
         Status::ServiceUnavailable => "too many connections at once; retry",
-        Status::Ok | Status::BadRequest => "malformed request head",
+        Status::Ok | Status::BadRequest | Status::Forbidden => "malformed request head",
     };
     Response::text(status, hint)
 }

@@ -19,6 +19,7 @@
     const next = new DOMParser().parseFromString(html, "text/html");
     const main = next.querySelector("main");
     const data = next.getElementById("report-data");
+    // The page served before the folder had a report has no report script: load it whole.
     if (!main || !data || !window.brokerbenchReport) {
       location.reload();
       return "reloading";
@@ -42,14 +43,21 @@
     body.dataset.live = "gone";
   }
 
+  // Fetches that failed in a row: a busy server (503) or a slow answer is tried again; three
+  // failures in a row mean brokerbench has gone.
+  let failures = 0;
+
   async function tick() {
     let html;
     try {
       const response = await fetch(location.pathname, { cache: "no-store" });
       if (!response.ok) throw new Error("HTTP " + response.status);
       html = await response.text();
+      failures = 0;
     } catch (e) {
-      gone();
+      failures += 1;
+      if (failures >= 3) gone();
+      else setTimeout(tick, 1000);
       return;
     }
     const live = html === last ? body.dataset.live : apply(html);

@@ -334,6 +334,7 @@
     } catch (e) {
       errors.push(String(e && e.stack || e));
       body.dataset.status = "error: " + errors.join("; ");
+      document.querySelectorAll("pre.report-error").forEach((old) => old.remove());
       const p = document.createElement("pre");
       p.className = "report-error";
       p.textContent = "This report could not draw its charts: " + errors.join("; ");

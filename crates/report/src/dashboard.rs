@@ -49,6 +49,10 @@ struct State {
     last_fetch: Option<Instant>,
     /// How long the last build took.
     build_took: Duration,
+    /// Counts the changes of what the banner says (a study's next run, the end): a page begun
+    /// before one is not kept after it.
+    generation: u64,
+    /// Whether a page saying the end was given to a viewer (what [`Dashboard::end`] waits for).
     answered_after_end: bool,
 }
 
@@ -83,8 +87,10 @@ impl Dashboard {
             && name
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-        let file = self.dir.join("runs").join(name).join(REPORT_FILE);
-        let body = std::fs::read(file).ok().filter(|_| safe)?;
+        if !safe {
+            return None;
+        }
+        let body = std::fs::read(self.dir.join("runs").join(name).join(REPORT_FILE)).ok()?;
         Some(("text/html; charset=utf-8", body))
     }
 
@@ -93,7 +99,7 @@ impl Dashboard {
     pub fn running(&self, what: String, run_folder: PathBuf) {
         let mut state = self.lock();
         state.running = Some((what, run_folder));
-        state.built.clear();
+        state.changed();
     }
 
     /// The run or study is over: the page says so and where its report is. Waits (at most
@@ -103,7 +109,7 @@ impl Dashboard {
         let recently_viewed = {
             let mut state = self.lock();
             state.ended = Some(outcome.to_string());
-            state.built.clear();
+            state.changed();
             state
                 .last_fetch
                 .is_some_and(|t| ended_at.duration_since(t) < 3 * FRESH_FOR)
@@ -121,8 +127,8 @@ impl Dashboard {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The page at `path` (of folder `dir`), built again when the last one is over 0.9 s old
-    /// or the run ended since; one build at a time.
+    /// The page at `path` (of folder `dir`), built again when the last one is older than
+    /// [`State::refresh_every`] or the banner changed since; one build at a time.
     fn page(&self, path: &str, dir: &Path) -> Arc<Vec<u8>> {
         let now = Instant::now();
         self.lock().last_fetch = Some(now);
@@ -139,8 +145,8 @@ impl Dashboard {
             let page = Arc::new(live_page(dir, &banner).into_bytes());
             let mut state = self.lock();
             state.build_took = began.elapsed();
-            // A page begun before the end says the run is going: not kept once it has ended.
-            if (banner.live == "ended") == state.ended.is_some() {
+            // A page begun before a study's next run or the end says what is no longer so.
+            if banner.generation == state.generation {
                 state.built.retain(|(p, _, _)| p != path);
                 state
                     .built
@@ -152,7 +158,7 @@ impl Dashboard {
         page
     }
 
-    /// The banner for `path` now, and its page when one was built for it less than 0.9 s
+    /// The banner for `path` now, and its page when one was built for it recently enough
     /// before `asked`.
     fn cached(&self, path: &str, asked: Instant) -> (Banner, Option<Arc<Vec<u8>>>) {
         let state = self.lock();
@@ -180,6 +186,7 @@ impl Dashboard {
                 live: "ended",
                 text: format!("{outcome} The final report is written to {report}."),
                 link: None,
+                generation: state.generation,
             };
         }
         let running = state.running.as_ref().map(|(what, _)| what.as_str());
@@ -205,6 +212,7 @@ impl Dashboard {
             live: "running",
             text,
             link,
+            generation: state.generation,
         }
     }
 }
@@ -214,6 +222,12 @@ impl State {
     fn refresh_every(&self) -> Duration {
         FRESH_FOR.max(self.build_took * BUILDS_APART)
     }
+
+    /// The banner says something new: the pages built so far are not served again.
+    fn changed(&mut self) {
+        self.generation += 1;
+        self.built.clear();
+    }
 }
 
 /// The line at the top of a live page.
@@ -222,6 +236,8 @@ struct Banner {
     live: &'static str,
     text: String,
     link: Option<(&'static str, &'static str)>,
+    /// [`State::generation`] when it was made.
+    generation: u64,
 }
 
 impl Banner {
@@ -241,7 +257,12 @@ impl Banner {
 /// The report of `dir` as it is now, with the banner at the top of its `<main>` and the
 /// script that keeps it live; a page that says why when the folder cannot be read yet.
 fn live_page(dir: &Path, banner: &Banner) -> String {
-    let html = report_of(dir, Written::Live).unwrap_or_else(|e| {
+    // Once it has ended, the page is the report as report.html has it.
+    let written = match banner.live {
+        "ended" => Written::Final,
+        _ => Written::Live,
+    };
+    let html = report_of(dir, written).unwrap_or_else(|e| {
         format!(
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <title>brokerbench</title></head>\n<body>\n<main>\n<p>No report yet: {}</p>\n</main>\n\

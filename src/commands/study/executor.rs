@@ -321,8 +321,6 @@ impl Executor<'_> {
     }
 }
 
-/// A run's name, its folder's under `runs/`: cell and repetition, and the step (and its
-/// attempt after the first) of a search.
 /// What the dashboard says is running: the cell, its settings, the repetition and the
 /// search's step.
 fn running_text(run: &PlannedRun, step: Option<(u32, u32, f64)>) -> String {
@@ -338,6 +336,8 @@ fn running_text(run: &PlannedRun, step: Option<(u32, u32, f64)>) -> String {
     text
 }
 
+/// A run's name, its folder's under `runs/`: cell and repetition, and the step (and its
+/// attempt after the first) of a search.
 fn run_name(run: &PlannedRun, step: Option<(u32, u32, f64)>) -> String {
     match step {
         None => format!("c{:03}-r{}", run.cell + 1, run.repetition),

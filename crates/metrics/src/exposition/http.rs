@@ -15,6 +15,7 @@ pub(super) const MAX_HEAD_BYTES: usize = 64 * 1024;
 pub(super) enum Status {
     Ok,
     BadRequest,
+    Forbidden,
     NotFound,
     MethodNotAllowed,
     RequestTimeout,
@@ -28,6 +29,7 @@ impl Status {
         match self {
             Status::Ok => 200,
             Status::BadRequest => 400,
+            Status::Forbidden => 403,
             Status::NotFound => 404,
             Status::MethodNotAllowed => 405,
             Status::RequestTimeout => 408,
@@ -41,6 +43,7 @@ impl Status {
         match self {
             Status::Ok => "OK",
             Status::BadRequest => "Bad Request",
+            Status::Forbidden => "Forbidden",
             Status::NotFound => "Not Found",
             Status::MethodNotAllowed => "Method Not Allowed",
             Status::RequestTimeout => "Request Timeout",
@@ -71,6 +74,8 @@ pub(super) struct Request {
     /// Every `Accept` field line joined by commas (RFC 9110 §5.3 makes them one list);
     /// `None` when the client sent none.
     pub accept: Option<String>,
+    /// The `Host` field's value, when there was one.
+    pub host: Option<String>,
 }
 
 /// Reads up to the blank line that ends a request head, giving up at `deadline` so that a
@@ -169,6 +174,7 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, Status> {
     };
 
     let mut accept: Option<String> = None;
+    let mut host: Option<String> = None;
     let mut hosts = 0;
     for line in lines {
         if line.is_empty() {
@@ -189,6 +195,7 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, Status> {
         }
         if name.eq_ignore_ascii_case(b"host") {
             hosts += 1;
+            host = Some(String::from_utf8_lossy(value).into_owned());
         } else if name.eq_ignore_ascii_case(b"accept") {
             let value = String::from_utf8_lossy(value);
             match &mut accept {
@@ -215,6 +222,7 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Request, Status> {
             .unwrap_or_default()
             .to_string(),
         accept,
+        host,
     })
 }
 
@@ -451,6 +459,7 @@ mod tests {
                 method: "GET".into(),
                 path: "/metrics".into(),
                 accept: Some("text/plain,*/*;q=0.1".into()),
+                host: Some("a".into()),
             }
         );
         let absolute = parse("HEAD http://127.0.0.1:9464/metrics HTTP/1.1\nHost: x\n\n").unwrap();

@@ -156,8 +156,24 @@ fn a_dashboard_server_answers_with_its_pages_uncached_and_serves_no_metrics() {
         "{}",
         metrics.body
     );
-    let post = exchange(server.address(), "POST / HTTP/1.1\r\nHost: x\r\n\r\n");
+    let post = exchange(
+        server.address(),
+        "POST / HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    );
     assert_eq!(post.status, 405);
+    // A name that only resolves to loopback (DNS rebinding) is refused; loopback names are not.
+    let rebound = exchange(
+        server.address(),
+        "GET / HTTP/1.1\r\nHost: attacker.example:8080\r\n\r\n",
+    );
+    assert_eq!(rebound.status, 403);
+    for host in ["localhost:1", "127.0.0.1", "[::1]:8080", "127.0.0.2:80"] {
+        let reply = exchange(
+            server.address(),
+            &format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n"),
+        );
+        assert_eq!(reply.status, 200, "{host}");
+    }
 }
 
 #[test]

@@ -514,11 +514,11 @@ fn so_far(body: &mut String, run: &RunFolder, windows: &[(&str, Histogram<u64>)]
     }
     let mean = |column: &str| {
         let values = t.get(column)?;
-        let sum: f64 = measured
+        let known: Vec<f64> = measured
             .iter()
             .filter_map(|&i| values.get(i).copied().flatten())
-            .sum();
-        Some(sum / measured.len() as f64)
+            .collect();
+        (!known.is_empty()).then(|| known.iter().sum::<f64>() / known.len() as f64)
     };
     let mut cards: Vec<(&str, f64, &str)> = Vec::new();
     for (column, label) in [
