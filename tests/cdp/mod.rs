@@ -146,7 +146,8 @@ impl Browser {
         self.commands.write_all(&bytes).unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.checked_duration_since(Instant::now());
+            let left = left.unwrap_or_else(|| panic!("no answer to {method} within 30 s"));
             let message = self
                 .receive(left)
                 .unwrap_or_else(|| panic!("no answer to {method} within 30 s"));

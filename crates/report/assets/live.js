@@ -60,7 +60,12 @@
       else setTimeout(tick, 1000);
       return;
     }
-    const live = html === last ? body.dataset.live : apply(html);
+    let live = body.dataset.live;
+    try {
+      if (html !== last) live = apply(html);
+    } catch (e) {
+      // A page that could not be put in place: the next one may be (report.js shows a failed render).
+    }
     last = html;
     body.dataset.live = live;
     if (live === "running") setTimeout(tick, 1000);

@@ -321,6 +321,8 @@
   function render() {
     for (const [, plot] of charts) plot.destroy();
     charts = [];
+    // A failure of an earlier render is not this one's: only the page's own errors stay.
+    document.querySelectorAll("pre.report-error").forEach((old) => old.remove());
     try {
       const DATA = JSON.parse(document.getElementById("report-data").textContent);
       for (const spec of DATA.charts || []) {
@@ -330,14 +332,13 @@
       }
       document.querySelectorAll("table.sortable").forEach(sortable);
       body.dataset.charts = String(charts.length);
-      if (!errors.length) body.dataset.status = "ok";
+      body.dataset.status = errors.length ? "error: " + errors.join("; ") : "ok";
     } catch (e) {
-      errors.push(String(e && e.stack || e));
-      body.dataset.status = "error: " + errors.join("; ");
-      document.querySelectorAll("pre.report-error").forEach((old) => old.remove());
+      const failed = errors.concat([String(e && e.stack || e)]).join("; ");
+      body.dataset.status = "error: " + failed;
       const p = document.createElement("pre");
       p.className = "report-error";
-      p.textContent = "This report could not draw its charts: " + errors.join("; ");
+      p.textContent = "This report could not draw its charts: " + failed;
       body.prepend(p);
     }
   }

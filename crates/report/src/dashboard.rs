@@ -70,13 +70,13 @@ impl Dashboard {
     /// the running run's, and `/runs/NAME/report.html` a finished run's report (the study
     /// page links them). `None` for anything else (404).
     pub fn respond(&self, path: &str) -> Option<(&'static str, Vec<u8>)> {
-        let dir = match path {
-            "/" => self.dir.clone(),
-            "/run" => self.lock().running.as_ref().map(|(_, dir)| dir.clone())?,
-            _ => return self.written_report(path),
-        };
-        let page = self.page(path, &dir);
-        Some(("text/html; charset=utf-8", page.as_ref().clone()))
+        match path {
+            "/" | "/run" => {
+                let page = self.page(path)?;
+                Some(("text/html; charset=utf-8", page.as_ref().clone()))
+            }
+            _ => self.written_report(path),
+        }
     }
 
     /// A study run's report.html as written, for `/runs/NAME/report.html` where NAME is one
@@ -127,22 +127,22 @@ impl Dashboard {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The page at `path` (of folder `dir`), built again when the last one is older than
+    /// The page at `path`, built again when the last one is older than
     /// [`State::refresh_every`] or the banner changed since; one build at a time.
-    fn page(&self, path: &str, dir: &Path) -> Arc<Vec<u8>> {
+    fn page(&self, path: &str) -> Option<Arc<Vec<u8>>> {
         let now = Instant::now();
         self.lock().last_fetch = Some(now);
-        let (banner, cached) = self.cached(path, now);
-        if let Some(page) = cached {
-            self.answered(&banner);
-            return page;
+        let seen = self.cached(path, now)?;
+        if let Some(page) = seen.page {
+            self.answered(&seen.banner);
+            return Some(page);
         }
         let _building = self.building.lock().unwrap_or_else(|e| e.into_inner());
         // Another viewer's build may have finished while this one waited for it.
-        let (banner, cached) = self.cached(path, now);
-        let page = cached.unwrap_or_else(|| {
+        let Seen { banner, dir, page } = self.cached(path, now)?;
+        let page = page.unwrap_or_else(|| {
             let began = Instant::now();
-            let page = Arc::new(live_page(dir, &banner).into_bytes());
+            let page = Arc::new(live_page(&dir, &banner).into_bytes());
             let mut state = self.lock();
             state.build_took = began.elapsed();
             // A page begun before a study's next run or the end says what is no longer so.
@@ -155,20 +155,29 @@ impl Dashboard {
             page
         });
         self.answered(&banner);
-        page
+        Some(page)
     }
 
-    /// The banner for `path` now, and its page when one was built for it recently enough
-    /// before `asked`.
-    fn cached(&self, path: &str, asked: Instant) -> (Banner, Option<Arc<Vec<u8>>>) {
+    /// The banner for `path` now, the folder it shows (read together, so that a study's
+    /// next run cannot come between them), and its page when one was built recently enough
+    /// before `asked`. `None` for `/run` when no run has started.
+    fn cached(&self, path: &str, asked: Instant) -> Option<Seen> {
         let state = self.lock();
+        let dir = match path {
+            "/run" => state.running.as_ref()?.1.clone(),
+            _ => self.dir.clone(),
+        };
         let fresh_for = state.refresh_every();
         let cached = state
             .built
             .iter()
             .find(|(p, at, _)| p == path && asked.saturating_duration_since(*at) < fresh_for)
             .map(|(_, _, page)| page.clone());
-        (self.banner(&state, path), cached)
+        Some(Seen {
+            banner: self.banner(&state, path),
+            dir,
+            page: cached,
+        })
     }
 
     /// Takes note of a final page given to a viewer, which [`Dashboard::end`] waits for.
@@ -228,6 +237,15 @@ impl State {
         self.generation += 1;
         self.built.clear();
     }
+}
+
+/// What [`Dashboard::cached`] found for a path.
+struct Seen {
+    banner: Banner,
+    /// The folder the page shows.
+    dir: PathBuf,
+    /// A page built recently enough.
+    page: Option<Arc<Vec<u8>>>,
 }
 
 /// The line at the top of a live page.

@@ -167,7 +167,25 @@ fn a_dashboard_server_answers_with_its_pages_uncached_and_serves_no_metrics() {
         "GET / HTTP/1.1\r\nHost: attacker.example:8080\r\n\r\n",
     );
     assert_eq!(rebound.status, 403);
-    for host in ["localhost:1", "127.0.0.1", "[::1]:8080", "127.0.0.2:80"] {
+    for host in [
+        "127.0.0.1.attacker.example",
+        "localhost.attacker.example",
+        "",
+    ] {
+        let reply = exchange(
+            server.address(),
+            &format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n"),
+        );
+        assert_eq!(reply.status, 403, "{host}");
+    }
+    for host in [
+        "localhost:1",
+        "localhost.",
+        "127.0.0.1",
+        "[::1]:8080",
+        "127.0.0.2:80",
+        "[::ffff:127.0.0.1]",
+    ] {
         let reply = exchange(
             server.address(),
             &format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n"),
