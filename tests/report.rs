@@ -417,6 +417,21 @@ impl Drop for Served {
     }
 }
 
+/// The rates chart's uPlot on a report page.
+const RATES: &str = "window.brokerbenchReport.plot('chart-rates')";
+
+/// Waits (at most 30 s) for the JavaScript `condition` to hold in the page.
+fn wait_for(browser: &mut cdp::Browser, condition: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while browser.eval(condition) != serde_json::Value::Bool(true) {
+        assert!(
+            Instant::now() < deadline,
+            "{condition} did not hold within 30 s"
+        );
+        browser.watch(Duration::from_millis(200));
+    }
+}
+
 /// The data points the page's charts hold now, and how many updates it applied.
 fn points_and_updates(browser: &mut cdp::Browser) -> (u64, u64) {
     let counts = browser.eval(
@@ -455,9 +470,18 @@ fn the_live_dashboard_grows_during_a_run_and_ends_on_its_report() {
     ]);
     assert!(run.url.starts_with("http://127.0.0.1:"), "{}", run.url);
     browser.open(&run.url);
-    browser.watch(Duration::from_secs(3));
+    // The charts come with the run's first rows (a broker just started may take seconds).
+    wait_for(
+        &mut browser,
+        &format!("!!(window.brokerbenchReport && {RATES})"),
+    );
+    browser.watch(Duration::from_secs(2));
     let first = points_and_updates(&mut browser);
     browser.screenshot(&shots().join("dashboard-1.png"));
+    // A zoom and a series hidden from the legend outlive the page's redraws.
+    browser.eval(&format!(
+        "(() => {{ const p = {RATES}; p.setSeries(1, {{ show: false }}); p.setScale('x', {{ min: 1, max: 3 }}); return 0; }})()"
+    ));
     // Ten viewers at once are all answered.
     let viewers: Vec<_> = (0..10)
         .map(|_| {
@@ -474,6 +498,14 @@ fn the_live_dashboard_grows_during_a_run_and_ends_on_its_report() {
     assert!(
         second.0 > first.0 && second.1 > first.1,
         "the same page drew more points by itself: {first:?} then {second:?}"
+    );
+    let view = browser.eval(&format!(
+        "(() => {{ const p = {RATES}; return [p.scales.x.min, p.scales.x.max, p.series[1].show]; }})()"
+    ));
+    assert_eq!(
+        (view[0].as_f64(), view[1].as_f64(), view[2].as_bool()),
+        (Some(1.0), Some(3.0), Some(false)),
+        "the rates chart kept its zoom and hidden series: {view}"
     );
     assert_eq!(browser.eval("document.body.dataset.live"), "running");
     let so_far = browser.eval("document.querySelectorAll('.card.so-far').length");

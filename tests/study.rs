@@ -359,7 +359,16 @@ fn a_search_against_kafka_ends_with_a_bracket() {
             "name: find\nworkload: {QUICKSTART}\nset: {{rate: find}}\nfind: {{start: 200000, growth: 4, precision: 25%, max_steps: 5}}\n"
         ),
     );
+    // While it goes, search.json shows the search so far after each judged step.
+    let watched = dir.path().join("out").join("search.json");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        std::thread::spawn(move || steps_seen_running(&watched, &done))
+    };
     let s = study(dir.path(), &file, &["--quick"]);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let seen_running = watcher.join().unwrap();
     assert!(
         s.code == 0 || s.code == 1,
         "stdout:\n{}\nstderr:\n{}",
@@ -392,6 +401,33 @@ fn a_search_against_kafka_ends_with_a_bracket() {
         .sum();
     assert_eq!(csv_rows(&s.folder.join("runs.csv")).len(), tries);
     assert!(s.stdout.contains("maximum sustainable rate") || s.stdout.contains("no offered rate"));
+    assert_eq!(search["searches"][0]["status"], "complete", "{search}");
+    let broker = &json(&s.folder.join("study.json"))["broker"];
+    assert_eq!(broker["family"], "kafka", "{broker}");
+    if steps.len() > 1 {
+        assert!(
+            seen_running.contains(&1),
+            "search.json showed the first step while the search went on: {seen_running:?}"
+        );
+    }
+}
+
+/// The numbers of steps search.json showed with the search `running`, read every 50 ms until
+/// `done`.
+fn steps_seen_running(file: &Path, done: &std::sync::atomic::AtomicBool) -> Vec<usize> {
+    let mut seen = Vec::new();
+    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+        let read = std::fs::read_to_string(file).ok();
+        if let Some(doc) = read.and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()) {
+            let search = &doc["searches"][0];
+            let steps = search["steps"].as_array().map_or(0, Vec::len);
+            if search["status"] == "running" && !seen.contains(&steps) {
+                seen.push(steps);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    seen
 }
 
 /// Each bad study exits 2 before any run, naming the file, the key and the fix.

@@ -603,6 +603,7 @@ fn merged_rows(shards: &[ShardFolder]) -> Vec<IntervalRow> {
                 schedule_lag: new_histogram(),
                 schedule_lag_max_ns: 0,
                 disconnected_producers: 0,
+                blocked_producers: 0,
             };
             let mut phases = Vec::new();
             for s in shards {
@@ -616,6 +617,7 @@ fn merged_rows(shards: &[ShardFolder]) -> Vec<IntervalRow> {
                 row.bytes_acknowledged += n("bytes_acknowledged");
                 row.bytes_received += n("bytes_received");
                 row.disconnected_producers += n("disconnected_producers");
+                row.blocked_producers += n("blocked_producers");
                 if let Some(b) = r.get("backlog").and_then(|v| v.parse::<i64>().ok()) {
                     *row.backlog.get_or_insert(0) += b;
                 }

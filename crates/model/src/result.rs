@@ -84,6 +84,8 @@ pub struct IntervalRow {
     pub schedule_lag_max_ns: u64,
     /// Producers whose client was disconnected from the broker at some time in this second.
     pub disconnected_producers: u64,
+    /// Producers whose publishing the broker blocked at some time in this second.
+    pub blocked_producers: u64,
 }
 
 /// Latency distribution summary; all values in nanoseconds.
@@ -476,6 +478,9 @@ pub struct Block {
     /// Producers it blocked.
     pub producers: u32,
 }
+
+/// Shortest run of whole seconds without an acknowledgement that counts as a stall.
+pub const STALL_SECONDS: usize = 2;
 
 /// Whole seconds of warm-up or measurement in which nothing was acknowledged though the
 /// schedule had messages due and no producer had lost its connection. Times in seconds since

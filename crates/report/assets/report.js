@@ -315,11 +315,34 @@
     });
   }
 
+  // What the viewer changed on a chart: a zoom (the x range differs from the one it was drawn
+  // with) and the series hidden from its legend.
+  function viewOf(plot, drawn) {
+    const x = plot.scales.x;
+    const zoomed = x.min !== drawn[0] || x.max !== drawn[1];
+    return { zoom: zoomed ? [x.min, x.max] : null,
+      hidden: plot.series.slice(1).filter((s) => !s.show).map((s) => s.label) };
+  }
+
+  // The viewer's changes put back on a redrawn chart.
+  function restore(plot, view) {
+    if (!view) return;
+    plot.series.forEach((s, i) => {
+      if (i > 0 && view.hidden.includes(s.label)) plot.setSeries(i, { show: false });
+    });
+    if (view.zoom) plot.setScale("x", { min: view.zoom[0], max: view.zoom[1] });
+  }
+
   // Draws every chart from the page's data, after removing what an earlier call drew (the
-  // live dashboard calls it again when it has put new data in place).
+  // live dashboard calls it again when it has put new data in place), keeping each chart's
+  // zoom and hidden series (a double click shows the whole chart again).
   let charts = [];
   function render() {
-    for (const [, plot] of charts) plot.destroy();
+    const views = new Map();
+    for (const [el, plot, drawn] of charts) {
+      views.set(el.id, viewOf(plot, drawn));
+      plot.destroy();
+    }
     charts = [];
     // A failure of an earlier render is not this one's: only the page's own errors stay.
     document.querySelectorAll("pre.report-error").forEach((old) => old.remove());
@@ -328,7 +351,10 @@
       for (const spec of DATA.charts || []) {
         const el = document.getElementById("chart-" + spec.id);
         if (!el) throw new Error("no element for chart " + spec.id);
-        charts.push([el, drawChart(el, spec, DATA.phases)]);
+        const plot = drawChart(el, spec, DATA.phases);
+        const drawn = [plot.scales.x.min, plot.scales.x.max];
+        restore(plot, views.get(el.id));
+        charts.push([el, plot, drawn]);
       }
       document.querySelectorAll("table.sortable").forEach(sortable);
       body.dataset.charts = String(charts.length);
@@ -345,6 +371,7 @@
   window.addEventListener("resize", () => {
     for (const [el, plot] of charts) plot.setSize({ width: Math.max(320, el.clientWidth), height: plot.height });
   });
-  window.brokerbenchReport = { render };
+  // render, and the drawn charts by element id (for tests in a browser).
+  window.brokerbenchReport = { render, plot: (id) => (charts.find(([el]) => el.id === id) || [])[1] };
   render();
 })();

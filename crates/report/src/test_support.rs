@@ -23,6 +23,7 @@ pub(crate) fn row(second: u64, start_ns: u64) -> IntervalRow {
         schedule_lag: new_histogram(),
         schedule_lag_max_ns: 2_500,
         disconnected_producers: 0,
+        blocked_producers: 0,
     }
 }
 

@@ -19,6 +19,7 @@
 //! | `schedule_lag_max_us` | largest schedule lag (actual − intended send time) in the second, µs with 1 decimal |
 //! | `disconnected_producers` | producers whose client had lost the broker at some time in the second (an outage) |
 //! | `faults` | the workload's faults under way at some time in the second, by number from 1, space-separated (`1`, `1 2`); empty when none |
+//! | `blocked_producers` | producers whose publishing the broker blocked at some time in the second (RabbitMQ's `connection.blocked`) |
 
 use std::io::{self, Write};
 
@@ -49,6 +50,7 @@ pub const TIMESERIES_COLUMNS: &[&str] = &[
     "schedule_lag_max_us",
     "disconnected_producers",
     "faults",
+    "blocked_producers",
 ];
 
 /// Writes timeseries.csv rows to any writer with the `csv` crate; the header is written on
@@ -79,6 +81,7 @@ impl<W: Write> TimeseriesWriter<W> {
         self.row.clear();
         cells(row, &mut self.row);
         self.row.push(faults.to_string());
+        self.row.push(row.blocked_producers.to_string());
         Ok(self.writer.write_record(&self.row)?)
     }
 
@@ -149,7 +152,7 @@ mod tests {
         assert_eq!(lines[0], TIMESERIES_COLUMNS.join(","));
         assert_eq!(
             lines[1],
-            "0,measurement,1795317554.250,100,90,1,80,9000,8000,,12.50,,,,,,,2.5,0,"
+            "0,measurement,1795317554.250,100,90,1,80,9000,8000,,12.50,,,,,,,2.5,0,,0"
         );
         let cells: Vec<&str> = lines[2].split(',').collect();
         assert_eq!(cells.len(), TIMESERIES_COLUMNS.len());

@@ -512,7 +512,17 @@ impl FindSpec {
 /// or was interrupted). Failing tries that nearly held their rate are measured again.
 pub fn drive<E>(
     spec: &FindSpec,
+    measure: impl FnMut(f64, u32, u32) -> Result<Option<Step>, E>,
+) -> Result<Search, E> {
+    drive_observed(spec, measure, |_| Ok(()))
+}
+
+/// [`drive`], with `judged(search)` called after each step is judged, with the search so far
+/// (to show its steps as they come).
+pub fn drive_observed<E>(
+    spec: &FindSpec,
     mut measure: impl FnMut(f64, u32, u32) -> Result<Option<Step>, E>,
+    mut judged: impl FnMut(&Search) -> Result<(), E>,
 ) -> Result<Search, E> {
     let mut search = Search::new();
     while let Some(rate) = search.next_rate(spec) {
@@ -533,6 +543,7 @@ pub fn drive<E>(
             retried_because,
             ..last
         });
+        judged(&search)?;
     }
     Ok(search)
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use brokerbench_driver::mock::{MockDriver, MockFaults, MockSchema};
 use brokerbench_engine::{run, RunControl};
 use brokerbench_model::{load_specs, IntervalRow, Phase, RunObserver};
-use brokerbench_study::search::{drive, judge, FindSpec, Step};
+use brokerbench_study::search::{drive_observed, judge, FindSpec, Step};
 
 /// Low enough that the generator offers twice it on a busy host too (the search's steps above
 /// the capacity must fail for the broker's sake, not the generator's): the default search
@@ -57,17 +57,28 @@ fn the_search_finds_an_injected_capacity_within_5_percent_in_10_steps() {
     // drives them.
     let spec = FindSpec::default();
     let mut tries = 0;
-    let search = drive(&spec, |rate, _, attempt| -> Result<Option<Step>, ()> {
-        tries += 1;
-        let s = step(&spec, rate);
-        eprintln!(
-            "offered {rate} (try {attempt}): achieved {:?}, sustainable {} {:?}",
-            s.achieved, s.sustainable, s.reasons
-        );
-        Ok(Some(s))
-    })
+    let mut seen: Vec<usize> = Vec::new();
+    let search = drive_observed(
+        &spec,
+        |rate, _, attempt| -> Result<Option<Step>, ()> {
+            tries += 1;
+            let s = step(&spec, rate);
+            eprintln!(
+                "offered {rate} (try {attempt}): achieved {:?}, sustainable {} {:?}",
+                s.achieved, s.sustainable, s.reasons
+            );
+            Ok(Some(s))
+        },
+        |so_far| {
+            seen.push(so_far.steps.len());
+            Ok(())
+        },
+    )
     .unwrap();
     assert!(tries <= 15, "{tries} runs");
+    // Each judged step is shown once, the search so far growing by one each time.
+    let expected: Vec<usize> = (1..=search.steps.len()).collect();
+    assert_eq!(seen, expected);
     let found = search.found_rate().expect("some step passed");
     assert!(
         (found - CAPACITY).abs() <= 0.05 * CAPACITY,

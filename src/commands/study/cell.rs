@@ -20,17 +20,20 @@ impl Executor<'_> {
         Ok(status)
     }
 
-    /// One search: a run per step, each judged; the search and its status (`complete`,
-    /// `failed` or `interrupted`).
+    /// One search: a run per step, each judged, search.json rewritten with the steps so far
+    /// after each (beside the cells' `earlier` searches); the search and its status
+    /// (`complete`, `failed` or `interrupted`).
     pub(super) fn search_cell(
         &mut self,
         spec: &FindSpec,
         run: &PlannedRun,
         (index, total): (usize, usize),
         state: &mut StudyState,
+        earlier: &[Json],
     ) -> anyhow::Result<(Search, &'static str)> {
         let mut status = "complete";
-        let found = drive(
+        let dir = self.dir;
+        let found = drive_observed(
             spec,
             |rate, step, attempt| -> anyhow::Result<Option<Step>> {
                 let mut record = self.search_step(spec, run, (step, attempt, rate), state)?;
@@ -49,6 +52,11 @@ impl Executor<'_> {
                 state.runs.push(record);
                 write_state(self.dir, state, true)?;
                 Ok(Some(measured))
+            },
+            |so_far| {
+                let mut searches = earlier.to_vec();
+                searches.push(search_json(run, so_far, "running"));
+                write_search(dir, spec, &searches)
             },
         )?;
         Ok((found, status))

@@ -153,7 +153,7 @@ impl Executor<'_> {
             let _ = fs::rename(log_path, folder.join("run.log"));
             if let Ok(manifest) = read_json(&folder.join(brokerbench_report::MANIFEST_FILE)) {
                 if state.broker.is_none() {
-                    state.broker = manifest.get("broker").cloned().filter(|b| !b.is_null());
+                    state.broker = broker_of(&manifest);
                 }
                 record.error = manifest
                     .get("error")
@@ -450,4 +450,14 @@ pub(super) fn manifest_status(folder: &Path) -> Option<String> {
         .get("status")?
         .as_str()
         .map(str::to_string)
+}
+
+/// The broker a run's manifest names, with the driver's family (`kafka`) beside its version
+/// and address; None when the manifest names none.
+fn broker_of(manifest: &Json) -> Option<Json> {
+    let mut broker = manifest.get("broker").cloned().filter(|b| b.is_object())?;
+    if let Some(family) = manifest["driver"]["driver"].as_str() {
+        broker["family"] = Json::from(family);
+    }
+    Some(broker)
 }

@@ -16,7 +16,7 @@ use brokerbench_model::{SpecError, Specs};
 use brokerbench_report::{folder_name, rfc3339_utc, Host, Tool};
 use brokerbench_study::metrics::{self, HEADLINE};
 use brokerbench_study::plan::is_rate_find;
-use brokerbench_study::search::{backlog_points, drive, judge, FindSpec, Search, Step};
+use brokerbench_study::search::{backlog_points, drive_observed, judge, FindSpec, Search, Step};
 use brokerbench_study::secrets::{redacted_definition, redacted_value, SecretSources};
 use brokerbench_study::stats::Stats;
 use brokerbench_study::tables::{
@@ -134,7 +134,8 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
         let status = match &search {
             None => executor.grid_run(run, &keys[i], place, &mut state)?,
             Some(spec) => {
-                let (found, status) = executor.search_cell(spec, run, place, &mut state)?;
+                let (found, status) =
+                    executor.search_cell(spec, run, place, &mut state, &searches)?;
                 searches.push(search_json(run, &found, status));
                 write_search(&dir, spec, &searches)?;
                 if let Err(e) = brokerbench_report::html::write_folder_report(&dir) {

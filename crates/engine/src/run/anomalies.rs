@@ -3,6 +3,7 @@
 //! on its own, and a run that stopped early.
 
 use super::*;
+use brokerbench_model::STALL_SECONDS;
 
 /// What went wrong during a run, as its summary lists it.
 pub(super) struct Anomalies {
@@ -226,9 +227,6 @@ pub(super) fn fail_fast_note(
         named.join(", ")
     )
 }
-
-/// Shortest run of seconds without an acknowledgement that counts as a stall.
-const STALL_SECONDS: usize = 2;
 
 /// Runs of at least STALL_SECONDS whole seconds in which nothing was acknowledged and no
 /// producer was disconnected, after the first acknowledgement of the run (a start that takes

@@ -391,6 +391,7 @@ impl Collector<'_, '_> {
             schedule_lag: interval.schedule_lag.into_histogram(),
             schedule_lag_max_ns: interval.schedule_lag_max_ns,
             disconnected_producers: interval.disconnected,
+            blocked_producers: interval.blocked,
         };
         if let (Some(backlog), Phase::Measurement, Some(waiting)) =
             (&mut self.backlog, row_phase, row.backlog)

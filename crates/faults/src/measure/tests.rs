@@ -39,6 +39,7 @@ fn row(s: u64, acknowledged: u64, ms: u64, lag_ms: u64) -> IntervalRow {
         schedule_lag: lag,
         schedule_lag_max_ns: lag_ms * 1_000_000,
         disconnected_producers: 0,
+        blocked_producers: 0,
     }
 }
 

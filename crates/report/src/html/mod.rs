@@ -5,6 +5,7 @@
 
 mod comparison;
 mod data;
+mod events;
 mod faults;
 mod nodes;
 pub use data::read_hlog;

@@ -117,6 +117,15 @@ impl RunFolder {
             .unwrap_or_default()
     }
 
+    /// The timeseries rows of the measurement window, by index.
+    pub(super) fn measured_rows(&self) -> Vec<usize> {
+        let phases = self.timeseries.as_ref().and_then(|t| t.text.get("phase"));
+        let phases = phases.map(Vec::as_slice).unwrap_or_default();
+        (0..phases.len().min(self.seconds().len()))
+            .filter(|&i| phases[i] == "measurement")
+            .collect()
+    }
+
     /// Warm-up, measurement and drain as [start, end) in seconds since the run start.
     fn phases(&self) -> Json {
         let Some(t) = &self.timeseries else {
@@ -133,7 +142,7 @@ impl RunFolder {
             }
         }
         // Outages (to the first acknowledgement after them, or the end) and stalls, shaded
-        // over the phases.
+        // over the phases; while the run goes, from its rows.
         let end = out.last().map_or(0.0, |p| p["end"].as_f64().unwrap_or(0.0));
         let summary = self.summary.as_ref();
         for o in summary
@@ -166,6 +175,7 @@ impl RunFolder {
         match summary {
             Some(_) => out.extend(super::faults::spans(summary, end)),
             None => {
+                out.extend(super::events::spans_from_rows(t, &seconds));
                 let faults = t.text.get("faults").cloned().unwrap_or_default();
                 out.extend(super::faults::spans_from_rows(&seconds, &faults));
             }
@@ -193,16 +203,14 @@ impl RunFolder {
                 })
                 .collect();
         }
-        let Some(t) = &self.timeseries else {
+        if self.timeseries.is_none() {
             return Vec::new();
-        };
-        let phases = t.text.get("phase").cloned().unwrap_or_default();
+        }
+        let seconds = self.seconds();
         let measured: std::collections::HashSet<i64> = self
-            .seconds()
+            .measured_rows()
             .iter()
-            .zip(&phases)
-            .filter(|(_, p)| p.as_str() == "measurement")
-            .map(|(s, _)| s.round() as i64)
+            .map(|&i| seconds[i].round() as i64)
             .collect();
         let mut out = Vec::new();
         for (file, label) in [
@@ -504,10 +512,7 @@ fn so_far(body: &mut String, run: &RunFolder, windows: &[(&str, Histogram<u64>)]
     let Some(t) = &run.timeseries else {
         return;
     };
-    let phases = t.text.get("phase").cloned().unwrap_or_default();
-    let measured: Vec<usize> = (0..phases.len())
-        .filter(|&i| phases[i] == "measurement")
-        .collect();
+    let measured = run.measured_rows();
     if measured.is_empty() {
         body.push_str("<p class=\"legend-note\">The headline numbers appear once the measurement window has begun.</p>");
         return;

@@ -168,7 +168,8 @@ fn broker_host_and_axes(study: &Json, axes: &[String], body: &mut String) {
         body,
         "<dl class=\"meta\"><dt>broker</dt><dd>{}</dd><dt>host</dt><dd>{} · {} CPUs</dd><dt>axes</dt><dd>{}</dd></dl>",
         esc(&format!(
-            "{} at {}",
+            "{}{} at {}",
+            broker["family"].as_str().map_or(String::new(), |f| format!("{f} ")),
             broker["version"].as_str().unwrap_or("(version unknown)"),
             broker["address"].as_str().unwrap_or("?")
         )),
@@ -463,22 +464,25 @@ fn found_rates(searches: &[Json], body: &mut String) {
     body.push_str("<h2>Maximum sustainable throughput</h2><ul>");
     for s in searches {
         let found = s["found_rate"].as_f64();
+        let running = s["status"] == "running";
         let _ = write!(
             body,
-            "<li>cell {} repetition {}: <b>{}</b> (bracket {} … {}, {} steps)</li>",
+            "<li>cell {} repetition {}: <b>{}</b> (bracket {} … {}, {} steps{})</li>",
             s["cell"],
             s["repetition"],
-            found.map_or("no offered rate was sustained".into(), |r| format!(
-                "{} msg/s",
-                show(r, "rate")
-            )),
+            match (running, found) {
+                (true, _) => "searching".to_string(),
+                (false, None) => "no offered rate was sustained".to_string(),
+                (false, Some(r)) => format!("{} msg/s", show(r, "rate")),
+            },
             s["bracket"][0]
                 .as_f64()
                 .map_or("—".into(), |r| show(r, "rate")),
             s["bracket"][1]
                 .as_f64()
                 .map_or("—".into(), |r| show(r, "rate")),
-            s["steps"].as_array().map_or(0, Vec::len)
+            s["steps"].as_array().map_or(0, Vec::len),
+            if running { " so far" } else { "" }
         );
     }
     body.push_str("</ul>");
@@ -487,9 +491,13 @@ fn found_rates(searches: &[Json], body: &mut String) {
 /// The found rate and the first failing one, marked on a search's charts.
 fn search_markers(s: &Json) -> Vec<Json> {
     let mut markers = Vec::new();
+    let found = match s["status"] == "running" {
+        true => "held so far",
+        false => "found",
+    };
     if let Some(f) = s["found_rate"].as_f64() {
         markers.push(
-            json!({"x": f, "label": format!("found {}", show(f, "rate")), "color": "#2ca02c"}),
+            json!({"x": f, "label": format!("{found} {}", show(f, "rate")), "color": "#2ca02c"}),
         );
     }
     if let Some(f) = s["bracket"][1].as_f64() {

@@ -36,6 +36,7 @@ pub fn row(second: u64, phase: Phase, latencies_us: &[u64]) -> IntervalRow {
         schedule_lag: new_histogram(),
         schedule_lag_max_ns: 1_000,
         disconnected_producers: 0,
+        blocked_producers: 0,
     }
 }
 

@@ -1,0 +1,158 @@
+//! A run's outages, stalls and blocked publishing before its summary exists (the run is
+//! still going): found in timeseries.csv's rows, to whole seconds, by the rules the summary
+//! applies. At the end the summary's own times, to the millisecond, replace them.
+
+use brokerbench_model::STALL_SECONDS;
+use serde_json::{json, Value as Json};
+
+use super::data::Columns;
+
+/// One second of the rows, as far as these events go.
+#[derive(Debug, Clone, Copy)]
+struct Second {
+    at: f64,
+    acknowledged: bool,
+    disconnected: bool,
+    blocked: bool,
+}
+
+/// Spans to shade on the time charts: outages (seconds in which a producer had lost the
+/// broker), publishing blocked by the broker, and stalls (STALL_SECONDS or more seconds of
+/// warm-up or measurement, after the first acknowledgement, with none, every producer
+/// connected and none blocked).
+pub(super) fn spans_from_rows(t: &Columns, seconds: &[f64]) -> Vec<Json> {
+    let rows = rows(t, seconds);
+    let mut out = runs_of(&rows, 1, |s| s.disconnected, "outage");
+    out.extend(runs_of(&rows, 1, |s| s.blocked, "blocked"));
+    if let Some(first) = rows.iter().position(|s| s.acknowledged) {
+        let quiet = |s: &Second| !(s.acknowledged || s.disconnected || s.blocked);
+        out.extend(runs_of(&rows[first..], STALL_SECONDS, quiet, "stall"));
+    }
+    out
+}
+
+/// The rows of warm-up and measurement (a drain sends nothing, so has nothing to stall).
+fn rows(t: &Columns, seconds: &[f64]) -> Vec<Second> {
+    let count = |name: &str, i: usize| {
+        t.get(name)
+            .and_then(|c| c.get(i).copied().flatten())
+            .is_some_and(|v| v > 0.0)
+    };
+    let phases = t.text.get("phase");
+    (0..seconds.len().min(t.rows))
+        .filter(|&i| phases.and_then(|p| p.get(i)).is_none_or(|p| p != "drain"))
+        .map(|i| Second {
+            at: seconds[i],
+            acknowledged: count("acknowledged", i),
+            disconnected: count("disconnected_producers", i),
+            blocked: count("blocked_producers", i),
+        })
+        .collect()
+}
+
+/// Spans of at least `shortest` consecutive seconds that are `of`, named `name`.
+fn runs_of(
+    rows: &[Second],
+    shortest: usize,
+    of: impl Fn(&Second) -> bool,
+    name: &str,
+) -> Vec<Json> {
+    let mut spans = Vec::new();
+    let mut run: Vec<f64> = Vec::new();
+    let mut close = |run: &mut Vec<f64>| {
+        if run.len() >= shortest {
+            spans.push(json!({"name": name, "start": run[0], "end": run[run.len() - 1] + 1.0}));
+        }
+        run.clear();
+    };
+    for s in rows {
+        match of(s) && run.last().is_none_or(|last| s.at == last + 1.0) {
+            true => run.push(s.at),
+            false => {
+                close(&mut run);
+                if of(s) {
+                    run.push(s.at);
+                }
+            }
+        }
+    }
+    close(&mut run);
+    spans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Columns as timeseries.csv has them: seconds from 0, the given phase and counts.
+    fn columns(phases: &[&str], acks: &[u64], disconnected: &[u64], blocked: &[u64]) -> Columns {
+        let mut t = Columns {
+            rows: phases.len(),
+            ..Columns::default()
+        };
+        let numbers = |v: &[u64]| v.iter().map(|&n| Some(n as f64)).collect();
+        t.numbers.insert("acknowledged".into(), numbers(acks));
+        t.numbers
+            .insert("disconnected_producers".into(), numbers(disconnected));
+        t.numbers
+            .insert("blocked_producers".into(), numbers(blocked));
+        t.text.insert(
+            "phase".into(),
+            phases.iter().map(|p| p.to_string()).collect(),
+        );
+        t
+    }
+
+    fn names_and_times(spans: &[Json]) -> Vec<(String, f64, f64)> {
+        spans
+            .iter()
+            .map(|s| {
+                let n = |k: &str| s[k].as_f64().unwrap();
+                (
+                    s["name"].as_str().unwrap().to_string(),
+                    n("start"),
+                    n("end"),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_outage_a_block_and_a_stall_are_found_in_the_rows() {
+        let m = "measurement";
+        let t = columns(
+            &[
+                "warmup", "warmup", m, m, m, m, m, m, m, m, m, m, "drain", "drain",
+            ],
+            &[0, 0, 5, 0, 0, 5, 0, 5, 0, 5, 0, 0, 0, 0],
+            &[0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],
+            &[0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0],
+        );
+        let seconds: Vec<f64> = (0..14).map(f64::from).collect();
+        let spans = names_and_times(&spans_from_rows(&t, &seconds));
+        // The slow start (seconds 0-1) is not a stall, nor is one quiet second (8), nor the
+        // drain (12-13); the last measured second (11) alone is too short.
+        assert_eq!(
+            spans,
+            vec![
+                ("outage".to_string(), 6.0, 7.0),
+                ("blocked".to_string(), 9.0, 11.0),
+                ("stall".to_string(), 3.0, 5.0),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stall_going_on_now_is_shaded_to_the_last_row() {
+        let t = columns(&["measurement"; 5], &[5, 5, 0, 0, 0], &[0; 5], &[0; 5]);
+        let spans = names_and_times(&spans_from_rows(&t, &[0.0, 1.0, 2.0, 3.0, 4.0]));
+        assert_eq!(spans, vec![("stall".to_string(), 2.0, 5.0)]);
+    }
+
+    #[test]
+    fn rows_without_the_blocked_column_have_no_blocks() {
+        let mut t = columns(&["measurement"; 3], &[5, 5, 5], &[0; 3], &[1; 3]);
+        t.numbers.remove("blocked_producers");
+        assert!(spans_from_rows(&t, &[0.0, 1.0, 2.0]).is_empty());
+    }
+}
