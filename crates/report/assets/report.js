@@ -149,12 +149,15 @@
           const ctx = u.ctx;
           for (const ph of phases || []) {
             if (ph.name === "measurement") continue;
-            const x0 = u.valToPos(ph.start, "x", true);
-            const x1 = u.valToPos(ph.end, "x", true);
+            // Within the plot: a span beyond the last second, or outside a zoom, is cut off.
+            const left = u.bbox.left, right = u.bbox.left + u.bbox.width;
+            const x0 = Math.max(left, u.valToPos(ph.start, "x", true));
+            const x1 = Math.min(right, u.valToPos(ph.end, "x", true));
+            if (x0 >= right || x1 <= left) continue;
             ctx.save();
             ctx.fillStyle = PHASE_FILL[ph.name] || "rgba(120,120,255,0.12)";
             ctx.fillRect(x0, u.bbox.top, Math.max(1, x1 - x0), u.bbox.height);
-            if (ph.label) markStart(ctx, u, x0, ph.label);
+            if (ph.label && u.valToPos(ph.start, "x", true) >= left) markStart(ctx, u, x0, ph.label);
             ctx.restore();
           }
         },

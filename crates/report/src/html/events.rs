@@ -31,6 +31,33 @@ pub(super) fn spans_from_rows(t: &Columns, seconds: &[f64]) -> Vec<Json> {
     out
 }
 
+/// Notes for a live page: one per outage, block and stall so far (one still going when it
+/// reaches the last row), and the messages that failed so far.
+pub(super) fn notes_so_far(t: &Columns, seconds: &[f64]) -> Vec<String> {
+    let last = seconds.last().map_or(0.0, |s| s + 1.0);
+    let mut notes: Vec<String> = spans_from_rows(t, seconds)
+        .iter()
+        .map(|span| {
+            let at = |k: &str| span[k].as_f64().unwrap_or(0.0);
+            let what = match span["name"].as_str() {
+                Some("outage") => "BROKER UNAVAILABLE: a producer had lost the broker",
+                Some("blocked") => "PUBLISHING BLOCKED by the broker",
+                _ => "STALL: nothing was acknowledged",
+            };
+            let until = match at("end") >= last {
+                true => "on, still going".to_string(),
+                false => format!("to {:.0} s", at("end")),
+            };
+            format!("{what} from {:.0} s {until}", at("start"))
+        })
+        .collect();
+    let failed: f64 = t.get("failed").map_or(0.0, |c| c.iter().flatten().sum());
+    if failed > 0.0 {
+        notes.push(format!("{failed:.0} messages failed so far"));
+    }
+    notes
+}
+
 /// The rows of warm-up and measurement (a drain sends nothing, so has nothing to stall).
 fn rows(t: &Columns, seconds: &[f64]) -> Vec<Second> {
     let count = |name: &str, i: usize| {
@@ -147,6 +174,29 @@ mod tests {
         let t = columns(&["measurement"; 5], &[5, 5, 0, 0, 0], &[0; 5], &[0; 5]);
         let spans = names_and_times(&spans_from_rows(&t, &[0.0, 1.0, 2.0, 3.0, 4.0]));
         assert_eq!(spans, vec![("stall".to_string(), 2.0, 5.0)]);
+    }
+
+    #[test]
+    fn the_notes_so_far_name_each_event_and_the_failures() {
+        let mut t = columns(
+            &["measurement"; 6],
+            &[5, 0, 5, 5, 0, 0],
+            &[0, 1, 0, 0, 0, 0],
+            &[0; 6],
+        );
+        t.numbers.insert(
+            "failed".into(),
+            vec![Some(0.0), Some(7.0), None, Some(0.0), Some(0.0), Some(0.0)],
+        );
+        let notes = notes_so_far(&t, &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert_eq!(
+            notes,
+            vec![
+                "BROKER UNAVAILABLE: a producer had lost the broker from 1 s to 2 s",
+                "STALL: nothing was acknowledged from 4 s on, still going",
+                "7 messages failed so far",
+            ]
+        );
     }
 
     #[test]

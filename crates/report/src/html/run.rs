@@ -323,6 +323,7 @@ pub(crate) fn run_report(dir: &Path, written: super::Written) -> Result<String, 
         notes(&mut page.body, s);
     } else if written == super::Written::Live {
         so_far(&mut page.body, &run, &windows);
+        notes_so_far(&mut page.body, &run);
     }
     if let Some(table) = shards_table(dir) {
         page.body.push_str(&table);
@@ -587,6 +588,22 @@ fn outages(body: &mut String, s: &Json) {
         );
     }
     body.push_str("</tbody></table><p class=\"legend-note\">Seconds into the run (from the start of warm-up), as the producers' clients saw it: from the first finding the broker gone to the last getting an acknowledgement again.</p>");
+}
+
+/// While the run goes: its outages, blocks and stalls so far, and the messages that failed.
+fn notes_so_far(body: &mut String, run: &RunFolder) {
+    let Some(t) = &run.timeseries else {
+        return;
+    };
+    let notes = super::events::notes_so_far(t, &run.seconds());
+    if notes.is_empty() {
+        return;
+    }
+    body.push_str("<h2>Notes <small>(so far, to whole seconds; the summary's come at the end)</small></h2><ul class=\"notes so-far\">");
+    for n in &notes {
+        let _ = write!(body, "<li>{}</li>", esc(n));
+    }
+    body.push_str("</ul>");
 }
 
 /// Notes and errors, where they cannot be missed.
