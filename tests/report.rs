@@ -477,6 +477,11 @@ fn the_live_dashboard_grows_during_a_run_and_ends_on_its_report() {
     );
     browser.watch(Duration::from_secs(2));
     let first = points_and_updates(&mut browser);
+    let latency_until = |browser: &mut cdp::Browser| {
+        let x = browser.eval("window.brokerbenchReport.plot('chart-latency').scales.x.max");
+        x.as_f64().expect("the latency chart's x range is set")
+    };
+    let first_until = latency_until(&mut browser);
     browser.screenshot(&shots().join("dashboard-1.png"));
     // A zoom and a series hidden from the legend outlive the page's redraws.
     browser.eval(&format!(
@@ -498,6 +503,10 @@ fn the_live_dashboard_grows_during_a_run_and_ends_on_its_report() {
     assert!(
         second.0 > first.0 && second.1 > first.1,
         "the same page drew more points by itself: {first:?} then {second:?}"
+    );
+    assert!(
+        latency_until(&mut browser) > first_until,
+        "a chart nobody zoomed shows the new seconds"
     );
     let view = browser.eval(&format!(
         "(() => {{ const p = {RATES}; return [p.scales.x.min, p.scales.x.max, p.series[1].show]; }})()"

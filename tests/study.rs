@@ -401,7 +401,12 @@ fn a_search_against_kafka_ends_with_a_bracket() {
         .sum();
     assert_eq!(csv_rows(&s.folder.join("runs.csv")).len(), tries);
     assert!(s.stdout.contains("maximum sustainable rate") || s.stdout.contains("no offered rate"));
-    assert_eq!(search["searches"][0]["status"], "complete", "{search}");
+    let status = &search["searches"][0]["status"];
+    assert!(status == "complete" || status == "failed", "{search}");
+    assert_eq!(
+        &search["status"], status,
+        "a single search's status at the top"
+    );
     let broker = &json(&s.folder.join("study.json"))["broker"];
     assert_eq!(broker["family"], "kafka", "{broker}");
     if steps.len() > 1 {

@@ -487,6 +487,27 @@ fn run_disturbed(
     after: Duration,
     disturb: impl FnOnce(&RabbitMqDriverConfig, &str, &str) + Send + 'static,
 ) -> Summary {
+    run_disturbed_rows(uri, driver, workload, after, disturb).0
+}
+
+/// Each second's producers blocked by the broker, as the run's rows say.
+#[derive(Default)]
+struct BlockedRows(Vec<u64>);
+
+impl RunObserver for BlockedRows {
+    fn interval(&mut self, row: &IntervalRow) {
+        self.0.push(row.blocked_producers);
+    }
+}
+
+/// [`run_disturbed`], with each second's count of blocked producers.
+fn run_disturbed_rows(
+    uri: &AmqpUri,
+    driver: &str,
+    workload: &str,
+    after: Duration,
+    disturb: impl FnOnce(&RabbitMqDriverConfig, &str, &str) + Send + 'static,
+) -> (Summary, Vec<u64>) {
     let config: RabbitMqDriverConfig = brokerbench_model::yaml::from_str(driver).unwrap();
     let workload: Workload = brokerbench_model::yaml::from_str(workload).unwrap();
     let mut driver = AmqpDriver::new(config.clone(), uri.clone());
@@ -506,7 +527,8 @@ fn run_disturbed(
         std::thread::sleep(AFTER_DISTURBANCE);
         stop.store(true, Ordering::SeqCst);
     });
-    let summary = run(&workload, &mut driver, &mut Quiet, &control)
+    let mut rows = BlockedRows::default();
+    let summary = run(&workload, &mut driver, &mut rows, &control)
         .unwrap()
         .summary;
     disturber.join().unwrap();
@@ -519,7 +541,7 @@ fn run_disturbed(
         summary.errors,
         summary.integrity
     );
-    summary
+    (summary, rows.0)
 }
 
 #[test]
@@ -692,7 +714,7 @@ fn a_memory_alarm_is_reported_as_publishing_blocked_with_the_reason() {
     };
     // The node blocks publishers while its memory is above a watermark set tiny, for 3 s,
     // and lifts the block when the watermark is back at RabbitMQ's default.
-    let s = run_disturbed(
+    let (s, blocked) = run_disturbed_rows(
         &uri,
         "{}",
         &disturbed_workload(),
@@ -712,6 +734,13 @@ fn a_memory_alarm_is_reported_as_publishing_blocked_with_the_reason() {
         },
     );
     assert_eq!(s.blocks.len(), 1, "{:?} {:?}", s.blocks, s.notes);
+    // timeseries.csv's blocked_producers: the producer, in the seconds of the block only.
+    let seconds = blocked.iter().filter(|&&n| n > 0).count();
+    assert!(
+        (2..=5).contains(&seconds),
+        "blocked per second: {blocked:?}"
+    );
+    assert!(blocked.iter().all(|&n| n <= 1), "{blocked:?}");
     let block = &s.blocks[0];
     assert!(block.reason.contains("memory"), "{block:?}");
     let end = block.end_s.expect("the block was lifted");

@@ -322,7 +322,7 @@
   // with) and the series hidden from its legend.
   function viewOf(plot, drawn) {
     const x = plot.scales.x;
-    const zoomed = x.min !== drawn[0] || x.max !== drawn[1];
+    const zoomed = drawn !== null && (x.min !== drawn[0] || x.max !== drawn[1]);
     return { zoom: zoomed ? [x.min, x.max] : null,
       hidden: plot.series.slice(1).filter((s) => !s.show).map((s) => s.label) };
   }
@@ -355,9 +355,15 @@
         const el = document.getElementById("chart-" + spec.id);
         if (!el) throw new Error("no element for chart " + spec.id);
         const plot = drawChart(el, spec, DATA.phases);
-        const drawn = [plot.scales.x.min, plot.scales.x.max];
-        restore(plot, views.get(el.id));
-        charts.push([el, plot, drawn]);
+        const entry = [el, plot, null];
+        charts.push(entry);
+        // uPlot sets its scales in a microtask of its own, queued when it was made: after
+        // it, the x range is the one drawn from the data, and the viewer's can be put back.
+        const view = views.get(el.id);
+        queueMicrotask(() => {
+          entry[2] = [plot.scales.x.min, plot.scales.x.max];
+          restore(plot, view);
+        });
       }
       document.querySelectorAll("table.sortable").forEach(sortable);
       body.dataset.charts = String(charts.length);

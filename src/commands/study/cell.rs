@@ -56,7 +56,11 @@ impl Executor<'_> {
             |so_far| {
                 let mut searches = earlier.to_vec();
                 searches.push(search_json(run, so_far, "running"));
-                write_search(dir, spec, &searches)
+                write_search(dir, spec, &searches)?;
+                if let Err(e) = brokerbench_report::html::write_folder_report(dir) {
+                    eprintln!("warning: no study report.html: {e}");
+                }
+                Ok(())
             },
         )?;
         Ok((found, status))

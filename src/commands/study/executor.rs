@@ -152,9 +152,7 @@ impl Executor<'_> {
         if folder.exists() {
             let _ = fs::rename(log_path, folder.join("run.log"));
             if let Ok(manifest) = read_json(&folder.join(brokerbench_report::MANIFEST_FILE)) {
-                if state.broker.is_none() {
-                    state.broker = broker_of(&manifest);
-                }
+                note_broker(&mut state.broker, broker_of(&manifest));
                 record.error = manifest
                     .get("error")
                     .and_then(Json::as_str)
@@ -450,6 +448,17 @@ pub(super) fn manifest_status(folder: &Path) -> Option<String> {
         .get("status")?
         .as_str()
         .map(str::to_string)
+}
+
+/// The study's broker: the first run's; marked `several` when a later run's family is another.
+fn note_broker(study: &mut Option<Json>, run: Option<Json>) {
+    match (study.as_mut(), run) {
+        (None, run) => *study = run,
+        (Some(first), Some(run)) if first.get("family").is_some_and(|f| *f != run["family"]) => {
+            first["several"] = Json::Bool(true);
+        }
+        _ => {}
+    }
 }
 
 /// The broker a run's manifest names, with the driver's family (`kafka`) beside its version

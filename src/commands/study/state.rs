@@ -75,7 +75,7 @@ pub(super) fn write_search(dir: &Path, spec: &FindSpec, searches: &[Json]) -> an
         "searches": searches,
     });
     if let [only] = searches {
-        for key in ["found_rate", "bracket", "steps"] {
+        for key in ["status", "found_rate", "bracket", "steps"] {
             doc[key] = only[key].clone();
         }
     }

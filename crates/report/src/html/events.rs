@@ -11,36 +11,46 @@ use super::data::Columns;
 #[derive(Debug, Clone, Copy)]
 struct Second {
     at: f64,
+    drain: bool,
     acknowledged: bool,
     disconnected: bool,
     blocked: bool,
 }
 
-/// Spans to shade on the time charts: outages (seconds in which a producer had lost the
-/// broker), publishing blocked by the broker, and stalls (STALL_SECONDS or more seconds of
-/// warm-up or measurement, after the first acknowledgement, with none, every producer
-/// connected and none blocked).
-pub(super) fn spans_from_rows(t: &Columns, seconds: &[f64]) -> Vec<Json> {
+/// Spans to shade on the time charts: outages (from a second in which a producer had lost the
+/// broker to the second of the first acknowledgement after it), publishing blocked by the
+/// broker, and, when the run is `scheduled` (a target rate), stalls (STALL_SECONDS or more
+/// seconds of warm-up or measurement, after the first acknowledgement, with none, every
+/// producer connected and none blocked).
+pub(super) fn spans_from_rows(t: &Columns, seconds: &[f64], scheduled: bool) -> Vec<Json> {
     let rows = rows(t, seconds);
-    let mut out = runs_of(&rows, 1, |s| s.disconnected, "outage");
-    out.extend(runs_of(&rows, 1, |s| s.blocked, "blocked"));
-    if let Some(first) = rows.iter().position(|s| s.acknowledged) {
+    let mut out = outages(&rows);
+    out.extend(named(runs_of(&rows, 1, |s| s.blocked), "blocked"));
+    let sending: Vec<Second> = rows.iter().copied().filter(|s| !s.drain).collect();
+    if let Some(first) = sending
+        .iter()
+        .position(|s| s.acknowledged)
+        .filter(|_| scheduled)
+    {
         let quiet = |s: &Second| !(s.acknowledged || s.disconnected || s.blocked);
-        out.extend(runs_of(&rows[first..], STALL_SECONDS, quiet, "stall"));
+        out.extend(named(
+            runs_of(&sending[first..], STALL_SECONDS, quiet),
+            "stall",
+        ));
     }
     out
 }
 
 /// Notes for a live page: one per outage, block and stall so far (one still going when it
 /// reaches the last row), and the messages that failed so far.
-pub(super) fn notes_so_far(t: &Columns, seconds: &[f64]) -> Vec<String> {
+pub(super) fn notes_so_far(t: &Columns, seconds: &[f64], scheduled: bool) -> Vec<String> {
     let last = seconds.last().map_or(0.0, |s| s + 1.0);
-    let mut notes: Vec<String> = spans_from_rows(t, seconds)
+    let mut notes: Vec<String> = spans_from_rows(t, seconds, scheduled)
         .iter()
         .map(|span| {
             let at = |k: &str| span[k].as_f64().unwrap_or(0.0);
             let what = match span["name"].as_str() {
-                Some("outage") => "BROKER UNAVAILABLE: a producer had lost the broker",
+                Some("outage") => "BROKER UNAVAILABLE: a producer lost the broker",
                 Some("blocked") => "PUBLISHING BLOCKED by the broker",
                 _ => "STALL: nothing was acknowledged",
             };
@@ -58,7 +68,7 @@ pub(super) fn notes_so_far(t: &Columns, seconds: &[f64]) -> Vec<String> {
     notes
 }
 
-/// The rows of warm-up and measurement (a drain sends nothing, so has nothing to stall).
+/// Every row, warm-up, measurement and drain.
 fn rows(t: &Columns, seconds: &[f64]) -> Vec<Second> {
     let count = |name: &str, i: usize| {
         t.get(name)
@@ -67,9 +77,9 @@ fn rows(t: &Columns, seconds: &[f64]) -> Vec<Second> {
     };
     let phases = t.text.get("phase");
     (0..seconds.len().min(t.rows))
-        .filter(|&i| phases.and_then(|p| p.get(i)).is_none_or(|p| p != "drain"))
         .map(|i| Second {
             at: seconds[i],
+            drain: phases.and_then(|p| p.get(i)).is_some_and(|p| p == "drain"),
             acknowledged: count("acknowledged", i),
             disconnected: count("disconnected_producers", i),
             blocked: count("blocked_producers", i),
@@ -77,30 +87,48 @@ fn rows(t: &Columns, seconds: &[f64]) -> Vec<Second> {
         .collect()
 }
 
-/// Spans of at least `shortest` consecutive seconds that are `of`, named `name`.
-fn runs_of(
-    rows: &[Second],
-    shortest: usize,
-    of: impl Fn(&Second) -> bool,
-    name: &str,
-) -> Vec<Json> {
+/// Outages: each run of seconds with a producer disconnected, to the end of the second of the
+/// first acknowledgement after it (the second it ended in, when that one has one), or to the
+/// last row when none has come yet.
+fn outages(rows: &[Second]) -> Vec<Json> {
+    let last = rows.last().map_or(0.0, |s| s.at + 1.0);
+    let spans = runs_of(rows, 1, |s| s.disconnected)
+        .into_iter()
+        .map(|(start, end)| {
+            let acked = rows
+                .iter()
+                .find(|s| s.at >= end - 1.0 && s.acknowledged)
+                .map_or(last, |s| s.at + 1.0);
+            (start, acked)
+        })
+        .collect();
+    named(spans, "outage")
+}
+
+/// Spans as the charts take them, named `name`.
+fn named(spans: Vec<(f64, f64)>, name: &str) -> Vec<Json> {
+    spans
+        .into_iter()
+        .map(|(start, end)| json!({"name": name, "start": start, "end": end}))
+        .collect()
+}
+
+/// [start, end) of each run of at least `shortest` consecutive seconds that are `of`.
+fn runs_of(rows: &[Second], shortest: usize, of: impl Fn(&Second) -> bool) -> Vec<(f64, f64)> {
     let mut spans = Vec::new();
     let mut run: Vec<f64> = Vec::new();
     let mut close = |run: &mut Vec<f64>| {
         if run.len() >= shortest {
-            spans.push(json!({"name": name, "start": run[0], "end": run[run.len() - 1] + 1.0}));
+            spans.push((run[0], run[run.len() - 1] + 1.0));
         }
         run.clear();
     };
     for s in rows {
-        match of(s) && run.last().is_none_or(|last| s.at == last + 1.0) {
-            true => run.push(s.at),
-            false => {
-                close(&mut run);
-                if of(s) {
-                    run.push(s.at);
-                }
-            }
+        if !(of(s) && run.last().is_none_or(|last| s.at == last + 1.0)) {
+            close(&mut run);
+        }
+        if of(s) {
+            run.push(s.at);
         }
     }
     close(&mut run);
@@ -156,13 +184,14 @@ mod tests {
             &[0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0],
         );
         let seconds: Vec<f64> = (0..14).map(f64::from).collect();
-        let spans = names_and_times(&spans_from_rows(&t, &seconds));
-        // The slow start (seconds 0-1) is not a stall, nor is one quiet second (8), nor the
-        // drain (12-13); the last measured second (11) alone is too short.
+        let spans = names_and_times(&spans_from_rows(&t, &seconds, true));
+        // The outage lasts to the second of the first acknowledgement after it (7). The slow
+        // start (seconds 0-1) is not a stall, nor is one quiet second (8), nor the drain
+        // (12-13); the last measured second (11) alone is too short.
         assert_eq!(
             spans,
             vec![
-                ("outage".to_string(), 6.0, 7.0),
+                ("outage".to_string(), 6.0, 8.0),
                 ("blocked".to_string(), 9.0, 11.0),
                 ("stall".to_string(), 3.0, 5.0),
             ]
@@ -172,8 +201,23 @@ mod tests {
     #[test]
     fn a_stall_going_on_now_is_shaded_to_the_last_row() {
         let t = columns(&["measurement"; 5], &[5, 5, 0, 0, 0], &[0; 5], &[0; 5]);
-        let spans = names_and_times(&spans_from_rows(&t, &[0.0, 1.0, 2.0, 3.0, 4.0]));
+        let seconds = [0.0, 1.0, 2.0, 3.0, 4.0];
+        let spans = names_and_times(&spans_from_rows(&t, &seconds, true));
         assert_eq!(spans, vec![("stall".to_string(), 2.0, 5.0)]);
+        // At maximum rate nothing is due at a time, so nothing stalls (as in the summary).
+        assert!(spans_from_rows(&t, &seconds, false).is_empty());
+    }
+
+    #[test]
+    fn an_outage_in_the_drain_is_shaded_to_the_last_row_without_an_acknowledgement() {
+        let t = columns(
+            &["measurement", "measurement", "drain", "drain"],
+            &[5, 5, 0, 0],
+            &[0, 0, 1, 0],
+            &[0; 4],
+        );
+        let spans = names_and_times(&spans_from_rows(&t, &[0.0, 1.0, 2.0, 3.0], true));
+        assert_eq!(spans, vec![("outage".to_string(), 2.0, 4.0)]);
     }
 
     #[test]
@@ -188,11 +232,11 @@ mod tests {
             "failed".into(),
             vec![Some(0.0), Some(7.0), None, Some(0.0), Some(0.0), Some(0.0)],
         );
-        let notes = notes_so_far(&t, &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+        let notes = notes_so_far(&t, &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], true);
         assert_eq!(
             notes,
             vec![
-                "BROKER UNAVAILABLE: a producer had lost the broker from 1 s to 2 s",
+                "BROKER UNAVAILABLE: a producer lost the broker from 1 s to 3 s",
                 "STALL: nothing was acknowledged from 4 s on, still going",
                 "7 messages failed so far",
             ]
@@ -203,6 +247,6 @@ mod tests {
     fn rows_without_the_blocked_column_have_no_blocks() {
         let mut t = columns(&["measurement"; 3], &[5, 5, 5], &[0; 3], &[1; 3]);
         t.numbers.remove("blocked_producers");
-        assert!(spans_from_rows(&t, &[0.0, 1.0, 2.0]).is_empty());
+        assert!(spans_from_rows(&t, &[0.0, 1.0, 2.0], true).is_empty());
     }
 }

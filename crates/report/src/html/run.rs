@@ -117,6 +117,12 @@ impl RunFolder {
             .unwrap_or_default()
     }
 
+    /// Whether the run had a target rate (not `max`): only then is a message due at a time,
+    /// and a quiet second a stall.
+    fn scheduled(&self) -> bool {
+        self.manifest["workload"]["rate"].is_number()
+    }
+
     /// The timeseries rows of the measurement window, by index.
     pub(super) fn measured_rows(&self) -> Vec<usize> {
         let phases = self.timeseries.as_ref().and_then(|t| t.text.get("phase"));
@@ -175,7 +181,11 @@ impl RunFolder {
         match summary {
             Some(_) => out.extend(super::faults::spans(summary, end)),
             None => {
-                out.extend(super::events::spans_from_rows(t, &seconds));
+                out.extend(super::events::spans_from_rows(
+                    t,
+                    &seconds,
+                    self.scheduled(),
+                ));
                 let faults = t.text.get("faults").cloned().unwrap_or_default();
                 out.extend(super::faults::spans_from_rows(&seconds, &faults));
             }
@@ -595,7 +605,7 @@ fn notes_so_far(body: &mut String, run: &RunFolder) {
     let Some(t) = &run.timeseries else {
         return;
     };
-    let notes = super::events::notes_so_far(t, &run.seconds());
+    let notes = super::events::notes_so_far(t, &run.seconds(), run.scheduled());
     if notes.is_empty() {
         return;
     }
