@@ -734,11 +734,15 @@ fn a_memory_alarm_is_reported_as_publishing_blocked_with_the_reason() {
         },
     );
     assert_eq!(s.blocks.len(), 1, "{:?} {:?}", s.blocks, s.notes);
-    // timeseries.csv's blocked_producers: the producer, in the seconds of the block only.
-    let seconds = blocked.iter().filter(|&&n| n > 0).count();
-    assert!(
-        (2..=5).contains(&seconds),
-        "blocked per second: {blocked:?}"
+    // timeseries.csv's blocked_producers: the one producer, in an unbroken run of the seconds
+    // the block touched (it lasted over 1 s: over 2 seconds; how many more depends on how
+    // long rabbitmqctl took to lift it).
+    let flagged: Vec<usize> = (0..blocked.len()).filter(|&i| blocked[i] > 0).collect();
+    assert!(flagged.len() >= 2, "blocked per second: {blocked:?}");
+    assert_eq!(
+        flagged.last().unwrap() - flagged[0] + 1,
+        flagged.len(),
+        "one unbroken run: {blocked:?}"
     );
     assert!(blocked.iter().all(|&n| n <= 1), "{blocked:?}");
     let block = &s.blocks[0];

@@ -319,10 +319,12 @@
   }
 
   // What the viewer changed on a chart: a zoom (the x range differs from the one it was drawn
-  // with) and the series hidden from its legend.
-  function viewOf(plot, drawn) {
+  // with) and the series hidden from its legend; the view still to be put back on a chart
+  // drawn so recently that uPlot has not set its range yet.
+  function viewOf({ plot, drawn, pending }) {
+    if (drawn === null) return pending;
     const x = plot.scales.x;
-    const zoomed = drawn !== null && (x.min !== drawn[0] || x.max !== drawn[1]);
+    const zoomed = x.min !== drawn[0] || x.max !== drawn[1];
     return { zoom: zoomed ? [x.min, x.max] : null,
       hidden: plot.series.slice(1).filter((s) => !s.show).map((s) => s.label) };
   }
@@ -342,9 +344,9 @@
   let charts = [];
   function render() {
     const views = new Map();
-    for (const [el, plot, drawn] of charts) {
-      views.set(el.id, viewOf(plot, drawn));
-      plot.destroy();
+    for (const chart of charts) {
+      views.set(chart.el.id, viewOf(chart));
+      chart.plot.destroy();
     }
     charts = [];
     // A failure of an earlier render is not this one's: only the page's own errors stay.
@@ -355,14 +357,19 @@
         const el = document.getElementById("chart-" + spec.id);
         if (!el) throw new Error("no element for chart " + spec.id);
         const plot = drawChart(el, spec, DATA.phases);
-        const entry = [el, plot, null];
-        charts.push(entry);
+        const chart = { el, plot, drawn: null, pending: views.get(el.id) };
+        charts.push(chart);
         // uPlot sets its scales in a microtask of its own, queued when it was made: after
         // it, the x range is the one drawn from the data, and the viewer's can be put back.
-        const view = views.get(el.id);
         queueMicrotask(() => {
-          entry[2] = [plot.scales.x.min, plot.scales.x.max];
-          restore(plot, view);
+          if (!charts.includes(chart)) return;
+          chart.drawn = [plot.scales.x.min, plot.scales.x.max];
+          try {
+            restore(plot, chart.pending);
+          } catch (e) {
+            errors.push("restoring a chart's zoom: " + e);
+            body.dataset.status = "error: " + errors.join("; ");
+          }
         });
       }
       document.querySelectorAll("table.sortable").forEach(sortable);
@@ -378,9 +385,9 @@
     }
   }
   window.addEventListener("resize", () => {
-    for (const [el, plot] of charts) plot.setSize({ width: Math.max(320, el.clientWidth), height: plot.height });
+    for (const { el, plot } of charts) plot.setSize({ width: Math.max(320, el.clientWidth), height: plot.height });
   });
   // render, and the drawn charts by element id (for tests in a browser).
-  window.brokerbenchReport = { render, plot: (id) => (charts.find(([el]) => el.id === id) || [])[1] };
+  window.brokerbenchReport = { render, plot: (id) => (charts.find(({ el }) => el.id === id) || {}).plot };
   render();
 })();

@@ -454,10 +454,15 @@ pub(super) fn manifest_status(folder: &Path) -> Option<String> {
 fn note_broker(study: &mut Option<Json>, run: Option<Json>) {
     match (study.as_mut(), run) {
         (None, run) => *study = run,
-        (Some(first), Some(run)) if first.get("family").is_some_and(|f| *f != run["family"]) => {
-            first["several"] = Json::Bool(true);
+        (Some(first), Some(run)) => {
+            let family = |b: &Json| b["family"].as_str().map(String::from);
+            if let (Some(a), Some(b)) = (family(first), family(&run)) {
+                if a != b {
+                    first["several"] = Json::Bool(true);
+                }
+            }
         }
-        _ => {}
+        (Some(_), None) => {}
     }
 }
 
@@ -469,4 +474,31 @@ fn broker_of(manifest: &Json) -> Option<Json> {
         broker["family"] = Json::from(family);
     }
     Some(broker)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn manifest(family: Option<&str>) -> Json {
+        let mut m = json!({"broker": {"version": "1", "address": "127.0.0.1:1"}, "driver": {}});
+        if let Some(f) = family {
+            m["driver"]["driver"] = json!(f);
+        }
+        m
+    }
+
+    #[test]
+    fn the_study_broker_is_the_first_runs_and_says_when_another_family_ran() {
+        let mut broker = None;
+        note_broker(&mut broker, broker_of(&manifest(Some("kafka"))));
+        note_broker(&mut broker, broker_of(&manifest(Some("kafka"))));
+        note_broker(&mut broker, broker_of(&manifest(None)));
+        let first = broker.clone().unwrap();
+        assert_eq!(first["family"], "kafka");
+        assert!(first.get("several").is_none(), "{first}");
+        note_broker(&mut broker, broker_of(&manifest(Some("nats"))));
+        assert_eq!(broker.unwrap()["several"], true);
+    }
 }

@@ -24,8 +24,9 @@ struct Second {
 /// producer connected and none blocked).
 pub(super) fn spans_from_rows(t: &Columns, seconds: &[f64], scheduled: bool) -> Vec<Json> {
     let rows = rows(t, seconds);
+    let last = rows.last().map_or(0.0, |s| s.at + 1.0);
     let mut out = outages(&rows);
-    out.extend(named(runs_of(&rows, 1, |s| s.blocked), "blocked"));
+    out.extend(named(runs_of(&rows, 1, |s| s.blocked), "blocked", last));
     let sending: Vec<Second> = rows.iter().copied().filter(|s| !s.drain).collect();
     if let Some(first) = sending
         .iter()
@@ -36,17 +37,22 @@ pub(super) fn spans_from_rows(t: &Columns, seconds: &[f64], scheduled: bool) -> 
         out.extend(named(
             runs_of(&sending[first..], STALL_SECONDS, quiet),
             "stall",
+            last,
         ));
     }
     out
 }
 
-/// Notes for a live page: one per outage, block and stall so far (one still going when it
-/// reaches the last row), and the messages that failed so far.
+/// Notes on events a live page lists; the rest are counted.
+const MAX_NOTES: usize = 10;
+
+/// Notes for a live page: one per outage, block and stall so far (the first MAX_NOTES), and
+/// the messages that failed so far.
 pub(super) fn notes_so_far(t: &Columns, seconds: &[f64], scheduled: bool) -> Vec<String> {
-    let last = seconds.last().map_or(0.0, |s| s + 1.0);
-    let mut notes: Vec<String> = spans_from_rows(t, seconds, scheduled)
+    let spans = spans_from_rows(t, seconds, scheduled);
+    let mut notes: Vec<String> = spans
         .iter()
+        .take(MAX_NOTES)
         .map(|span| {
             let at = |k: &str| span[k].as_f64().unwrap_or(0.0);
             let what = match span["name"].as_str() {
@@ -54,16 +60,20 @@ pub(super) fn notes_so_far(t: &Columns, seconds: &[f64], scheduled: bool) -> Vec
                 Some("blocked") => "PUBLISHING BLOCKED by the broker",
                 _ => "STALL: nothing was acknowledged",
             };
-            let until = match at("end") >= last {
+            let until = match span["open"].as_bool() == Some(true) {
                 true => "on, still going".to_string(),
                 false => format!("to {:.0} s", at("end")),
             };
             format!("{what} from {:.0} s {until}", at("start"))
         })
         .collect();
+    if spans.len() > MAX_NOTES {
+        notes.push(format!("{} more", spans.len() - MAX_NOTES));
+    }
     let failed: f64 = t.get("failed").map_or(0.0, |c| c.iter().flatten().sum());
     if failed > 0.0 {
-        notes.push(format!("{failed:.0} messages failed so far"));
+        let messages = if failed == 1.0 { "message" } else { "messages" };
+        notes.push(format!("{failed:.0} {messages} failed so far"));
     }
     notes
 }
@@ -88,28 +98,37 @@ fn rows(t: &Columns, seconds: &[f64]) -> Vec<Second> {
 }
 
 /// Outages: each run of seconds with a producer disconnected, to the end of the second of the
-/// first acknowledgement after it (the second it ended in, when that one has one), or to the
-/// last row when none has come yet.
+/// first acknowledgement after it (the last of its seconds, when that one has one and is not
+/// its only one), or to the
+/// last row, still going, when none has come yet; runs that reach the same acknowledgement are
+/// one outage (a client that reconnects and loses the broker again before any).
 fn outages(rows: &[Second]) -> Vec<Json> {
     let last = rows.last().map_or(0.0, |s| s.at + 1.0);
-    let spans = runs_of(rows, 1, |s| s.disconnected)
-        .into_iter()
-        .map(|(start, end)| {
-            let acked = rows
-                .iter()
-                .find(|s| s.at >= end - 1.0 && s.acknowledged)
-                .map_or(last, |s| s.at + 1.0);
-            (start, acked)
-        })
-        .collect();
-    named(spans, "outage")
-}
-
-/// Spans as the charts take them, named `name`.
-fn named(spans: Vec<(f64, f64)>, name: &str) -> Vec<Json> {
+    let mut spans: Vec<(f64, f64, bool)> = Vec::new();
+    for (start, end) in runs_of(rows, 1, |s| s.disconnected) {
+        // A lone second's acknowledgements may all have come before the loss.
+        let from = if end - start > 1.0 { end - 1.0 } else { end };
+        let acked = rows
+            .iter()
+            .find(|s| s.at >= from && s.acknowledged)
+            .map(|s| s.at + 1.0);
+        let span = (start, acked.unwrap_or(last), acked.is_none());
+        match spans.last_mut() {
+            Some(previous) if start < previous.1 => *previous = (previous.0, span.1, span.2),
+            _ => spans.push(span),
+        }
+    }
     spans
         .into_iter()
-        .map(|(start, end)| json!({"name": name, "start": start, "end": end}))
+        .map(|(start, end, open)| json!({"name": "outage", "start": start, "end": end, "open": open}))
+        .collect()
+}
+
+/// Spans as the charts take them, named `name`; `open` (still going) when they reach `last`.
+fn named(spans: Vec<(f64, f64)>, name: &str, last: f64) -> Vec<Json> {
+    spans
+        .into_iter()
+        .map(|(start, end)| json!({"name": name, "start": start, "end": end, "open": end >= last}))
         .collect()
 }
 
@@ -240,6 +259,43 @@ mod tests {
                 "STALL: nothing was acknowledged from 4 s on, still going",
                 "7 messages failed so far",
             ]
+        );
+    }
+
+    #[test]
+    fn a_client_that_loses_the_broker_again_before_an_acknowledgement_has_one_outage() {
+        let t = columns(
+            &["measurement"; 8],
+            &[5, 0, 0, 0, 0, 0, 5, 0],
+            &[0, 1, 0, 1, 0, 0, 0, 0],
+            &[0; 8],
+        );
+        let seconds: Vec<f64> = (0..8).map(f64::from).collect();
+        let spans = spans_from_rows(&t, &seconds, false);
+        assert_eq!(
+            names_and_times(&spans),
+            vec![("outage".to_string(), 1.0, 7.0)]
+        );
+        assert_eq!(spans[0]["open"], false);
+    }
+
+    #[test]
+    fn a_loss_in_the_last_row_is_still_going_though_that_second_had_acknowledgements() {
+        let t = columns(&["measurement"; 3], &[5, 5, 3], &[0, 0, 1], &[0; 3]);
+        let notes = notes_so_far(&t, &[0.0, 1.0, 2.0], true);
+        assert_eq!(
+            notes,
+            vec!["BROKER UNAVAILABLE: a producer lost the broker from 2 s on, still going"]
+        );
+    }
+
+    #[test]
+    fn an_outage_ended_by_the_last_row_is_not_still_going() {
+        let t = columns(&["measurement"; 3], &[5, 0, 5], &[0, 1, 0], &[0; 3]);
+        let notes = notes_so_far(&t, &[0.0, 1.0, 2.0], true);
+        assert_eq!(
+            notes,
+            vec!["BROKER UNAVAILABLE: a producer lost the broker from 1 s to 3 s"]
         );
     }
 
