@@ -327,7 +327,31 @@ fn a_kafka_paused_a_quarter_second_at_a_time_is_slow_not_stalled() {
         .filter(|n| n.starts_with("BROKER SLOW"))
         .map(str::to_string)
         .collect();
-    assert_eq!(slow.len(), 1, "{:#}", s["notes"]);
+    // The rule is relative: acknowledgements are late at 10x the run's typical (median
+    // per-second) p50, with sends on schedule. A 250 ms pause is that only where the broker's
+    // typical p50 stays under 25 ms and the generator keeps its schedule; on a host too busy
+    // for that (a Kafka just started, on the one core left, answered in 40-60 ms) the pause
+    // does not stand out from the broker's usual latency, and the rule rightly says nothing.
+    let rows = measured_columns(&run, &["publish_p50_us", "schedule_lag_max_us"]);
+    let mut p50: Vec<f64> = rows.iter().filter_map(|r| r[0].parse().ok()).collect();
+    p50.sort_by(f64::total_cmp);
+    let typical_ms = p50[p50.len() / 2] / 1e3;
+    let lag_ms = rows
+        .iter()
+        .filter_map(|r| r[1].parse::<f64>().ok())
+        .fold(0.0, f64::max)
+        / 1e3;
+    if slow.is_empty() && (typical_ms >= 25.0 || lag_ms >= 10.0) {
+        eprintln!("no BROKER SLOW note, rightly: typical p50 {typical_ms:.1} ms, schedule lag up to {lag_ms:.1} ms");
+        return;
+    }
+    assert_eq!(
+        slow.len(),
+        1,
+        "typical p50 {typical_ms:.1} ms, schedule lag up to {lag_ms:.1} ms: {:#}\n{}",
+        s["notes"],
+        run.file("timeseries.csv")
+    );
     assert!(slow[0].contains("kept their schedule"), "{}", slow[0]);
 }
 
