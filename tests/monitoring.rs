@@ -237,10 +237,13 @@ fn broker_metrics_mean_what_they_say() {
         "kafka.Kafka",
     ];
     let (low, low_cpu) = steady_kafka_run("200", &extra);
-    let (high, high_cpu) = steady_kafka_run("5000", &extra);
+    // Unbatched, the managed Kafka here takes 3,000-3,500 produce requests a second at
+    // most (`--set rate=max` with this driver file: about 0.5 ms of its CPU per request, five
+    // in flight); 1,200 leaves room for a host with a core taken by something else.
+    let (high, high_cpu) = steady_kafka_run("1200", &extra);
     assert!(
         high_cpu > low_cpu,
-        "the broker works harder at 5000 requests/s: {low_cpu}% then {high_cpu}% of a core"
+        "the broker works harder at 1200 requests/s: {low_cpu}% then {high_cpu}% of a core"
     );
     let name = "network_processor_idle_ratio";
     assert!(
