@@ -118,10 +118,17 @@ fn a_run_is_lossless_its_queue_had_every_message_and_is_deleted_after() {
 #[test]
 fn two_subscriptions_of_two_members_each_receive_every_message_once() {
     let _turn = serial();
+    let address = artemis();
+    let prefix = format!("two{}", std::process::id());
     let run = artemis_run(&short_with(
         "2000",
         2,
-        &["subscriptions_per_topic=2", "consumers_per_topic=2"],
+        &[
+            "subscriptions_per_topic=2",
+            "consumers_per_topic=2",
+            "delete_subscriptions=false",
+            &format!("address_prefix={prefix}"),
+        ],
     ));
     let s = assert_lossless_copies(&run, 2);
     let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
@@ -134,15 +141,27 @@ fn two_subscriptions_of_two_members_each_receive_every_message_once() {
         "every member had a share: {each:?}"
     );
     assert_broker_counts_every_message_once(&s);
-    // Its queues' own count is per subscription: twice each message.
-    let added = s["broker_metrics"]["means"]["queue_messages_added_per_second"]
-        .as_f64()
-        .unwrap();
-    let routed = s["broker_metrics"]["means"]["messages_in_per_second"]
-        .as_f64()
-        .unwrap();
+    // The broker's own count per subscription: each queue took every message once.
+    let kept = queues(&address, &prefix);
+    assert_eq!(kept.len(), 2, "{kept:#?}");
+    for queue in &kept {
+        assert_eq!(
+            queue["messagesAdded"]
+                .as_str()
+                .and_then(|n| n.parse::<u64>().ok()),
+            Some(acknowledged),
+            "{queue:#}"
+        );
+    }
+    // Its per-second figure counts queues too: about twice the routed rate. Loosely: the two
+    // counters are read apart and a queue's count trails its address's, so two seconds'
+    // means can differ by a fifth (2.23 seen on a busy host); a subscription counted once,
+    // or twice over, is still caught.
+    let means = &s["broker_metrics"]["means"];
+    let added = means["queue_messages_added_per_second"].as_f64().unwrap();
+    let routed = means["messages_in_per_second"].as_f64().unwrap();
     assert!(
-        (added / routed - 2.0).abs() < 0.1,
+        (added / routed - 2.0).abs() < 0.5,
         "{:#}",
         s["broker_metrics"]
     );
@@ -287,9 +306,9 @@ fn a_killed_broker_started_again_loses_no_confirmed_message_and_the_clients_come
     let _turn = serial();
     artemis();
     let mut args = vec!["--driver", ARTEMIS_DRIVER];
-    // The JVM answers about 3.5 s after it is started (7 s with a core kept busy): 18 s leave the
-    // clients time to come back and go on.
-    let sets = short("1000", 18);
+    // The JVM answers about 5 s after it is started, 9 s with a core kept busy and up to 13 s
+    // with the run's clients knocking too: 22 s leave the clients time to come back and go on.
+    let sets = short("1000", 22);
     args.extend(with_sets(
         &sets,
         &["--fault", "at=2s,action=kill,node=1,restart_after=1s"],
@@ -305,20 +324,28 @@ fn a_killed_broker_started_again_loses_no_confirmed_message_and_the_clients_come
     let ended = kill["ended_at_s"]
         .as_f64()
         .expect("started again and answering");
-    // The producer and the consumer came back: in the last measured seconds messages were
-    // acknowledged and received again.
+    // The producer and the consumer came back: after the broker answered again, a second
+    // with messages acknowledged and received at about the rate, and the last measured
+    // second still acknowledging and receiving.
     let measured = measured_columns(&run, &["second", "acknowledged", "received"]);
-    assert!(measured.len() >= 2, "{measured:?}");
-    for cells in &measured[measured.len() - 2..] {
-        let count = |c: usize| cells[c].parse::<u64>().unwrap();
-        assert!(
-            count(1) > 500 && count(2) > 500,
-            "ended at {ended} s; second {} acknowledged {} received {}: {measured:?}",
-            cells[0],
-            cells[1],
-            cells[2]
-        );
-    }
+    let counts: Vec<(f64, u64, u64)> = measured
+        .iter()
+        .map(|c| {
+            (
+                c[0].parse().unwrap(),
+                c[1].parse().unwrap(),
+                c[2].parse().unwrap(),
+            )
+        })
+        .collect();
+    let back = counts
+        .iter()
+        .any(|&(second, acked, received)| second > ended && acked > 500 && received > 500);
+    let last = counts.last().expect("measured seconds");
+    assert!(
+        back && last.1 > 0 && last.2 > 0,
+        "ended at {ended} s; (second, acknowledged, received): {counts:?}"
+    );
     let total = &s["total"];
     // Every message received once, duplicates and those whose receipt the kill took (sent,
     // failed, yet journaled and delivered) aside, is an acknowledged one.

@@ -48,11 +48,13 @@ pub fn up<L: Lifecycle + ?Sized>(broker: &L) -> Result<(BrokerStatus, bool), Bro
     broker.check()?;
     let _lock = managed::create_and_lock(&broker.dir())?;
     if let Some(pid) = broker.running_pid() {
-        let status = broker.status_of(pid);
-        broker.check_running(&status)?;
-        let status = start_down_nodes(broker, status)?;
-        broker.wait_running(&status)?;
-        return Ok((status, true));
+        match use_running(broker, pid) {
+            Ok(status) => return Ok((status, true)),
+            // It was on its way out (SIGKILLed just before: a big process takes a while to
+            // exit on a busy host) and is gone now: start one afresh.
+            Err(_) if broker.running_pid().is_none() => {}
+            Err(error) => return Err(error),
+        }
     }
     let mut starting = broker.start()?;
     match broker.wait_started(&mut starting) {
@@ -63,6 +65,15 @@ pub fn up<L: Lifecycle + ?Sized>(broker: &L) -> Result<(BrokerStatus, bool), Bro
             Err(error)
         }
     }
+}
+
+/// The running broker `pid`, checked, its nodes that were down started again, answering.
+fn use_running<L: Lifecycle + ?Sized>(broker: &L, pid: u32) -> Result<BrokerStatus, BrokerError> {
+    let status = broker.status_of(pid);
+    broker.check_running(&status)?;
+    let status = start_down_nodes(broker, status)?;
+    broker.wait_running(&status)?;
+    Ok(status)
 }
 
 /// A running cluster with nodes down (killed by a fault, a chaos tool or a crash) gets them
@@ -111,3 +122,6 @@ pub fn down<L: Lifecycle + ?Sized>(broker: &L) -> Result<Option<u32>, BrokerErro
 pub fn status<L: Lifecycle + ?Sized>(broker: &L) -> Option<BrokerStatus> {
     broker.running_pid().map(|pid| broker.status_of(pid))
 }
+
+#[cfg(test)]
+mod tests;
