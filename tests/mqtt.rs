@@ -79,7 +79,7 @@ fn a_qos_1_run_is_lossless_and_the_broker_counted_every_publish() {
         broker["messages_in"], s["total"]["acknowledged"],
         "{broker:#}"
     );
-    assert_broker_rate_agrees(&s, "messages_in_per_second", "acknowledged_per_s");
+    assert_broker_rate_agrees(&run, &s, "messages_in_per_second", "acknowledged_per_s");
     assert!(
         broker["maxima"]["connected_clients"].as_f64().unwrap() >= 2.0,
         "{broker:#}"

@@ -24,12 +24,14 @@ fn a_jetstream_run_is_lossless_and_the_server_counts_the_same() {
     let run = nats_run(&short_with("5000", 2, &[]));
     let s = assert_lossless(&run);
     // PubAcks were once awaited with a socket receive timeout, which the kernel rounds up to
-    // its 4 ms tick: a producer that found none waiting slept through its next sends.
-    let lag_p99 = s["latency"]["schedule_lag"]["p99_ns"].as_u64().unwrap();
+    // its 4 ms tick: a producer that found none waiting slept through its next sends (p99 6 ms
+    // on an idle host). A host that woke threads late (3.3 ms seen with a core kept busy)
+    // widens the bound by as much.
+    let lag_p99 = Duration::from_nanos(s["latency"]["schedule_lag"]["p99_ns"].as_u64().unwrap());
     assert!(
-        lag_p99 < 3_000_000,
-        "schedule lag p99 {} µs",
-        lag_p99 / 1000
+        lag_p99 < Duration::from_millis(3) + run.late,
+        "schedule lag p99 {lag_p99:?}, the host woke threads up to {:?} late",
+        run.late
     );
     assert_eq!(s["driver"], "nats");
     assert!(
@@ -42,7 +44,7 @@ fn a_jetstream_run_is_lossless_and_the_server_counts_the_same() {
         broker["messages_in"], s["total"]["acknowledged"],
         "the streams stored exactly what was acknowledged: {broker:#}"
     );
-    assert_broker_rate_agrees(&s, "messages_in_per_second", "acknowledged_per_s");
+    assert_broker_rate_agrees(&run, &s, "messages_in_per_second", "acknowledged_per_s");
     let csv = run.file("broker-metrics.csv");
     assert!(
         csv.lines()

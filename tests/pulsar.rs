@@ -85,7 +85,7 @@ fn a_run_is_lossless_the_broker_stored_every_message_and_the_topic_is_deleted_af
         broker["messages_in"], s["total"]["acknowledged"],
         "{broker:#}"
     );
-    assert_broker_rate_agrees(&s, "messages_in_per_second", "acknowledged_per_s");
+    assert_broker_rate_agrees(&run, &s, "messages_in_per_second", "acknowledged_per_s");
     let manifest = run.manifest();
     assert_eq!(manifest["broker"]["managed"], true);
     assert_eq!(

@@ -27,9 +27,14 @@ fn direct_exchange_with_confirms_and_manual_acks_is_lossless() {
         "{:#}",
         s["broker_metrics"]
     );
-    assert_broker_rate_agrees(&s, "messages_in_per_second", "acknowledged_per_s");
-    assert_broker_rate_agrees(&s, "messages_confirmed_per_second", "acknowledged_per_s");
-    assert_broker_rate_agrees(&s, "messages_delivered_per_second", "received_per_s");
+    assert_broker_rate_agrees(&run, &s, "messages_in_per_second", "acknowledged_per_s");
+    assert_broker_rate_agrees(
+        &run,
+        &s,
+        "messages_confirmed_per_second",
+        "acknowledged_per_s",
+    );
+    assert_broker_rate_agrees(&run, &s, "messages_delivered_per_second", "received_per_s");
 }
 
 #[test]

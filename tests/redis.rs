@@ -88,7 +88,7 @@ fn a_run_is_lossless_its_stream_took_every_message_its_group_acknowledged_them_a
         broker["messages_in"], s["total"]["acknowledged"],
         "{broker:#}"
     );
-    assert_broker_rate_agrees(&s, "messages_in_per_second", "acknowledged_per_s");
+    assert_broker_rate_agrees(&run, &s, "messages_in_per_second", "acknowledged_per_s");
     assert!(
         broker["means"]["used_memory_bytes"].as_f64().unwrap() > 0.0,
         "{broker:#}"
