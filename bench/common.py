@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -22,15 +23,59 @@ def home():
 
 class Usage:
     """What one child process cost: its output (and, when kept apart, its error output), user
-    and system CPU seconds, peak RSS in MB, and its exit code."""
+    and system CPU seconds, peak RSS in MB, its exit code, and its CPU as it went (`trace`:
+    (seconds since it started, CPU seconds so far), a few samples a second)."""
 
-    def __init__(self, text, user, system, rss_mb, code=0, errors=""):
+    def __init__(self, text, user, system, rss_mb, code=0, errors="", trace=()):
         self.text, self.user, self.system, self.rss_mb, self.code = text, user, system, rss_mb, code
-        self.errors = errors
+        self.errors, self.trace = errors, list(trace)
 
     @property
     def cpu(self):
         return self.user + self.system
+
+    def steady_cpu_per_s(self, start=0.4, end=0.85):
+        """CPU seconds per second between `start` and `end` of the process's life (fractions):
+        its steady state, without its start-up (a JVM's class loading and compiling, seconds
+        of CPU that a whole-process figure spreads over the run) or its shutdown. None when
+        the trace is too short to tell (under a second between the two samples)."""
+        if len(self.trace) < 4:
+            return None
+        life = self.trace[-1][0]
+        first = min(self.trace, key=lambda s: abs(s[0] - start * life))
+        last = min(self.trace, key=lambda s: abs(s[0] - end * life))
+        if last[0] - first[0] < 1.0:
+            return None
+        return (last[1] - first[1]) / (last[0] - first[0])
+
+
+def process_cpu_s(pid):
+    """User plus system CPU seconds of process `pid` and all its threads so far (/proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuTrace:
+    """Samples a running child's CPU every `every` seconds on a thread, until `stop`."""
+
+    def __init__(self, pid, every=0.25):
+        self.samples, self._done = [], threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(pid, every), daemon=True)
+        self._started = time.monotonic()
+        self._thread.start()
+
+    def _run(self, pid, every):
+        while not self._done.wait(every):
+            try:
+                self.samples.append((time.monotonic() - self._started, process_cpu_s(pid)))
+            except (OSError, IndexError, ValueError):
+                return  # exited (or a zombie whose stat can no longer be read)
+
+    def stop(self):
+        self._done.set()
+        self._thread.join()
+        return self.samples
 
 
 def host_busy(seconds=1.0):
@@ -71,14 +116,16 @@ def timed(cmd, merge=True, allowed=(0,)):
     in `allowed`. merge=False leaves stderr out of the text."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         child = subprocess.Popen(cmd, stdout=out, stderr=out if merge else err, text=True)
+        trace = CpuTrace(child.pid)
         _, status, usage = os.wait4(child.pid, 0)
+        samples = trace.stop()
         code = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         text, errors = out.read(), err.read()
     if code not in allowed:
         raise RunFailed(f"{os.path.basename(cmd[0])} exited {code}:\n{tail(errors + text)}")
-    return Usage(text, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024, code, errors)
+    return Usage(text, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024, code, errors, samples)
 
 
 def tail(text, lines=20, chars=2000):

@@ -9,7 +9,9 @@ For every case, one after the other on the same local broker:
   - the peer tool where one runs here (Kafka's ProducerPerformance for produce-only Kafka
     cases; RabbitMQ PerfTest 2.22.1 for RabbitMQ cases).
 Each is one process; its CPU (user and system, from the kernel's rusage of that child via
-wait4, start-up included) is divided by the messages it had acknowledged. Prints, per case,
+wait4, start-up included) is divided by the messages it had acknowledged; and its steady CPU per
+message: its CPU per second from 40% to 85% of its life (sampled from /proc) over its msg/s, which
+leaves out start-up (seconds of a JVM's CPU, spread over a short run by the whole-process figure). Prints, per case,
 msg/s, CPU-s per million messages (user, system, total), peak RSS, and brokerbench's ratio to
 the floor and to the peer; --markdown prints the table for docs/src/benchmarks.md; --json FILE keeps all
 figures. Rounds alternate the order of the tools; medians over the rounds. Before each tool runs,
@@ -26,6 +28,7 @@ started if they are not running.
 
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -103,12 +106,17 @@ CASES = {
 QUICK_CASES = ["quickstart", "rabbitmq-10k", "nats-10k"]
 
 
-def per_million(usage, messages):
+def per_million(usage, messages, msg_per_s):
+    """A run's figures: CPU per million messages of the whole process (user, system, total),
+    and of its steady middle (`steady`: CPU per second there over the run's msg/s; NaN when
+    the run was too short to tell), peak RSS and msg/s."""
     if not messages:
         raise RunFailed(f"no messages acknowledged:\n{tail(usage.text)}")
     scale = 1e6 / messages
+    steady = usage.steady_cpu_per_s()
     return {"user": usage.user * scale, "system": usage.system * scale, "cpu": usage.cpu * scale,
-            "rss_mb": usage.rss_mb}
+            "steady": steady / msg_per_s * 1e6 if steady is not None and msg_per_s else math.nan,
+            "rss_mb": usage.rss_mb, "msg_per_s": msg_per_s}
 
 
 def brokerbench(family, shape, seconds):
@@ -131,8 +139,7 @@ def brokerbench(family, shape, seconds):
             args += ["--set", s]
         usage = timed(args + ["--out", os.path.join(tmp, "run")], merge=False, allowed=(0, 1))
     summary = brokerbench_summary(usage)
-    result = per_million(usage, summary["total"]["acknowledged"])
-    result["msg_per_s"] = summary["throughput"]["acknowledged_per_s"]
+    result = per_million(usage, summary["total"]["acknowledged"], summary["throughput"]["acknowledged_per_s"])
     flags = [k for k in ("lost", "duplicated") if summary.get("integrity", {}).get(k)]
     if summary.get("client_bound"):
         flags.append("client-bound")
@@ -153,8 +160,7 @@ def floor(shape, seconds):
         args += ["-P", f"{k}={v}"]
     usage = timed(args)
     fields = dict(re.findall(r"(\w+)=([\d.]+)", usage.text))
-    result = per_million(usage, int(fields["delivered"]))
-    result["msg_per_s"] = float(fields["msg_per_s"])
+    result = per_million(usage, int(fields["delivered"]), float(fields["msg_per_s"]))
     result["note"] = "" if shape["consumers"] == 0 or fields["consumed"] == fields["delivered"] else \
         f"consumed {fields['consumed']} of {fields['delivered']}"
     return result
@@ -170,8 +176,7 @@ def amqp_floor(shape, seconds):
     fields = dict(re.findall(r"(\w+)=([\d.]+)", usage.text))
     if "delivered" not in fields:
         raise RunFailed(f"amqp_floor printed no counts:\n{tail(usage.text)}")
-    result = per_million(usage, int(fields["delivered"]))
-    result["msg_per_s"] = float(fields["msg_per_s"])
+    result = per_million(usage, int(fields["delivered"]), float(fields["msg_per_s"]))
     result["note"] = "" if shape["consumers"] == 0 or fields["consumed"] == fields["delivered"] else \
         f"consumed {fields['consumed']} of {fields['delivered']}"
     return result
@@ -211,8 +216,8 @@ def producer_performance(shape, seconds, rate_hint):
     finally:
         topic_command("--delete", "--topic", topic)
     last = [line for line in usage.text.splitlines() if "records sent" in line][-1]
-    result = per_million(usage, int(re.search(r"(\d+) records sent", last).group(1)))
-    result["msg_per_s"] = float(re.search(r"([\d.]+) records/sec", last).group(1))
+    result = per_million(usage, int(re.search(r"(\d+) records sent", last).group(1)),
+                         float(re.search(r"([\d.]+) records/sec", last).group(1)))
     result["note"] = ""
     return result
 
@@ -234,8 +239,7 @@ def perftest(shape, seconds):
     if not sent:
         raise RunFailed(f"PerfTest printed no summary:\n{tail(usage.text)}")
     rate = float(sent.group(1))
-    result = per_million(usage, rate * seconds)
-    result["msg_per_s"] = rate
+    result = per_million(usage, rate * seconds, rate)
     result["note"] = ""
     return result
 
@@ -266,7 +270,7 @@ def median_result(results):
     done = succeeded(results)
     if not done:
         return None
-    keys = ("user", "system", "cpu", "rss_mb", "msg_per_s")
+    keys = ("user", "system", "cpu", "steady", "rss_mb", "msg_per_s")
     merged = {k: statistics.median(r[k] for r in done) for k in keys}
     merged["note"] = "; ".join(sorted({r["note"] for r in done if r["note"]}))
     if len(done) < len(results):
@@ -318,7 +322,8 @@ def main():
                 x = runs[tool][-1]
                 if "failed" not in x:
                     print(f"{name:20} round {r + 1} {tool:11} {x['msg_per_s']:11,.0f} msg/s {x['cpu']:7.2f} CPU-s/M "
-                          f"(user {x['user']:.2f}, sys {x['system']:.2f}) {x['rss_mb']:6.0f} MB {x['note']}",
+                          f"(user {x['user']:.2f}, sys {x['system']:.2f}; steady {x['steady']:.2f}) "
+                          f"{x['rss_mb']:6.0f} MB {x['note']}",
                           file=sys.stderr, flush=True)
         failures = [line for tool, v in runs.items() for line in left_out(f"{name} {tool}", v)]
         table[name] = {tool: median_result(v) for tool, v in runs.items()}
@@ -329,13 +334,16 @@ def main():
             json.dump({"seconds": a.seconds, "rounds": a.rounds, "cases": table}, f, indent=1)
 
 
-def ratio(row, tool):
+def ratio(row, tool, key="cpu"):
     mine, other = row.get("brokerbench"), row.get(tool)
-    return f"{mine['cpu'] / other['cpu']:.2f}x" if mine and other and other["cpu"] else "-"
+    if not (mine and other and other[key]) or math.isnan(mine[key] / other[key]):
+        return "-"
+    return f"{mine[key] / other[key]:.2f}x"
 
 
 def print_table(table, markdown, rounds, seconds):
-    head = ["case", "tool", "msg/s", "user", "system", "CPU-s/M", "RSS MB", "bb/floor", "bb/peer", "note"]
+    head = ["case", "tool", "msg/s", "user", "system", "CPU-s/M", "steady", "RSS MB", "bb/floor", "bb/peer",
+            "steady bb/peer", "note"]
     rows, left = [], []
     for name, row in table.items():
         left += row["left out"]
@@ -344,12 +352,15 @@ def print_table(table, markdown, rounds, seconds):
             if tool == "left out":
                 continue
             if x is None:
-                rows.append([name if first else "", tool] + ["-"] * 7 + ["every run failed"])
+                rows.append([name if first else "", tool] + ["-"] * 9 + ["every run failed"])
                 continue
             rows.append([name if first else "", tool, f"{x['msg_per_s']:,.0f}", f"{x['user']:.2f}",
-                         f"{x['system']:.2f}", f"{x['cpu']:.2f}", f"{x['rss_mb']:.0f}",
-                         ratio(row, "floor") if first else "", ratio(row, "peer") if first else "", x["note"]])
-    print(f"\nclient CPU seconds per million acknowledged messages, medians of {rounds} round(s) of {seconds} s")
+                         f"{x['system']:.2f}", f"{x['cpu']:.2f}", f"{x['steady']:.2f}", f"{x['rss_mb']:.0f}",
+                         ratio(row, "floor") if first else "", ratio(row, "peer") if first else "",
+                         ratio(row, "peer", "steady") if first else "", x["note"]])
+    print(f"\nclient CPU seconds per million acknowledged messages, medians of {rounds} round(s) of {seconds} s"
+          "\n(CPU-s/M: the whole process, start-up included; steady: its CPU per second from 40% to 85% of its"
+          " life over its msg/s)")
     if markdown:
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))

@@ -16,7 +16,8 @@ messages at the rate its sleep gives (the last round's, or 6,000 msg/s in the fi
 brokerbench then runs at the rate nats bench reached, on its open-loop schedule. Rates are
 each tool's own: nats bench's "Pub stats" and "Sub stats" lines; brokerbench's acknowledged
 and received rates over its measurement window. Client CPU is user+sys of the whole child process from wait4 (start-up, stream
-setup and drain included, for both), divided by the messages it published. Rounds alternate
+setup and drain included, for both), divided by the messages it published; and steady: its CPU per
+second from 40% to 85% of its life (sampled from /proc) over its publish rate, without start-up. Rounds alternate
 which tool goes first; medians over the rounds, and ratios brokerbench / nats bench.
 
 With bench/async_nats built (`cargo build --release --manifest-path bench/async_nats/Cargo.toml`,
@@ -31,6 +32,7 @@ from the Go module proxy); the managed nats-server is started if it is not runni
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -75,9 +77,17 @@ def brokerbench(seconds, rate=None):
         problems.append(f"received {s['total']['received']:,} of {sent:,}")
     if usage.code != 0 or problems:
         raise RunFailed(f"brokerbench exited {usage.code}: {'; '.join(problems) or 'see its notes'}")
-    return {"pub": s["throughput"]["acknowledged_per_s"],
-            "sub": s["throughput"]["received_per_s"],
-            "cpu_per_m": usage.cpu / sent * 1e6, "rss": usage.rss_mb, "msgs": sent}
+    pub = s["throughput"]["acknowledged_per_s"]
+    return {"pub": pub, "sub": s["throughput"]["received_per_s"],
+            "cpu_per_m": usage.cpu / sent * 1e6, "steady_per_m": steady_per_m(usage, pub),
+            "rss": usage.rss_mb, "msgs": sent}
+
+
+def steady_per_m(usage, pub):
+    """CPU seconds per million messages in the steady middle of a run (its CPU per second from
+    40% to 85% of its life over its publish rate); NaN when the run was too short to tell."""
+    steady = usage.steady_cpu_per_s()
+    return steady / pub * 1e6 if steady is not None and pub else math.nan
 
 
 def nats_bench(nats, url, msgs, pubsleep=None):
@@ -89,8 +99,9 @@ def nats_bench(nats, url, msgs, pubsleep=None):
     # A stream left by an earlier run with other subjects makes nats bench refuse to start.
     subprocess.run([nats, "stream", "rm", "benchstream", "-f", "-s", url], capture_output=True)
     usage = timed(cmd)
-    return {"pub": rate_of(usage.text, " Pub"), "sub": rate_of(usage.text, " Sub"),
-            "cpu_per_m": usage.cpu / msgs * 1e6, "rss": usage.rss_mb, "msgs": msgs}
+    pub = rate_of(usage.text, " Pub")
+    return {"pub": pub, "sub": rate_of(usage.text, " Sub"), "cpu_per_m": usage.cpu / msgs * 1e6,
+            "steady_per_m": steady_per_m(usage, pub), "rss": usage.rss_mb, "msgs": msgs}
 
 
 ASYNC_NATS = os.path.join(ROOT, "bench", "async_nats", "target", "release", "async-nats-bench")
@@ -99,8 +110,8 @@ ASYNC_NATS = os.path.join(ROOT, "bench", "async_nats", "target", "release", "asy
 def async_nats(url, msgs):
     usage = timed([ASYNC_NATS, url, str(msgs), str(SIZE), str(PUBBATCH), str(CONSUMERBATCH)])
     result = json.loads(usage.text.strip().splitlines()[-1])
-    return {"pub": result["pub_per_s"], "sub": result["sub_per_s"],
-            "cpu_per_m": usage.cpu / msgs * 1e6, "rss": usage.rss_mb, "msgs": msgs}
+    return {"pub": result["pub_per_s"], "sub": result["sub_per_s"], "cpu_per_m": usage.cpu / msgs * 1e6,
+            "steady_per_m": steady_per_m(usage, result["pub_per_s"]), "rss": usage.rss_mb, "msgs": msgs}
 
 
 def main():
@@ -150,20 +161,21 @@ def main():
             results[tool].append(res)
             if "failed" not in res:
                 print(f"round {r + 1} {tool:12} pub {res['pub']:>9,.0f} msg/s  sub {res['sub']:>9,.0f} msg/s  "
-                      f"{res['cpu_per_m']:6.2f} CPU-s/M  RSS {res['rss']:.0f} MB  ({res['msgs']:,} msgs)", flush=True)
+                      f"{res['cpu_per_m']:6.2f} CPU-s/M (steady {res['steady_per_m']:.2f})  RSS {res['rss']:.0f} MB  ({res['msgs']:,} msgs)", flush=True)
     for tool, runs in results.items():
         for line in left_out(tool, runs):
             print(line)
     failed = [t for t in ("brokerbench", "nats bench") if not succeeded(results[t])]
     if failed:
         sys.exit(f"no medians: every run of {' and '.join(failed)} failed")
-    med = {t: {k: statistics.median(x[k] for x in succeeded(v)) for k in ("pub", "sub", "cpu_per_m", "rss")}
+    med = {t: {k: statistics.median(x[k] for x in succeeded(v)) for k in ("pub", "sub", "cpu_per_m", "steady_per_m", "rss")}
            for t, v in results.items() if succeeded(v)}
     b, n = med["brokerbench"], med["nats bench"]
     print(f"\nmedians: brokerbench pub {b['pub']:,.0f} msg/s, {b['cpu_per_m']:.2f} CPU-s/M, RSS {b['rss']:.0f} MB; "
           f"nats bench pub {n['pub']:,.0f} msg/s, {n['cpu_per_m']:.2f} CPU-s/M, RSS {n['rss']:.0f} MB")
     print(f"ratios (brokerbench / nats bench): publish rate {b['pub'] / n['pub']:.2f}x, "
-          f"CPU per message {b['cpu_per_m'] / n['cpu_per_m']:.2f}x")
+          f"CPU per message {b['cpu_per_m'] / n['cpu_per_m']:.2f}x, steady CPU per message "
+          f"{b['steady_per_m']:.2f} / {n['steady_per_m']:.2f} = {b['steady_per_m'] / n['steady_per_m']:.2f}x")
     if "async-nats" in med:
         a = med["async-nats"]
         print(f"async-nats: pub {a['pub']:,.0f} msg/s, {a['cpu_per_m']:.2f} CPU-s/M, RSS {a['rss']:.0f} MB; "

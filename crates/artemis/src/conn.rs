@@ -3,6 +3,7 @@
 //! RECEIPT.
 
 use brokerbench_driver::arrival::LastRead;
+use brokerbench_driver::ReadBuf;
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -22,8 +23,7 @@ const HEART_BEAT: Duration = Duration::from_secs(10);
 
 pub struct Conn {
     stream: TcpStream,
-    buf: Vec<u8>,
-    start: usize,
+    inbox: ReadBuf,
     out: Vec<u8>,
     /// When the bytes of the last read arrived (the stamp of acknowledgements it brought).
     read_at: LastRead,
@@ -49,8 +49,7 @@ impl Conn {
         let deadline = Instant::now() + timeout;
         let mut conn = Conn {
             stream: open(url, deadline)?,
-            buf: Vec::with_capacity(128 * 1024),
-            start: 0,
+            inbox: ReadBuf::default(),
             out: Vec::with_capacity(64 * 1024),
             read_at: LastRead::default(),
             sent_at: Instant::now(),
@@ -188,18 +187,7 @@ impl Conn {
 
     /// Reads what the socket has, waiting up to `timeout` (to the microsecond).
     fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
-        if self.start > 0 && self.start * 2 >= self.buf.len() {
-            self.buf.drain(..self.start);
-            self.start = 0;
-        }
-        let len = self.buf.len();
-        let want = (len + 128 * 1024).max(self.buf.capacity());
-        self.buf.resize(want, 0);
-        let result =
-            brokerbench_driver::net::read_within(&self.stream, &mut self.buf[len..], timeout);
-        let n = result.as_ref().map_or(0, |r| r.bytes);
-        self.buf.truncate(len + n);
-        let read = result?;
+        let read = self.inbox.fill(&self.stream, timeout)?;
         self.read_at.set(read.at_ns.unwrap_or_default());
         Ok(read.bytes)
     }
@@ -211,15 +199,11 @@ impl Conn {
     ) -> Result<usize, String> {
         let mut handled = 0;
         while let Some((frame, used)) =
-            next_frame(&self.buf[self.start..]).map_err(|e| format!("malformed_frame: {}", e.0))?
+            next_frame(self.inbox.unread()).map_err(|e| format!("malformed_frame: {}", e.0))?
         {
             on_frame(frame, &mut self.out);
-            self.start += used;
+            self.inbox.consume(used);
             handled += 1;
-        }
-        if self.start == self.buf.len() {
-            self.buf.clear();
-            self.start = 0;
         }
         Ok(handled)
     }

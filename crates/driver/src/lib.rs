@@ -10,6 +10,7 @@ pub mod lateness;
 pub mod mock;
 pub mod naming;
 pub mod net;
+mod read_buf;
 mod redial;
 pub mod tls;
 
@@ -18,6 +19,7 @@ use std::time::Duration;
 pub use clock::{set_precise_sleep, Clock};
 pub use envelope::{Envelope, EnvelopeError, ENVELOPE_HEADER_LEN, ENVELOPE_VERSION};
 pub use family::{Family, Registry};
+pub use read_buf::ReadBuf;
 pub use redial::Redial;
 
 /// Errors a driver reports while setting up or tearing down.

@@ -8,6 +8,8 @@ use std::io::Write;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+use brokerbench_driver::ReadBuf;
+
 use crate::config::NatsUrl;
 
 /// A message the server delivered.
@@ -37,8 +39,7 @@ pub enum ConnectError {
 pub struct Conn {
     stream: TcpStream,
     out: Vec<u8>,
-    buf: Vec<u8>,
-    start: usize,
+    inbox: ReadBuf,
     /// When the bytes of the last read arrived.
     read_at_ns: u64,
     /// The server's INFO JSON.
@@ -63,8 +64,7 @@ impl Conn {
         let mut conn = Conn {
             stream,
             out: Vec::with_capacity(FLUSH_AT * 2),
-            buf: Vec::with_capacity(256 * 1024),
-            start: 0,
+            inbox: ReadBuf::default(),
             read_at_ns: 0,
             info: serde_json::Value::Null,
         };
@@ -154,10 +154,10 @@ impl Conn {
     /// Reads one control line before `deadline` (during the handshake only).
     fn read_line(&mut self, deadline: Instant) -> Result<String, String> {
         loop {
-            if let Some(end) = find_crlf(&self.buf[self.start..]) {
-                let line =
-                    String::from_utf8_lossy(&self.buf[self.start..self.start + end]).into_owned();
-                self.start += end + 2;
+            let unread = self.inbox.unread();
+            if let Some(end) = find_crlf(unread) {
+                let line = String::from_utf8_lossy(&unread[..end]).into_owned();
+                self.inbox.consume(end + 2);
                 return Ok(line);
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -227,18 +227,7 @@ impl Conn {
 
     /// Reads what the socket has, waiting up to `timeout` (to the microsecond).
     fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
-        if self.start > 0 && self.start * 2 >= self.buf.len() {
-            self.buf.drain(..self.start);
-            self.start = 0;
-        }
-        let len = self.buf.len();
-        let want = (len + 128 * 1024).max(self.buf.capacity());
-        self.buf.resize(want, 0);
-        let result =
-            brokerbench_driver::net::read_within(&self.stream, &mut self.buf[len..], timeout);
-        let n = result.as_ref().map_or(0, |r| r.bytes);
-        self.buf.truncate(len + n);
-        let read = result?;
+        let read = self.inbox.fill(&self.stream, timeout)?;
         self.read_at_ns = read.at_ns.unwrap_or(self.read_at_ns);
         Ok(read.bytes)
     }
@@ -247,16 +236,14 @@ impl Conn {
     fn drain(&mut self, on_msg: &mut dyn FnMut(Msg<'_>, &mut Vec<u8>)) -> Result<usize, String> {
         let mut handled = 0;
         loop {
-            let rest = &self.buf[self.start..];
+            let rest = self.inbox.unread();
             let Some(end) = find_crlf(rest) else { break };
             let line = &rest[..end];
             let body_at = end + 2;
             if line.starts_with(b"MSG ") || line.starts_with(b"HMSG ") {
                 let headered = line[0] == b'H';
-                let fields: Vec<&[u8]> = line
-                    .split(|&b| b == b' ')
-                    .filter(|f| !f.is_empty())
-                    .collect();
+                let (fields, count_of_fields) = split_fields(line);
+                let fields = &fields[..count_of_fields];
                 let count = |f: &[u8]| -> Result<usize, String> {
                     std::str::from_utf8(f)
                         .ok()
@@ -286,7 +273,7 @@ impl Conn {
                 };
                 on_msg(msg, &mut self.out);
                 handled += 1;
-                self.start += body_at + total + 2;
+                self.inbox.consume(body_at + total + 2);
             } else {
                 if line == b"PING" {
                     self.out.extend_from_slice(b"PONG\r\n");
@@ -294,14 +281,34 @@ impl Conn {
                     let error = String::from_utf8_lossy(error)
                         .trim_matches('\'')
                         .to_string();
-                    self.start += body_at;
+                    self.inbox.consume(body_at);
                     return Err(kind_of(&error));
                 }
-                self.start += body_at;
+                self.inbox.consume(body_at);
             }
         }
         Ok(handled)
     }
+}
+
+/// Most fields a `MSG` or `HMSG` line has: the verb, subject, sid, reply, header size and
+/// total size.
+const MAX_FIELDS: usize = 6;
+
+/// The space-separated fields of a control line, without allocating: the first
+/// [`MAX_FIELDS`] + 1 (one more than any valid line has, so that too many is seen) and how
+/// many of them there are.
+fn split_fields(line: &[u8]) -> ([&[u8]; MAX_FIELDS + 1], usize) {
+    let mut fields: [&[u8]; MAX_FIELDS + 1] = [&[]; MAX_FIELDS + 1];
+    let mut n = 0;
+    for field in line.split(|&b| b == b' ').filter(|f| !f.is_empty()) {
+        if n == fields.len() {
+            break;
+        }
+        fields[n] = field;
+        n += 1;
+    }
+    (fields, n)
 }
 
 /// Appends a `PUB` or `HPUB`.

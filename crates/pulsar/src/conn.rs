@@ -3,6 +3,7 @@
 //! that wait for the answer carrying their request id, and the broker's PINGs answered.
 
 use brokerbench_driver::arrival::LastRead;
+use brokerbench_driver::ReadBuf;
 use std::io::Write;
 use std::net::TcpStream;
 
@@ -47,8 +48,7 @@ impl Answer {
 
 pub struct Conn {
     stream: TcpStream,
-    buf: Vec<u8>,
-    start: usize,
+    inbox: ReadBuf,
     out: Vec<u8>,
     /// When the bytes of the last read arrived (the stamp of acknowledgements it brought).
     read_at: LastRead,
@@ -71,8 +71,7 @@ impl Conn {
         let deadline = Instant::now() + timeout;
         let mut conn = Conn {
             stream: open(url, deadline)?,
-            buf: Vec::with_capacity(128 * 1024),
-            start: 0,
+            inbox: ReadBuf::default(),
             out: Vec::with_capacity(64 * 1024),
             read_at: LastRead::default(),
             stash: Vec::new(),
@@ -187,24 +186,33 @@ impl Conn {
     /// Goes through the whole frames in the buffer up to the answer carrying request id
     /// `id`, which it takes out; the others are stashed for the next poll (PINGs answered).
     fn take_answer(&mut self, id: u64) -> Result<Option<Answer>, String> {
-        while let Some((frame, used)) =
-            next_frame(&self.buf[self.start..]).map_err(|e| format!("malformed_frame: {e}"))?
-        {
-            let raw = self.start..self.start + used;
-            self.start += used;
-            if frame.kind == kind::PING {
+        loop {
+            let unread = self.inbox.unread();
+            let Some((frame, used)) =
+                next_frame(unread).map_err(|e| format!("malformed_frame: {e}"))?
+            else {
+                return Ok(None);
+            };
+            let ping = frame.kind == kind::PING;
+            let mut answer = None;
+            if ping {
                 commands::pong(&mut self.out);
-                self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
             } else if frame.request_id() == Some(id) && is_answer(frame.kind) {
-                return Ok(Some(Answer {
+                answer = Some(Answer {
                     kind: frame.kind,
                     command: frame.command.to_vec(),
-                }));
+                });
             } else {
-                self.stash.extend_from_slice(&self.buf[raw]);
+                self.stash.extend_from_slice(&unread[..used]);
+            }
+            self.inbox.consume(used);
+            if ping {
+                self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+            }
+            if answer.is_some() {
+                return Ok(answer);
             }
         }
-        Ok(None)
     }
 
     /// Hands the stashed frames to `on_frame`.
@@ -253,18 +261,7 @@ impl Conn {
     /// socket's receive timeout would be rounded up to the kernel's tick, 4 ms here, for every
     /// poll that finds nothing).
     fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
-        if self.start > 0 && self.start * 2 >= self.buf.len() {
-            self.buf.drain(..self.start);
-            self.start = 0;
-        }
-        let len = self.buf.len();
-        let want = (len + 128 * 1024).max(self.buf.capacity());
-        self.buf.resize(want, 0);
-        let result =
-            brokerbench_driver::net::read_within(&self.stream, &mut self.buf[len..], timeout);
-        let n = result.as_ref().map_or(0, |r| r.bytes);
-        self.buf.truncate(len + n);
-        let read = result?;
+        let read = self.inbox.fill(&self.stream, timeout)?;
         self.read_at.set(read.at_ns.unwrap_or_default());
         Ok(read.bytes)
     }
@@ -276,19 +273,15 @@ impl Conn {
     ) -> Result<usize, String> {
         let mut handled = 0;
         while let Some((frame, used)) =
-            next_frame(&self.buf[self.start..]).map_err(|e| format!("malformed_frame: {e}"))?
+            next_frame(self.inbox.unread()).map_err(|e| format!("malformed_frame: {e}"))?
         {
             if frame.kind == kind::PING {
                 commands::pong(&mut self.out);
             } else {
                 on_frame(frame, &mut self.out);
             }
-            self.start += used;
+            self.inbox.consume(used);
             handled += 1;
-        }
-        if self.start == self.buf.len() {
-            self.buf.clear();
-            self.start = 0;
         }
         Ok(handled)
     }

@@ -2,6 +2,7 @@
 //! buffer, replies in cut out of one buffer, and requests that wait for their reply.
 
 use brokerbench_driver::arrival::LastRead;
+use brokerbench_driver::ReadBuf;
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -16,8 +17,7 @@ pub use brokerbench_driver::net::ConnectError;
 
 pub struct Conn {
     stream: TcpStream,
-    buf: Vec<u8>,
-    start: usize,
+    inbox: ReadBuf,
     out: Vec<u8>,
     /// When the bytes of the last read arrived (the stamp of acknowledgements it brought).
     read_at: LastRead,
@@ -38,8 +38,7 @@ impl Conn {
             brokerbench_driver::net::open(&url.host, url.port, url.tls.as_ref(), deadline)?;
         let mut conn = Conn {
             stream,
-            buf: Vec::with_capacity(128 * 1024),
-            start: 0,
+            inbox: ReadBuf::default(),
             out: Vec::with_capacity(64 * 1024),
             read_at: LastRead::default(),
             desynced: false,
@@ -163,17 +162,7 @@ impl Conn {
 
     /// Reads what the socket has, waiting up to `timeout` (to the microsecond).
     fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
-        if self.start > 0 && self.start * 2 >= self.buf.len() {
-            self.buf.drain(..self.start);
-            self.start = 0;
-        }
-        let len = self.buf.len();
-        self.buf.resize(len + 128 * 1024, 0);
-        let result =
-            brokerbench_driver::net::read_within(&self.stream, &mut self.buf[len..], timeout);
-        let n = result.as_ref().map_or(0, |r| r.bytes);
-        self.buf.truncate(len + n);
-        let read = result?;
+        let read = self.inbox.fill(&self.stream, timeout)?;
         self.read_at.set(read.at_ns.unwrap_or_default());
         Ok(read.bytes)
     }
@@ -182,15 +171,11 @@ impl Conn {
     fn drain(&mut self, on_reply: &mut dyn FnMut(Value, &mut Vec<u8>)) -> Result<usize, String> {
         let mut handled = 0;
         while let Some((value, used)) =
-            next_value(&self.buf[self.start..]).map_err(|e| format!("malformed_reply: {}", e.0))?
+            next_value(self.inbox.unread()).map_err(|e| format!("malformed_reply: {}", e.0))?
         {
             on_reply(value, &mut self.out);
-            self.start += used;
+            self.inbox.consume(used);
             handled += 1;
-        }
-        if self.start == self.buf.len() {
-            self.buf.clear();
-            self.start = 0;
         }
         Ok(handled)
     }
