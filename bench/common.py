@@ -2,7 +2,9 @@
 
 import glob
 import json
+import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,6 +49,13 @@ class Usage:
         if last[0] - first[0] < 1.0:
             return None
         return (last[1] - first[1]) / (last[0] - first[0])
+
+
+def median(values):
+    """The median of the values that are numbers (NaN marks a figure a run could not give);
+    NaN when none is."""
+    numbers = [v for v in values if not math.isnan(v)]
+    return statistics.median(numbers) if numbers else math.nan
 
 
 def process_cpu_s(pid):

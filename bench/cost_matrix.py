@@ -31,14 +31,13 @@ import json
 import math
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (BIN, ROOT, RunFailed, attempt, brokerbench_summary, kafka_classpath, left_out,  # noqa: E402
+from common import (BIN, ROOT, RunFailed, attempt, brokerbench_summary, kafka_classpath, left_out, median,  # noqa: E402
                     perftest_classpath, settle, succeeded, tail, timed)
 
 FLOOR = os.path.join(ROOT, "target", "release", "examples", "floor")
@@ -271,7 +270,7 @@ def median_result(results):
     if not done:
         return None
     keys = ("user", "system", "cpu", "steady", "rss_mb", "msg_per_s")
-    merged = {k: statistics.median(r[k] for r in done) for k in keys}
+    merged = {k: median([r[k] for r in done]) for k in keys}
     merged["note"] = "; ".join(sorted({r["note"] for r in done if r["note"]}))
     if len(done) < len(results):
         merged["note"] = "; ".join(filter(None, [merged["note"], f"{len(results) - len(done)} failed run(s) left out"]))
@@ -331,7 +330,16 @@ def main():
     print_table(table, a.markdown, a.rounds, a.seconds)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"seconds": a.seconds, "rounds": a.rounds, "cases": table}, f, indent=1)
+            json.dump(without_nan({"seconds": a.seconds, "rounds": a.rounds, "cases": table}), f, indent=1)
+
+
+def without_nan(value):
+    """`value` with NaN (a figure a run could not give) as null, which JSON has."""
+    if isinstance(value, dict):
+        return {k: without_nan(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_nan(v) for v in value]
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def ratio(row, tool, key="cpu"):

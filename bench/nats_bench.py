@@ -36,13 +36,12 @@ import math
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import BIN, ROOT, RunFailed, attempt, left_out, succeeded, summary_problems, tail, timed  # noqa: E402
+from common import BIN, ROOT, RunFailed, attempt, left_out, median, succeeded, summary_problems, tail, timed  # noqa: E402
 
 SIZE = 100
 PUBBATCH = 100
@@ -168,7 +167,7 @@ def main():
     failed = [t for t in ("brokerbench", "nats bench") if not succeeded(results[t])]
     if failed:
         sys.exit(f"no medians: every run of {' and '.join(failed)} failed")
-    med = {t: {k: statistics.median(x[k] for x in succeeded(v)) for k in ("pub", "sub", "cpu_per_m", "steady_per_m", "rss")}
+    med = {t: {k: median([x[k] for x in succeeded(v)]) for k in ("pub", "sub", "cpu_per_m", "steady_per_m", "rss")}
            for t, v in results.items() if succeeded(v)}
     b, n = med["brokerbench"], med["nats bench"]
     print(f"\nmedians: brokerbench pub {b['pub']:,.0f} msg/s, {b['cpu_per_m']:.2f} CPU-s/M, RSS {b['rss']:.0f} MB; "

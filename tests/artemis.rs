@@ -119,7 +119,8 @@ fn a_run_is_lossless_its_queue_had_every_message_and_is_deleted_after() {
 fn two_subscriptions_of_two_members_each_receive_every_message_once() {
     let _turn = serial();
     let address = artemis();
-    let prefix = format!("two{}", std::process::id());
+    // Kept queues stay on the broker: a prefix no earlier run of the suite had.
+    let prefix = format!("two{}x{}", std::process::id(), unique_suffix());
     let run = artemis_run(&short_with(
         "2000",
         2,
@@ -155,8 +156,8 @@ fn two_subscriptions_of_two_members_each_receive_every_message_once() {
     }
     // Its per-second figure counts queues too: about twice the routed rate. Loosely: the two
     // counters are read apart and a queue's count trails its address's, so two seconds'
-    // means can differ by a fifth (2.23 seen on a busy host); a subscription counted once,
-    // or twice over, is still caught.
+    // means can be off by up to a quarter (2.23 seen on a busy host); a subscription counted
+    // once, or twice over, is still caught.
     let means = &s["broker_metrics"]["means"];
     let added = means["queue_messages_added_per_second"].as_f64().unwrap();
     let routed = means["messages_in_per_second"].as_f64().unwrap();
@@ -165,6 +166,14 @@ fn two_subscriptions_of_two_members_each_receive_every_message_once() {
         "{:#}",
         s["broker_metrics"]
     );
+}
+
+/// Nanoseconds of the clock now: with the pid, a name no other run of the suite used.
+fn unique_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
 }
 
 /// The broker's own count (its addresses' routed messages, read from Jolokia) is exactly
@@ -348,14 +357,19 @@ fn a_killed_broker_started_again_loses_no_confirmed_message_and_the_clients_come
     );
     let total = &s["total"];
     // Every message received once, duplicates and those whose receipt the kill took (sent,
-    // failed, yet journaled and delivered) aside, is an acknowledged one.
+    // failed, yet journaled and delivered) aside, is an acknowledged one; and every acknowledged
+    // one was received or still waits in the queue when the drain ends (unconsumed: 49 with a
+    // core kept busy, the consumer still catching up after the restart).
     let integrity = &s["integrity"];
-    let once = ["duplicated", "received_unacknowledged"]
-        .iter()
-        .fold(total["received"].as_u64().unwrap(), |n, k| {
-            n - integrity[k].as_u64().unwrap()
-        });
-    assert_eq!(total["acknowledged"], once, "{s:#}");
+    let count = |k: &str| integrity[k].as_u64().unwrap();
+    let once = total["received"].as_u64().unwrap()
+        - count("duplicated")
+        - count("received_unacknowledged");
+    assert_eq!(
+        total["acknowledged"].as_u64(),
+        Some(once + count("unconsumed")),
+        "{s:#}"
+    );
     let status = brokerbench()
         .args(["broker", "status", "artemis"])
         .output()

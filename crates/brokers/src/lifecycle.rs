@@ -47,18 +47,33 @@ pub trait Lifecycle {
 pub fn up<L: Lifecycle + ?Sized>(broker: &L) -> Result<(BrokerStatus, bool), BrokerError> {
     broker.check()?;
     let _lock = managed::create_and_lock(&broker.dir())?;
+    let mut gone = None;
     if let Some(pid) = broker.running_pid() {
         match use_running(broker, pid) {
             Ok(status) => return Ok((status, true)),
             // It was on its way out (SIGKILLed just before: a big process takes a while to
             // exit on a busy host) and is gone now: start one afresh.
-            Err(_) if broker.running_pid().is_none() => {}
+            Err(_) if broker.running_pid().is_none() => gone = Some(pid),
             Err(error) => return Err(error),
         }
     }
     let mut starting = broker.start()?;
     match broker.wait_started(&mut starting) {
-        Ok(status) => Ok((status, false)),
+        Ok(mut status) => {
+            if let Some(pid) = gone {
+                let said = format!(
+                    "the {} found running (pid {pid}) exited while waited for: started afresh",
+                    status.name
+                );
+                status.note = Some(
+                    status
+                        .note
+                        .take()
+                        .map_or(said.clone(), |note| format!("{said}; {note}")),
+                );
+            }
+            Ok((status, false))
+        }
         Err(error) => {
             // Half-started brokers only confuse the next run.
             broker.abandon(starting);

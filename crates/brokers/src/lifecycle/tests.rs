@@ -86,6 +86,8 @@ fn a_broker_that_dies_while_up_waits_for_it_is_started_afresh() {
     let (status, was_running) = up(&broker).unwrap();
     assert!(broker.started.get());
     assert_eq!((status.pid, was_running), (8, false));
+    let note = status.note.unwrap_or_default();
+    assert!(note.contains("(pid 7) exited while waited for"), "{note}");
 }
 
 #[test]
