@@ -134,16 +134,10 @@ fn clock_ns(wall_ns: u64, clock: Clock) -> u64 {
 mod tests {
     use super::*;
     use std::io::Write;
-    use std::net::{TcpListener, TcpStream};
     use std::os::fd::AsRawFd;
     use std::time::Duration;
 
-    fn pair() -> (TcpStream, TcpStream) {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (server, _) = listener.accept().unwrap();
-        (client, server)
-    }
+    use crate::test_support::loopback_pair as pair;
 
     #[test]
     fn a_read_is_stamped_when_its_bytes_arrived_not_when_it_was_made() {

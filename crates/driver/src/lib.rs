@@ -12,6 +12,8 @@ pub mod naming;
 pub mod net;
 mod read_buf;
 mod redial;
+#[cfg(test)]
+mod test_support;
 pub mod tls;
 
 use std::time::Duration;

@@ -77,16 +77,10 @@ impl ReadBuf {
 #[cfg(test)]
 mod tests {
     use std::io::Write;
-    use std::net::TcpListener;
 
     use super::*;
 
-    fn pair() -> (TcpStream, TcpStream) {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let writer = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (reader, _) = listener.accept().unwrap();
-        (writer, reader)
-    }
+    use crate::test_support::loopback_pair as pair;
 
     fn fill_all(buf: &mut ReadBuf, reader: &TcpStream, want: usize) {
         while buf.unread().len() < want {
