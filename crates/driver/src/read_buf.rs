@@ -49,6 +49,14 @@ impl ReadBuf {
         }
     }
 
+    /// Takes `n` bytes out of the unread ones, `at` bytes into them (a packet answered out
+    /// of turn); those before and after stay unread.
+    pub fn remove(&mut self, at: usize, n: usize) {
+        let from = self.start + at;
+        self.buf.copy_within(from + n..self.end, from);
+        self.end -= n;
+    }
+
     /// Reads what `stream` has, waiting up to `timeout` (to the microsecond; see
     /// [`crate::net::read_within`]), after the unread bytes.
     pub fn fill(&mut self, stream: &TcpStream, timeout: Duration) -> std::io::Result<Received> {
@@ -105,6 +113,19 @@ mod tests {
         while buf.fill(&reader, Duration::from_secs(5)).unwrap().bytes > 0 {}
         out.extend_from_slice(buf.unread());
         assert_eq!(out, data);
+    }
+
+    #[test]
+    fn bytes_taken_out_of_the_middle_leave_those_around_them() {
+        let (mut writer, reader) = pair();
+        let mut buf = ReadBuf::default();
+        writer.write_all(b"abcdefgh").unwrap();
+        fill_all(&mut buf, &reader, 8);
+        buf.consume(1);
+        buf.remove(2, 3);
+        assert_eq!(buf.unread(), b"bcgh");
+        buf.consume(4);
+        assert!(buf.unread().is_empty());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! keep-alive, and SUBSCRIBE waited for.
 
 use brokerbench_driver::arrival::LastRead;
+use brokerbench_driver::ReadBuf;
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -14,9 +15,6 @@ use crate::url::MqttUrl;
 pub const CONNECTION_CLOSED: &str = "connection_closed";
 
 pub use brokerbench_driver::net::ConnectError;
-
-/// Bytes read at most in one system call (the buffer grows for a larger packet).
-const READ_SIZE: usize = 256 * 1024;
 
 /// How a client connects: its id and session.
 #[derive(Debug, Clone)]
@@ -37,10 +35,8 @@ pub type OnPacket<'a> = dyn FnMut(Packet<'_>, &mut Vec<u8>) -> Result<(), String
 
 pub struct Conn {
     stream: TcpStream,
-    /// Bytes read: packets from `start` to `end`.
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
+    /// Packets read and not yet handled.
+    inbox: ReadBuf,
     out: Vec<u8>,
     /// When the bytes of the last read arrived (the stamp of acknowledgements it brought).
     read_at: LastRead,
@@ -70,9 +66,7 @@ impl Conn {
             brokerbench_driver::net::open(&url.host, url.port, url.tls.as_ref(), deadline)?;
         let mut conn = Conn {
             stream,
-            buf: vec![0; READ_SIZE],
-            start: 0,
-            end: 0,
+            inbox: ReadBuf::default(),
             out: Vec::with_capacity(64 * 1024),
             read_at: LastRead::default(),
             version: session.version,
@@ -232,18 +226,15 @@ impl Conn {
     /// buffer; the packets before it stay.
     fn wait_for(&mut self, kind: u8, timeout: Duration) -> Result<Vec<u8>, String> {
         let deadline = Instant::now() + timeout;
-        // How far past `start` the packets were looked at (`fill` may move `start`).
+        // How far into the unread bytes the packets were looked at.
         let mut skipped = 0;
         loop {
-            while let Some((p, used)) =
-                packet::next_packet(&self.buf[self.start + skipped..self.end])
-                    .map_err(|e| format!("malformed_packet: {}", e.0))?
+            while let Some((p, used)) = packet::next_packet(&self.inbox.unread()[skipped..])
+                .map_err(|e| format!("malformed_packet: {}", e.0))?
             {
                 if p.kind == kind {
                     let body = p.body.to_vec();
-                    let at = self.start + skipped;
-                    self.buf.copy_within(at + used..self.end, at);
-                    self.end -= used;
+                    self.inbox.remove(skipped, used);
                     return Ok(body);
                 }
                 if p.kind == packet::DISCONNECT {
@@ -265,20 +256,10 @@ impl Conn {
         }
     }
 
-    /// Reads what the socket has, waiting up to `timeout` (to the microsecond), into the
-    /// buffer's free end (moving what is unread to its front, or growing it, first).
+    /// Reads what the socket has, waiting up to `timeout` (to the microsecond), after the
+    /// unread bytes.
     fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
-        if self.buf.len() - self.end < READ_SIZE / 4 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-            if self.buf.len() - self.end < READ_SIZE / 4 {
-                self.buf.resize(self.buf.len() * 2, 0);
-            }
-        }
-        let read =
-            brokerbench_driver::net::read_within(&self.stream, &mut self.buf[self.end..], timeout)?;
-        self.end += read.bytes;
+        let read = self.inbox.fill(&self.stream, timeout)?;
         self.read_at.set(read.at_ns.unwrap_or_default());
         Ok(read.bytes)
     }
@@ -286,7 +267,7 @@ impl Conn {
     /// Hands on every whole packet in the buffer.
     fn drain(&mut self, on_packet: &mut OnPacket<'_>) -> Result<usize, String> {
         let mut handled = 0;
-        while let Some((p, used)) = packet::next_packet(&self.buf[self.start..self.end])
+        while let Some((p, used)) = packet::next_packet(self.inbox.unread())
             .map_err(|e| format!("malformed_packet: {}", e.0))?
         {
             match p.kind {
@@ -294,12 +275,8 @@ impl Conn {
                 packet::DISCONNECT => return Err(disconnected(self.version, p.body)),
                 _ => on_packet(p, &mut self.out)?,
             }
-            self.start += used;
+            self.inbox.consume(used);
             handled += 1;
-        }
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
         }
         Ok(handled)
     }
