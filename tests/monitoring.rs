@@ -139,13 +139,7 @@ fn the_brokers_message_count_matches_what_brokerbench_acknowledged() {
 /// The columns of `broker-metrics.csv` by name, the rows inside the run's measurement
 /// (strictly between its first and last second in timeseries.csv) only.
 fn measured_broker_columns(run: &Run) -> BTreeMap<String, Vec<f64>> {
-    let series = run.file("timeseries.csv");
-    let measured: Vec<f64> = series
-        .lines()
-        .skip(1)
-        .filter(|l| l.split(',').nth(1) == Some("measurement"))
-        .filter_map(|l| l.split(',').nth(2)?.parse().ok())
-        .collect();
+    let measured = measured_times(run);
     let (first, last) = (measured[0], measured[measured.len() - 1]);
     let text = run.file("broker-metrics.csv");
     let mut lines = text.lines();

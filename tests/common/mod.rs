@@ -645,17 +645,21 @@ pub fn assert_broker_rate_agrees(run: &Run, summary: &serde_json::Value, key: &s
     );
 }
 
-/// How much later than the usual interval the broker's figures were read, at worst, around
-/// the measurement window (broker-metrics.csv's rows from a second before it to a second
-/// after it, against the rows' median interval).
-fn scrapes_late_s(run: &Run) -> f64 {
-    let measured: Vec<f64> = run
-        .file("timeseries.csv")
+/// The times (`time_s`) of the run's measured seconds, from timeseries.csv.
+pub fn measured_times(run: &Run) -> Vec<f64> {
+    run.file("timeseries.csv")
         .lines()
         .skip(1)
         .filter(|line| line.split(',').nth(1) == Some("measurement"))
         .filter_map(|line| line.split(',').nth(2)?.parse().ok())
-        .collect();
+        .collect()
+}
+
+/// How much later than the usual interval the broker's figures were read, at worst, around
+/// the measurement window (broker-metrics.csv's rows from a second before it to a second
+/// after it, against the rows' median interval).
+fn scrapes_late_s(run: &Run) -> f64 {
+    let measured = measured_times(run);
     let (Some(first), Some(last)) = (measured.first(), measured.last()) else {
         return 0.0;
     };
