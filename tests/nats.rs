@@ -25,10 +25,11 @@ fn a_jetstream_run_is_lossless_and_the_server_counts_the_same() {
     let s = assert_lossless(&run);
     // PubAcks were once awaited with a socket receive timeout, which the kernel rounds up to
     // its 4 ms tick: a producer that found none waiting slept through its next sends (p99 6 ms
-    // on an idle host). A host that woke threads late (3.3 ms seen with a core kept busy)
-    // widens the bound by as much, to 5 ms at most: the old wait would still show.
+    // on an idle host, where threads wake well within 1 ms). A host that woke threads late
+    // widens the bound by as much (CI once woke them 18 ms late, and the p99 was 6.3 ms):
+    // such a host cannot tell the old wait from its own lateness, an idle one still does.
     let lag_p99 = Duration::from_nanos(s["latency"]["schedule_lag"]["p99_ns"].as_u64().unwrap());
-    let bound = (Duration::from_millis(3) + run.late).min(Duration::from_millis(5));
+    let bound = Duration::from_millis(3) + run.late;
     assert!(
         lag_p99 < bound,
         "schedule lag p99 {lag_p99:?}, the host woke threads up to {:?} late",

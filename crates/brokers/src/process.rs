@@ -68,16 +68,20 @@ pub fn cmdline_has_arguments(cmdline: &[u8], required: &[impl AsRef<OsStr>]) -> 
 
 /// True when `pid` is a live (not zombie) process whose command line contains `required`.
 pub fn is_ours(pid: u32, required: &[impl AsRef<OsStr>]) -> bool {
-    is_alive(pid)
-        && fs::read(format!("/proc/{pid}/cmdline"))
-            .is_ok_and(|cmdline| cmdline_has_arguments(&cmdline, required))
+    // The command line first: read for every process when /proc is scanned.
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|cmdline| cmdline_has_arguments(&cmdline, required))
+        && is_alive(pid)
 }
 
 /// The live process that is ours: the pid file's if it checks out, else one found by scanning
 /// `/proc` (the pid file may have been lost, e.g. removed by hand while the broker ran).
 pub fn find_ours(pid_file: &Path, required: &[impl AsRef<OsStr>]) -> Option<u32> {
-    if let Some(pid) = read_pid_file(pid_file).filter(|&pid| is_ours(pid, required)) {
-        return Some(pid);
+    if let Some(pid) = read_pid_file(pid_file) {
+        if is_ours(pid, required) {
+            return Some(pid);
+        }
+        wait_if_exiting(pid);
     }
     fs::read_dir("/proc")
         .ok()?
@@ -85,13 +89,32 @@ pub fn find_ours(pid_file: &Path, required: &[impl AsRef<OsStr>]) -> Option<u32>
         .find(|&pid| pid != std::process::id() && is_ours(pid, required))
 }
 
-/// True while `pid` exists and has not exited (a zombie has exited: it only waits to be reaped).
+/// True while `pid` exists and has not exited (a zombie has exited: it only waits to be
+/// reaped). A process exits when its last thread does: a killed JVM's main thread is a zombie
+/// while its hundreds of others still wind down, holding its files and listening ports, so
+/// every thread is asked.
 pub fn is_alive(pid: u32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => process_state(&stat).is_some_and(|state| !matches!(state, 'Z' | 'X' | 'x')),
-        Err(_) => false,
+    let running = |stat: &str| process_state(stat).is_some_and(|s| !matches!(s, 'Z' | 'X' | 'x'));
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .any(|task| fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| running(&stat)))
+}
+
+/// A process whose main thread has exited while others still wind down (a killed JVM, for
+/// up to seconds on a busy host) has no command line left to tell whose it is, but holds its
+/// ports: waited for (at most [`EXITING_WAIT`]), so that what starts next finds them free.
+fn wait_if_exiting(pid: u32) {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    if process_state(&stat) == Some('Z') && is_alive(pid) {
+        wait_for_exit(pid, EXITING_WAIT);
     }
 }
+
+/// How long a process that is exiting is waited for.
+const EXITING_WAIT: Duration = Duration::from_secs(30);
 
 /// The state letter of a `/proc/PID/stat` line. The command name in parentheses may itself
 /// contain spaces and parentheses, so look after the last `)`.
@@ -304,6 +327,38 @@ mod tests {
         assert_eq!(parse_pid("-5"), None);
         assert_eq!(parse_pid("12ab"), None);
         assert_eq!(parse_pid(""), None);
+    }
+
+    #[test]
+    fn a_process_whose_main_thread_ended_is_alive_until_its_last_thread_ends() {
+        // The main thread ends (pthread_exit) while another sleeps 3 s: its /proc/PID/stat
+        // says zombie, and the process still holds what it opened.
+        let script = "import ctypes, threading, time\n\
+                      threading.Thread(target=time.sleep, args=(3,)).start()\n\
+                      ctypes.CDLL(None).pthread_exit(None)\n";
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", script])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let leader_state = || {
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            process_state(&stat)
+        };
+        let began = Instant::now();
+        while leader_state() != Some('Z') && began.elapsed() < Duration::from_secs(10) {
+            thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(leader_state(), Some('Z'), "the main thread did not end");
+        assert!(is_alive(pid), "its other thread still runs");
+        // Found through a pid file, it is not ours (no command line left), and is waited for.
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("broker.pid");
+        write_pid_file(&pid_file, pid).unwrap();
+        assert_eq!(find_ours(&pid_file, &["no such argument"]), None);
+        reap(pid);
+        assert!(!is_alive(pid), "find_ours returned before it exited");
+        let _ = child.wait();
     }
 
     #[test]
