@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use brokerbench_metrics::{MetricsServer, Page, Pages};
@@ -14,7 +15,9 @@ use crate::BadInput;
 /// A dashboard being served; the server stops when this is dropped.
 pub struct LiveDashboard {
     pub dashboard: Arc<Dashboard>,
-    _server: MetricsServer,
+    server: MetricsServer,
+    /// When it began listening: the span its CPU is stated over.
+    began: Instant,
 }
 
 /// Refuses an address that is not loopback unless `--dashboard-public` asks for it: checked
@@ -51,7 +54,7 @@ pub fn start(args: &DashboardArgs, folder: &Path) -> anyhow::Result<Option<LiveD
     let server = MetricsServer::serve_pages(address, pages)
         .with_context(|| format!("--dashboard={address}: cannot listen there"))?;
     let url = format!("http://{}/", server.address());
-    if args.dashboard_public {
+    if !address.ip().is_loopback() {
         eprintln!("warning: the dashboard listens on {url}, not only on loopback");
     }
     eprintln!("live dashboard: {url}");
@@ -60,8 +63,35 @@ pub fn start(args: &DashboardArgs, folder: &Path) -> anyhow::Result<Option<LiveD
     }
     Ok(Some(LiveDashboard {
         dashboard,
-        _server: server,
+        server,
+        began: Instant::now(),
     }))
+}
+
+/// A run or study that stopped on an error before it could end its page still ends it, so a
+/// viewer reads that it stopped rather than that brokerbench no longer answers.
+impl Drop for LiveDashboard {
+    fn drop(&mut self) {
+        if !self.dashboard.has_ended() {
+            self.dashboard.end(
+                "brokerbench stopped on an error; the terminal says why.",
+                false,
+            );
+        }
+        let (answered, cpu) = self.server.answer_cost();
+        eprintln!("{}", cost_line(answered, cpu, self.began.elapsed()));
+    }
+}
+
+/// What the dashboard cost the process: requests answered, their threads' CPU, and that as a
+/// share of one core over the time it listened.
+fn cost_line(answered: u64, cpu: Duration, over: Duration) -> String {
+    format!(
+        "live dashboard: {answered} requests answered with {:.3} CPU-s in {:.1} s ({:.2}% of a core)",
+        cpu.as_secs_f64(),
+        over.as_secs_f64(),
+        100.0 * cpu.as_secs_f64() / over.as_secs_f64().max(1e-9)
+    )
 }
 
 /// xdg-open, when there is one; otherwise a line saying to open the address by hand.

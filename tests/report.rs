@@ -375,6 +375,8 @@ fn run_study_search_and_comparison_reports_render_in_chromium() {
 struct Served {
     child: Child,
     url: String,
+    /// What it printed on stderr after the address.
+    said: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Served {
@@ -392,9 +394,15 @@ impl Served {
             .map_while(Result::ok)
             .find_map(|line| line.strip_prefix("live dashboard: ").map(String::from))
             .expect("the dashboard's address is printed");
-        // The rest of what it says is not needed; reading it keeps the pipe from filling.
-        std::thread::spawn(move || lines.for_each(drop));
-        Served { child, url }
+        // Read as it comes, which also keeps the pipe from filling.
+        let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = said.clone();
+        std::thread::spawn(move || {
+            lines
+                .map_while(Result::ok)
+                .for_each(|line| kept.lock().unwrap().push(line))
+        });
+        Served { child, url, said }
     }
 
     /// Waits (at most 120 s) for the command to exit; whether it succeeded.
@@ -523,6 +531,7 @@ fn the_live_dashboard_grows_during_a_run_and_ends_on_its_report() {
         "headline cards so far: {so_far}"
     );
     assert!(run.wait(), "the run succeeded");
+    assert_dashboard_cost_stated(&run, 11);
     browser.watch(Duration::from_secs(2));
     assert_eq!(
         browser.eval("document.body.dataset.live"),
@@ -549,6 +558,33 @@ fn the_live_dashboard_grows_during_a_run_and_ends_on_its_report() {
         );
     }
     assert!(browser.errors.is_empty(), "{:?}", browser.errors);
+}
+
+/// The last line brokerbench printed states what the dashboard's threads used: at least
+/// `requests` answered (the viewers' and the page's own fetches), with some CPU.
+fn assert_dashboard_cost_stated(run: &Served, requests: u64) {
+    // The reader thread may still be taking the last lines from the pipe.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let line = loop {
+        let said = run.said.lock().unwrap().clone();
+        let found = said
+            .iter()
+            .find(|l| l.contains(" requests answered with "))
+            .cloned();
+        match found {
+            Some(line) => break line,
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            None => panic!("no dashboard cost line in {said:?}"),
+        }
+    };
+    let number = |after: &str| {
+        line.split(after)
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next()?.parse::<f64>().ok())
+    };
+    let answered = number("live dashboard: ").expect(&line);
+    let cpu = number(" answered with ").expect(&line);
+    assert!(answered >= requests as f64 && cpu > 0.0, "{line}");
 }
 
 /// The status of a GET of `url`, over a plain TCP connection.

@@ -101,10 +101,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(error) => Err(record_failure(watchers.folder, &out, &clock, error)),
     };
     if let Some(live) = live {
-        live.dashboard.end(match &recorded {
-            Ok(_) => "The run is over.",
-            Err(_) => "The run failed; the terminal and manifest.json say why.",
-        });
+        match &recorded {
+            Ok(_) => live.dashboard.end("The run is over.", true),
+            Err(_) => live.dashboard.end(
+                "The run failed; the terminal and manifest.json say why.",
+                false,
+            ),
+        }
     }
     recorded
 }

@@ -4,6 +4,7 @@
 //! `Accept`), and the small server that answers scrapes; the same server serves the live
 //! dashboard's pages (`--dashboard`), which the caller builds.
 
+mod cost;
 mod http;
 
 use std::borrow::Cow;
@@ -15,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use self::cost::AnswerCost;
 use self::http::{HeadError, Request, Response, Status};
 
 /// The metric families to publish, rebuilt each interval, typed as Prometheus expects:
@@ -292,6 +294,8 @@ struct ServerState {
     pages: Option<Pages>,
     /// Listening on loopback only: requests must name a loopback host (below).
     loopback: bool,
+    /// What answering has cost.
+    cost: AnswerCost,
 }
 
 impl MetricsServer {
@@ -314,6 +318,7 @@ impl MetricsServer {
             stop: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
             answering: AtomicUsize::new(0),
+            cost: AnswerCost::default(),
             pages,
             loopback: address.ip().is_loopback(),
         });
@@ -333,6 +338,11 @@ impl MetricsServer {
     /// The address actually listened on.
     pub fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// Connections answered so far, and the CPU time their threads used.
+    pub fn answer_cost(&self) -> (u64, Duration) {
+        self.state.cost.so_far()
     }
 
     /// Replaces what is served.
@@ -448,6 +458,7 @@ fn turn_away(mut stream: TcpStream) {
 }
 
 fn serve_connection(mut stream: TcpStream, state: &ServerState) {
+    let _cpu = state.cost.measure();
     let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
     let head = match http::read_head(&mut stream, Instant::now() + IO_TIMEOUT) {
         Err(HeadError::Silent) => return,

@@ -43,7 +43,8 @@ struct State {
     /// A study's running run: what it is and its folder.
     running: Option<(String, PathBuf)>,
     /// Set at the end: what the banner says then.
-    ended: Option<String>,
+    /// What the end page says, and whether the run or study ended well.
+    ended: Option<(String, bool)>,
     /// When a page was last asked for, and when one was last built or taken from the cache
     /// after the end.
     last_fetch: Option<Instant>,
@@ -102,13 +103,14 @@ impl Dashboard {
         state.changed();
     }
 
-    /// The run or study is over: the page says so and where its report is. Waits (at most
-    /// 3 s) for a viewer who fetched in the last few seconds to be given the final page.
-    pub fn end(&self, outcome: &str) {
+    /// The run or study is over (`good`: as planned): the page says so and where its report
+    /// is. Waits (at most 3 s) for a viewer who fetched in the last few seconds to be given
+    /// the final page.
+    pub fn end(&self, outcome: &str, good: bool) {
         let ended_at = Instant::now();
         let recently_viewed = {
             let mut state = self.lock();
-            state.ended = Some(outcome.to_string());
+            state.ended = Some((outcome.to_string(), good));
             state.changed();
             state
                 .last_fetch
@@ -121,6 +123,11 @@ impl Dashboard {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Whether [`Dashboard::end`] was called.
+    pub fn has_ended(&self) -> bool {
+        self.lock().ended.is_some()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -190,9 +197,10 @@ impl Dashboard {
     /// What the top of the page says: running or ended, and for a study which run is going.
     fn banner(&self, state: &State, path: &str) -> Banner {
         let report = self.dir.join(REPORT_FILE).display().to_string();
-        if let Some(outcome) = &state.ended {
+        if let Some((outcome, good)) = &state.ended {
             return Banner {
                 live: "ended",
+                class: if *good { "good" } else { "warn" },
                 text: format!("{outcome} The final report is written to {report}."),
                 link: None,
                 generation: state.generation,
@@ -219,6 +227,7 @@ impl Dashboard {
         };
         Banner {
             live: "running",
+            class: "warn",
             text,
             link,
             generation: state.generation,
@@ -252,6 +261,8 @@ struct Seen {
 struct Banner {
     /// `running` or `ended`: the script stops fetching at `ended`.
     live: &'static str,
+    /// The banner's colour: `good` once ended as planned, else `warn`.
+    class: &'static str,
     text: String,
     link: Option<(&'static str, &'static str)>,
     /// [`State::generation`] when it was made.
@@ -263,9 +274,9 @@ impl Banner {
         let link = self.link.map_or(String::new(), |(href, what)| {
             format!(" <a href=\"{href}\">Show {what}.</a>")
         });
-        let class = if self.live == "ended" { "good" } else { "warn" };
         format!(
-            "<p class=\"banner {class}\" id=\"live-banner\" data-live=\"{}\">{}{link}</p>\n",
+            "<p class=\"banner {}\" id=\"live-banner\" data-live=\"{}\">{}{link}</p>\n",
+            self.class,
             self.live,
             crate::html::esc(&self.text)
         )
@@ -350,7 +361,7 @@ mod tests {
             let dashboard = dashboard.clone();
             std::thread::spawn(move || {
                 let began = Instant::now();
-                dashboard.end("The run ended.");
+                dashboard.end("The run ended.", true);
                 began.elapsed()
             })
         };
@@ -363,9 +374,24 @@ mod tests {
         };
         assert!(last.contains("data-live=\"ended\""), "{last}");
         assert!(last.contains("The run ended. The final report is written to"));
+        assert!(last.contains("class=\"banner good\""), "{last}");
         assert!(
             ending.join().unwrap() < LAST_FETCH_WITHIN,
             "it did not wait 3 s"
+        );
+    }
+
+    #[test]
+    fn an_end_that_went_wrong_is_not_shown_as_good() {
+        let dir = tempfile::tempdir().unwrap();
+        let dashboard = Dashboard::new(dir.path());
+        assert!(!dashboard.has_ended());
+        dashboard.end("The run failed.", false);
+        assert!(dashboard.has_ended());
+        let page = String::from_utf8(dashboard.respond("/").unwrap().1).unwrap();
+        assert!(
+            page.contains("class=\"banner warn\" id=\"live-banner\" data-live=\"ended\""),
+            "{page}"
         );
     }
 

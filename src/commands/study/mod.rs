@@ -156,8 +156,10 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
     }
     let finished = finish(&dir, &mut state, outcome, search.is_some());
     if let Some(live) = live {
-        live.dashboard
-            .end(&format!("The study is over ({}).", state.status));
+        live.dashboard.end(
+            &format!("The study is over ({}).", state.status),
+            state.status == "complete",
+        );
     }
     finished
 }
