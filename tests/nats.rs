@@ -25,14 +25,15 @@ fn a_jetstream_run_is_lossless_and_the_server_counts_the_same() {
     let s = assert_lossless(&run);
     // PubAcks were once awaited with a socket receive timeout, which the kernel rounds up to
     // its 4 ms tick: a producer that found none waiting slept through its next sends (p99 6 ms
-    // on an idle host, where threads wake well within 1 ms). A host that woke threads late
-    // widens the bound by as much (CI once woke them 18 ms late, and the p99 was 6.3 ms):
-    // such a host cannot tell the old wait from its own lateness, an idle one still does.
+    // on an idle host). The bound is widened by how late the host woke threads at the 99th
+    // percentile, p99 against p99: a host late now and then (CI once woke a thread 18 ms late,
+    // and the lag p99 was 6.3 ms) barely widens it, one kept busy throughout does.
     let lag_p99 = Duration::from_nanos(s["latency"]["schedule_lag"]["p99_ns"].as_u64().unwrap());
-    let bound = Duration::from_millis(3) + run.late;
+    let bound = Duration::from_millis(3) + run.late_p99;
     assert!(
         lag_p99 < bound,
-        "schedule lag p99 {lag_p99:?}, the host woke threads up to {:?} late",
+        "schedule lag p99 {lag_p99:?}, the host woke threads {:?} late at p99 ({:?} at worst)",
+        run.late_p99,
         run.late
     );
     assert_eq!(s["driver"], "nats");

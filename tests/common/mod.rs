@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
-pub use brokerbench_driver::lateness::WakeupLateness;
+pub use brokerbench_driver::lateness::{Seen, WakeupLateness};
 use brokerbench_model::Phase;
 use brokerbench_report::{TIMESERIES_COLUMNS, TIMESERIES_FILE};
 
@@ -172,6 +172,9 @@ pub struct Run {
     /// test adds to a time or rate it checks, so that a busy host widens the window it allows
     /// (an idle one keeps it as written).
     pub late: Duration,
+    /// How late it woke threads at the 99th percentile: what a run's own p99 timings can be
+    /// widened by (a host late only now and then leaves it small).
+    pub late_p99: Duration,
     _dir: tempfile::TempDir,
 }
 
@@ -192,9 +195,10 @@ impl Run {
     }
 }
 
-fn finish(output: Output, dir: tempfile::TempDir, folder: PathBuf, late: Duration) -> Run {
+fn finish(output: Output, dir: tempfile::TempDir, folder: PathBuf, late: Seen) -> Run {
     Run {
-        late,
+        late: late.worst,
+        late_p99: late.p99,
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
@@ -229,7 +233,7 @@ pub fn run_with_env(dir: tempfile::TempDir, args: &[&str], env: &[(&str, &str)])
         .timeout(Duration::from_secs(180))
         .output()
         .unwrap();
-    finish(output, dir, folder, lateness.worst())
+    finish(output, dir, folder, lateness.seen())
 }
 
 /// The results folder `run_in(dir, ...)` writes.

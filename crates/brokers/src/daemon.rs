@@ -75,6 +75,12 @@ impl Daemon {
         Ok(child)
     }
 
+    /// Before a start: a previous instance still exiting (a killed JVM's threads winding
+    /// down) is waited for, so that its ports are free.
+    pub fn wait_previous_exit(&self) {
+        process::wait_if_exiting(&self.pid_file());
+    }
+
     /// Calls `ready` about every 100 ms until it returns true (Ok), the process exits or
     /// [`Daemon::start_timeout`] passes (an error quoting the log).
     pub fn wait(&self, child: &mut Child, ready: impl Fn() -> bool) -> Result<(), BrokerError> {

@@ -208,6 +208,7 @@ impl<P: Package + Clone> Packaged<P> {
     /// Starts the broker with the configuration `text`, which listens on `port` (and its TLS
     /// port, when it names one).
     fn spawn_with(&self, port: u16, text: &str) -> Result<Child, BrokerError> {
+        self.daemon.wait_previous_exit();
         let spec = self.spec();
         for port in std::iter::once(port).chain(self.package.tls_port_of(text)) {
             if !daemon::can_listen(port) {

@@ -77,11 +77,8 @@ pub fn is_ours(pid: u32, required: &[impl AsRef<OsStr>]) -> bool {
 /// The live process that is ours: the pid file's if it checks out, else one found by scanning
 /// `/proc` (the pid file may have been lost, e.g. removed by hand while the broker ran).
 pub fn find_ours(pid_file: &Path, required: &[impl AsRef<OsStr>]) -> Option<u32> {
-    if let Some(pid) = read_pid_file(pid_file) {
-        if is_ours(pid, required) {
-            return Some(pid);
-        }
-        wait_if_exiting(pid);
+    if let Some(pid) = read_pid_file(pid_file).filter(|&pid| is_ours(pid, required)) {
+        return Some(pid);
     }
     fs::read_dir("/proc")
         .ok()?
@@ -103,17 +100,21 @@ pub fn is_alive(pid: u32) -> bool {
         .any(|task| fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| running(&stat)))
 }
 
-/// A process whose main thread has exited while others still wind down (a killed JVM, for
-/// up to seconds on a busy host) has no command line left to tell whose it is, but holds its
-/// ports: waited for (at most [`EXITING_WAIT`]), so that what starts next finds them free.
-fn wait_if_exiting(pid: u32) {
+/// Before a start: the pid file's process, when its main thread has exited while others still
+/// wind down (a killed JVM, for up to seconds on a busy host), is waited for (at most
+/// [`EXITING_WAIT`]). It has no command line left to tell whose it is, but still holds its
+/// ports, so the start would find them taken.
+pub fn wait_if_exiting(pid_file: &Path) {
+    let Some(pid) = read_pid_file(pid_file) else {
+        return;
+    };
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     if process_state(&stat) == Some('Z') && is_alive(pid) {
         wait_for_exit(pid, EXITING_WAIT);
     }
 }
 
-/// How long a process that is exiting is waited for.
+/// How long a process that is exiting is waited for, after a SIGKILL too.
 const EXITING_WAIT: Duration = Duration::from_secs(30);
 
 /// The state letter of a `/proc/PID/stat` line. The command name in parentheses may itself
@@ -173,14 +174,14 @@ pub fn stop(broker: &'static str, pid: u32, grace: Duration) -> Result<(), Broke
         return Ok(());
     }
     signal(pid, libc::SIGKILL).map_err(signal_error)?;
-    const AFTER_KILL: Duration = Duration::from_secs(5);
-    if wait_for_exit(pid, AFTER_KILL) {
+    // Every thread must end: a JVM's hundreds take a while on a busy host.
+    if wait_for_exit(pid, EXITING_WAIT) {
         return Ok(());
     }
     Err(BrokerError::StopFailed {
         broker,
         pid,
-        timeout: grace + AFTER_KILL,
+        timeout: grace + EXITING_WAIT,
     })
 }
 
@@ -331,13 +332,14 @@ mod tests {
 
     #[test]
     fn a_process_whose_main_thread_ended_is_alive_until_its_last_thread_ends() {
-        // The main thread ends (pthread_exit) while another sleeps 3 s: its /proc/PID/stat
-        // says zombie, and the process still holds what it opened.
-        let script = "import ctypes, threading, time\n\
-                      threading.Thread(target=time.sleep, args=(3,)).start()\n\
+        // The main thread ends (pthread_exit) while another reads stdin until it is closed:
+        // its /proc/PID/stat says zombie, and the process still holds what it opened.
+        let script = "import ctypes, sys, threading\n\
+                      threading.Thread(target=sys.stdin.read).start()\n\
                       ctypes.CDLL(None).pthread_exit(None)\n";
         let mut child = std::process::Command::new("python3")
             .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         let pid = child.id();
@@ -351,13 +353,16 @@ mod tests {
         }
         assert_eq!(leader_state(), Some('Z'), "the main thread did not end");
         assert!(is_alive(pid), "its other thread still runs");
-        // Found through a pid file, it is not ours (no command line left), and is waited for.
+        // Found through a pid file, it is not ours (no command line left), and a start waits
+        // for it.
         let dir = tempfile::tempdir().unwrap();
         let pid_file = dir.path().join("broker.pid");
         write_pid_file(&pid_file, pid).unwrap();
-        assert_eq!(find_ours(&pid_file, &["no such argument"]), None);
+        assert_eq!(find_ours(&pid_file, &["python3"]), None);
+        drop(child.stdin.take());
+        wait_if_exiting(&pid_file);
         reap(pid);
-        assert!(!is_alive(pid), "find_ours returned before it exited");
+        assert!(!is_alive(pid), "wait_if_exiting returned before it exited");
         let _ = child.wait();
     }
 

@@ -124,6 +124,7 @@ impl ManagedArtemis {
     /// Starts the broker with the configuration `text`, which listens on `port` (and its TLS
     /// port, when it names one).
     fn spawn_with(&self, port: u16, text: &str) -> Result<Child, BrokerError> {
+        self.daemon.wait_previous_exit();
         let web = web_port(port).ok_or_else(invalid_port)?;
         let tls_port = secure::tls_port(text);
         for port in [Some(port), Some(web), tls_port].into_iter().flatten() {

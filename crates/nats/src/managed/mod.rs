@@ -153,6 +153,7 @@ impl ManagedNats {
     /// The ports of a start of `nodes` nodes: node 1 on the family's ports, the others and
     /// every route port free ones.
     fn plan(&self, nodes: u32) -> Result<Vec<NodePorts>, BrokerError> {
+        self.daemon.wait_previous_exit();
         let port = self.port()?;
         for p in [port, port + MONITOR_OFFSET] {
             if !daemon::can_listen(p) {

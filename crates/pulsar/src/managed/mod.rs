@@ -159,6 +159,7 @@ impl ManagedPulsar {
 
     /// Starts the broker with the configuration `text`, on the ports it names.
     fn spawn_with(&self, text: &str) -> Result<Child, BrokerError> {
+        self.daemon.wait_previous_exit();
         self.check_ports(text)?;
         self.daemon.spawn(text, self.command(layout::bookies(text)))
     }
@@ -196,11 +197,15 @@ impl ManagedPulsar {
             .and_then(|text| secure::tls_port(&text))
     }
 
-    /// Waits until the started broker answers, or its bookie's registration loops.
+    /// Waits until the started broker answers, or its bookie's registration loops (its log,
+    /// read again about once a second).
     fn wait_answering_or_looping(&self, child: &mut Child) -> Result<(), BrokerError> {
         let (port, web) = (self.running_port(), self.web_port());
-        self.daemon
-            .wait(child, || answers(port, web) || self.registration_loops())
+        let polls = std::cell::Cell::new(0u32);
+        self.daemon.wait(child, || {
+            polls.set(polls.get() + 1);
+            answers(port, web) || (polls.get().is_multiple_of(10) && self.registration_loops())
+        })
     }
 
     /// Waits until the started broker answers with its bookies registered once. After a
@@ -212,11 +217,14 @@ impl ManagedPulsar {
     /// most, as soon as the loop shows: with a core kept busy, a looping start took 38 s
     /// to answer.
     fn wait_settled(&self, child: &mut Child) -> Result<(), BrokerError> {
-        for _ in 0..SETTLE_ATTEMPTS {
+        for attempt in 1..=SETTLE_ATTEMPTS {
             self.wait_answering_or_looping(child)?;
             std::thread::sleep(Duration::from_secs(1));
             if !self.registration_loops() {
                 return Ok(());
+            }
+            if attempt == SETTLE_ATTEMPTS {
+                break;
             }
             eprintln!("pulsar: the bookie's registration loops (a stale entry of a killed start): stopping and starting the standalone again");
             self.daemon.stop(child.id())?;
