@@ -49,11 +49,13 @@ def dashboard_url(child):
 
 
 def dashboard_cpu(lines):
-    """The CPU-s the dashboard's threads used, from the line brokerbench prints at the end:
-    'live dashboard: N requests answered with X CPU-s in Y s (Z% of a core)'."""
+    """The CPU-s the dashboard's threads used and the seconds it listened, from the line
+    brokerbench prints as it exits: 'live dashboard: N requests answered with X CPU-s in Y s
+    (Z% of a core)'."""
     for line in lines:
         if line.startswith("live dashboard: ") and " answered with " in line:
-            return float(line.split(" answered with ", 1)[1].split(" CPU-s", 1)[0])
+            cpu, rest = line.split(" answered with ", 1)[1].split(" CPU-s in ", 1)
+            return float(cpu), float(rest.split(" s", 1)[0])
     raise RunFailed("brokerbench printed no dashboard cost line")
 
 
@@ -90,8 +92,8 @@ def one_run(binary, settings, viewers):
     if code != 0 or problems:
         raise RunFailed(f"exited {code}: {'; '.join(problems) or 'see its notes'}")
     cpu = usage.ru_utime + usage.ru_stime
-    own = dashboard_cpu(rest) if viewers is not None else 0.0
-    return {"cpu": cpu, "wall": wall, "pages": len(answered), "own": own,
+    own, listened = dashboard_cpu(rest) if viewers is not None else (0.0, wall)
+    return {"cpu": cpu, "wall": wall, "pages": len(answered), "own": own, "listened": listened,
             "per_million": cpu * 1e6 / (s["total"]["acknowledged"] or s["total"]["sent"])}
 
 
@@ -129,7 +131,7 @@ def main():
         if good:
             per_million = statistics.median(x["per_million"] for x in good)
             own = statistics.median(x["own"] for x in good)
-            core = statistics.median(x["own"] / x["wall"] for x in good)
+            core = statistics.median(x["own"] / x["listened"] for x in good)
             share = statistics.median(x["own"] / x["cpu"] for x in good)
             print(f"{name[v]}, median of {len(good)}: {per_million:.2f} CPU-s per million "
                   f"({per_million / base_per_million:.3f}x); the dashboard's threads used {own:.3f} CPU-s, "

@@ -78,6 +78,8 @@ impl Drop for LiveDashboard {
                 false,
             );
         }
+        // The last answers are written and counted before their cost is read.
+        self.server.shutdown();
         let (answered, cpu) = self.server.answer_cost();
         eprintln!("{}", cost_line(answered, cpu, self.began.elapsed()));
     }

@@ -560,7 +560,7 @@ fn the_live_dashboard_grows_during_a_run_and_ends_on_its_report() {
     assert!(browser.errors.is_empty(), "{:?}", browser.errors);
 }
 
-/// The last line brokerbench printed states what the dashboard's threads used: at least
+/// The line brokerbench printed as it exited states what the dashboard's threads used: at least
 /// `requests` answered (the viewers' and the page's own fetches), with some CPU.
 fn assert_dashboard_cost_stated(run: &Served, requests: u64) {
     // The reader thread may still be taking the last lines from the pipe.

@@ -101,13 +101,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(error) => Err(record_failure(watchers.folder, &out, &clock, error)),
     };
     if let Some(live) = live {
-        match &recorded {
-            Ok(_) => live.dashboard.end("The run is over.", true),
-            Err(_) => live.dashboard.end(
+        let (outcome, good) = match &recorded {
+            Ok(code) if *code == ExitCode::from(exit::CLEAN) => ("The run is over.", true),
+            Ok(_) => (
+                "The run is over, with problems: its notes say which.",
+                false,
+            ),
+            Err(_) => (
                 "The run failed; the terminal and manifest.json say why.",
                 false,
             ),
-        }
+        };
+        live.dashboard.end(outcome, good);
     }
     recorded
 }

@@ -340,7 +340,8 @@ impl MetricsServer {
         self.address
     }
 
-    /// Connections answered so far, and the CPU time their threads used.
+    /// Requests answered so far, and the CPU time their threads used (each connection's
+    /// thread serves one; a connection that sent nothing adds its CPU, not a request).
     pub fn answer_cost(&self) -> (u64, Duration) {
         self.state.cost.so_far()
     }
@@ -353,6 +354,14 @@ impl MetricsServer {
 
 impl Drop for MetricsServer {
     fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl MetricsServer {
+    /// Stops listening and lets the answers being written finish (what dropping it does; a
+    /// second call does nothing more).
+    pub fn shutdown(&mut self) {
         self.state.stop.store(true, Ordering::Release);
         let Some(acceptor) = self.acceptor.take() else {
             return;
@@ -458,10 +467,12 @@ fn turn_away(mut stream: TcpStream) {
 }
 
 fn serve_connection(mut stream: TcpStream, state: &ServerState) {
-    let _cpu = state.cost.measure();
     let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
     let head = match http::read_head(&mut stream, Instant::now() + IO_TIMEOUT) {
-        Err(HeadError::Silent) => return,
+        Err(HeadError::Silent) => {
+            state.cost.add_this_thread(false);
+            return;
+        }
         Err(HeadError::Answer(status)) => Err(status),
         Ok(head) => Ok(head),
     };
@@ -481,19 +492,21 @@ fn serve_connection(mut stream: TcpStream, state: &ServerState) {
 }
 
 /// One connection answering a request, counted until it has written and lingered (or
-/// panicked).
-struct Answering<'a>(&'a AtomicUsize);
+/// panicked); its thread's CPU is added to [`ServerState::cost`] before it stops counting, so
+/// a dropped server has every answer's cost.
+struct Answering<'a>(&'a ServerState);
 
 impl<'a> Answering<'a> {
     fn count(state: &'a ServerState) -> Answering<'a> {
         state.answering.fetch_add(1, Ordering::AcqRel);
-        Answering(&state.answering)
+        Answering(state)
     }
 }
 
 impl Drop for Answering<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.0.cost.add_this_thread(true);
+        self.0.answering.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

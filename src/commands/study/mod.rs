@@ -156,10 +156,9 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
     }
     let finished = finish(&dir, &mut state, outcome, search.is_some());
     if let Some(live) = live {
-        live.dashboard.end(
-            &format!("The study is over ({}).", state.status),
-            state.status == "complete",
-        );
+        let clean = matches!(&finished, Ok(code) if *code == ExitCode::from(exit::CLEAN));
+        live.dashboard
+            .end(&format!("The study is over ({}).", state.status), clean);
     }
     finished
 }

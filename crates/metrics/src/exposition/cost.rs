@@ -1,5 +1,7 @@
 //! What answering costs the process: the CPU time of the threads that answered requests,
-//! summed as each connection ends (the server states it; a dashboard prints it at the end).
+//! added as each connection's thread ends its work (the server states it; a dashboard prints
+//! it at the end). Each connection has a thread of its own, so a thread's CPU clock, which
+//! starts at zero, is that connection's whole cost.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -7,39 +9,26 @@ use std::time::Duration;
 /// Requests answered and the CPU their threads used, summed over the server's life.
 #[derive(Default)]
 pub(super) struct AnswerCost {
-    connections: AtomicU64,
+    requests: AtomicU64,
     cpu_ns: AtomicU64,
 }
 
 impl AnswerCost {
-    /// Counts the calling thread's CPU from now until the returned guard is dropped.
-    pub(super) fn measure(&self) -> Measuring<'_> {
-        Measuring {
-            cost: self,
-            began_ns: thread_cpu_ns(),
+    /// Adds the calling thread's CPU so far, and a request when `request` (a connection that
+    /// sent none costs CPU too).
+    pub(super) fn add_this_thread(&self, request: bool) {
+        self.cpu_ns.fetch_add(thread_cpu_ns(), Ordering::AcqRel);
+        if request {
+            self.requests.fetch_add(1, Ordering::AcqRel);
         }
     }
 
-    /// Connections served so far, and the CPU time spent on them.
+    /// Requests answered so far, and the CPU time spent on them.
     pub(super) fn so_far(&self) -> (u64, Duration) {
         (
-            self.connections.load(Ordering::Acquire),
+            self.requests.load(Ordering::Acquire),
             Duration::from_nanos(self.cpu_ns.load(Ordering::Acquire)),
         )
-    }
-}
-
-/// One connection's CPU being counted; added to the sum when dropped (a panic too).
-pub(super) struct Measuring<'a> {
-    cost: &'a AnswerCost,
-    began_ns: u64,
-}
-
-impl Drop for Measuring<'_> {
-    fn drop(&mut self) {
-        let used = thread_cpu_ns().saturating_sub(self.began_ns);
-        self.cost.cpu_ns.fetch_add(used, Ordering::AcqRel);
-        self.cost.connections.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -61,23 +50,27 @@ mod tests {
     #[test]
     fn a_thread_that_works_is_counted_and_one_that_sleeps_is_not() {
         let cost = AnswerCost::default();
-        {
-            let _m = cost.measure();
-            let began = std::time::Instant::now();
-            let mut x = 0u64;
-            while began.elapsed() < Duration::from_millis(30) {
-                x = std::hint::black_box(x.wrapping_add(1));
-            }
-        }
-        let (connections, busy) = cost.so_far();
-        assert_eq!(connections, 1);
-        assert!(busy > Duration::from_millis(5), "{busy:?}");
-        {
-            let _m = cost.measure();
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let (connections, both) = cost.so_far();
-        assert_eq!(connections, 2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // Works until its own clock shows 30 ms (however busy the host).
+                let mut x = 0u64;
+                while thread_cpu_ns() < 30_000_000 {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+                cost.add_this_thread(true);
+            });
+        });
+        let (requests, busy) = cost.so_far();
+        assert_eq!(requests, 1);
+        assert!(busy >= Duration::from_millis(30), "{busy:?}");
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                cost.add_this_thread(false);
+            });
+        });
+        let (requests, both) = cost.so_far();
+        assert_eq!(requests, 1, "a connection without a request");
         assert!(both - busy < Duration::from_millis(20), "{:?}", both - busy);
     }
 }
