@@ -63,6 +63,13 @@ impl WakeupLateness {
     }
 }
 
+impl Drop for WakeupLateness {
+    /// A probe dropped unread stops too (its thread ends at its next wake-up).
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 impl Seen {
     /// The worst of `late`, and the `x` behind which a schedule spent 1% of the time: where
     /// the sum of `L - x` over the wake-ups later than `x` is 1% of all the time slept.
