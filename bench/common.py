@@ -25,12 +25,13 @@ def home():
 
 class Usage:
     """What one child process cost: its output (and, when kept apart, its error output), user
-    and system CPU seconds, peak RSS in MB, its exit code, and its CPU as it went (`trace`:
-    (seconds since it started, CPU seconds so far), a few samples a second)."""
+    and system CPU seconds, peak RSS in MB, its exit code, its CPU as it went (`trace`:
+    (seconds since it started, CPU seconds so far), a few samples a second), and how often its
+    threads were switched out (`switches`: voluntary and involuntary, all threads, from wait4)."""
 
-    def __init__(self, text, user, system, rss_mb, code=0, errors="", trace=()):
+    def __init__(self, text, user, system, rss_mb, code=0, errors="", trace=(), switches=0):
         self.text, self.user, self.system, self.rss_mb, self.code = text, user, system, rss_mb, code
-        self.errors, self.trace = errors, list(trace)
+        self.errors, self.trace, self.switches = errors, list(trace), switches
 
     @property
     def cpu(self):
@@ -134,7 +135,8 @@ def timed(cmd, merge=True, allowed=(0,)):
         text, errors = out.read(), err.read()
     if code not in allowed:
         raise RunFailed(f"{os.path.basename(cmd[0])} exited {code}:\n{tail(errors + text)}")
-    return Usage(text, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024, code, errors, samples)
+    return Usage(text, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024, code, errors, samples,
+                 usage.ru_nvcsw + usage.ru_nivcsw)
 
 
 def tail(text, lines=20, chars=2000):
