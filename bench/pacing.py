@@ -10,15 +10,17 @@ schedule lag is its own account. This bench captures what the clients send to th
 on loopback (tcpdump) and finds every publish in the byte streams (bench/wire.py), so each tool's
 pacing is measured the same way, from outside:
 
-  - msg/s: publishes seen on the wire over the middle of the run (20% to 90% of its span);
-  - lag p50/p99/max: each publish's lateness behind an even schedule at that rate (anchored so
-    that the publish furthest ahead of it has lag 0) — brokerbench's schedule lag, taken from
-    the wire, for every tool;
+  - msg/s: publishes seen on the wire per second over the part of the run from 30% to 95% of its
+    span (a JVM's first seconds left out), with the slowest and the fastest second;
+  - lag p50/p99/max: each publish's lateness behind an even schedule at its second's rate
+    (anchored so that the publish of the second furthest ahead of it has lag 0) — brokerbench's
+    schedule lag, taken from the wire, for every tool (it cannot see a lag common to all of a
+    second's publishes);
   - burst: the share of publishes that left within 20 µs of the one before;
   - CPU-s per million: the client process's user+system CPU (wait4, start-up included) per
     publish seen on the wire, and steady: its CPU per second from 40% to 85% of its life (from
-    /proc) over its rate on the wire, without a JVM's start-up; switches per message: how often its threads were switched out
-    (voluntary and involuntary, wait4), the wake-ups the CPU pays for;
+    /proc) over its rate on the wire, without a JVM's start-up; switches per message: how often
+    its threads were switched out (voluntary and involuntary, wait4), the wake-ups it pays for;
   - for brokerbench, its own schedule lag p50/p99 (summary.json) beside the wire's: the check
     that what it reports of its pacing is what left the client.
 
@@ -28,27 +30,34 @@ Tools, at a fixed --rate, 100 B, one producer and one consumer with acknowledgem
             RabbitMQ PerfTest 2.22.1 (-r RATE), alternating which goes first; the cost matrix's
             RabbitMQ settings (confirms, at most 1,000 unconfirmed, prefetch 1,000, manual ack of
             each delivery).
-  nats:     brokerbench at both resolutions, and `nats bench --pubsleep D` if --nats names the
-            NATS CLI: it has no rate, only a sleep after each publish, so it goes first in each
-            round and brokerbench then runs at the rate it reached on the wire.
+  nats:     brokerbench at both resolutions (the bundled driver file's settings), and `nats bench
+            --pubsleep D --pubbatch 100 --consumerbatch 100` if --nats names the NATS CLI: it has
+            no rate, only a sleep after each publish, so it goes first in each round, publishing
+            --rate x --seconds messages at the rate its sleep gives (longer than --seconds when
+            that rate is lower), and brokerbench then runs at the rate it reached on the wire.
+The two brokerbench runs alternate their order from round to round. The capture is attached to
+every tool alike; on loopback its copy of each packet is made in the sender's system time.
 
-Usage: bench/pacing.py [--family rabbitmq|nats|all] [--rounds 3] [--seconds 10] [--rate 10000]
-                       [--coarse 1ms] [--nats /tmp/gobin/nats --pubsleep 50us]
+Usage: bench/pacing.py [--family rabbitmq|nats|all] [--rounds 3] [--seconds 10]
+                       [--rate 10000] [--coarse 1ms] [--nats /tmp/gobin/nats --pubsleep 50us]
 Needs: tcpdump (apt-get install tcpdump) and root for it; Java and Maven for PerfTest; the managed
 broker is started if it is not running.
 """
 
 import argparse
 import json
+import math
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import BIN, ROOT, RunFailed, attempt, left_out, median, perftest_classpath, settle, succeeded, timed  # noqa: E402
+from common import (BIN, ROOT, RunFailed, attempt, left_out, median, perftest_classpath, settle,  # noqa: E402
+                    succeeded, timed)
 from wire import Capture, pacing, publish_times, remove  # noqa: E402
 
 SIZE = 100
@@ -78,6 +87,8 @@ def measured(cmd, port, protocol, allowed=(0,)):
         finally:
             capture.stop()
         times = publish_times(path, protocol)
+    except (OSError, ValueError, struct.error, subprocess.TimeoutExpired) as e:
+        raise RunFailed(f"the capture could not be read: {e}")
     finally:
         remove(path)
     paced = pacing(times)
@@ -138,18 +149,23 @@ def tools(family, args, port):
 def round_of(family, runs, args, number, results):
     """One round. PerfTest and brokerbench alternate which goes first and run at --rate; nats
     bench has no rate (only its sleep), so it goes first and brokerbench runs at the rate it
-    reached on the wire (--rate in the first round, if it failed)."""
-    names = list(runs)
-    paced_by_peer = family == "nats" and len(names) == 3
-    if not paced_by_peer and number % 2:
-        names.reverse()
+    reached on the wire (the last rate it reached, or --rate, when it failed)."""
+    peers = [name for name in runs if not name.startswith("brokerbench")]
+    ours = [name for name in runs if name.startswith("brokerbench")]
+    if number % 2:
+        ours.reverse()
+    paced_by_peer = family == "nats" and bool(peers)
+    names = peers + ours if paced_by_peer or number % 2 == 0 else ours + peers
     rate = args.rate
+    if paced_by_peer:
+        reached = [r["rate"] for r in results[peers[0]] if "failed" not in r]
+        rate = round(reached[-1]) if reached else args.rate
     print(f"{family}, round {number + 1}:", flush=True)
     for name in names:
         result = attempt(f"{name}, round {number + 1}", runs[name], rate)
         results[name].append(result)
         print(line(name, result), flush=True)
-        if paced_by_peer and not name.startswith("brokerbench") and "failed" not in result:
+        if paced_by_peer and name in peers and "failed" not in result:
             rate = round(result["rate"])
 
 
@@ -185,9 +201,9 @@ def compare(family, args):
     for name, ours in medians.items():
         for peer_name in (peers if name.startswith("brokerbench") else []):
             peer = medians[peer_name]
-            print(f"  {name} / {peer_name}: {ours['cpu'] / peer['cpu']:.2f}x CPU per message "
-                  f"(steady {ours['steady'] / peer['steady']:.2f}x), {ours['lag_p50'] / peer['lag_p50']:.2f}x its "
-                  f"lag p50, {ours['lag_p99'] / peer['lag_p99']:.2f}x its lag p99")
+            ratio = lambda key: ours[key] / peer[key] if peer[key] else math.nan  # noqa: E731
+            print(f"  {name} / {peer_name}: {ratio('cpu'):.2f}x CPU per message (steady {ratio('steady'):.2f}x), "
+                  f"{ratio('lag_p50'):.2f}x its lag p50, {ratio('lag_p99'):.2f}x its lag p99")
 
 
 def main():

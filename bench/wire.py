@@ -3,13 +3,17 @@ clients send to a broker's port, cut into each connection's byte stream and pars
 (AMQP 0-9-1 basic.publish, NATS PUB/HPUB to a subject outside $JS. and _INBOX.). Used by
 bench/pacing.py to compare how evenly tools pace a fixed rate, whatever each says of itself."""
 
+import math
 import os
+import re
 import signal
 import struct
 import subprocess
 import time
 
-PCAP_NS_MAGIC = 0xA1B23C4D
+PCAP_MAGIC = {0xA1B2C3D4: 1000, 0xA1B23C4D: 1}  # little-endian pcap: µs or ns timestamps
+LINK_HEADER = {1: 14, 113: 16, 276: 20}  # Ethernet (lo), Linux cooked v1 and v2
+LARGEST_FRAME = 4 << 20  # an AMQP frame size beyond this means the parse lost its place
 
 
 class Capture:
@@ -27,26 +31,29 @@ class Capture:
         line = self.child.stderr.readline()
         if "listening" not in line:
             self.child.kill()
-            raise RuntimeError(f"tcpdump did not start: {line.strip()} (is it installed? apt-get install tcpdump)")
+            raise OSError(f"tcpdump did not start: {line.strip()} (is it installed? apt-get install tcpdump)")
         return self
 
     def stop(self):
         time.sleep(0.2)  # the last segments, written with -U as they come
         self.child.send_signal(signal.SIGINT)
-        _, dropped = self.child.communicate(timeout=30)
-        if "0 packets dropped by kernel" not in dropped:
-            print(f"note: tcpdump: {' '.join(dropped.split())}")
+        _, said = self.child.communicate(timeout=30)
+        dropped = re.search(r"(\d+) packets? dropped by kernel", said)
+        if not dropped or int(dropped.group(1)) > 0:
+            raise ValueError(f"the capture is not whole: tcpdump said {' '.join(said.split())!r}")
 
 
 def segments(path):
-    """(time in ns, source port, sequence number, payload) of every captured TCP segment that
-    carries data."""
+    """(time in ns, source port, sequence number, payload) of every captured IPv4 TCP segment
+    that carries data."""
     with open(path, "rb") as f:
         data = f.read()
     magic, = struct.unpack_from("<I", data, 0)
-    scale = 1 if magic == PCAP_NS_MAGIC else 1000
     link, = struct.unpack_from("<I", data, 20)
-    link_header = 14 if link == 1 else 16  # Ethernet on lo, or Linux cooked capture
+    if magic not in PCAP_MAGIC or link not in LINK_HEADER:
+        raise ValueError(f"{path}: not a little-endian pcap of Ethernet or Linux cooked frames "
+                         f"(magic {magic:#x}, link type {link})")
+    scale, link_header = PCAP_MAGIC[magic], LINK_HEADER[link]
     at = 24
     while at + 16 <= len(data):
         sec, frac, captured, _ = struct.unpack_from("<IIII", data, at)
@@ -92,12 +99,17 @@ def amqp_publishes(chunks):
     buf, times, at_start = b"", [], True
     for at, payload in chunks:
         buf += payload
-        if at_start and buf.startswith(b"AMQP"):
-            buf = buf[8:]  # the protocol header
-        at_start = False
+        if at_start:
+            if len(buf) < 8:
+                continue
+            if buf.startswith(b"AMQP"):
+                buf = buf[8:]  # the protocol header
+            at_start = False
         pos = 0
         while len(buf) - pos >= 8:
             kind, _, size = struct.unpack_from(">BHI", buf, pos)
+            if size > LARGEST_FRAME:
+                raise ValueError(f"an AMQP frame of {size} bytes at byte {pos} of a chunk: the parse lost its place")
             if len(buf) - pos < 8 + size:
                 break
             if buf[pos + 7 + size] != 0xCE:
@@ -152,8 +164,9 @@ def pacing(times, start=0.3, end=0.95, second=1_000_000_000):
     and each message's lag behind an even schedule at its second's rate (anchored so that the
     message of the second furthest ahead of it has lag 0), pooled, as p50, p99 and max in µs; and
     the share of messages sent within 20 µs of the one before (in a burst). Second by second, so
-    that a rate that wanders over seconds (shown by the slowest and fastest second) is not
-    counted as lateness. None when fewer than two full seconds of messages were seen."""
+    that a rate that wanders over seconds (shown by the slowest and fastest second, a second with
+    nothing sent included) is not counted as lateness; a second of fewer than 10 messages gives
+    no lags. None when the part is under two seconds long or has no second of 10 messages."""
     if len(times) < 2:
         return None
     span = times[-1] - times[0]
@@ -161,19 +174,20 @@ def pacing(times, start=0.3, end=0.95, second=1_000_000_000):
     part = [t for t in times if lo <= t <= hi]
     seconds = [[t for t in part if lo + k * second <= t < lo + (k + 1) * second]
                for k in range(int((hi - lo) // second))]
-    seconds = [s for s in seconds if len(s) >= 10]
     if len(seconds) < 2:
         return None
-    lags, rates = [], []
-    for sec in seconds:
+    lags = []
+    for sec in (s for s in seconds if len(s) >= 10):
         gap = slope(sec)
         offsets = [t - (sec[0] + i * gap) for i, t in enumerate(sec)]
         least = min(offsets)
         lags += [o - least for o in offsets]
-        rates.append(len(sec) * 1e9 / second)
+    if not lags:
+        return None
+    rates = [len(sec) * 1e9 / second for sec in seconds]
     lags.sort()
     burst = sum(1 for a, b in zip(part, part[1:]) if b - a < 20_000) / (len(part) - 1)
-    q = lambda p: lags[min(len(lags) - 1, int(p * len(lags)))] / 1e3  # noqa: E731
+    q = lambda p: lags[max(0, math.ceil(p * len(lags)) - 1)] / 1e3  # noqa: E731
     return {"rate": sum(rates) / len(rates), "slowest": min(rates), "fastest": max(rates),
             "lag_p50": q(0.50), "lag_p99": q(0.99), "lag_max": lags[-1] / 1e3, "burst": burst}
 

@@ -4,9 +4,9 @@
 //! of a client's cost at a fixed rate that comes from pacing alone: a schedule that wakes W
 //! times a second at a rate of R msg/s pays W / R wake-ups per message.
 //!
-//! Usage: wake_cost [SLEEP_US] [SECONDS]   (defaults: 100 µs, 5 s)
-//! Prints: `sleep=100us seconds=5 wakes=20395 wakes_per_s=4079 took_us=245.1 cpu_us_per_wake=37.9
-//! user_us_per_wake=13.1 system_us_per_wake=24.8`.
+//! Usage: wake_cost [SLEEP_US] [SECONDS]   (defaults: 100 µs, 5 s; SLEEP_US at least 1)
+//! Prints one line, for example: `sleep=100us elapsed_s=5.0 wakes=32575 wakes_per_s=6515
+//! took_us=153.5 cpu_us_per_wake=31.7 user_us_per_wake=4.6 system_us_per_wake=27.1`.
 
 use std::time::{Duration, Instant};
 
@@ -45,8 +45,11 @@ fn arguments() -> Result<(Duration, Duration), String> {
     };
     let sleep_us = number("SLEEP_US", 100)?;
     let seconds = number("SECONDS", 5)?;
-    if seconds == 0 {
-        return Err("SECONDS must be at least 1".into());
+    if let Some(extra) = args.next() {
+        return Err(format!("unexpected argument '{extra}'"));
+    }
+    if sleep_us == 0 || seconds == 0 {
+        return Err("SLEEP_US and SECONDS must be at least 1 (a sleep of 0 does not sleep)".into());
     }
     Ok((
         Duration::from_micros(sleep_us),
@@ -67,7 +70,7 @@ fn thread_cpu() -> (f64, f64) {
 fn report(sleep: Duration, elapsed: Duration, wakes: u64, (user, system): (f64, f64)) {
     let per = |us: f64| us / wakes.max(1) as f64;
     println!(
-        "sleep={}us seconds={:.0} wakes={wakes} wakes_per_s={:.0} took_us={:.1} \
+        "sleep={}us elapsed_s={:.1} wakes={wakes} wakes_per_s={:.0} took_us={:.1} \
          cpu_us_per_wake={:.1} user_us_per_wake={:.1} system_us_per_wake={:.1}",
         sleep.as_micros(),
         elapsed.as_secs_f64(),

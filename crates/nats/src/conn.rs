@@ -164,7 +164,9 @@ impl Conn {
             if left.is_zero() {
                 return Err("timed out".into());
             }
-            self.fill(left).map_err(|e| e.to_string())?;
+            if self.fill(left).map_err(|e| e.to_string())? == 0 {
+                return Err("the server closed the connection".into());
+            }
         }
     }
 
@@ -378,6 +380,40 @@ fn find_crlf(bytes: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server that closes the connection during the handshake fails it at once, instead of
+    /// reading the closed socket over and over until the timeout.
+    #[test]
+    fn a_connection_closed_in_the_handshake_fails_at_once() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut socket, _) = listener.accept().unwrap();
+            std::io::Write::write_all(&mut socket, b"INFO {\"server_id\":\"x\"}\r\n").unwrap();
+            // Reads CONNECT and PING (so that closing sends an end of stream, not a reset), and
+            // closes without answering.
+            let mut seen = Vec::new();
+            let mut chunk = [0u8; 1024];
+            while !seen.ends_with(b"PING\r\n") {
+                let n = std::io::Read::read(&mut socket, &mut chunk).unwrap();
+                assert!(n > 0, "the client closed first");
+                seen.extend_from_slice(&chunk[..n]);
+            }
+        });
+        let url = NatsUrl::parse(&format!("nats://127.0.0.1:{port}")).unwrap();
+        let started = Instant::now();
+        let error = match Conn::connect(&url, Duration::from_secs(20)) {
+            Ok(_) => panic!("connected to a server that closed the connection"),
+            Err(error) => format!("{error:?}"),
+        };
+        assert!(error.contains("closed the connection"), "{error}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        server.join().unwrap();
+    }
 
     #[test]
     fn publishes_are_framed_and_kinds_are_snake_case() {

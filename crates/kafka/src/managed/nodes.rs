@@ -141,6 +141,8 @@ impl Kafka {
     /// Writes this node's configuration, formats its storage the first time and spawns its
     /// JVM.
     pub(super) fn start_node(&self, quorum: &Quorum) -> Result<StartingNode, BrokerError> {
+        // A node just killed is a JVM whose last threads may still hold its ports.
+        process::wait_if_exiting(&self.pid_file());
         self.check_ports_free()?;
         self.write_configuration(quorum)?;
         process::rotate_log(&self.log_file())?;
