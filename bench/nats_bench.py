@@ -89,15 +89,20 @@ def steady_per_m(usage, pub):
     return steady / pub * 1e6 if steady is not None and pub else math.nan
 
 
-def nats_bench(nats, url, msgs, pubsleep=None):
+def nats_bench_command(nats, url, msgs, pubsleep=None):
+    """The `nats bench` command of this case (after removing a stream an earlier run left, with
+    other subjects, which makes nats bench refuse to start)."""
     cmd = [nats, "bench", "-s", url, "brokerbench-bench", "--js", "--purge", "--pub", "1",
            "--sub", "1", "--pull", "--msgs", str(msgs), "--size", str(SIZE), "--no-progress",
            "--pubbatch", str(PUBBATCH), "--consumerbatch", str(CONSUMERBATCH)]
     if pubsleep:
         cmd += ["--pubsleep", pubsleep]
-    # A stream left by an earlier run with other subjects makes nats bench refuse to start.
     subprocess.run([nats, "stream", "rm", "benchstream", "-f", "-s", url], capture_output=True)
-    usage = timed(cmd)
+    return cmd
+
+
+def nats_bench(nats, url, msgs, pubsleep=None):
+    usage = timed(nats_bench_command(nats, url, msgs, pubsleep))
     pub = rate_of(usage.text, " Pub")
     return {"pub": pub, "sub": rate_of(usage.text, " Sub"), "cpu_per_m": usage.cpu / msgs * 1e6,
             "steady_per_m": steady_per_m(usage, pub), "rss": usage.rss_mb, "msgs": msgs}

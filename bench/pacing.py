@@ -58,6 +58,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (BIN, ROOT, RunFailed, attempt, left_out, median, perftest_classpath, settle,  # noqa: E402
                     succeeded, timed)
+from nats_bench import nats_bench_command  # noqa: E402
 from wire import Capture, pacing, publish_times, remove  # noqa: E402
 
 SIZE = 100
@@ -125,11 +126,7 @@ def perftest(rate, seconds, port):
 
 
 def nats_bench(nats, pubsleep, rate, seconds, port):
-    url = f"nats://127.0.0.1:{port}"
-    subprocess.run([nats, "stream", "rm", "benchstream", "-f", "-s", url], capture_output=True)
-    cmd = [nats, "bench", "-s", url, "brokerbench-pacing", "--js", "--purge", "--pub", "1", "--sub", "1",
-           "--pull", "--msgs", str(rate * seconds), "--size", str(SIZE), "--no-progress",
-           "--pubbatch", "100", "--consumerbatch", "100", "--pubsleep", pubsleep]
+    cmd = nats_bench_command(nats, f"nats://127.0.0.1:{port}", rate * seconds, pubsleep)
     return measured(cmd, port, "nats")
 
 
