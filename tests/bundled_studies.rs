@@ -1,5 +1,6 @@
 //! Every bundled study in `studies/` runs with `--quick` against the real managed brokers:
-//! each cell once, a few seconds each, and the tables come out complete; the two fault studies,
+//! each cell once (a grid of more than one axis `--cover`ed: every value of every axis once),
+//! a few seconds each, and the tables come out complete; the two fault studies,
 //! on three-node clusters, are planned and checked. The runs do without resource sampling and
 //! broker metrics (`--no-monitor`, 10% less time: tests/study.rs and tests/monitoring.rs cover
 //! those in studies and runs).
@@ -24,12 +25,14 @@ fn run_quick(name: &str) -> (tempfile::TempDir, PathBuf, String) {
 
 /// `run_quick` with `--set` overrides (they win over --quick's durations).
 fn run_quick_with(name: &str, sets: &[&str]) -> (tempfile::TempDir, PathBuf, String) {
-    run_quick_in(name, sets, &[])
+    run_quick_in(name, &[], sets, &[])
 }
 
-/// `run_quick_with` in the environment `env` (e.g. a brokerbench home of its own).
+/// `run_quick_with` with more `flags` (`--cover`), in the environment `env` (e.g. a
+/// brokerbench home of its own).
 fn run_quick_in(
     name: &str,
+    flags: &[&str],
     sets: &[&str],
     env: &[(&str, &str)],
 ) -> (tempfile::TempDir, PathBuf, String) {
@@ -40,7 +43,9 @@ fn run_quick_in(
         .current_dir(dir.path())
         .arg("study")
         .arg(bundled(name))
-        .args(["--quick", "--no-monitor", "--out"])
+        .args(["--quick", "--no-monitor"])
+        .args(flags)
+        .arg("--out")
         .arg(&folder)
         .args(sets.iter().flat_map(|s| ["--set", s]))
         .timeout(Duration::from_secs(900))
@@ -66,6 +71,17 @@ fn quick(name: &str, runs: usize) {
 fn quick_with(name: &str, runs: usize, sets: &[&str]) {
     let (_dir, folder, stdout) = run_quick_with(name, sets);
     assert_all_complete(name, &folder, runs, &stdout);
+}
+
+/// `quick_with` with `--cover`: every value of every axis once, in `runs` cells; the study
+/// plans and checks every cell of its grid first.
+fn cover_with(name: &str, runs: usize, sets: &[&str]) {
+    let (_dir, folder, stdout) = run_quick_in(name, &["--cover"], sets, &[]);
+    assert_all_complete(name, &folder, runs, &stdout);
+    assert!(
+        stdout.contains(&format!("{runs} runs of {runs} of the")),
+        "{name}: {stdout}"
+    );
 }
 
 /// Every one of the `runs` planned runs completed and was tabled.
@@ -94,7 +110,7 @@ fn hesse_insert() {
     kafka();
     // Many cells: 1 s of measurement each, without warm-up, is enough to see every run
     // complete (consumers get their partitions before any load starts, warm-up or not).
-    quick_with("hesse-insert", 18, &["warmup=0s", "duration=1s"]);
+    cover_with("hesse-insert", 3, &["warmup=0s", "duration=1s"]);
 }
 
 /// In a home of its own: the study takes Kafka down to start mosquitto.
@@ -104,10 +120,11 @@ fn hesse_insert_mqtt() {
     let home = OwnHome::new();
     let (_dir, folder, stdout) = run_quick_in(
         "hesse-insert-mqtt",
+        &["--cover"],
         &["warmup=0s", "duration=1s"],
         &home.env(),
     );
-    assert_all_complete("hesse-insert-mqtt", &folder, 12, &stdout);
+    assert_all_complete("hesse-insert-mqtt", &folder, 6, &stdout);
     for line in [
         "broker: kafka up with 1 node",
         "broker: kafka down",
@@ -121,14 +138,14 @@ fn hesse_insert_mqtt() {
 fn rabiee_kafka() {
     let _s = serial();
     kafka();
-    quick_with("rabiee-kafka", 48, &["warmup=0s", "duration=1s"]);
+    cover_with("rabiee-kafka", 4, &["warmup=0s", "duration=1s"]);
 }
 
 #[test]
 fn rabiee_kafka_tuning() {
     let _s = serial();
     kafka();
-    quick("rabiee-kafka-tuning", 8);
+    cover_with("rabiee-kafka-tuning", 4, &[]);
 }
 
 #[test]
@@ -175,7 +192,7 @@ fn replication_cost() {
     let _s = serial();
     let home = OwnHome::new();
     link_jvm_distributions(home.home.path());
-    let (_dir, folder, stdout) = run_quick_in("replication-cost", &[], &home.env());
+    let (_dir, folder, stdout) = run_quick_in("replication-cost", &[], &[], &home.env());
     assert_all_complete("replication-cost", &folder, 11, &stdout);
     for (family, sizes, before) in [
         ("kafka", &["1 node", "3 nodes"][..], None),

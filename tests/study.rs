@@ -501,6 +501,16 @@ fn bad_study_files_are_refused_before_anything_runs() {
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("4 cell(s), 12 runs"), "{stdout}");
     assert_eq!(stdout.lines().filter(|l| l.contains(" rep ")).count(), 12);
+    // --cover: every value of each axis once, in two of the four cells.
+    let out = brokerbench()
+        .current_dir(dir.path())
+        .args(["study", "ok.yaml", "--dry-run", "--cover"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("2 of the 4 cells"), "{stdout}");
+    assert!(stdout.contains(", 6 runs"), "{stdout}");
     assert!(!dir.path().join("studies").exists());
 }
 

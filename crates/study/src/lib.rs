@@ -5,6 +5,7 @@
 //! run as an ordinary `brokerbench run` and hands its results folder back here.
 
 pub mod broker;
+pub mod cover;
 pub mod file;
 pub mod metrics;
 pub mod plan;

@@ -96,6 +96,11 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
     let runs =
         plan_runs(&study, &args.overrides, args.quick).map_err(|e| BadInput(e.to_string()))?;
     let keys = validate_runs(&study, &runs, search.as_ref(), args.quick)?;
+    let (runs, keys) = if args.cover {
+        brokerbench_study::cover::keep_covering(&study, runs, keys)
+    } else {
+        (runs, keys)
+    };
     let definition = definition_of(&study, &args);
     crate::dashboard::check(&args.dashboard)?;
     if args.dry_run {
@@ -207,6 +212,10 @@ fn definition_of(study: &Study, args: &StudyArgs) -> Json {
             Json::from(args.overrides.clone()),
         );
         map.insert("--quick".into(), Json::from(args.quick));
+        // Only when given: the folders of studies run without it resume as before.
+        if args.cover {
+            map.insert("--cover".into(), Json::from(true));
+        }
     }
     redacted_definition(&definition)
 }
@@ -242,6 +251,21 @@ impl StudyState {
 }
 
 /// One line on what the study will do, or what a resumed one keeps.
+/// How many cells the runs are of: the grid's, or (`--cover`) how many of them.
+fn cells_text(study: &Study, runs: &[PlannedRun]) -> String {
+    let grid = study.cells();
+    let run = runs
+        .iter()
+        .map(|r| r.cell)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    if run == grid {
+        format!("{grid} cell(s)")
+    } else {
+        format!("{run} of the {grid} cells (--cover: every value of every axis once)")
+    }
+}
+
 fn announce(
     study: &Study,
     runs: &[PlannedRun],
@@ -258,11 +282,11 @@ fn announce(
         );
     } else {
         println!(
-            "study '{}': {} {} of {} cell(s) × {} repetition(s); results in {}",
+            "study '{}': {} {} of {} × {} repetition(s); results in {}",
             study.name,
             runs.len(),
             if searching { "searches" } else { "runs" },
-            study.cells(),
+            cells_text(study, runs),
             runs.iter().map(|r| r.repetition).max().unwrap_or(1),
             dir.display()
         );
@@ -401,10 +425,10 @@ fn print_plan(study: &Study, runs: &[PlannedRun], keys: &[RunKey], search: Optio
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "study '{}' ({}): {} cell(s), {} {}",
+        "study '{}' ({}): {}, {} {}",
         study.name,
         study.file.display(),
-        study.cells(),
+        cells_text(study, runs),
         runs.len(),
         if search.is_some() { "searches" } else { "runs" }
     );
