@@ -56,12 +56,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (BIN, ROOT, RunFailed, attempt, left_out, median, perftest_classpath, settle,  # noqa: E402
+from common import (BIN, ROOT, RunFailed, attempt, left_out, median, settle,  # noqa: E402
                     succeeded, timed)
 from nats_bench import nats_bench_command  # noqa: E402
+from rabbitmq_perftest import SIZE as PERFTEST_SIZE, perftest_command  # noqa: E402
 from wire import Capture, pacing, publish_times, remove  # noqa: E402
 
-SIZE = 100
+SIZE = PERFTEST_SIZE  # the same messages as PerfTest's
 RABBITMQ_SETTINGS = ["queue.type=classic", "queue.durable=false", "persistent=false", "confirms.enabled=true",
                      "confirms.max_outstanding=1000", "ack.mode=manual", "ack.multiple_every=1", "prefetch=1000"]
 FIGURES = ("rate", "slowest", "fastest", "cpu", "steady", "switches", "lag_p50", "lag_p99", "lag_max", "burst")
@@ -117,11 +118,7 @@ def brokerbench(family, rate, seconds, resolution, port):
 
 
 def perftest(rate, seconds, port):
-    queue = f"bench-pacing-{int(time.time() * 1000)}"
-    cmd = ["java", "-cp", perftest_classpath(), "com.rabbitmq.perf.PerfTest",
-           "-h", f"amqp://guest:guest@127.0.0.1:{port}", "--id", queue, "-x", "1", "-y", "1",
-           "-s", str(SIZE), "-z", str(seconds), "-u", queue, "-ad", "true", "-q", "1000",
-           "-c", "1000", "-r", str(rate)]
+    cmd = perftest_command(f"127.0.0.1:{port}", seconds, True, rate, "bench-pacing")
     return measured(cmd, port, "amqp")
 
 

@@ -142,18 +142,26 @@ def latency_us(values, unit):
     return [v * 1000 if unit == "ms" else v for v in values]
 
 
-def perftest(broker, seconds, confirms, rate):
-    """One PerfTest run; returns a result dict."""
-    address, watch = broker
-    queue = f"bench-pt-{int(time.time() * 1000)}"
+def perftest_command(address, seconds, confirms, rate, queue_prefix="bench-pt"):
+    """PerfTest's command line for the bench's case: one producer and one consumer on a queue
+    of their own, SIZE-byte messages for `seconds`, at most MAX_UNCONFIRMED unconfirmed (with
+    confirms) and PREFETCH unacknowledged; `rate` msg/s (-r), or as fast as it can (None)."""
+    queue = f"{queue_prefix}-{int(time.time() * 1000)}"
     args = ["java", "-cp", perftest_classpath(PERFTEST_VERSION), "com.rabbitmq.perf.PerfTest",
             "-h", f"amqp://guest:guest@{address}", "--id", queue,
-            "-x", "1", "-y", "1", "-s", str(SIZE), "-z", str(seconds + WARMUP_S),
+            "-x", "1", "-y", "1", "-s", str(SIZE), "-z", str(seconds),
             "-u", queue, "-ad", "true", "-q", str(PREFETCH)]
     if confirms:
         args += ["-c", str(MAX_UNCONFIRMED)]
     if rate:
         args += ["-r", str(rate)]
+    return args
+
+
+def perftest(broker, seconds, confirms, rate):
+    """One PerfTest run; returns a result dict."""
+    address, watch = broker
+    args = perftest_command(address, seconds + WARMUP_S, confirms, rate)
     out, cpu, rss, interference, _ = timed(args, watch=watch)
     # Per-interval lines: "id: X, time 3.005 s, sent: 18686 msg/s, [confirmed: ...,] received: 19009 msg/s, ..."
     intervals = [(float(t), float(s), float(r)) for t, s, r in re.findall(
