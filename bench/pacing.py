@@ -53,7 +53,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (BIN, ROOT, RunFailed, attempt, left_out, median, settle,  # noqa: E402

@@ -254,9 +254,9 @@ pub struct StudyArgs {
     /// repetition, no cooldown between runs.
     #[arg(long)]
     pub quick: bool,
-    /// Only enough cells that every value of every axis runs once: cell i takes each axis's
-    /// value i (wrapping around a shorter axis), as many cells as the longest axis has values.
-    /// Every cell of the grid is still checked before the first run starts.
+    /// Only enough cells that every value of every axis runs at least once: cell i takes each
+    /// axis's value i (wrapping around a shorter axis), as many cells as the longest axis has
+    /// values. Every cell of the grid is still checked before the first run starts.
     #[arg(long)]
     pub cover: bool,
     /// Study folder. Default: the newest studies/<date>-<time>-<name> of this study (resumed),

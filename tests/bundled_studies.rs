@@ -125,6 +125,7 @@ fn hesse_insert_mqtt() {
         &home.env(),
     );
     assert_all_complete("hesse-insert-mqtt", &folder, 6, &stdout);
+    assert!(stdout.contains("6 runs of 6 of the 12 cells"), "{stdout}");
     for line in [
         "broker: kafka up with 1 node",
         "broker: kafka down",

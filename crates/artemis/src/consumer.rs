@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use brokerbench_driver::{Consumer, Delivery, Unread};
 
+use crate::config::ArtemisUrl;
 use crate::conn::Conn;
 use crate::reconnect::Reconnector;
 use crate::stomp::{push_number, write_frame};
@@ -166,17 +167,13 @@ impl Consumer for ArtemisConsumer {
     /// has taken it in, which an overloaded broker may do late (counted at once, runs on a
     /// saturated host called some of the messages acknowledged in their last seconds lost).
     fn unread(&mut self) -> Option<Vec<Unread>> {
-        let deadline = std::time::Instant::now() + UNREAD_WITHIN;
         let queue = self.subscription.queue();
-        let mut conn = Conn::connect(self.reconnector.url(), CONNECT_WITHIN, None).ok()?;
         let resource = format!("queue.{queue}");
-        let params = serde_json::json!([]);
-        let manage = |conn: &mut Conn, operation| {
-            crate::manage::invoke(conn, &resource, operation, &params, deadline)
-        };
-        // A flush that does not finish in time leaves the count as it is.
-        let _ = manage(&mut conn, "flushExecutor");
-        let answer = manage(&mut conn, "countMessages").ok()?;
+        let url = self.reconnector.url();
+        // A flush refused or not over in time leaves the count as it is; a broker that cannot
+        // be reached has no count to give.
+        let _flushed = operate(url, &resource, "flushExecutor", FLUSH_WITHIN)?;
+        let answer = operate(url, &resource, "countMessages", COUNT_WITHIN)?.ok()?;
         let count = serde_json::from_str::<serde_json::Value>(&answer).ok()?;
         Some(vec![Unread {
             slot: 0,
@@ -187,9 +184,31 @@ impl Consumer for ArtemisConsumer {
     }
 }
 
-/// The longest a consumer's count of what it left unread may take, in all (the broker's
-/// flush of the queue's executor waits up to 10 s of its own)...
-const UNREAD_WITHIN: Duration = Duration::from_secs(15);
+/// Management `operation` of `resource` without parameters, on a connection of its own (a late
+/// answer to an earlier operation cannot be taken for its own) within `within`, its connection
+/// within [`CONNECT_WITHIN`] of that: the operation's answer or why not; None when the broker
+/// cannot be reached.
+fn operate(
+    url: &ArtemisUrl,
+    resource: &str,
+    operation: &str,
+    within: Duration,
+) -> Option<Result<String, String>> {
+    let deadline = std::time::Instant::now() + within;
+    let mut conn = Conn::connect(url, CONNECT_WITHIN, None).ok()?;
+    let params = serde_json::json!([]);
+    Some(crate::manage::invoke(
+        &mut conn, resource, operation, &params, deadline,
+    ))
+}
 
-/// ... and its connection (a broker that is gone or paused does not hold up the run's end).
+/// The longest the flush of the subscription queue's executor is waited for, its connection
+/// included (the broker gives up on its own after 10 s)...
+const FLUSH_WITHIN: Duration = Duration::from_secs(11);
+
+/// ... and the count after it.
+const COUNT_WITHIN: Duration = Duration::from_secs(5);
+
+/// How long a connection for either may take (a broker that is gone or paused does not hold
+/// up the run's end).
 const CONNECT_WITHIN: Duration = Duration::from_secs(5);

@@ -4,7 +4,9 @@
 //! `_AMQ_OperationSucceeded` header saying whether the operation worked and its body what it
 //! returned (or why not). On a broker with security on, the user needs the `manage`
 //! permission on `activemq.management`, and on `brokerbench.management.#` those to have an
-//! address and queue created on first use and to consume from them.
+//! address and queue created on first use and to consume from them. (With Artemis's
+//! `management-message-rbac` on, `countMessages` is a view and `flushExecutor` an update: a user
+//! allowed views only still gets the count, unflushed.)
 
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};

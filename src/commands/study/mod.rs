@@ -250,7 +250,6 @@ impl StudyState {
     }
 }
 
-/// One line on what the study will do, or what a resumed one keeps.
 /// How many cells the runs are of: the grid's, or (`--cover`) how many of them.
 fn cells_text(study: &Study, runs: &[PlannedRun]) -> String {
     let grid = study.cells();
@@ -262,10 +261,11 @@ fn cells_text(study: &Study, runs: &[PlannedRun]) -> String {
     if run == grid {
         format!("{grid} cell(s)")
     } else {
-        format!("{run} of the {grid} cells (--cover: every value of every axis once)")
+        format!("{run} of the {grid} cells (--cover: every value of every axis at least once)")
     }
 }
 
+/// One line on what the study will do, or what a resumed one keeps.
 fn announce(
     study: &Study,
     runs: &[PlannedRun],
