@@ -26,8 +26,13 @@ use crate::conn::{Conn, ConnectError};
 
 pub use family::{NatsFamily, FAMILY};
 
-/// How long connecting and admin requests may take.
+/// How long connecting may take.
 pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a JetStream API request may take: a cluster on a busy host can take longer than
+/// 5 s to create a stream of three replicas (its meta group assigns it, then the stream's own
+/// group elects a leader), which a server without JetStream refuses at once instead.
+pub const API_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The NATS JetStream driver.
 pub struct NatsDriver {
@@ -135,13 +140,13 @@ impl NatsDriver {
                 body.to_string().as_bytes(),
             )
             .map_err(|_| DriverError::Other(format!("nats: {}", conn::CONNECTION_CLOSED)))?;
-        let deadline = std::time::Instant::now() + ADMIN_TIMEOUT;
+        let deadline = std::time::Instant::now() + API_TIMEOUT;
         let mut answer: Option<Result<serde_json::Value, String>> = None;
         while answer.is_none() {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
                 return Err(DriverError::Other(format!(
-                    "nats: no answer to {subject} within {ADMIN_TIMEOUT:?}; is JetStream enabled (nats-server -js)?"
+                    "nats: no answer to {subject} within {API_TIMEOUT:?}; is JetStream enabled (nats-server -js), and its cluster's meta group led?"
                 )));
             }
             admin
