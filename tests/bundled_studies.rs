@@ -1,6 +1,6 @@
 //! Every bundled study in `studies/` runs with `--quick` against the real managed brokers:
-//! each cell once (a grid of more than one axis `--cover`ed: every value of every axis once),
-//! a few seconds each, and the tables come out complete; the two fault studies,
+//! each cell once (a grid of more than one axis `--cover`ed: every value of every axis at
+//! least once), a few seconds each, and the tables come out complete; the two fault studies,
 //! on three-node clusters, are planned and checked. The runs do without resource sampling and
 //! broker metrics (`--no-monitor`, 10% less time: tests/study.rs and tests/monitoring.rs cover
 //! those in studies and runs).
@@ -73,15 +73,21 @@ fn quick_with(name: &str, runs: usize, sets: &[&str]) {
     assert_all_complete(name, &folder, runs, &stdout);
 }
 
-/// `quick_with` with `--cover`: every value of every axis once, in `runs` cells; the study
-/// plans and checks every cell of its grid first.
+/// `quick_with` with `--cover`: every value of every axis at least once, in `runs` cells; the
+/// study plans and checks every cell of its grid first.
 fn cover_with(name: &str, runs: usize, sets: &[&str]) {
-    let (_dir, folder, stdout) = run_quick_in(name, &["--cover"], sets, &[]);
+    cover_in(name, runs, sets, &[]);
+}
+
+/// `cover_with` in the environment `env`; returns what the study printed.
+fn cover_in(name: &str, runs: usize, sets: &[&str], env: &[(&str, &str)]) -> String {
+    let (_dir, folder, stdout) = run_quick_in(name, &["--cover"], sets, env);
     assert_all_complete(name, &folder, runs, &stdout);
     assert!(
         stdout.contains(&format!("{runs} runs of {runs} of the")),
         "{name}: {stdout}"
     );
+    stdout
 }
 
 /// Every one of the `runs` planned runs completed and was tabled.
@@ -118,13 +124,12 @@ fn hesse_insert() {
 fn hesse_insert_mqtt() {
     let _s = serial();
     let home = OwnHome::new();
-    let (_dir, folder, stdout) = run_quick_in(
+    let stdout = cover_in(
         "hesse-insert-mqtt",
-        &["--cover"],
+        6,
         &["warmup=0s", "duration=1s"],
         &home.env(),
     );
-    assert_all_complete("hesse-insert-mqtt", &folder, 6, &stdout);
     assert!(stdout.contains("6 runs of 6 of the 12 cells"), "{stdout}");
     for line in [
         "broker: kafka up with 1 node",

@@ -501,7 +501,7 @@ fn bad_study_files_are_refused_before_anything_runs() {
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("4 cell(s), 12 runs"), "{stdout}");
     assert_eq!(stdout.lines().filter(|l| l.contains(" rep ")).count(), 12);
-    // --cover: every value of each axis once, in two of the four cells.
+    // --cover: every value of each axis at least once, in two of the four cells.
     let out = brokerbench()
         .current_dir(dir.path())
         .args(["study", "ok.yaml", "--dry-run", "--cover"])
