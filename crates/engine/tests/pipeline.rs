@@ -2,6 +2,7 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use brokerbench_driver::lateness::WakeupLateness;
 use brokerbench_driver::mock::{MockDriver, MockFaults};
@@ -774,45 +775,71 @@ fn a_run_with_some_failures_is_not_stopped() {
     );
 }
 
+/// A run of `w` on a mock broker with `faults`, in its turn among the tests on timing, again
+/// (three tries at most) while the host woke a thread 20 ms late or more. A second's sends are
+/// on schedule while their lag p99 stays under 10 ms; one wake-up 20 ms late leaves a
+/// schedule that far behind for 1% of a second (an idle host here woke 8-22 ms late at worst
+/// in a run of 8 s), so such a host, not the engine, can take a second out of a span.
+/// Returns the summary and how late the host woke during it.
+fn on_a_timely_host(w: &Workload, faults: &MockFaults) -> (Summary, Duration) {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let (turn, lateness) = timed();
+        let mut driver = MockDriver::new(*faults, 1);
+        let out = run(w, &mut driver, &mut Rows::default(), &control()).unwrap();
+        let late = lateness.worst();
+        drop(turn);
+        if late < Duration::from_millis(20) || tries == 3 {
+            return (out.summary, late);
+        }
+    }
+}
+
 #[test]
 fn a_broker_that_acknowledges_late_while_sends_keep_their_schedule_is_slow() {
     let w = workload("rate: 1000\nwarmup: 0s\nduration: 6s\ndrain_timeout: 2s");
     // From 2 s for 2 s every acknowledgement comes 300 ms after its send.
     let faults = MockFaults {
         slow: Some((
-            std::time::Duration::from_millis(2000),
-            std::time::Duration::from_millis(2000),
-            std::time::Duration::from_millis(300),
+            Duration::from_millis(2000),
+            Duration::from_millis(2000),
+            Duration::from_millis(300),
         )),
         ..MockFaults::default()
     };
-    let mut driver = MockDriver::new(faults, 1);
-    let mut rows = Rows::default();
-    let out = run(&w, &mut driver, &mut rows, &control()).unwrap();
-    let s = &out.summary;
+    let (s, late) = on_a_timely_host(&w, &faults);
     let slow: Vec<&String> = s
         .notes
         .iter()
         .filter(|n| n.contains("BROKER SLOW"))
         .collect();
-    assert_eq!(slow.len(), 1, "{:?}", s.notes);
+    assert_eq!(
+        slow.len(),
+        1,
+        "{:?}; the host woke up to {late:?} late",
+        s.notes
+    );
     assert!(
         (slow[0].contains("at 2 s for 2 s") || slow[0].contains("at 2 s for 3 s"))
             && slow[0].contains("publish p99 up to 3")
             && slow[0].contains("kept their schedule"),
-        "{}",
+        "{}; the host woke up to {late:?} late",
         slow[0]
     );
     assert!(s.stalls.is_empty() && s.outages.is_empty(), "{:?}", s.notes);
-    assert!(!s.client_bound && !s.broker_bound, "{:?}", s.notes);
+    assert!(
+        !s.client_bound && !s.broker_bound,
+        "{:?}; the host woke up to {late:?} late",
+        s.notes
+    );
     assert!(s.integrity.is_clean(), "{:?}", s.integrity);
     // Without the slowdown: no such note.
-    let mut driver = MockDriver::new(MockFaults::default(), 1);
-    let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+    let (s, late) = on_a_timely_host(&w, &MockFaults::default());
     assert!(
-        out.summary.notes.iter().all(|n| !n.contains("BROKER SLOW")),
-        "{:?}",
-        out.summary.notes
+        s.notes.iter().all(|n| !n.contains("BROKER SLOW")),
+        "{:?}; the host woke up to {late:?} late",
+        s.notes
     );
 }
 
