@@ -316,8 +316,9 @@ fn a_killed_broker_started_again_loses_no_confirmed_message_and_the_clients_come
     artemis();
     let mut args = vec!["--driver", ARTEMIS_DRIVER];
     // The JVM answers about 5 s after it is started, 9 s with a core kept busy and up to 13 s
-    // with the run's clients knocking too: 22 s leave the clients time to come back and go on.
-    let sets = short("1000", 22);
+    // with the run's clients knocking too; the clients' next attempt can come up to 2 s after
+    // that (their backoff): 30 s leave them time to come back and go on on a slower host.
+    let sets = short("1000", 30);
     args.extend(with_sets(
         &sets,
         &["--fault", "at=2s,action=kill,node=1,restart_after=1s"],
