@@ -167,9 +167,9 @@ fn kafka_with_acks_all_and_idempotence_survives_a_broker_sigkill() {
 fn rabbitmq_with_confirms_persistence_and_a_quorum_queue_survives_a_broker_sigkill() {
     let _turn = serial();
     rabbitmq();
-    // RabbitMQ 3.10 takes 14-17 s here to start again (most of it loading code: the node
-    // searches the 71 folders of its plugins directory for each module), 25 s at times on an
-    // idle host: 40 s leave room for a busy one.
+    // RabbitMQ 3.10 answers again 13-17 s after a SIGKILL here (6-10 s of it before its log's
+    // first line, 4-12 s in starting Mnesia), and a start took 25 s once on an idle host: 40 s
+    // leave room for a busy one.
     let mut sets = short("2000", 40);
     sets.extend(["queue.type=quorum".to_string(), "persistent=true".into()]);
     let (run, restart) = run_through_a_restart("rabbitmq", &sets, &["--driver", RABBITMQ_DRIVER]);
