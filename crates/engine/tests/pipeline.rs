@@ -778,7 +778,7 @@ fn a_run_with_some_failures_is_not_stopped() {
 /// A run of `w` on a mock broker with `faults`, in its turn among the tests on timing, again
 /// (three tries at most) while the host woke a thread 20 ms late or more. A second's sends are
 /// on schedule while their lag p99 stays under 10 ms; one wake-up 20 ms late leaves a
-/// schedule that far behind for 1% of a second (an idle host here woke 8-22 ms late at worst
+/// schedule that far behind for 1% of a second (an idle host here woke 4.8-22 ms late at worst
 /// in a run of 8 s), so such a host, not the engine, can take a second out of a span.
 /// Returns the summary and how late the host woke during it.
 fn on_a_timely_host(w: &Workload, faults: &MockFaults) -> (Summary, Duration) {
