@@ -4,13 +4,18 @@
 //! `bench/cost_matrix.py` can say how much CPU brokerbench's engine adds on top of the client.
 //!
 //! Usage: amqp_floor URI [--topics N] [--rate MSG_PER_S | max] [--seconds S] [--size BYTES]
-//!        [--consumers N] [--min-sleep-us US] [--max-outstanding N] [-D field=value]...
+//!        [--consumers N] [--min-sleep-us US] [--max-outstanding N] [--one-thread yes|no]
+//!        [-D field=value]...
 //!
 //! One producer thread per topic at rate/N, sleeping at least `--min-sleep-us` (brokerbench's
 //! schedule resolution) and then sending what has come due; with `max`, as fast as
 //! `--max-outstanding` unconfirmed messages allow. `--consumers` consumer threads per topic.
+//! `--one-thread yes` (one topic, one consumer, a rate): the producer and the consumer share
+//! one thread, which waits on the consumer's socket until the next send is due; a delivery
+//! that wakes it once the send is due sends it then, sparing the producer that wake-up.
 //! `-D` sets a field of the RabbitMQ driver file (e.g. `-D queue.durable=false`). Prints one
-//! line: `sent=… delivered=… failed=… consumed=… seconds=… msg_per_s=…`.
+//! line: `sent=… delivered=… failed=… consumed=… seconds=… msg_per_s=… lag_p50_us=…
+//! lag_p99_us=…` (the lags: how long after its due time each send went, at a rate).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -20,8 +25,8 @@ use std::time::{Duration, Instant};
 use brokerbench_amqp::config::{AmqpUri, RabbitMqDriverConfig};
 use brokerbench_amqp::AmqpDriver;
 use brokerbench_driver::{
-    set_precise_sleep, Ack, ConsumerSlot, Driver, Envelope, OutgoingMessage, Producer, SendError,
-    Topology,
+    set_precise_sleep, Ack, Consumer, ConsumerSlot, Delivery, Driver, Envelope, OutgoingMessage,
+    Producer, SendError, Topology,
 };
 
 #[derive(Default)]
@@ -30,6 +35,7 @@ struct Counters {
     delivered: AtomicU64,
     failed: AtomicU64,
     consumed: AtomicU64,
+    lags_us: std::sync::Mutex<Vec<u32>>,
 }
 
 struct Options {
@@ -42,6 +48,7 @@ struct Options {
     min_sleep: Duration,
     max_outstanding: usize,
     fields: Vec<(String, String)>,
+    one_thread: bool,
 }
 
 fn options() -> Options {
@@ -56,6 +63,7 @@ fn options() -> Options {
         min_sleep: Duration::from_micros(100),
         max_outstanding: 1000,
         fields: Vec::new(),
+        one_thread: false,
     };
     while let Some(flag) = args.next() {
         let value = args
@@ -74,6 +82,7 @@ fn options() -> Options {
             "--consumers" => o.consumers = number(&value) as u32,
             "--min-sleep-us" => o.min_sleep = Duration::from_micros(number(&value) as u64),
             "--max-outstanding" => o.max_outstanding = number(&value) as usize,
+            "--one-thread" => o.one_thread = yes_or_no(&value),
             "-D" => match value.split_once('=') {
                 Some((k, v)) => o.fields.push((k.to_string(), v.to_string())),
                 None => usage("-D needs field=value"),
@@ -81,11 +90,22 @@ fn options() -> Options {
             _ => usage(&format!("unknown option {flag}")),
         }
     }
+    if o.one_thread && (o.topics != 1 || o.consumers != 1 || o.rate.is_none()) {
+        usage("--one-thread yes needs --topics 1, --consumers 1 and a --rate");
+    }
     o
 }
 
+fn yes_or_no(value: &str) -> bool {
+    match value {
+        "yes" => true,
+        "no" => false,
+        _ => usage(&format!("--one-thread: '{value}' is neither yes nor no")),
+    }
+}
+
 fn usage(problem: &str) -> ! {
-    eprintln!("amqp_floor: {problem}\nusage: amqp_floor URI [--topics N] [--rate MSG_PER_S|max] [--seconds S] [--size BYTES] [--consumers N] [--min-sleep-us US] [--max-outstanding N] [-D field=value]...");
+    eprintln!("amqp_floor: {problem}\nusage: amqp_floor URI [--topics N] [--rate MSG_PER_S|max] [--seconds S] [--size BYTES] [--consumers N] [--min-sleep-us US] [--max-outstanding N] [--one-thread yes|no] [-D field=value]...");
     std::process::exit(2)
 }
 
@@ -198,17 +218,11 @@ fn produce(
     let gap = o.rate.map(|r| Duration::from_secs_f64(o.topics as f64 / r));
     set_precise_sleep();
     let mut message = vec![0u8; size];
-    let mut acks = |ack: brokerbench_driver::Ack| {
-        let counter = if ack.result.is_ok() {
-            &counters.delivered
-        } else {
-            &counters.failed
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-    };
+    let mut acks = |ack: Ack| count_ack(counters, &ack);
     let stagger = gap.map_or(Duration::ZERO, |g| g.mul_f64(topic as f64 / topics as f64));
     let mut due = start + stagger;
     let mut sequence = 0u64;
+    let mut lags = Vec::with_capacity(1 << 20);
     loop {
         let now = Instant::now();
         if now >= end {
@@ -221,6 +235,7 @@ fn produce(
                     std::thread::sleep((due - now).max(min_sleep));
                     continue;
                 }
+                lags.push((now - due).as_micros() as u32);
                 due += gap;
             }
             None => {
@@ -246,6 +261,101 @@ fn produce(
     while producer.in_flight() > 0 && Instant::now() < deadline {
         producer.poll(Duration::from_millis(10), &mut acks);
     }
+    counters.lags_us.lock().unwrap().extend(lags);
+}
+
+/// One thread for a producer and a consumer: it waits on the consumer's socket until the
+/// next send is due (at least `--min-sleep-us`), and a delivery that wakes it after the send
+/// came due sends it then.
+fn produce_and_consume(
+    mut producer: Box<dyn Producer>,
+    mut consumer: Box<dyn Consumer>,
+    counters: &Counters,
+    o: &Options,
+    start: Instant,
+    end: Instant,
+) {
+    let gap = Duration::from_secs_f64(1.0 / o.rate.expect("one thread needs a rate"));
+    set_precise_sleep();
+    let mut message = vec![0u8; o.size];
+    let mut acks = |ack: Ack| count_ack(counters, &ack);
+    let mut consumed = |_: Delivery<'_>| {
+        counters.consumed.fetch_add(1, Ordering::Relaxed);
+    };
+    let mut due = start;
+    let mut sequence = 0u64;
+    let mut lags = Vec::with_capacity(1 << 20);
+    loop {
+        let now = Instant::now();
+        if now >= end {
+            break;
+        }
+        if now < due {
+            producer.poll(Duration::ZERO, &mut acks);
+            wait_on_deliveries(consumer.as_mut(), due, now + o.min_sleep, &mut consumed);
+            continue;
+        }
+        lags.push((now - due).as_micros() as u32);
+        due += gap;
+        Envelope {
+            producer: 0,
+            sequence,
+            intended_ns: 0,
+        }
+        .write(&mut message);
+        sequence += 1;
+        send_message(producer.as_mut(), &message, &mut acks);
+        counters.sent.fetch_add(1, Ordering::Relaxed);
+    }
+    drain_both(producer.as_mut(), consumer.as_mut(), counters);
+    counters.lags_us.lock().unwrap().extend(lags);
+}
+
+/// Serves deliveries until `due` has passed and one came after it, or until `latest`
+/// (whichever is later of `due` and `latest`).
+fn wait_on_deliveries(
+    consumer: &mut dyn Consumer,
+    due: Instant,
+    latest: Instant,
+    consumed: &mut dyn FnMut(Delivery<'_>),
+) {
+    let deadline = due.max(latest);
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        let _ = consumer.poll(deadline - now, consumed);
+        if Instant::now() >= due {
+            return;
+        }
+    }
+}
+
+/// After the sends: confirms and deliveries until every sent message has both (at most 30 s).
+fn drain_both(producer: &mut dyn Producer, consumer: &mut dyn Consumer, counters: &Counters) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let sent = counters.sent.load(Ordering::Relaxed);
+    let mut acks = |ack: Ack| count_ack(counters, &ack);
+    let mut consumed = |_: Delivery<'_>| {
+        counters.consumed.fetch_add(1, Ordering::Relaxed);
+    };
+    while (producer.in_flight() > 0 || counters.consumed.load(Ordering::Relaxed) < sent)
+        && Instant::now() < deadline
+    {
+        producer.poll(Duration::ZERO, &mut acks);
+        let _ = consumer.poll(Duration::from_millis(10), &mut consumed);
+    }
+}
+
+/// Counts a confirm (or a refusal).
+fn count_ack(counters: &Counters, ack: &Ack) {
+    let counter = if ack.result.is_ok() {
+        &counters.delivered
+    } else {
+        &counters.failed
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Sends one message, serving acknowledgements while the client pushes back.
@@ -279,14 +389,21 @@ fn main() {
     let mut driver = prepared_driver(&o);
     let counters = Arc::new(Counters::default());
     let stop_consumers = Arc::new(AtomicBool::new(false));
-    let consumers = start_consumers(&driver, &o, &counters, &stop_consumers);
+    let consumers = if o.one_thread {
+        Vec::new()
+    } else {
+        start_consumers(&driver, &o, &counters, &stop_consumers)
+    };
     let start = Instant::now() + Duration::from_millis(50);
     let end = start + Duration::from_secs_f64(o.seconds);
-    let producers = start_producers(&driver, &o, &counters, start, end);
+    let producers = if o.one_thread {
+        vec![start_one_thread(&driver, &o, &counters, start, end)]
+    } else {
+        start_producers(&driver, &o, &counters, start, end)
+    };
     for p in producers {
         let _ = p.join();
     }
-    let seconds = o.seconds;
     let sent = counters.sent.load(Ordering::Relaxed);
     wait_for_consumers(&o, &counters, sent);
     stop_consumers.store(true, Ordering::Relaxed);
@@ -294,11 +411,51 @@ fn main() {
         let _ = c.join();
     }
     let _ = driver.cleanup();
+    report(&counters, o.seconds);
+}
+
+/// The one thread of `--one-thread yes`: topic 0's producer and its consumer.
+fn start_one_thread(
+    driver: &AmqpDriver,
+    o: &Arc<Options>,
+    counters: &Arc<Counters>,
+    start: Instant,
+    end: Instant,
+) -> JoinHandle<()> {
+    let producer = driver
+        .producer(0, 0, 0)
+        .unwrap_or_else(|e| usage(&e.to_string()));
+    let slot = ConsumerSlot {
+        topic: 0,
+        subscription: 0,
+        member: 0,
+    };
+    let consumer = driver
+        .consumer(slot)
+        .unwrap_or_else(|e| usage(&e.to_string()));
+    let (counters, o) = (counters.clone(), o.clone());
+    std::thread::spawn(move || produce_and_consume(producer, consumer, &counters, &o, start, end))
+}
+
+/// The one line of counts, rate and send lags.
+fn report(counters: &Counters, seconds: f64) {
     let delivered = counters.delivered.load(Ordering::Relaxed);
+    let mut lags = std::mem::take(&mut *counters.lags_us.lock().unwrap());
+    lags.sort_unstable();
+    let at = |q: f64| {
+        let i = (lags.len() as f64 * q) as usize;
+        lags.get(i.min(lags.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0)
+    };
     println!(
-        "sent={sent} delivered={delivered} failed={} consumed={} seconds={seconds} msg_per_s={:.1}",
+        "sent={} delivered={delivered} failed={} consumed={} seconds={seconds} msg_per_s={:.1} \
+         lag_p50_us={} lag_p99_us={}",
+        counters.sent.load(Ordering::Relaxed),
         counters.failed.load(Ordering::Relaxed),
         counters.consumed.load(Ordering::Relaxed),
-        delivered as f64 / seconds
+        delivered as f64 / seconds,
+        at(0.5),
+        at(0.99)
     );
 }

@@ -33,16 +33,19 @@ pub(super) fn send_now(stream: &TcpStream, bytes: &[u8]) -> io::Result<usize> {
 /// Waits until `fd` is ready for `events` or `timeout` passes (None: no limit); whether it is
 /// ready (or in error, which the next read or write reports).
 pub(super) fn wait_fd(fd: i32, events: i16, timeout: Option<Duration>) -> bool {
-    let millis = match timeout {
-        None => -1,
-        Some(t) => t.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32,
-    };
+    let limit = timeout.map(|t| libc::timespec {
+        tv_sec: t.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: t.subsec_nanos() as libc::c_long,
+    });
     let mut poll = libc::pollfd {
         fd,
         events,
         revents: 0,
     };
-    // SAFETY: one valid pollfd.
-    let n = unsafe { libc::poll(&mut poll, 1, millis) };
+    let limit_ptr = limit
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: one valid pollfd; the timespec (when given) lives for the call; no signal mask.
+    let n = unsafe { libc::ppoll(&mut poll, 1, limit_ptr, std::ptr::null()) };
     n > 0
 }
