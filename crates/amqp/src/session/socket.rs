@@ -1,4 +1,5 @@
-//! The socket calls: a non-blocking send, and waiting for readiness with poll(2) (reads are
+//! The socket calls: a non-blocking send, and waiting for readiness with ppoll(2), to the ns
+//! (a wait shorter than 1 ms lasts its length; reads are
 //! [`brokerbench_driver::arrival::recv_now`], stamped with their arrival).
 
 use super::*;
