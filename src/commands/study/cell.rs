@@ -57,9 +57,7 @@ impl Executor<'_> {
                 let mut searches = earlier.to_vec();
                 searches.push(search_json(run, so_far, "running"));
                 write_search(dir, spec, &searches)?;
-                if let Err(e) = brokerbench_report::html::write_folder_report(dir) {
-                    eprintln!("warning: no study report.html: {e}");
-                }
+                refresh_report(dir);
                 Ok(())
             },
         )?;

@@ -143,9 +143,7 @@ pub fn study(args: StudyArgs) -> anyhow::Result<ExitCode> {
                     executor.search_cell(spec, run, place, &mut state, &searches)?;
                 searches.push(search_json(run, &found, status));
                 write_search(&dir, spec, &searches)?;
-                if let Err(e) = brokerbench_report::html::write_folder_report(&dir) {
-                    eprintln!("warning: no study report.html: {e}");
-                }
+                refresh_report(&dir);
                 report_search(run, &found);
                 status.to_string()
             }

@@ -41,10 +41,16 @@ pub(super) fn write_state(dir: &Path, state: &mut StudyState, search: bool) -> a
             .write_json(&dir.join(format!("{name}.json")))
             .with_context(|| format!("writing {name}.json"))?;
     }
+    refresh_report(dir);
+    Ok(())
+}
+
+/// Writes the study's report.html again from what the folder holds now; a report that cannot
+/// be written is a warning, never the end of the study.
+pub(super) fn refresh_report(dir: &Path) {
     if let Err(e) = brokerbench_report::html::write_folder_report(dir) {
         eprintln!("warning: no study report.html: {e}");
     }
-    Ok(())
 }
 
 pub(super) fn search_json(run: &PlannedRun, search: &Search, status: &str) -> Json {

@@ -710,6 +710,9 @@ impl RabbitMq {
     /// parent; it exits when the node does) and the AMQP port it took.
     fn start_node(&self) -> Result<(Child, u16), BrokerError> {
         let bin_dir = self.installed_bin_dir()?;
+        // A killed node still winding down holds its ports: wait for it rather than move on
+        // to the next free port.
+        process::wait_if_exiting(&self.pid_file());
         let (port, skipped) = choose_port(self.port, self.tls().enabled(), |port| {
             !process::can_listen(port)
         })
