@@ -244,15 +244,14 @@ fn produce(
                 }
             }
         }
-        Envelope {
-            producer: topic,
-            sequence,
-            intended_ns: 0,
-        }
-        .write(&mut message);
-        sequence += 1;
-        send_message(producer.as_mut(), &message, &mut acks);
-        counters.sent.fetch_add(1, Ordering::Relaxed);
+        send_next(
+            producer.as_mut(),
+            topic,
+            &mut sequence,
+            &mut message,
+            counters,
+            &mut acks,
+        );
         if sequence.is_multiple_of(64) {
             producer.poll(Duration::ZERO, &mut acks);
         }
@@ -297,15 +296,14 @@ fn produce_and_consume(
         }
         lags.push((now - due).as_micros() as u32);
         due += gap;
-        Envelope {
-            producer: 0,
-            sequence,
-            intended_ns: 0,
-        }
-        .write(&mut message);
-        sequence += 1;
-        send_message(producer.as_mut(), &message, &mut acks);
-        counters.sent.fetch_add(1, Ordering::Relaxed);
+        send_next(
+            producer.as_mut(),
+            0,
+            &mut sequence,
+            &mut message,
+            counters,
+            &mut acks,
+        );
     }
     drain_both(producer.as_mut(), consumer.as_mut(), counters);
     counters.lags_us.lock().unwrap().extend(lags);
@@ -356,6 +354,26 @@ fn count_ack(counters: &Counters, ack: &Ack) {
         &counters.failed
     };
     counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Numbers the next message of `producer_id` and sends it (see [`send_message`]).
+fn send_next(
+    producer: &mut dyn Producer,
+    producer_id: u32,
+    sequence: &mut u64,
+    message: &mut [u8],
+    counters: &Counters,
+    acks: &mut dyn FnMut(Ack),
+) {
+    Envelope {
+        producer: producer_id,
+        sequence: *sequence,
+        intended_ns: 0,
+    }
+    .write(message);
+    *sequence += 1;
+    send_message(producer, message, acks);
+    counters.sent.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Sends one message, serving acknowledgements while the client pushes back.
