@@ -172,7 +172,7 @@ fn start_consumers(
             consumers.push(std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     let _ = consumer.poll(Duration::from_millis(100), &mut |_| {
-                        counters.consumed.fetch_add(1, Ordering::Relaxed);
+                        count_delivery(&counters)
                     });
                 }
             }));
@@ -196,7 +196,7 @@ fn start_producers(
             .unwrap_or_else(|e| usage(&e.to_string()));
         let (counters, o) = (counters.clone(), o.clone());
         producers.push(std::thread::spawn(move || {
-            produce(producer, &counters, &o, topic, start, end)
+            produce(producer, None, &counters, &o, topic, start, end)
         }));
     }
     producers
@@ -204,9 +204,12 @@ fn start_producers(
 
 /// One producer thread: sends to `topic` from `start` until `end`, at its share of the rate
 /// (or as fast as `--max-outstanding` allows), then waits up to 30 s for what is still
-/// unconfirmed.
+/// unconfirmed. With `consumer` (`--one-thread yes`) the thread serves it too: it waits on the
+/// consumer's socket rather than sleeping, so a delivery that wakes it once the next send is
+/// due sends it then, and at the end it waits for the deliveries as well.
 fn produce(
     mut producer: Box<dyn Producer>,
+    mut consumer: Option<Box<dyn Consumer>>,
     counters: &Counters,
     o: &Options,
     topic: u32,
@@ -219,6 +222,7 @@ fn produce(
     set_precise_sleep();
     let mut message = vec![0u8; size];
     let mut acks = |ack: Ack| count_ack(counters, &ack);
+    let mut consumed = |_: Delivery<'_>| count_delivery(counters);
     let stagger = gap.map_or(Duration::ZERO, |g| g.mul_f64(topic as f64 / topics as f64));
     let mut due = start + stagger;
     let mut sequence = 0u64;
@@ -232,7 +236,10 @@ fn produce(
             Some(gap) => {
                 if now < due {
                     producer.poll(Duration::ZERO, &mut acks);
-                    std::thread::sleep((due - now).max(min_sleep));
+                    match consumer.as_deref_mut() {
+                        Some(c) => wait_on_deliveries(c, due, now + min_sleep, &mut consumed),
+                        None => std::thread::sleep((due - now).max(min_sleep)),
+                    }
                     continue;
                 }
                 lags.push((now - due).as_micros() as u32);
@@ -256,56 +263,8 @@ fn produce(
             producer.poll(Duration::ZERO, &mut acks);
         }
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while producer.in_flight() > 0 && Instant::now() < deadline {
-        producer.poll(Duration::from_millis(10), &mut acks);
-    }
-    counters.lags_us.lock().unwrap().extend(lags);
-}
-
-/// One thread for a producer and a consumer: it waits on the consumer's socket until the
-/// next send is due (at least `--min-sleep-us`), and a delivery that wakes it after the send
-/// came due sends it then.
-fn produce_and_consume(
-    mut producer: Box<dyn Producer>,
-    mut consumer: Box<dyn Consumer>,
-    counters: &Counters,
-    o: &Options,
-    start: Instant,
-    end: Instant,
-) {
-    let gap = Duration::from_secs_f64(1.0 / o.rate.expect("one thread needs a rate"));
-    set_precise_sleep();
-    let mut message = vec![0u8; o.size];
-    let mut acks = |ack: Ack| count_ack(counters, &ack);
-    let mut consumed = |_: Delivery<'_>| {
-        counters.consumed.fetch_add(1, Ordering::Relaxed);
-    };
-    let mut due = start;
-    let mut sequence = 0u64;
-    let mut lags = Vec::with_capacity(1 << 20);
-    loop {
-        let now = Instant::now();
-        if now >= end {
-            break;
-        }
-        if now < due {
-            producer.poll(Duration::ZERO, &mut acks);
-            wait_on_deliveries(consumer.as_mut(), due, now + o.min_sleep, &mut consumed);
-            continue;
-        }
-        lags.push((now - due).as_micros() as u32);
-        due += gap;
-        send_next(
-            producer.as_mut(),
-            0,
-            &mut sequence,
-            &mut message,
-            counters,
-            &mut acks,
-        );
-    }
-    drain_both(producer.as_mut(), consumer.as_mut(), counters);
+    let consumer = consumer.as_mut().map(|c| c.as_mut() as &mut dyn Consumer);
+    drain(producer.as_mut(), consumer, counters);
     counters.lags_us.lock().unwrap().extend(lags);
 }
 
@@ -330,20 +289,34 @@ fn wait_on_deliveries(
     }
 }
 
-/// After the sends: confirms and deliveries until every sent message has both (at most 30 s).
-fn drain_both(producer: &mut dyn Producer, consumer: &mut dyn Consumer, counters: &Counters) {
+/// After the sends: confirms until every sent message has one, and with `consumer` its
+/// deliveries until every sent message came (at most 30 s).
+fn drain(
+    producer: &mut dyn Producer,
+    mut consumer: Option<&mut dyn Consumer>,
+    counters: &Counters,
+) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let sent = counters.sent.load(Ordering::Relaxed);
     let mut acks = |ack: Ack| count_ack(counters, &ack);
-    let mut consumed = |_: Delivery<'_>| {
-        counters.consumed.fetch_add(1, Ordering::Relaxed);
-    };
-    while (producer.in_flight() > 0 || counters.consumed.load(Ordering::Relaxed) < sent)
+    let mut consumed = |_: Delivery<'_>| count_delivery(counters);
+    let undelivered = || counters.consumed.load(Ordering::Relaxed) < sent;
+    while (producer.in_flight() > 0 || consumer.is_some() && undelivered())
         && Instant::now() < deadline
     {
-        producer.poll(Duration::ZERO, &mut acks);
-        let _ = consumer.poll(Duration::from_millis(10), &mut consumed);
+        match consumer.as_deref_mut() {
+            Some(c) => {
+                producer.poll(Duration::ZERO, &mut acks);
+                let _ = c.poll(Duration::from_millis(10), &mut consumed);
+            }
+            None => producer.poll(Duration::from_millis(10), &mut acks),
+        }
     }
+}
+
+/// Counts a delivery.
+fn count_delivery(counters: &Counters) {
+    counters.consumed.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Counts a confirm (or a refusal).
@@ -452,7 +425,7 @@ fn start_one_thread(
         .consumer(slot)
         .unwrap_or_else(|e| usage(&e.to_string()));
     let (counters, o) = (counters.clone(), o.clone());
-    std::thread::spawn(move || produce_and_consume(producer, consumer, &counters, &o, start, end))
+    std::thread::spawn(move || produce(producer, Some(consumer), &counters, &o, 0, start, end))
 }
 
 /// The one line of counts, rate and send lags.
