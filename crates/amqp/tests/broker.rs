@@ -91,21 +91,6 @@ fn assert_lossless(s: &Summary, copies: u64) {
 
 #[test]
 #[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
-fn direct_exchange_publish_and_consume_lose_nothing() {
-    let uri = broker_uri();
-    let s = run_with(&uri, "{}", SMALL);
-    assert_lossless(&s, 1);
-    assert_eq!(
-        s.total.acknowledged, s.total.sent,
-        "every message confirmed"
-    );
-    assert!(s.latency.publish.count > 3000, "publish latency measured");
-    assert!(s.latency.end_to_end.count > 3000);
-    assert_eq!(s.integrity.dropped_by_broker, 0);
-}
-
-#[test]
-#[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
 fn one_mebibyte_messages_cross_many_frames_and_lose_nothing() {
     let uri = broker_uri();
     // 1 MiB bodies: eight 128 KiB body frames each way, put together again by the consumer.
@@ -156,20 +141,6 @@ fn one_second_heartbeats_keep_an_idle_consumer_connected_for_ten_seconds() {
 
 #[test]
 #[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
-fn every_queue_of_a_fanout_receives_every_message() {
-    let uri = broker_uri();
-    let s = run_with(&uri, "exchange: {type: fanout}\nqueues_per_topic: 3", SMALL);
-    assert_lossless(&s, 3);
-    assert_eq!(s.consumers.len(), 3);
-    assert!(
-        s.consumers.iter().all(|c| c.received == s.total.sent),
-        "{:?}",
-        s.consumers
-    );
-}
-
-#[test]
-#[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
 fn topic_and_headers_exchanges_route_to_every_bound_queue() {
     let uri = broker_uri();
     for kind in ["topic", "headers"] {
@@ -180,23 +151,6 @@ fn topic_and_headers_exchanges_route_to_every_bound_queue() {
         );
         assert_lossless(&s, 2);
     }
-}
-
-#[test]
-#[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
-fn without_confirms_only_sends_count_and_everything_arrives() {
-    let uri = broker_uri();
-    let s = run_with(&uri, "confirms: {enabled: false}", SMALL);
-    assert_lossless(&s, 1);
-    assert_eq!(
-        s.latency.publish.count, 0,
-        "no confirms, no publish latency"
-    );
-    assert!(
-        s.notes.iter().any(|n| n.contains("confirm")),
-        "{:?}",
-        s.notes
-    );
 }
 
 #[test]
@@ -214,133 +168,6 @@ fn auto_and_batched_manual_acknowledgements_lose_nothing() {
     assert_eq!(s.consumers.len(), 2, "two competing consumers on one queue");
 }
 
-#[test]
-#[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
-fn a_full_queue_that_rejects_publishes_yields_rejected_nacks() {
-    let uri = broker_uri();
-    let s = run_with(
-        &uri,
-        "queue: {max_length: 100, overflow: reject-publish}",
-        &SMALL.replace("consumers_per_topic: 1", "consumers_per_topic: 0"),
-    );
-    let rejected = s.errors.get("rejected").copied().unwrap_or(0);
-    assert_eq!(s.total.acknowledged, 100, "only 100 fit: {:?}", s.total);
-    assert_eq!(rejected + 100, s.total.sent, "{:?}", s.errors);
-    assert_eq!(s.integrity.unacknowledged, 0, "every publish was answered");
-}
-
-#[test]
-#[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
-fn a_drop_head_queue_reports_broker_drops_not_loss() {
-    let uri = broker_uri();
-    // A slow start: the consumer exists, but with prefetch 1 and a tiny queue the broker
-    // drops heads while the consumer is busy acknowledging one message at a time.
-    let s = run_with(
-        &uri,
-        "queue: {max_length: 1}\nprefetch: 1",
-        &SMALL.replace("rate: 2000", "rate: 20000"),
-    );
-    assert_eq!(s.integrity.lost, 0, "{:?}", s.integrity);
-    assert!(
-        s.integrity.dropped_by_broker > 0,
-        "the broker dropped some heads: {:?}",
-        s.integrity
-    );
-    assert!(
-        s.notes.iter().any(|n| n.contains("dropped by the broker")),
-        "{:?}",
-        s.notes
-    );
-}
-
-#[test]
-#[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
-fn lazy_quorum_and_stream_queues_lose_nothing_and_the_broker_lists_them_so() {
-    let uri = broker_uri();
-    // Each run keeps its queue (delete_queues: false), so that rabbitmqctl can say what the
-    // broker made of it; a plain classic queue is the control (no x-queue-mode).
-    let cases = [
-        ("queue: {type: classic}", "classic", None),
-        (
-            "queue: {type: classic, lazy: true}",
-            "classic",
-            Some("lazy"),
-        ),
-        ("queue: {type: quorum}", "quorum", None),
-        ("queue: {type: stream}", "stream", None),
-    ];
-    let mut runs = Vec::new();
-    for (queue, _, _) in cases {
-        let driver = format!("{queue}\ndelete_queues: false");
-        let id = run_id();
-        let s = run_as(&uri, &driver, SMALL, &id);
-        runs.push((driver, id, s));
-    }
-    let listed = list_queues();
-    for (driver, id, _) in &runs {
-        remove_queues(&uri, driver, id);
-    }
-    for ((driver, id, s), (_, kind, mode)) in runs.iter().zip(cases) {
-        assert_lossless(s, 1);
-        let config: RabbitMqDriverConfig = brokerbench_model::yaml::from_str(driver).unwrap();
-        let name = &brokerbench_amqp::TopicNames::new(&config, "amqptest", id, 0).queues[0];
-        let queue = listed
-            .iter()
-            .find(|q| q["name"] == name.as_str())
-            .unwrap_or_else(|| panic!("{driver}: no queue {name} in {listed:#?}"));
-        assert_eq!(queue["type"], kind, "{driver}: {queue}");
-        assert_eq!(
-            argument(queue, "x-queue-mode").as_deref(),
-            mode,
-            "{driver}: {queue}"
-        );
-    }
-}
-
-/// The broker's queues with their type and arguments, from `rabbitmqctl list_queues`.
-fn list_queues() -> Vec<serde_json::Value> {
-    let command = format!("{} list_queues --formatter json name type arguments", ctl());
-    let output = std::process::Command::new("sh")
-        .args(["-c", &command])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{command}: {output:?}");
-    serde_json::from_slice::<serde_json::Value>(&output.stdout)
-        .unwrap_or_else(|e| panic!("{command}: {e}: {output:?}"))
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// A queue argument's value as `rabbitmqctl --formatter json` lists it: `[[key, type, value]]`.
-fn argument(queue: &serde_json::Value, key: &str) -> Option<String> {
-    queue["arguments"]
-        .as_array()?
-        .iter()
-        .find(|a| a[0] == key)
-        .and_then(|a| a[2].as_str())
-        .map(str::to_string)
-}
-
-/// Deletes what the run `run_id` with the driver file `driver` kept: the driver declares the
-/// same names again (the same arguments, so the broker accepts it) and cleans them up.
-fn remove_queues(uri: &AmqpUri, driver: &str, run_id: &str) {
-    let mut config: RabbitMqDriverConfig = brokerbench_model::yaml::from_str(driver).unwrap();
-    config.delete_queues = true;
-    let mut driver = AmqpDriver::new(config, uri.clone());
-    driver.connect().unwrap();
-    let topology = brokerbench_driver::Topology {
-        run_id: run_id.to_string(),
-        workload: "amqptest".into(),
-        topics: 1,
-        partitions_per_topic: 1,
-        consumers_per_topic: 1,
-        subscriptions_per_topic: 1,
-        shard: None,
-    };
-    driver.prepare(&topology).unwrap();
-    driver.cleanup().unwrap();
-}
 
 #[test]
 #[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]

@@ -2,7 +2,6 @@
 //! node k lives, how many nodes the last start started, the size check, and free ports for
 //! the nodes beyond the first (node 1 keeps the family's usual port).
 
-use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 
 use crate::daemon::Daemon;
@@ -105,48 +104,7 @@ pub fn stop_all<T: Sync>(
     })
 }
 
-/// `count` distinct ports on 127.0.0.1 that nothing listens on now, chosen by the kernel.
-pub fn free_ports(count: usize) -> Result<Vec<u16>, BrokerError> {
-    // Held together until all are chosen, so no port is chosen twice.
-    let listeners = (0..count)
-        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(BrokerError::io(
-            "binding a free port on",
-            Path::new("127.0.0.1"),
-        ))?;
-    listeners
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect::<Result<_, _>>()
-        .map_err(BrokerError::io(
-            "reading a free port on",
-            Path::new("127.0.0.1"),
-        ))
-}
-
-/// A base port `p` such that `p + offset` is free on 127.0.0.1 for every offset and none of
-/// them is in `taken`: the layout of one more node of a broker whose nodes listen on several
-/// ports around one (Kafka: client, controller, exporter). The kernel proposes the bases.
-pub fn free_layout(offsets: &[u16], taken: &[u16]) -> Result<u16, BrokerError> {
-    for _ in 0..200 {
-        let base = free_ports(1)?[0];
-        let ports: Option<Vec<u16>> = offsets.iter().map(|&o| base.checked_add(o)).collect();
-        let usable = ports.is_some_and(|ports| {
-            ports
-                .iter()
-                .all(|p| !taken.contains(p) && crate::process::can_listen(*p))
-        });
-        if usable {
-            return Ok(base);
-        }
-    }
-    Err(BrokerError::Io {
-        action: "finding free ports for another node on",
-        path: PathBuf::from("127.0.0.1"),
-        source: std::io::Error::other(format!("no base port with {offsets:?} free in 200 tries")),
-    })
-}
+pub use crate::free_ports::{free_layout, free_ports};
 
 #[cfg(test)]
 mod tests {
@@ -198,15 +156,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_free_layout_avoids_taken_ports() {
-        let first = free_layout(&[0, 1, 312], &[]).unwrap();
-        let taken: Vec<u16> = [0, 1, 312].iter().map(|o| first + o).collect();
-        let second = free_layout(&[0, 1, 312], &taken).unwrap();
-        for offset in [0, 1, 312] {
-            assert!(!taken.contains(&(second + offset)), "{first} {second}");
-        }
-    }
 
     #[test]
     fn a_brokers_status_is_its_first_running_nodes_with_every_node_listed() {
@@ -250,12 +199,4 @@ mod tests {
         assert_eq!(stopped, [1, 2, 3], "an error stops no other stop");
     }
 
-    #[test]
-    fn free_ports_are_distinct() {
-        let ports = free_ports(4).unwrap();
-        let mut unique = ports.clone();
-        unique.sort_unstable();
-        unique.dedup();
-        assert_eq!(unique.len(), 4, "{ports:?}");
-    }
 }

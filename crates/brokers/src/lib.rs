@@ -19,12 +19,14 @@ pub mod cgroup;
 pub mod cluster;
 pub mod daemon;
 pub mod distribution;
+pub mod free_ports;
 pub mod http;
 pub mod lifecycle;
 pub mod managed;
 pub mod packaged;
 pub mod process;
 pub mod settings;
+pub mod system_package;
 pub mod test_support;
 pub mod tls;
 
@@ -337,6 +339,15 @@ pub enum BrokerError {
         package: &'static str,
     },
 
+    #[error("could not install {broker}'s Debian package {package}: {why}; install it by hand (`sudo apt-get install {package}`), then rerun")]
+    CannotInstall {
+        broker: &'static str,
+        /// The Debian package, e.g. `redis-server`.
+        package: &'static str,
+        /// Why not: what apt-get said, or what is missing.
+        why: String,
+    },
+
     #[error("{variable}={value:?} is not a usable port for {broker}: give a number from 1 to {max} ({why})")]
     InvalidPortSetting {
         broker: &'static str,
@@ -374,6 +385,13 @@ pub enum BrokerError {
 
     #[error("{what} is not supported for this broker yet")]
     Unsupported { what: String },
+
+    #[error("the {broker} family has no broker to start or stop: {why}")]
+    NoBroker {
+        broker: &'static str,
+        /// Where its messages go instead.
+        why: &'static str,
+    },
 
     #[error("--nodes {asked}: the managed {broker} runs 1 to {max} node(s){}", if *max == 1 { " (clusters of it are not built yet)" } else { "" })]
     TooManyNodes {

@@ -11,6 +11,7 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use crate::daemon::{self, Daemon};
+use crate::system_package::{self, DebianPackage};
 use crate::lifecycle::{self, Lifecycle};
 use crate::tls::TlsFiles;
 use crate::{BrokerError, BrokerStatus, ManagedBroker};
@@ -34,6 +35,8 @@ pub struct Spec {
     /// The program and the Debian package that has it, e.g. `redis-server` twice.
     pub program: &'static str,
     pub package: &'static str,
+    /// The system service the package starts on installation (stopped and disabled then).
+    pub service: Option<&'static str>,
     /// The argument that makes the program print its version (`--version`).
     pub version_argument: &'static str,
     /// The scheme of its clients' URLs (`redis`): `redis://127.0.0.1:6379`.
@@ -152,16 +155,32 @@ impl<P: Package + Clone> Packaged<P> {
     /// The program a start runs.
     fn program(&self) -> Result<PathBuf, BrokerError> {
         let spec = self.spec();
-        SYSTEM_DIRS
-            .iter()
-            .map(|d| Path::new(d).join(spec.program))
-            .find(|p| p.is_file())
+        self.find_program()
             .ok_or_else(|| BrokerError::PackageMissing {
                 broker: spec.name,
                 program: spec.program,
                 looked_in: SYSTEM_DIRS.join(", "),
                 package: spec.package,
             })
+    }
+
+    fn find_program(&self) -> Option<PathBuf> {
+        SYSTEM_DIRS
+            .iter()
+            .map(|d| Path::new(d).join(self.spec().program))
+            .find(|p| p.is_file())
+    }
+
+    /// The program a start runs, its Debian package installed first when it is missing.
+    fn installed_program(&self) -> Result<PathBuf, BrokerError> {
+        let spec = self.spec();
+        let package = DebianPackage {
+            broker: spec.name,
+            package: spec.package,
+            with: &[],
+            service: spec.service,
+        };
+        system_package::ensure(&package, || self.find_program())
     }
 
     /// The version of the program a start runs, or `unknown`.
@@ -264,7 +283,7 @@ impl<P: Package + Clone> Lifecycle for Packaged<P> {
 
     fn check(&self) -> Result<(), BrokerError> {
         self.port()?;
-        self.program().map(|_| ())
+        self.installed_program().map(|_| ())
     }
 
     fn running_pid(&self) -> Option<u32> {
@@ -325,7 +344,7 @@ impl<P: Package + Clone> Lifecycle for Packaged<P> {
 
 impl<P: Package + Clone> ManagedBroker for Packaged<P> {
     fn install(&self) -> Result<String, BrokerError> {
-        let program = self.program()?;
+        let program = self.installed_program()?;
         let spec = self.spec();
         Ok(format!(
             "{} {} is installed ({}, Debian package {})",

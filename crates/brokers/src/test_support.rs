@@ -41,14 +41,6 @@ pub fn assert_port_variable(default: u16, valid: RangeInclusive<u16>, last: u16)
     }
 }
 
-/// `up` fails, saying `expected`, and leaves nothing running or to stop.
-pub fn assert_up_fails_saying(broker: &dyn Managed, expected: &str) {
-    let message = broker.up().unwrap_err().to_string();
-    assert!(message.contains(expected), "{message}");
-    assert_eq!(broker.status().unwrap(), None);
-    assert_eq!(broker.down().unwrap(), None);
-}
-
 /// The `key<separator>value` lines of a configuration file, without comments and blank lines,
 /// after checking that they hold `expected`.
 pub fn assert_settings<'a>(
@@ -127,24 +119,10 @@ pub fn assert_start_fails(broker: &dyn Managed, limit: Duration) -> String {
     message
 }
 
-/// A base port `p` from the system's ephemeral range such that `p + offset` is free on
-/// 127.0.0.1 for every offset, for a test broker that listens on several ports laid out
-/// around one: the system picks, so tests do not collide with fixed ports other programs use.
-/// A port can still be taken between this check and the broker's start; the managed brokers
-/// then fail `up` naming the port, which a test may retry with another base.
+/// A base port `p` such that `p + offset` is free on 127.0.0.1 for every offset, outside the
+/// kernel's ephemeral range (see [`crate::free_ports`]), for a test broker that listens on
+/// several ports laid out around one: chosen at random, so tests do not collide with fixed
+/// ports other programs use, and no outgoing connection takes one before the broker binds it.
 pub fn free_port_layout(offsets: &[u16]) -> u16 {
-    for _ in 0..1000 {
-        let base = std::net::TcpListener::bind(("127.0.0.1", 0))
-            .and_then(|listener| listener.local_addr())
-            .map(|address| address.port())
-            .expect("an ephemeral port");
-        let all_free = offsets.iter().all(|&offset| {
-            base.checked_add(offset)
-                .is_some_and(|port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
-        });
-        if all_free {
-            return base;
-        }
-    }
-    panic!("no free layout of ports {offsets:?} in 1000 tries");
+    crate::free_ports::free_layout(offsets, &[]).expect("a free layout of ports")
 }

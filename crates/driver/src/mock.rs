@@ -58,6 +58,9 @@ pub struct MockFaults {
     /// Consumers tell, once the drain is over, how many messages wait in their queue
     /// ([`Consumer::unread`]), as a broker that reports a queue's depth would.
     pub tells_unread: bool,
+    /// The broker refuses the run's topics and queues (`prepare` fails), as a broker would a
+    /// setting it does not take: the run fails before it sends anything.
+    pub refuse_setup: bool,
 }
 
 /// Acknowledgements granted so far against the capacity, since the first send.
@@ -108,6 +111,11 @@ impl Driver for MockDriver {
         Ok(())
     }
     fn prepare(&mut self, topology: &Topology) -> Result<(), DriverError> {
+        if self.faults.refuse_setup {
+            return Err(DriverError::Other(
+                "the mock broker refused the run's topics (refuse_setup: true in the mock's driver file)".into(),
+            ));
+        }
         // The workload's subscriptions, unless the mock was made with more.
         self.subscriptions = self.subscriptions.max(topology.subscriptions_per_topic);
         let n = (topology.topics * self.subscriptions) as usize;

@@ -46,6 +46,7 @@ use std::time::Duration;
 
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::process;
+use brokerbench_brokers::system_package::{self, DebianPackage};
 use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{
     managed, settings, BrokerError, BrokerStatus, NodeStatus, NodeUrl, UpOptions,
@@ -95,6 +96,15 @@ const SERVER: &str = "rabbitmq-server";
 const CTL: &str = "rabbitmqctl";
 const DEBIAN_WRAPPER: &str = "rabbitmq-script-wrapper";
 const PACKAGE: &str = "rabbitmq-server";
+/// Debian's package, installed on first use. Its system service is left as it is: our node
+/// has a name, folder and ports of its own, and moves to the next free port when 5672 is
+/// taken.
+const DEBIAN_PACKAGE: DebianPackage = DebianPackage {
+    broker: NAME,
+    package: PACKAGE,
+    with: &[],
+    service: None,
+};
 /// Passed to the node as `-brokerbench_dir <dir>` (Erlang keeps unknown flags as init
 /// arguments): with `-s rabbit boot`, it marks our `beam.smp` in `/proc`. The start script's
 /// shell has the flag too, but not the boot module.
@@ -301,15 +311,15 @@ impl RabbitMq {
         PORT_RULE.check(self.port, self.invalid_port_variable.as_deref())
     }
 
+    /// The folder of RabbitMQ's programs, Debian's package installed first when there is
+    /// none.
     fn installed_bin_dir(&self) -> Result<PathBuf, BrokerError> {
-        self.bin_dir
-            .clone()
-            .ok_or_else(|| BrokerError::PackageMissing {
-                broker: NAME,
-                program: SERVER,
-                looked_in: format!("{PACKAGE_BIN_DIR}, PATH, {}", OTHER_BIN_DIRS.join(", ")),
-                package: PACKAGE,
-            })
+        if let Some(dir) = &self.bin_dir {
+            return Ok(dir.clone());
+        }
+        system_package::ensure(&DEBIAN_PACKAGE, || {
+            find_bin_dir(std::env::var_os("PATH"))
+        })
     }
 
     /// Arguments that only our node's `beam.smp` has on its command line.
@@ -848,19 +858,15 @@ impl Lifecycle for RabbitMq {
 
 impl brokerbench_brokers::ManagedBroker for RabbitMq {
     fn install(&self) -> Result<String, BrokerError> {
-        if self.is_installed() {
-            Ok(format!(
-                "rabbitmq {} is installed (Debian package rabbitmq-server)",
-                self.version()
-            ))
-        } else {
-            Err(BrokerError::PackageMissing {
-                broker: "rabbitmq",
-                program: "rabbitmq-server",
-                looked_in: "the system".into(),
-                package: "rabbitmq-server",
-            })
-        }
+        let bin_dir = self.installed_bin_dir()?;
+        let installed = RabbitMq {
+            bin_dir: Some(bin_dir),
+            ..self.clone()
+        };
+        Ok(format!(
+            "rabbitmq {} is installed (Debian package rabbitmq-server)",
+            installed.version()
+        ))
     }
     fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
         RabbitMq::up(self)

@@ -298,17 +298,6 @@ fn invalid_ports_are_reported_by_up() {
 }
 
 #[test]
-fn up_without_the_package_says_how_to_install_it() {
-    let home = tempfile::tempdir().unwrap();
-    let rabbit = RabbitMq {
-        bin_dir: None,
-        ..RabbitMq::new(home.path()).with_port(15998)
-    };
-    assert!(!rabbit.is_installed());
-    test_support::assert_up_fails_saying(&rabbit, "sudo apt-get install rabbitmq-server");
-}
-
-#[test]
 fn debians_sbin_wrapper_is_not_a_usable_server() {
     let dir = tempfile::tempdir().unwrap();
     let wrapper = dir.path().join(DEBIAN_WRAPPER);

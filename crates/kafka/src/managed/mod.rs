@@ -274,12 +274,14 @@ impl Kafka {
     /// requests. Returns its status and whether it was already running (then it keeps the
     /// port it was started with, which [`BrokerStatus::address`] reports).
     pub fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
+        self.install_on_first_use()?;
         lifecycle::up(self)
     }
 
     /// `up` with `options` (nodes, server settings): a running broker of another size or
     /// settings is an error.
     pub fn up_with(&self, options: &UpOptions) -> Result<(BrokerStatus, bool), BrokerError> {
+        self.install_on_first_use()?;
         lifecycle::up(&Kafka {
             options: options.clone(),
             ..self.clone()
@@ -299,6 +301,16 @@ impl Kafka {
 
     fn check_port(&self) -> Result<(), BrokerError> {
         PORT_RULE.check(self.port, self.invalid_port_variable.as_deref())
+    }
+
+    /// The jars fetched with Maven before the first start, saying so.
+    fn install_on_first_use(&self) -> Result<(), BrokerError> {
+        self.check_port()?;
+        if !self.is_installed() {
+            eprintln!("installing Kafka {VERSION}'s jars with Maven (once; `brokerbench broker install kafka` does it ahead of a run) ...");
+            self.install()?;
+        }
+        Ok(())
     }
 
     /// Arguments that only our broker's JVM has on its command line.

@@ -184,11 +184,15 @@ fn invalid_ports_are_reported_by_up() {
 }
 
 #[test]
-fn up_without_install_says_how_to_install() {
+fn a_start_checks_that_the_jars_are_there_after_up_fetched_them() {
+    // `up` fetches the jars first (with Maven) when they are not there; the start itself
+    // refuses a home without them, saying how to install.
     let home = tempfile::tempdir().unwrap();
     let kafka = Kafka::new(home.path()).with_port(19992);
     assert!(!kafka.is_installed());
-    test_support::assert_up_fails_saying(&kafka, "brokerbench broker install kafka");
+    let message = Lifecycle::check(&kafka).unwrap_err().to_string();
+    assert!(message.contains("brokerbench broker install kafka"), "{message}");
+    assert_eq!(kafka.status().unwrap(), None);
 }
 
 #[test]

@@ -22,6 +22,7 @@ static SPEC: Spec = Spec {
     default_port: 1883,
     program: "mosquitto",
     package: "mosquitto",
+    service: Some("mosquitto"),
     version_argument: "-h",
     scheme: "mqtt",
     stop_grace: Duration::from_secs(5),

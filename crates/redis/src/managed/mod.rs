@@ -23,6 +23,7 @@ static SPEC: Spec = Spec {
     default_port: 6379,
     program: "redis-server",
     package: "redis-server",
+    service: Some("redis-server"),
     version_argument: "--version",
     scheme: "redis",
     stop_grace: Duration::from_secs(10),

@@ -779,8 +779,13 @@ fn broker_client_cpu_chart(page: &mut Page, r: &Columns, rx: &[f64]) {
     );
 }
 
-/// The broker's resident memory and what it wrote to disk per second.
+/// The broker's resident memory and what it wrote to disk per second; no chart when no broker
+/// process was sampled (a broker brokerbench does not manage and was not pointed at, or the
+/// in-memory mock).
 fn broker_memory_disk_chart(page: &mut Page, r: &Columns, rx: &[f64]) {
+    if column(r, "broker_rss_bytes").iter().all(Option::is_none) {
+        return;
+    }
     page.add_chart(
         time_chart(
             "broker-memory-disk",
