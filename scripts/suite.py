@@ -10,11 +10,11 @@ the first test starts; the broker is taken down when the group ends, so idle JVM
 what follows.
 
 Each test of `suite` runs in a process of its own (as cargo-nextest runs tests), one at a time
-within its group, with a deadline of its own. The groups run in two lanes side by side: each
-lane takes its groups in order, and no two groups share a broker, a port or a home. Two lanes
-keep both cores in use while one lane waits for a broker to start or for a run's seconds to
-pass; the tests widen what they check by how late the host wakes threads, so a busy host
-slows them, it does not fail them.
+within its group, with a deadline of its own. The groups run in three lanes side by side: each
+lane takes its groups in order, and no two groups share a broker, a port or a home. Most of a
+broker test's time is waiting (for a broker to start, for a run's seconds to pass), so lanes
+keep both cores in use; the tests widen what they check by how late the host wakes threads, so
+a busy host slows them, it does not fail them.
 
 At the end the groups' wall times are printed, slowest first, with the total and the slowest
 tests; a failed test's output follows the table. Everything is kept in target/test-logs/:
@@ -24,7 +24,7 @@ Usage: scripts/suite.py [--quick] [--list] [--lanes N] [GROUP ...]
   --quick    the working loop's tier: the crates' unit tests, the CLI tests that need no
              broker, the runs and signals on the mock family, and one real Kafka run
   --list     the groups and their tests, nothing run
-  --lanes N  groups side by side (default 2; 1 runs everything one after the other)
+  --lanes N  groups side by side (default 3; 1 runs everything one after the other)
   GROUP      only these groups
 """
 
@@ -65,23 +65,23 @@ class Group:
 
 
 PLAN = [
-    Group("unit", "unit tests of every crate, and the crates' own tests that need no broker", 0),
-    Group("offline", "the CLI, docs and files, with no broker", 1),
-    Group("mock", "runs, studies, reports, shards and signals on the in-memory mock family", 1),
     Group("kafka", "the conformance suite on Kafka, and Kafka's own tests", 0, ["kafka"],
           [("brokerbench-kafka (lib unit)", [REAL_BROKER_UNIT_TESTS])]),
+    Group("offline", "the CLI, docs and files, with no broker", 1),
+    Group("mock", "runs, studies, reports, shards and signals on the in-memory mock family", 1),
+    Group("unit", "unit tests of every crate, and the crates' own tests that need no broker", 2),
     Group("rabbitmq", "the conformance suite on RabbitMQ, its own tests, the AMQP client's",
           1, ["rabbitmq"],
           [("brokerbench-amqp (lib unit)", [REAL_BROKER_UNIT_TESTS]),
            ("broker", ["--ignored", "--test-threads=1"])]),
-    Group("pulsar", "the conformance suite on Apache Pulsar, and its own tests", 0, ["pulsar"]),
-    Group("nats", "the conformance suite on NATS JetStream, and its own tests", 1, ["nats"]),
-    Group("artemis", "the conformance suite on ActiveMQ Artemis, and its own tests", 1,
+    Group("artemis", "the conformance suite on ActiveMQ Artemis, and its own tests", 2,
           ["artemis"]),
-    Group("clusters", "three-node clusters and their faults, each in a home of its own", 0),
-    Group("redis", "the conformance suite on Redis Streams, and its own tests", 1, ["redis"]),
-    Group("mqtt", "the conformance suite on MQTT (mosquitto), and its own tests", 1, ["mqtt"]),
-    Group("studies", "the bundled studies: every one planned, the cells run nowhere else", 1),
+    Group("redis", "the conformance suite on Redis Streams, and its own tests", 0, ["redis"]),
+    Group("nats", "the conformance suite on NATS JetStream, and its own tests", 2, ["nats"]),
+    Group("mqtt", "the conformance suite on MQTT (mosquitto), and its own tests", 0, ["mqtt"]),
+    Group("pulsar", "the conformance suite on Apache Pulsar, and its own tests", 1, ["pulsar"]),
+    Group("clusters", "three-node clusters and their faults, each in a home of its own", 2),
+    Group("studies", "the bundled studies: every one planned, the cells run nowhere else", 0),
 ]
 
 # Tests that take their group's broker down (and leave it so): the last of their group, so
@@ -310,7 +310,7 @@ def run_lanes(plan, lanes, binaries, tests, quick):
 def main(argv):
     quick = "--quick" in argv
     listing = "--list" in argv
-    lanes = 2
+    lanes = 3
     if "--lanes" in argv:
         lanes = int(argv[argv.index("--lanes") + 1])
         argv = argv[: argv.index("--lanes")] + argv[argv.index("--lanes") + 2 :]

@@ -23,7 +23,7 @@ pub static SUBJECT: Subject = Subject {
         exact: true,
         publish_slack_us: Some(300),
         stored: the_queue_took_every_message,
-        leftovers: queue_names,
+        leftovers: Some(queue_names),
     },
     // No partitions: Artemis has none.
     topology: Topology {
@@ -50,7 +50,7 @@ pub static SUBJECT: Subject = Subject {
     kill: Kill {
         sets: &[],
         prepare: None,
-        may_lose: 0,
+        may_lose: MayLose::Nothing,
         check: None,
     },
     tls: Some(Tls {
@@ -78,14 +78,8 @@ pub static SUBJECT: Subject = Subject {
     dropped: Some(Dropped {
         rate: "5000",
         seconds: 2,
-        sets: &[
-            "max_size_messages=100",
-            "address_full_policy=DROP",
-            "message_size=100B",
-            "backlog.size=500KB",
-            "backlog.drain_ratio=0",
-            "drain_timeout=3s",
-        ],
+        limit: &["max_size_messages=100", "address_full_policy=DROP"],
+        backlog: "500KB",
         note: None,
     }),
 };
@@ -143,10 +137,17 @@ fn the_queue_took_every_message(prefix: &str, run: &Run, s: &serde_json::Value) 
     let kept = queues(prefix);
     assert_eq!(kept.len(), 1, "{kept:#?}");
     let queue = &kept[0];
-    assert!(queue["name"].as_str().unwrap().ends_with(".s0"), "{queue:#}");
+    assert!(
+        queue["name"].as_str().unwrap().ends_with(".s0"),
+        "{queue:#}"
+    );
     assert_eq!(queue["routingType"], "MULTICAST", "{queue:#}");
     for field in ["messagesAdded", "messagesAcked"] {
-        assert_eq!(queue_count(queue, field), Some(acknowledged), "{field}: {queue:#}");
+        assert_eq!(
+            queue_count(queue, field),
+            Some(acknowledged),
+            "{field}: {queue:#}"
+        );
     }
 }
 
@@ -160,13 +161,24 @@ fn each_queue_took_every_message_once(prefix: &str, _run: &Run, s: &serde_json::
     let kept = queues(prefix);
     assert_eq!(kept.len(), 2, "{kept:#?}");
     for queue in &kept {
-        assert_eq!(queue_count(queue, "messagesAdded"), Some(acknowledged), "{queue:#}");
+        assert_eq!(
+            queue_count(queue, "messagesAdded"),
+            Some(acknowledged),
+            "{queue:#}"
+        );
     }
-    assert_eq!(s["broker_metrics"]["messages_in"], s["total"]["acknowledged"]);
+    assert_eq!(
+        s["broker_metrics"]["messages_in"],
+        s["total"]["acknowledged"]
+    );
     let means = &s["broker_metrics"]["means"];
     let added = means["queue_messages_added_per_second"].as_f64().unwrap();
     let routed = means["messages_in_per_second"].as_f64().unwrap();
-    assert!((added / routed - 2.0).abs() < 0.5, "{:#}", s["broker_metrics"]);
+    assert!(
+        (added / routed - 2.0).abs() < 0.5,
+        "{:#}",
+        s["broker_metrics"]
+    );
 }
 
 /// OMB's driver-artemis/artemis.yaml, with the managed broker's port (61616 unless moved).
@@ -185,7 +197,8 @@ fn omb_driver_files(port: u16) -> Vec<OmbFile> {
 fn over_tls_without_a_login_a_guest_has_the_same_rights() {
     let _turn = serial();
     artemis();
-    let (driver, password) = checks::tls_driver("artemis", &Secret::InUrl("broker_address: ssl://"));
+    let (driver, password) =
+        checks::tls_driver("artemis", &Secret::InUrl("broker_address: ssl://"));
     let guest = driver.replace(&format!("brokerbench:{password}@"), "");
     assert_ne!(guest, driver);
     assert_lossless(&run_driver_text(&guest, &[]));

@@ -192,7 +192,12 @@ impl ClusterHome {
         let mut spawned = Spawned::run_with_env(&[], &all, &self.env());
         let held = spawned.wait_for_rows(std::time::Duration::from_secs(300), done);
         let run = spawned.interrupt();
-        assert!(held, "not within 5 minutes:\n{}\n{}", measured_seconds(&run), run.stderr);
+        assert!(
+            held,
+            "not within 5 minutes:\n{}\n{}",
+            measured_seconds(&run),
+            run.stderr
+        );
         assert_eq!(run.code, 130, "{}", run.stderr);
         let s = self.assert_faults_measured(&run, faults.len());
         (run, s)
@@ -261,7 +266,9 @@ fn into_the_fault(rows: &[Row], seconds: usize) -> bool {
 /// began), its start since the start of warm-up (1 s).
 fn ended_with_the_run(fault: &serde_json::Value, s: &serde_json::Value) -> bool {
     let last_second = 1.0 + s["measurement_s"].as_f64().unwrap() - 1.0;
-    fault["ended_at_s"].as_f64().is_some_and(|end| end >= last_second)
+    fault["ended_at_s"]
+        .as_f64()
+        .is_some_and(|end| end >= last_second)
 }
 
 /// The measured seconds of `run` from `from_s` (since the start of warm-up) on in which a
@@ -723,7 +730,9 @@ fn kafka_leader_partitioned(cluster: &ClusterHome, rf3: &Path, named: &str) {
     let args = [
         vec!["--driver", file.to_str().unwrap()],
         with_sets(&sets, &[]),
-        vec!["--fault", "at=3s,action=partition,node=leader,for=20s"],
+        // Past broker.session.timeout.ms (9 s), with room: the controller fences the cut-off
+        // leader and another takes over while the cut lasts.
+        vec!["--fault", "at=3s,action=partition,node=leader,for=14s"],
     ]
     .concat();
     // Until two seconds after the cut is healed, each with messages acknowledged.
@@ -952,7 +961,6 @@ fn nats_varz(cluster: &ClusterHome) -> serde_json::Value {
     serde_json::from_str(answer.split_once("\r\n\r\n").unwrap().1).unwrap()
 }
 
-
 /// A study that varies `broker.nodes` starts the managed broker each cell asks for, records
 /// the size in every run's manifest, and keeps the cluster when a resumed study has nothing
 /// left to run.
@@ -1069,4 +1077,3 @@ fn a_broker_choice_that_cannot_be_honoured_exits_2_before_anything_runs() {
         assert!(!dir.path().join("studies").exists(), "{study}");
     }
 }
-

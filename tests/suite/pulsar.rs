@@ -25,7 +25,7 @@ pub static SUBJECT: Subject = Subject {
         exact: true,
         publish_slack_us: None,
         stored: the_topic_took_every_message,
-        leftovers: topics,
+        leftovers: Some(topics),
     },
     topology: Topology {
         sets: &[
@@ -58,7 +58,7 @@ pub static SUBJECT: Subject = Subject {
     kill: Kill {
         sets: &[],
         prepare: None,
-        may_lose: 0,
+        may_lose: MayLose::Nothing,
         check: None,
     },
     tls: Some(Tls {
@@ -77,7 +77,11 @@ pub static SUBJECT: Subject = Subject {
     // acknowledged, 1,595 msg/s received, 188,205 of 199,846 left after the 1 s drain).
     unconsumed: Some(Unconsumed {
         rate: "max",
-        sets: &["message_size=100B", "receiver_queue_size=1", "batching=false"],
+        sets: &[
+            "message_size=100B",
+            "receiver_queue_size=1",
+            "batching=false",
+        ],
         evidence: "msgBacklog",
     }),
     // The consumers stop reading until 15,000 messages of 100 B wait for them (3 s at 5,000
@@ -87,14 +91,11 @@ pub static SUBJECT: Subject = Subject {
     dropped: Some(Dropped {
         rate: "5000",
         seconds: 4,
-        sets: &[
+        limit: &[
             "backlog_quota_size=100KB",
             "backlog_quota_policy=consumer_backlog_eviction",
-            "message_size=100B",
-            "backlog.size=1500KB",
-            "backlog.drain_ratio=0",
-            "drain_timeout=3s",
         ],
+        backlog: "1500KB",
         note: None,
     }),
 };
@@ -154,10 +155,21 @@ fn the_topic_took_every_message(prefix: &str, run: &Run, s: &serde_json::Value) 
     assert_eq!(kept.len(), 1, "{kept:?}");
     let path = kept[0].replacen("://", "/", 1);
     let stats = admin(&format!("{path}/stats"));
-    assert_eq!(stats["msgInCounter"].as_u64(), Some(acknowledged), "{stats:#}");
+    assert_eq!(
+        stats["msgInCounter"].as_u64(),
+        Some(acknowledged),
+        "{stats:#}"
+    );
     let sub = &stats["subscriptions"]["s0"];
-    assert_eq!(sub["msgOutCounter"].as_u64(), Some(acknowledged), "{stats:#}");
-    assert_eq!(sub["msgBacklog"], 0, "every message acknowledged: {stats:#}");
+    assert_eq!(
+        sub["msgOutCounter"].as_u64(),
+        Some(acknowledged),
+        "{stats:#}"
+    );
+    assert_eq!(
+        sub["msgBacklog"], 0,
+        "every message acknowledged: {stats:#}"
+    );
     assert_eq!(sub["type"], "Failover", "{stats:#}");
 }
 
@@ -209,7 +221,10 @@ fn the_runs_namespace_is_gone(_run: &Run, _s: &serde_json::Value) {
 fn tls_driver() -> (String, String) {
     pulsar();
     let (text, token) = checks::tls_driver("pulsar", &Secret::Line("auth_token: "));
-    assert!(text.contains("service_url: pulsar+ssl://127.0.0.1:"), "{text}");
+    assert!(
+        text.contains("service_url: pulsar+ssl://127.0.0.1:"),
+        "{text}"
+    );
     (text, token)
 }
 

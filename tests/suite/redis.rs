@@ -18,7 +18,7 @@ pub static SUBJECT: Subject = Subject {
         exact: true,
         publish_slack_us: Some(300),
         stored: stored_every_message,
-        leftovers: streams,
+        leftovers: Some(streams),
     },
     topology: Topology {
         sets: &[
@@ -48,7 +48,7 @@ pub static SUBJECT: Subject = Subject {
     kill: Kill {
         sets: &["appendfsync=always"],
         prepare: Some(rewrite_append_only_file),
-        may_lose: 0,
+        may_lose: MayLose::Nothing,
         check: None,
     },
     tls: Some(Tls {
@@ -74,13 +74,10 @@ pub static SUBJECT: Subject = Subject {
     dropped: Some(Dropped {
         rate: "5000",
         seconds: 2,
-        sets: &[
+        limit: &[
             "max_len=100",
-            "message_size=100B",
-            "backlog.size=500KB",
-            "backlog.drain_ratio=0",
-            "drain_timeout=3s",
         ],
+        backlog: "500KB",
         note: None,
     }),
 };
@@ -148,7 +145,10 @@ fn stored_every_message(prefix: &str, _run: &Run, s: &serde_json::Value) {
         "{groups:#}"
     );
     assert!(
-        s["broker_metrics"]["means"]["used_memory_bytes"].as_f64().unwrap() > 0.0,
+        s["broker_metrics"]["means"]["used_memory_bytes"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
         "{:#}",
         s["broker_metrics"]
     );
@@ -197,7 +197,10 @@ fn rewrite_append_only_file() {
         let info = cli_text(&["INFO", "persistence"]);
         info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0")
     });
-    assert!(rewritten, "the append-only file was not rewritten within 60 s");
+    assert!(
+        rewritten,
+        "the append-only file was not rewritten within 60 s"
+    );
 }
 
 #[test]
@@ -227,7 +230,10 @@ fn the_runs_persistence_is_recorded_and_appendfsync_always_is_put_back_after() {
     // A run that sets nothing records the managed server's own: 7.x, fsync every second.
     let plain = redis_run(&short_with("1000", 1, &[]));
     assert_lossless(&plain);
-    let version = plain.manifest()["broker"]["version"].as_str().unwrap().to_string();
+    let version = plain.manifest()["broker"]["version"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(
         version.starts_with("7.") && version.contains("appendfsync everysec"),
         "{version}"

@@ -24,9 +24,11 @@ fn read_study(name: &str) -> serde_json::Value {
 /// Cells × repetitions of a grid study, counted from its file: the product of its axes'
 /// lengths (a `a+b` axis is one list), times `repetitions` (1 when absent).
 fn planned(study: &serde_json::Value) -> (usize, usize) {
-    let cells = study["axes"]
-        .as_object()
-        .map_or(1, |axes| axes.values().map(|v| v.as_array().map_or(1, Vec::len)).product());
+    let cells = study["axes"].as_object().map_or(1, |axes| {
+        axes.values()
+            .map(|v| v.as_array().map_or(1, Vec::len))
+            .product()
+    });
     let repetitions = study["repetitions"].as_u64().unwrap_or(1) as usize;
     (cells, cells * repetitions)
 }
@@ -111,17 +113,32 @@ pub fn run_quick(file: &Path, env: &[(&str, &str)]) -> (tempfile::TempDir, PathB
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     (dir, folder, stdout)
 }
 
 /// Every one of the `runs` planned runs completed and was tabled.
 pub fn assert_all_complete(folder: &Path, runs: usize, stdout: &str) {
     let mut reader = csv::Reader::from_path(folder.join("runs.csv")).unwrap();
-    let status = reader.headers().unwrap().iter().position(|h| h == "status").unwrap();
-    let statuses: Vec<String> = reader.records().map(|r| r.unwrap()[status].to_string()).collect();
+    let status = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "status")
+        .unwrap();
+    let statuses: Vec<String> = reader
+        .records()
+        .map(|r| r.unwrap()[status].to_string())
+        .collect();
     assert_eq!(statuses.len(), runs, "{stdout}");
-    assert!(statuses.iter().all(|s| s == "complete"), "{statuses:?}\n{stdout}");
+    assert!(
+        statuses.iter().all(|s| s == "complete"),
+        "{statuses:?}\n{stdout}"
+    );
 }
 
 /// replication-cost's cell of Pulsar with three copies: a standalone of three bookies (the run
@@ -136,11 +153,18 @@ fn replication_costs_pulsar_cell_runs_on_three_bookies() {
     let file = one_cell_of("replication-cost", 7, scratch.path());
     let (_dir, folder, stdout) = run_quick(&file, &home.env());
     assert_all_complete(&folder, 1, &stdout);
-    assert!(stdout.contains("broker: pulsar up with 3 nodes"), "{stdout}");
+    assert!(
+        stdout.contains("broker: pulsar up with 3 nodes"),
+        "{stdout}"
+    );
     let manifest = folder.join("runs/c001-r1/manifest.json");
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
-    assert_eq!(manifest["broker"]["nodes"].as_array().map(Vec::len), Some(3), "{manifest:#}");
+    assert_eq!(
+        manifest["broker"]["nodes"].as_array().map(Vec::len),
+        Some(3),
+        "{manifest:#}"
+    );
 }
 
 /// A study whose cells are on two families takes the first family's managed broker down
@@ -162,7 +186,11 @@ fn a_study_over_two_families_takes_the_first_down_before_the_second_starts() {
     );
     let (_dir, folder, stdout) = run_quick(&file, &home.env());
     assert_all_complete(&folder, 2, &stdout);
-    let said = |line: &str| stdout.find(line).unwrap_or_else(|| panic!("{line}:\n{stdout}"));
+    let said = |line: &str| {
+        stdout
+            .find(line)
+            .unwrap_or_else(|| panic!("{line}:\n{stdout}"))
+    };
     assert!(said("broker: redis up with 1 node") < said("broker: redis down"));
     assert!(said("broker: redis down") < said("broker: mqtt up with 1 node"));
 }

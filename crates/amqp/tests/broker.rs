@@ -168,7 +168,6 @@ fn auto_and_batched_manual_acknowledgements_lose_nothing() {
     assert_eq!(s.consumers.len(), 2, "two competing consumers on one queue");
 }
 
-
 #[test]
 #[ignore = "needs RabbitMQ: scripts/test runs it with --ignored against the managed node"]
 fn shared_connections_and_transient_messages_lose_nothing() {

@@ -156,7 +156,6 @@ mod tests {
         );
     }
 
-
     #[test]
     fn a_brokers_status_is_its_first_running_nodes_with_every_node_listed() {
         let node = |id: u32, pid: Option<u32>| NodeStatus {
@@ -198,5 +197,4 @@ mod tests {
         stopped.sort_unstable();
         assert_eq!(stopped, [1, 2, 3], "an error stops no other stop");
     }
-
 }

@@ -11,8 +11,8 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use crate::daemon::{self, Daemon};
-use crate::system_package::{self, DebianPackage};
 use crate::lifecycle::{self, Lifecycle};
+use crate::system_package::{self, DebianPackage};
 use crate::tls::TlsFiles;
 use crate::{BrokerError, BrokerStatus, ManagedBroker};
 

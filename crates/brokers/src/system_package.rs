@@ -35,7 +35,12 @@ pub fn ensure(
         return Ok(program);
     }
     install(package)?;
-    find().ok_or_else(|| cannot(package, "apt-get installed it, yet its program is not there"))
+    find().ok_or_else(|| {
+        cannot(
+            package,
+            "apt-get installed it, yet its program is not there",
+        )
+    })
 }
 
 /// Installs `package` (and what goes with it) with apt-get; a no-op when dpkg has it already.
@@ -144,7 +149,9 @@ fn stop_service(runner: &[&str], service: &str) {
         .status()
         .is_ok_and(|s| s.success());
     if stopped {
-        eprintln!("{service}: its system service is stopped and disabled (brokerbench runs its own)");
+        eprintln!(
+            "{service}: its system service is stopped and disabled (brokerbench runs its own)"
+        );
     }
 }
 

@@ -110,15 +110,25 @@ impl MockDriverConfig {
             ("swap_every", self.swap_every),
         ] {
             if every == Some(0) {
-                return Err(FieldError::new(field, "must be at least 1 (every n-th message)"));
+                return Err(FieldError::new(
+                    field,
+                    "must be at least 1 (every n-th message)",
+                ));
             }
         }
         if self.buffer == 0 || self.receive_per_poll == Some(0) {
-            let field = if self.buffer == 0 { "buffer" } else { "receive_per_poll" };
+            let field = if self.buffer == 0 {
+                "buffer"
+            } else {
+                "receive_per_poll"
+            };
             return Err(FieldError::new(field, "must be at least 1"));
         }
         if self.capacity.is_some_and(|c| !(c.is_finite() && c > 0.0)) {
-            return Err(FieldError::new("capacity", "give messages a second above 0, e.g. 10000"));
+            return Err(FieldError::new(
+                "capacity",
+                "give messages a second above 0, e.g. 10000",
+            ));
         }
         Ok(MockFaults {
             drop_every: self.drop_every,
@@ -148,7 +158,10 @@ fn optional_duration(field: &str, text: &Option<String>) -> Result<Option<Durati
         .transpose()
 }
 
-fn window(field: &str, window: &Option<Window>) -> Result<Option<(Duration, Duration)>, FieldError> {
+fn window(
+    field: &str,
+    window: &Option<Window>,
+) -> Result<Option<(Duration, Duration)>, FieldError> {
     let Some(window) = window else {
         return Ok(None);
     };
@@ -159,8 +172,8 @@ fn window(field: &str, window: &Option<Window>) -> Result<Option<(Duration, Dura
         ));
     }
     let at = parse_duration(&window.at).map_err(|e| FieldError::new(&format!("{field}.at"), e))?;
-    let length = parse_duration(&window.length)
-        .map_err(|e| FieldError::new(&format!("{field}.for"), e))?;
+    let length =
+        parse_duration(&window.length).map_err(|e| FieldError::new(&format!("{field}.for"), e))?;
     Ok(Some((at, length)))
 }
 
@@ -168,10 +181,12 @@ fn slow(slow: &Option<Window>) -> Result<Option<(Duration, Duration, Duration)>,
     let Some(given) = slow else {
         return Ok(None);
     };
-    let delay = given
-        .delay
-        .as_deref()
-        .ok_or_else(|| FieldError::new("slow.delay", "give how late each acknowledgement comes, e.g. {at: 3s, for: 2s, delay: 50ms}"))?;
+    let delay = given.delay.as_deref().ok_or_else(|| {
+        FieldError::new(
+            "slow.delay",
+            "give how late each acknowledgement comes, e.g. {at: 3s, for: 2s, delay: 50ms}",
+        )
+    })?;
     let delay = parse_duration(delay).map_err(|e| FieldError::new("slow.delay", e))?;
     let plain = Window {
         delay: None,
@@ -191,9 +206,11 @@ mod tests {
 
     #[test]
     fn windows_and_delays_become_the_mocks_faults() {
-        let faults = config("slow: {at: 3s, for: 2s, delay: 50ms}\nstall: {at: 1s, for: 500ms}\nconfirms: false\n")
-            .faults()
-            .unwrap();
+        let faults = config(
+            "slow: {at: 3s, for: 2s, delay: 50ms}\nstall: {at: 1s, for: 500ms}\nconfirms: false\n",
+        )
+        .faults()
+        .unwrap();
         let s = Duration::from_secs;
         assert_eq!(faults.slow, Some((s(3), s(2), Duration::from_millis(50))));
         assert_eq!(faults.stall, Some((s(1), Duration::from_millis(500))));

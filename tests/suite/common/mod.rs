@@ -154,7 +154,11 @@ pub fn family_port(family: &str) -> u16 {
     let port = text
         .split_whitespace()
         .find_map(|w| w.strip_prefix("127.0.0.1:"))
-        .and_then(|p| p.trim_end_matches(|c: char| !c.is_ascii_digit()).parse().ok())
+        .and_then(|p| {
+            p.trim_end_matches(|c: char| !c.is_ascii_digit())
+                .parse()
+                .ok()
+        })
         .unwrap_or_else(|| panic!("`broker up {family}` printed no address: {text}"));
     ports.insert(family.to_string(), port);
     port
@@ -797,7 +801,11 @@ pub const REFUSED_WITHIN: Duration = Duration::from_secs(15);
 pub fn assert_refused_at_once(driver: &str, names: &[&str], secrets: &[&str]) {
     let started = Instant::now();
     let run = run_driver_text(driver, &[]);
-    assert!(started.elapsed() < REFUSED_WITHIN, "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < REFUSED_WITHIN,
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(run.code, 3, "{}", run.stderr);
     for name in names {
         assert!(run.stderr.contains(name), "{name}: {}", run.stderr);
@@ -814,12 +822,17 @@ fn private_keys(family: &str) -> Vec<String> {
     let mut keys = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        let named_key = path.file_name().is_some_and(|n| n.to_string_lossy().contains("key"));
+        let named_key = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().contains("key"));
         if !named_key {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap_or_default();
-        if let Some(line) = text.lines().find(|l| !l.starts_with("-----") && l.len() > 16) {
+        if let Some(line) = text
+            .lines()
+            .find(|l| !l.starts_with("-----") && l.len() > 16)
+        {
             keys.push(line.to_string());
         }
     }
@@ -837,7 +850,11 @@ pub fn assert_tls_run_keeps_secrets(family: &str, driver: &str, secret: &str, sh
     let keys = private_keys(family);
     for path in files_under(&run.folder) {
         let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
-        assert!(!text.contains(secret), "{} holds the secret", path.display());
+        assert!(
+            !text.contains(secret),
+            "{} holds the secret",
+            path.display()
+        );
         assert!(
             !text.contains("PRIVATE KEY") && keys.iter().all(|key| !text.contains(key.as_str())),
             "{} holds a key",
@@ -867,9 +884,15 @@ pub fn assert_tls_refusals(
     let mut untrusted = vec!["TLS handshake"];
     untrusted.extend(untrusted_says);
     let cases = [
-        (driver.replace(secret, "Zq7-wrong-secret"), wrong_secret_says.to_vec()),
         (
-            driver.replace(&ca.display().to_string(), &foreign.ca().display().to_string()),
+            driver.replace(secret, "Zq7-wrong-secret"),
+            wrong_secret_says.to_vec(),
+        ),
+        (
+            driver.replace(
+                &ca.display().to_string(),
+                &foreign.ca().display().to_string(),
+            ),
             untrusted,
         ),
     ];

@@ -108,7 +108,11 @@ pub fn shards_merge_exactly(count: u32, sets: &[&str], driver: Option<&str>) -> 
         .enumerate()
         .map(|(i, (code, stderr))| format!("shard {i} exited {code}: {stderr}"))
         .collect();
-    assert!(ended.iter().all(|(code, _)| *code == 0), "{}", said.join("\n"));
+    assert!(
+        ended.iter().all(|(code, _)| *code == 0),
+        "{}",
+        said.join("\n")
+    );
     let late = lateness.worst();
     let folders: Vec<PathBuf> = (0..count)
         .map(|i| dir.path().join(format!("shard-{i}")))
@@ -292,4 +296,3 @@ pub fn shards_merge_exactly(count: u32, sets: &[&str], driver: Option<&str>) -> 
     );
     summary
 }
-

@@ -119,7 +119,8 @@ impl Spawned {
         }
         let _ = self.child.kill();
         let status = self.child.wait().unwrap();
-        let read = |name: &str| std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default();
+        let read =
+            |name: &str| std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default();
         let (stdout, stderr) = (read("stdout"), read("stderr"));
         finish_parts(
             status.code().unwrap_or(-1),

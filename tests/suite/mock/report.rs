@@ -177,7 +177,14 @@ fn value_at(doc: &serde_json::Value, path: &str) -> f64 {
 fn short_run(dir: &Path, name: &str, rate: u32) -> PathBuf {
     let out = dir.join(name);
     let output = brokerbench()
-        .args(["run", QUICKSTART, "--quiet", "--set", "driver=mock", "--out"])
+        .args([
+            "run",
+            QUICKSTART,
+            "--quiet",
+            "--set",
+            "driver=mock",
+            "--out",
+        ])
         .arg(&out)
         .args([
             "--set",
@@ -358,7 +365,14 @@ fn run_study_search_and_comparison_reports_render_in_chromium() {
     let out = brokerbench()
         .arg("study")
         .arg(&file)
-        .args(["--quick", "--set", "warmup=0s", "--set", "duration=1s", "--out"])
+        .args([
+            "--quick",
+            "--set",
+            "warmup=0s",
+            "--set",
+            "duration=1s",
+            "--out",
+        ])
         .arg(&search)
         .timeout(Duration::from_secs(300))
         .output()
@@ -647,4 +661,3 @@ fn a_study_dashboard_shows_the_first_cell_while_the_second_runs() {
     assert!(study.wait(), "the study succeeded");
     assert!(browser.errors.is_empty(), "{:?}", browser.errors);
 }
-

@@ -127,8 +127,14 @@ fn a_one_second_stall_of_the_broker_shows_in_publish_p99_and_max() {
     let max = publish["max_ns"].as_u64().unwrap();
     let p99 = publish["p99_ns"].as_u64().unwrap();
     // About 1/6 of the window's messages were due during the stall, waiting up to 1 s.
-    assert!(max >= 900_000_000, "max {max} ns must show the 1 s stall: {publish:#}");
-    assert!(p99 >= 500_000_000, "p99 {p99} ns must show the stall: {publish:#}");
+    assert!(
+        max >= 900_000_000,
+        "max {max} ns must show the 1 s stall: {publish:#}"
+    );
+    assert!(
+        p99 >= 500_000_000,
+        "p99 {p99} ns must show the stall: {publish:#}"
+    );
     assert!(s["latency"]["end_to_end"]["max_ns"].as_u64().unwrap() >= 900_000_000);
     assert_not_client_bound(&run, &s, "a broker stall is not the client's fault");
 }

@@ -156,4 +156,3 @@ fn a_killed_run_leaves_a_folder_marked_interrupted_with_its_rows() {
     assert!(report.status.success(), "{report:?}");
     assert!(folder.join("report.html").exists());
 }
-

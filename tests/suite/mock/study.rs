@@ -233,7 +233,9 @@ fn a_killed_study_resumes_without_repeating_completed_runs_and_refuses_a_changed
     let dir = tempfile::tempdir().unwrap();
     let text = format!(
         "name: resume\nworkload: {QUICKSTART}\n{}\naxes:\n  rate: [1000, 1500, 2000]\n",
-        short_sets().replace("rate: 2000, ", "").replace("duration: 1s", "duration: 2s")
+        short_sets()
+            .replace("rate: 2000, ", "")
+            .replace("duration: 1s", "duration: 2s")
     );
     let file = write(dir.path(), "resume.yaml", &text);
     let folder = dir.path().join("out");
@@ -356,7 +358,11 @@ fn a_search_ends_with_a_bracket_around_the_brokers_capacity() {
         let done = done.clone();
         std::thread::spawn(move || steps_seen_running(&watched, &done))
     };
-    let s = study(dir.path(), &file, &["--quick", "--set", "warmup=0s", "--set", "duration=1s"]);
+    let s = study(
+        dir.path(),
+        &file,
+        &["--quick", "--set", "warmup=0s", "--set", "duration=1s"],
+    );
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let seen_running = watcher.join().unwrap();
     assert!(
@@ -503,13 +509,3 @@ fn bad_study_files_are_refused_before_anything_runs() {
     assert!(stdout.contains(", 6 runs"), "{stdout}");
     assert!(!dir.path().join("studies").exists());
 }
-
-
-
-
-
-
-
-
-
-

@@ -1,6 +1,7 @@
 //! NATS JetStream against the real managed server (the release brokerbench pins, from
 //! PyPI): the conformance suite, and what is NATS's own.
 
+mod study_restart;
 mod study_secrets;
 
 use std::time::{Duration, Instant};
@@ -25,15 +26,10 @@ pub static SUBJECT: Subject = Subject {
         exact: true,
         publish_slack_us: None,
         stored: the_stream_holds_every_message,
-        leftovers: stream_names,
+        leftovers: Some(stream_names),
     },
     topology: Topology {
-        sets: &[
-            "partitions_per_topic=3",
-            "keys=round-robin",
-            "subscriptions_per_topic=2",
-            "consumers_per_topic=2",
-        ],
+        sets: PARTITIONED,
         stored: None,
     },
     omb: omb_driver_files,
@@ -49,13 +45,17 @@ pub static SUBJECT: Subject = Subject {
     kill: Kill {
         sets: &["storage=file"],
         prepare: None,
-        may_lose: 0,
+        may_lose: MayLose::Nothing,
         check: None,
     },
     tls: Some(Tls {
         secret: Secret::InUrl("servers: tls://"),
         shown: "tls://brokerbench:***@",
-        wrong_secret: &["refused the credentials", "user 'brokerbench'", "password in servers"],
+        wrong_secret: &[
+            "refused the credentials",
+            "user 'brokerbench'",
+            "password in servers",
+        ],
         untrusted: &["UnknownIssuer", "ca_file"],
     }),
     // The consumer asks for one message at a time (pull_batch 1) and, with explicit acks, is
@@ -73,14 +73,8 @@ pub static SUBJECT: Subject = Subject {
     dropped: Some(Dropped {
         rate: "5000",
         seconds: 2,
-        sets: &[
-            "max_msgs=100",
-            "message_size=100B",
-            "pull_batch=10",
-            "backlog.size=500KB",
-            "backlog.drain_ratio=0",
-            "drain_timeout=3s",
-        ],
+        limit: &["max_msgs=100", "pull_batch=10"],
+        backlog: "500KB",
         note: None,
     }),
 };
@@ -127,10 +121,18 @@ fn the_stream_holds_every_message(prefix: &str, run: &Run, s: &serde_json::Value
     let sent = s["integrity"]["whole_run"]["acknowledged"]
         .as_u64()
         .unwrap_or_else(|| s["total"]["acknowledged"].as_u64().unwrap());
-    assert_eq!(streams[0].0["state"]["messages"].as_u64(), Some(sent), "{:#}", streams[0].0);
+    assert_eq!(
+        streams[0].0["state"]["messages"].as_u64(),
+        Some(sent),
+        "{:#}",
+        streams[0].0
+    );
     let csv = run.file("broker-metrics.csv");
     assert!(
-        csv.lines().next().unwrap().contains("server_messages_in_per_second"),
+        csv.lines()
+            .next()
+            .unwrap()
+            .contains("server_messages_in_per_second"),
         "{csv}"
     );
     assert!(csv.lines().count() > 2, "{csv}");
@@ -170,10 +172,18 @@ fn omb_driver_files(port: u16) -> Vec<OmbFile> {
 /// A driver file that names the managed server's address: its process is sampled and its
 /// metrics read, the file's address kept.
 fn watched_as_the_managed_server(run: &Run, s: &serde_json::Value) {
-    assert!(run.stderr.contains("names the managed NATS"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("names the managed NATS"),
+        "{}",
+        run.stderr
+    );
     let broker = &run.manifest()["broker"];
     assert_eq!(broker["managed"], true, "{broker:#}");
-    assert_eq!(broker["address"], format!("nats://{}", nats()), "{broker:#}");
+    assert_eq!(
+        broker["address"],
+        format!("nats://{}", nats()),
+        "{broker:#}"
+    );
     let rss = s["resources"]["broker"]["rss_bytes_max"].as_u64();
     assert!(rss.is_some_and(|b| b > 1_000_000), "{:#}", s["resources"]);
     let metrics = &s["broker_metrics"];
@@ -402,7 +412,12 @@ fn without_acknowledgements_what_reached_the_client_and_was_not_handed_on_is_unc
     // client when the drain ends is told apart from what waits in the stream.
     checks::unconsumed_with(
         &SUBJECT,
-        &["message_size=100B", "pull_batch=1", "max_ack_pending=1", "ack_policy=none"],
+        &[
+            "message_size=100B",
+            "pull_batch=1",
+            "max_ack_pending=1",
+            "ack_policy=none",
+        ],
         "reached the client",
     );
 }

@@ -263,4 +263,3 @@ fn a_study_resumed_from_its_redacted_folder_reads_its_credentials_again() {
     assert_eq!(json(&run.join("manifest.json"))["status"], "complete");
     assert_no_secret(&s, ALL_SECRETS);
 }
-

@@ -8,10 +8,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::common::brokerbench;
 use brokerbench::cli::Cli;
 use brokerbench::families::REGISTRY;
 use clap::Parser;
-use crate::common::brokerbench;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -262,8 +262,14 @@ fn names_are_unique_and_every_builtin_driver_file_loads() {
         let address = family.address(&specs.driver).unwrap();
         // The mock has no broker: its messages stay in brokerbench's own process.
         match *name {
-            "mock" => assert_eq!(address.as_deref(), Some("in-memory (brokerbench's own process)")),
-            _ => assert_eq!(address, None, "{name}: the built-in file uses the managed broker"),
+            "mock" => assert_eq!(
+                address.as_deref(),
+                Some("in-memory (brokerbench's own process)")
+            ),
+            _ => assert_eq!(
+                address, None,
+                "{name}: the built-in file uses the managed broker"
+            ),
         }
     }
 }

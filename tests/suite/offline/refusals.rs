@@ -118,8 +118,6 @@ fn a_dashboard_on_an_address_beyond_loopback_must_be_asked_for() {
     assert!(!out.exists(), "nothing started");
 }
 
-
-
 /// The fault studies need three-node clusters of each family and a minute per run: here every
 /// run is planned and checked (`--dry-run`); tests/clusters.rs runs their faults on clusters.
 #[test]
@@ -127,7 +125,10 @@ fn the_fault_studies_plan_every_run() {
     for (name, runs) in [("durability-kafka", 12), ("failover", 9)] {
         let output = brokerbench()
             .arg("study")
-            .arg(format!("{}/studies/{name}.yaml", env!("CARGO_MANIFEST_DIR")))
+            .arg(format!(
+                "{}/studies/{name}.yaml",
+                env!("CARGO_MANIFEST_DIR")
+            ))
             .arg("--dry-run")
             .output()
             .unwrap();

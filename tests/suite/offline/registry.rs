@@ -16,7 +16,11 @@ const SUBJECTS: [&str; 7] = [
 
 #[test]
 fn every_registered_family_has_a_conformance_subject() {
-    let registered: Vec<&str> = REGISTRY.names().into_iter().filter(|n| *n != "mock").collect();
+    let registered: Vec<&str> = REGISTRY
+        .names()
+        .into_iter()
+        .filter(|n| *n != "mock")
+        .collect();
     let mut missing: Vec<&str> = registered
         .iter()
         .copied()

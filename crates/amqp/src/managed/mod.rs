@@ -317,9 +317,7 @@ impl RabbitMq {
         if let Some(dir) = &self.bin_dir {
             return Ok(dir.clone());
         }
-        system_package::ensure(&DEBIAN_PACKAGE, || {
-            find_bin_dir(std::env::var_os("PATH"))
-        })
+        system_package::ensure(&DEBIAN_PACKAGE, || find_bin_dir(std::env::var_os("PATH")))
     }
 
     /// Arguments that only our node's `beam.smp` has on its command line.

@@ -191,7 +191,10 @@ fn a_start_checks_that_the_jars_are_there_after_up_fetched_them() {
     let kafka = Kafka::new(home.path()).with_port(19992);
     assert!(!kafka.is_installed());
     let message = Lifecycle::check(&kafka).unwrap_err().to_string();
-    assert!(message.contains("brokerbench broker install kafka"), "{message}");
+    assert!(
+        message.contains("brokerbench broker install kafka"),
+        "{message}"
+    );
     assert_eq!(kafka.status().unwrap(), None);
 }
 
