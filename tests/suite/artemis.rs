@@ -72,6 +72,8 @@ pub static SUBJECT: Subject = Subject {
         rate: "max",
         sets: &["message_size=100B", "consumer_window_size=1"],
         evidence: "countMessages",
+        exits_clean: true,
+        check: None,
     }),
     // Each address holds at most 100 messages (set by the run through Artemis's management
     // API) while the consumers wait for 5,000.
@@ -156,7 +158,13 @@ fn the_queue_took_every_message(prefix: &str, run: &Run, s: &serde_json::Value) 
 /// and a queue's count trails its address's, so two seconds' means can be off by up to a
 /// quarter (2.23 seen on a busy host); a subscription counted once, or twice over, is still
 /// caught.
-fn each_queue_took_every_message_once(prefix: &str, _run: &Run, s: &serde_json::Value) {
+fn each_queue_took_every_message_once(prefix: &str, run: &Run, s: &serde_json::Value) {
+    assert_eq!(
+        s["broker_metrics"]["source"], "artemis",
+        "{:#}",
+        s["broker_metrics"]
+    );
+    assert_broker_rate_agrees(run, s, "messages_in_per_second", "acknowledged_per_s");
     let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
     let kept = queues(prefix);
     assert_eq!(kept.len(), 2, "{kept:#?}");

@@ -83,6 +83,8 @@ pub static SUBJECT: Subject = Subject {
             "batching=false",
         ],
         evidence: "msgBacklog",
+        exits_clean: true,
+        check: None,
     }),
     // The consumers stop reading until 15,000 messages of 100 B wait for them (3 s at 5,000
     // msg/s), while the run's namespace lets a subscription keep at most 100 KB (set by the
@@ -226,6 +228,22 @@ fn tls_driver() -> (String, String) {
         "{text}"
     );
     (text, token)
+}
+
+/// Shared subscriptions acknowledge each message: a cumulative acknowledgement is refused
+/// before anything starts, naming the field.
+#[test]
+fn a_shared_subscription_with_cumulative_acknowledgements_exits_2_naming_ack() {
+    let run = run(&[
+        "--driver",
+        PULSAR_DRIVER,
+        "--set",
+        "subscription_type=Shared",
+        "--set",
+        "ack=cumulative",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("field `ack`"), "{}", run.stderr);
 }
 
 #[test]

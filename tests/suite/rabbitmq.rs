@@ -61,6 +61,8 @@ pub static SUBJECT: Subject = Subject {
         rate: "max",
         sets: &["prefetch=1", "ack.multiple_every=1", "queue.type=classic"],
         evidence: "queue.declare passive",
+        exits_clean: false,
+        check: None,
     }),
     // A drop-head queue of at most 100 messages while the consumers wait for 5,000.
     dropped: Some(Dropped {
@@ -68,7 +70,7 @@ pub static SUBJECT: Subject = Subject {
         seconds: 2,
         limit: &["queue.max_length=100", "queue.overflow=drop-head"],
         backlog: "500KB",
-        note: None,
+        note: Some("dropped by the broker"),
     }),
 };
 
@@ -144,6 +146,35 @@ fn read_as_omb_means_it(run: &Run, _s: &serde_json::Value) {
         !run.file("manifest.json").contains("guest:guest"),
         "the URI's credentials are redacted"
     );
+}
+
+/// An OMB workload file beside OMB's RabbitMQ driver file: two subscribers' worth of
+/// consumers on one queue per topic, read as OMB means them.
+#[test]
+fn an_openmessaging_benchmark_workload_runs_with_its_rabbitmq_driver_file() {
+    let _turn = serial();
+    let port = rabbitmq();
+    let dir = tempfile::tempdir().unwrap();
+    let file = &omb_driver_files(port)[0];
+    let driver = write(dir.path(), file.name, &file.text);
+    let workload = write(
+        dir.path(),
+        "workload.yaml",
+        "name: 2 topics / 1 partition / 100b\ntopics: 2\npartitionsPerTopic: 1\nmessageSize: 100\nuseRandomizedPayloads: true\nrandomBytesRatio: 0.5\nrandomizedPayloadPoolSize: 100\nsubscriptionsPerTopic: 1\nconsumerPerSubscription: 2\nproducersPerTopic: 1\nproducerRate: 2000\nconsumerBacklogSizeGB: 0\ntestDurationMinutes: 15\n",
+    );
+    let ran = run(&[
+        workload.to_str().unwrap(),
+        "--driver",
+        driver.to_str().unwrap(),
+        "--set",
+        "duration=2s",
+        "--set",
+        "warmupDurationMinutes=0",
+    ]);
+    let s = assert_lossless(&ran);
+    assert_eq!(s["driver"], "rabbitmq");
+    assert_eq!(s["consumers"].as_array().map(Vec::len), Some(4), "{s:#}");
+    read_as_omb_means_it(&ran, &s);
 }
 
 #[test]

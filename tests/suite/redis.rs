@@ -69,6 +69,8 @@ pub static SUBJECT: Subject = Subject {
         rate: "max",
         sets: &["message_size=100B", "read_count=1"],
         evidence: "XINFO STREAM",
+        exits_clean: true,
+        check: None,
     }),
     // Each XADD trims its stream to 100 entries while the consumers wait for 5,000.
     dropped: Some(Dropped {
@@ -200,6 +202,26 @@ fn rewrite_append_only_file() {
     assert!(
         rewritten,
         "the append-only file was not rewritten within 60 s"
+    );
+}
+
+/// The managed server has no password: one given on the plain port is refused at login.
+#[test]
+fn a_password_the_plain_port_does_not_take_is_refused_naming_redis_url() {
+    let _turn = serial();
+    let driver = format!(
+        "driver: redis\nredis_url: redis://bench:hunter2@127.0.0.1:{}\n",
+        redis()
+    );
+    assert_refused_at_once(
+        &driver,
+        &[
+            "refused the credentials",
+            "WRONGPASS",
+            "user 'bench'",
+            "redis_url",
+        ],
+        &["hunter2"],
     );
 }
 

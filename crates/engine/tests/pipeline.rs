@@ -64,12 +64,19 @@ fn clean_run_counts_everything_once() {
     let w = workload("rate: 2000\nwarmup: 1s\nduration: 2s\ndrain_timeout: 2s\nproducers_per_topic: 2\nconsumers_per_topic: 1");
     let mut driver = MockDriver::new(MockFaults::default(), 1);
     let mut rows = Rows::default();
-    let turn = timed();
+    let (turn, lateness) = timed();
     let out = run(&w, &mut driver, &mut rows, &control()).unwrap();
+    let late = lateness.worst();
     drop(turn);
     // A well broker leaves no long span without acknowledgements (a short one is a
-    // producer thread the scheduler held back on a busy host).
-    assert!(longest_gap_s(&out.ack_gaps) < 0.5, "{:?}", out.ack_gaps);
+    // producer thread the scheduler held back on a busy host, as long as the host was late
+    // in waking a thread: 0.73 s once with both cores busy).
+    let bound = 0.5 + late.as_secs_f64();
+    assert!(
+        longest_gap_s(&out.ack_gaps) < bound,
+        "{:?} (the host {late:?} late)",
+        out.ack_gaps
+    );
     let s = &out.summary;
     assert_eq!(s.status, RunStatus::Complete);
     assert!(
@@ -88,7 +95,11 @@ fn clean_run_counts_everything_once() {
     );
     assert_eq!(s.latency.publish.count, 4000, "measurement window only");
     assert!(s.latency.end_to_end.count > 3900);
-    assert!(!s.client_bound);
+    // A host that woke threads this late may really have held the generator back.
+    assert!(
+        !s.client_bound || late >= Duration::from_millis(50),
+        "{late:?}"
+    );
     assert_eq!(
         rows.1,
         vec![Phase::Warmup, Phase::Measurement, Phase::Drain]

@@ -150,7 +150,7 @@ pub fn family_port(family: &str) -> u16 {
         return *port;
     }
     let text = up_with_tls(family);
-    assert!(text.contains("TLS:"), "{text}");
+    assert!(text.contains("TLS:") && text.contains("ca.pem"), "{text}");
     let port = text
         .split_whitespace()
         .find_map(|w| w.strip_prefix("127.0.0.1:"))
@@ -812,6 +812,7 @@ pub fn assert_refused_at_once(driver: &str, names: &[&str], secrets: &[&str]) {
     }
     for secret in secrets {
         assert!(!run.stderr.contains(secret), "a secret in: {}", run.stderr);
+        assert!(!run.stdout.contains(secret), "a secret in: {}", run.stdout);
     }
 }
 
@@ -845,10 +846,28 @@ fn private_keys(family: &str) -> Vec<String> {
 /// file of its results or in its output; its manifest shows the credential as `shown`
 /// (`mqtts://brokerbench:***@`).
 pub fn assert_tls_run_keeps_secrets(family: &str, driver: &str, secret: &str, shown: &str) {
-    let run = run_driver_text(driver, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "driver.yaml", driver);
+    let omb = dir.path().join("omb-result.json");
+    let sets = short("1000", 2);
+    let args = [
+        "--driver",
+        file.to_str().unwrap(),
+        "--omb-result",
+        omb.to_str().unwrap(),
+    ];
+    let run = run_in(dir, &with_sets(&sets, &args));
     assert_lossless(&run);
     let keys = private_keys(family);
-    for path in files_under(&run.folder) {
+    let mut files = files_under(&run.folder);
+    for written in ["report.html", "manifest.json", "omb-result.json"] {
+        assert!(
+            files.iter().any(|f| f.ends_with(written)),
+            "{written}: {files:?}"
+        );
+    }
+    files.push(omb);
+    for path in files {
         let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
         assert!(
             !text.contains(secret),

@@ -70,6 +70,8 @@ pub fn two_subscriptions_of_two_members_each_receive_every_message_once(subject:
     let run = run_on(subject, &short_with("2000", 2, &sets));
     let s = assert_lossless_copies(&run, 2);
     let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
+    // 3 s at 2,000 msg/s, warm-up included: most of it.
+    assert!(acknowledged >= 5000, "{s:#}");
     let mut per_subscription = [0u64; 2];
     let mut members = Vec::new();
     for consumer in s["consumers"].as_array().unwrap() {
@@ -147,14 +149,29 @@ pub fn an_unreachable_broker_exits_3_fast_naming_how_to_start_it(subject: &Subje
         run.stderr
     );
     assert!(!run.stderr.contains("hunter2"), "{}", run.stderr);
+    assert!(
+        !run.folder.exists(),
+        "nothing is written before the broker answers"
+    );
 }
 
-/// Each bad setting exits 2 before anything starts, naming its field and the fix.
+/// Each bad setting exits 2 before anything starts, naming its field and the fix, and the
+/// driver file or the assignment it is in.
 pub fn bad_driver_fields_exit_2_naming_the_field(subject: &Subject) {
+    let file = std::path::Path::new(subject.driver)
+        .file_name()
+        .unwrap()
+        .to_string_lossy();
     for (set, says) in subject.bad_fields {
         let run = run(&["--driver", subject.driver, "--set", set]);
         assert_eq!(run.code, 2, "{set}: {}", run.stderr);
         assert!(run.stderr.contains(says), "{set}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(&*file) || run.stderr.contains(&format!("--set {set}")),
+            "{set}: names the file or the assignment: {}",
+            run.stderr
+        );
+        assert!(!run.folder.exists(), "{set}: nothing is created");
     }
 }
 
@@ -222,6 +239,7 @@ pub fn a_killed_broker_started_again_gets_its_clients_back(subject: &Subject) {
 /// monitor followed the broker to its new pid, and the outage's seconds are marked.
 fn assert_outage_reported(run: &Run, s: &serde_json::Value, killed: u64) {
     let outages = s["outages"].as_array().expect("outages");
+    assert_eq!(outages.len(), 1, "one outage: {s:#}");
     let last = outages.last().unwrap_or_else(|| panic!("no outage: {s:#}"));
     let (start, back) = (
         last["start_s"].as_f64().unwrap(),
@@ -409,6 +427,13 @@ pub fn unconsumed_with(subject: &Subject, sets: &[&str], evidence: &str) -> serd
         tries.len()
     );
     assert_eq!(s["status"], "complete", "{}", run.stderr);
+    assert_eq!(s["errors"], serde_json::json!({}), "{s:#}");
+    if unconsumed.exits_clean {
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    if let Some(check) = unconsumed.check {
+        check(s);
+    }
     let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
     let received = s["total"]["received"].as_u64().unwrap();
     let integrity = &s["integrity"];

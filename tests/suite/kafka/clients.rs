@@ -215,3 +215,19 @@ fn secrets_given_every_way_reach_no_output() {
         "redacted, not dropped: {manifest}"
     );
 }
+
+/// A topic setting the broker refuses stops the run before it sends, with the broker's reason
+/// and the setting named.
+#[test]
+fn a_topic_setting_the_broker_refuses_stops_the_run_naming_it() {
+    let _turn = serial();
+    kafka();
+    let sets = short_with("1000", 1, &["topic_config.cleanup.policy=nonsense"]);
+    let refused = run(&with_sets(&sets, &[]));
+    assert_ne!(refused.code, 0, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("InvalidConfig") && refused.stderr.contains("topic_config"),
+        "{}",
+        refused.stderr
+    );
+}

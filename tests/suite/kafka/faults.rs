@@ -122,7 +122,6 @@ fn a_paused_kafka_is_a_stall_not_an_outage() {
     assert_stalled_once(&run_through_a_pause("kafka", &sets, &[]));
 }
 
-/// Starts the broker again even if an assertion fails.
 /// The broker is left down: the next test that needs it starts it again (scripts/suite.py
 /// runs this one last in its group, so that none has to).
 #[test]

@@ -83,6 +83,8 @@ pub static SUBJECT: Subject = Subject {
             "consumer_config.fetch.wait.max.ms=30000",
         ],
         evidence: "high watermark",
+        exits_clean: true,
+        check: Some(the_consumer_received_nothing),
     }),
     dropped: None,
 };
@@ -160,6 +162,15 @@ fn delete_topics(topics: &[String]) {
     for result in deleted.expect("the delete request") {
         result.unwrap_or_else(|(topic, e)| panic!("deleting {topic}: {e}"));
     }
+}
+
+/// The broker held every fetch: nothing was received, all of it unconsumed.
+fn the_consumer_received_nothing(s: &serde_json::Value) {
+    assert_eq!(s["total"]["received"], 0, "{s:#}");
+    assert!(
+        s["total"]["acknowledged"].as_u64().unwrap() >= 10_000,
+        "{s:#}"
+    );
 }
 
 /// Idempotent retries: every message sent is acknowledged once; and the broker's exporter,
