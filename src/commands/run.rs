@@ -17,7 +17,7 @@ use brokerbench_report::{
     ResultsFolder, Tee, OMB_RESULT_FILE,
 };
 
-use super::run_broker::{broker_target, metrics_scraper};
+use super::run_broker::{broker_target, metrics_scraper, uses_managed};
 use super::run_shard::{check_share, resolve_sharding, ShardPlan, LEDGER_FILE, SHARD_FILE};
 use crate::allocations::AllocationWindow;
 use crate::cli::RunArgs;
@@ -34,9 +34,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     check_inputs(&args, &specs)?;
     crate::dashboard::check(&args.dashboard)?;
     let sharding = resolve_sharding(&args, &workload, &specs.workload_source)?;
+    // Before the managed broker is started: a fault it cannot take starts nothing.
+    super::run_faults::check(&specs, uses_managed(&specs.driver)?, sharding.is_some())?;
     let target = broker_target(&specs.driver, &args)?;
     let managed = target.broker.managed;
-    super::run_faults::check(&specs, managed, sharding.is_some())?;
     let mut driver = target.driver;
     if let Some(s) = &sharding {
         check_share(s.shard, &workload, driver.subscriptions_per_topic())?;

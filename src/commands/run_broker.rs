@@ -134,6 +134,18 @@ pub(super) fn broker_target(driver: &DriverConfig, args: &RunArgs) -> anyhow::Re
     Ok(target)
 }
 
+/// Whether a run with `driver` uses the family's managed broker (its driver file names no
+/// address, or one of the running managed broker's nodes), found without starting anything.
+pub(super) fn uses_managed(driver: &DriverConfig) -> anyhow::Result<bool> {
+    let family = REGISTRY
+        .get(driver.name())
+        .expect("a validated driver file names a registered family");
+    Ok(match family.address(driver)? {
+        None => true,
+        Some(address) => running_managed_named(family, &address).is_some(),
+    })
+}
+
 /// The family's managed broker, running, when `address` (the driver file's) names one of its
 /// nodes' client addresses on this machine (OMB's files name `localhost:9092`): its status and
 /// metrics endpoints.

@@ -62,7 +62,8 @@ impl Nodes for ManagedNodes {
 }
 
 /// Faults that the broker cannot take (a node it does not have, a kill of a broker
-/// brokerbench does not run) or in a sharded run: bad input, said before anything starts.
+/// brokerbench does not run) or in a sharded run: bad input, said before anything starts
+/// (the managed broker too: one that does not run yet counts as the one node `up` starts).
 /// A run on the managed broker first deletes what a killed run's partition left.
 pub(super) fn check(specs: &Specs, managed: bool, sharded: bool) -> anyhow::Result<()> {
     if managed {

@@ -67,6 +67,9 @@ fn shard_flags_are_checked_before_anything_starts() {
         ),
         (&["--run-id", "a.b"], "--run-id 'a.b'"),
         (
+            // A broker of its own (that does not answer): the share is checked against the
+            // driver's subscriptions once the driver is built, and for the managed broker that
+            // is after its start.
             &[
                 "--shard",
                 "1/2",
@@ -74,6 +77,8 @@ fn shard_flags_are_checked_before_anything_starts() {
                 "x",
                 "--coordinator",
                 "127.0.0.1:1",
+                "--set",
+                "bootstrap_servers=127.0.0.1:1",
             ],
             "this shard would have nothing to do",
         ),
