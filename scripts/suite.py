@@ -4,7 +4,8 @@
 Every test binary is built first (release: the suite measures the real binary). The
 integration tests of the repository are one binary, `suite` (tests/suite/), whose top-level
 modules are the groups below; the unit tests of every crate and the crates' own tests that
-need no broker form the group `unit`. A family's group runs everything that needs its managed
+need no broker form the group `unit`, except those that check how well the engine keeps time
+(the group `timing`, which runs alone before the others). A family's group runs everything that needs its managed
 broker (the conformance suite's checks for it, its own tests, its crate's broker tests), which
 the first test starts; the broker is taken down when the group ends, so idle JVMs do not slow
 what follows.
@@ -57,7 +58,9 @@ REAL_BROKER_UNIT_TESTS = "managed::tests::real_"
 class Group:
     name: str
     about: str
-    lane: int
+    # The lane it runs in; None: alone, before the lanes start (its tests measure how well the
+    # engine keeps time, which a broker starting in another lane would disturb).
+    lane: object
     # Families whose managed broker is taken down when the group ends.
     brokers: list = field(default_factory=list)
     # Crate test binaries run in this group: (binary, arguments).
@@ -69,6 +72,7 @@ PLAN = [
           [("brokerbench-kafka (lib unit)", [REAL_BROKER_UNIT_TESTS])]),
     Group("offline", "the CLI, docs and files, with no broker", 1),
     Group("mock", "runs, studies, reports, shards and signals on the in-memory mock family", 1),
+    Group("timing", "the engine's pipeline on the mock, /proc sampling and the search: timed", None),
     Group("unit", "unit tests of every crate, and the crates' own tests that need no broker", 2),
     Group("rabbitmq", "the conformance suite on RabbitMQ, its own tests, the AMQP client's",
           1, ["rabbitmq"],
@@ -83,6 +87,9 @@ PLAN = [
     Group("clusters", "three-node clusters and their faults, each in a home of its own", 2),
     Group("studies", "the bundled studies: every one planned, the cells run nowhere else", 0),
 ]
+
+# The crates' test binaries that check how well the engine keeps time: the group `timing`.
+TIMING_BINARIES = {"pipeline", "proc_sampling", "search_mock"}
 
 # Tests that take their group's broker down (and leave it so): the last of their group, so
 # that no test after them has to start it again.
@@ -150,9 +157,11 @@ class Job:
 def jobs(group, binaries, tests, quick):
     """What running `group` means, in order."""
     runs = []
-    if group.name == "unit":
+    if group.name in ("unit", "timing"):
         for name, (path, kind) in sorted(binaries.items()):
             if name in ("suite", "broker") or (quick and kind != "lib"):
+                continue
+            if (name in TIMING_BINARIES) != (group.name == "timing"):
                 continue
             runs.append(Job(name, [path, "--skip", REAL_BROKER_UNIT_TESTS]))
         return runs
@@ -296,8 +305,10 @@ def run_lanes(plan, lanes, binaries, tests, quick):
                 print(f"{state} {group.name:<9} {outcome.seconds:7.1f} s  {outcome.passed} passed"
                       f"{failed}", flush=True)
 
+    for group in [g for g in plan if g.lane is None]:
+        lane([group])
     by_lane = {}
-    for group in plan:
+    for group in [g for g in plan if g.lane is not None]:
         by_lane.setdefault(group.lane % lanes, []).append(group)
     threads = [threading.Thread(target=lane, args=(groups,)) for groups in by_lane.values()]
     for thread in threads:
@@ -307,24 +318,44 @@ def run_lanes(plan, lanes, binaries, tests, quick):
     return [outcomes[g.name] for g in plan]
 
 
-def main(argv):
-    quick = "--quick" in argv
-    listing = "--list" in argv
+def parse(argv):
+    """(quick, listing, lanes, asked groups) from the command line, or exit naming what is
+    wrong and the fix."""
+    if "--help" in argv or "-h" in argv:
+        print(__doc__[__doc__.index("Usage:"):].rstrip())
+        sys.exit(0)
     lanes = 3
     if "--lanes" in argv:
-        lanes = int(argv[argv.index("--lanes") + 1])
-        argv = argv[: argv.index("--lanes")] + argv[argv.index("--lanes") + 2 :]
-    asked = [a for a in argv if not a.startswith("--")]
-    unknown = set(asked) - {g.name for g in PLAN}
+        at = argv.index("--lanes")
+        value = argv[at + 1] if at + 1 < len(argv) else ""
+        if not value.isdigit() or int(value) < 1:
+            sys.exit(f"error: --lanes needs a number of lanes, 1 or more (got {value!r}),"
+                     " e.g. --lanes 2")
+        lanes = int(value)
+        argv = argv[:at] + argv[at + 2:]
+    flags = [a for a in argv if a.startswith("-")]
+    wrong = [f for f in flags if f not in ("--quick", "--list")]
+    if wrong:
+        sys.exit(f"error: no option {' '.join(wrong)}; the options: --quick --list --lanes N"
+                 " (--help says what each does)")
+    asked = [a for a in argv if not a.startswith("-")]
+    unknown = sorted(set(asked) - {g.name for g in PLAN})
     if unknown:
-        sys.exit(f"error: no group {sorted(unknown)}; the groups: {' '.join(g.name for g in PLAN)}")
+        sys.exit(f"error: no group {' '.join(unknown)}; the groups: "
+                 f"{' '.join(g.name for g in PLAN)}")
+    return "--quick" in flags, "--list" in flags, lanes, asked
+
+
+def main(argv):
+    quick, listing, lanes, asked = parse(argv)
     binaries = build()
     tests = suite_tests(binaries["suite"][0])
     plan = [g for g in PLAN if not asked or g.name in asked]
     plan = [g for g in plan if jobs(g, binaries, tests, quick)]
     if listing:
         for group in plan:
-            print(f"{group.name} (lane {group.lane % lanes}): {group.about}")
+            where = "alone, first" if group.lane is None else f"lane {group.lane % lanes}"
+            print(f"{group.name} ({where}): {group.about}")
             for job in jobs(group, binaries, tests, quick):
                 print(f"  {job.label}")
         return 0

@@ -166,8 +166,14 @@ pub fn bad_driver_fields_exit_2_naming_the_field(subject: &Subject) {
         let run = run(&["--driver", subject.driver, "--set", set]);
         assert_eq!(run.code, 2, "{set}: {}", run.stderr);
         assert!(run.stderr.contains(says), "{set}: {}", run.stderr);
+        // A workload field the family refuses names the workload (the built-in quickstart).
+        let named = [
+            file.to_string(),
+            format!("--set {set}"),
+            "quickstart".to_string(),
+        ];
         assert!(
-            run.stderr.contains(&*file) || run.stderr.contains(&format!("--set {set}")),
+            named.iter().any(|n| run.stderr.contains(n.as_str())),
             "{set}: names the file or the assignment: {}",
             run.stderr
         );
@@ -427,8 +433,13 @@ pub fn unconsumed_with(subject: &Subject, sets: &[&str], evidence: &str) -> serd
         tries.len()
     );
     assert_eq!(s["status"], "complete", "{}", run.stderr);
-    assert_eq!(s["errors"], serde_json::json!({}), "{s:#}");
-    if unconsumed.exits_clean {
+    // No error but, on a host too busy to keep a maximum-rate schedule (it woke threads 50 ms
+    // late or more), sends the generator held back: they change nothing of what is counted.
+    let errors = s["errors"].as_object().cloned().unwrap_or_default();
+    let busy = run.late >= BUSY_HOST;
+    let held_back_only = errors.keys().all(|k| k == "not_sent_behind_schedule");
+    assert!(errors.is_empty() || (busy && held_back_only), "{s:#}");
+    if unconsumed.exits_clean && errors.is_empty() {
         assert_eq!(run.code, 0, "{}", run.stderr);
     }
     if let Some(check) = unconsumed.check {
