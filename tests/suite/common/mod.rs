@@ -476,14 +476,22 @@ pub fn assert_backlog(run: &Run, messages: u64, duration_s: f64) -> serde_json::
     s
 }
 
-/// Like `assert_lossless`, for `copies` subscriptions each receiving every message once.
+/// Like `assert_lossless`, for `copies` subscriptions each receiving every message once. The
+/// run may have held sends back behind a broker slower than the schedule (its only error then,
+/// and its exit code 1): a message not sent is not counted, and what is counted must add up.
 pub fn assert_lossless_copies(run: &Run, copies: u64) -> serde_json::Value {
-    assert_eq!(
-        run.code, 0,
-        "stdout: {}\nstderr: {}",
-        run.stdout, run.stderr
-    );
     let s = run.summary();
+    let errors = s["errors"].as_object().cloned().unwrap_or_default();
+    let held_back = !errors.is_empty() && errors.keys().all(|k| k == "not_sent_behind_schedule");
+    assert!(
+        run.code == 0 || (run.code == 1 && held_back),
+        "exit code {}\nstdout: {}\nstderr: {}",
+        run.code,
+        run.stdout,
+        run.stderr
+    );
+    assert_eq!(s["status"], "complete", "{s:#}");
+    assert_eq!(s["total"]["sent"], s["total"]["acknowledged"], "{s:#}");
     let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
     assert!(acknowledged > 0);
     assert_eq!(

@@ -155,7 +155,8 @@ fn broker_metrics_mean_what_they_say() {
     // One produce request per message, so that the broker's threads have work to show
     // without a load this shared host cannot offer.
     let managed = brokerbench_kafka::managed::Kafka::new(&brokerbench_brokers::home());
-    let address = managed.status().unwrap().expect("running").address;
+    let status = managed.status().unwrap().expect("running");
+    let (address, pid) = (status.address, status.pid.to_string());
     let url = managed
         .metrics_url()
         .expect("the managed Kafka serves its metrics");
@@ -174,8 +175,10 @@ fn broker_metrics_mean_what_they_say() {
         driver,
         "--broker-metrics",
         url.as_str(),
-        "--broker-process",
-        "kafka.Kafka",
+        // Its pid, not `--broker-process kafka.Kafka`: the clusters' Kafka nodes may be
+        // running beside it.
+        "--broker-pid",
+        pid.as_str(),
     ];
     let (low, low_cpu) = steady_kafka_run("200", &extra);
     // Unbatched, the managed Kafka here takes 3,000-3,500 produce requests a second at
@@ -186,19 +189,29 @@ fn broker_metrics_mean_what_they_say() {
         high_cpu > low_cpu,
         "the broker works harder at 1200 requests/s: {low_cpu}% then {high_cpu}% of a core"
     );
+    // The network threads are mostly idle at 200 requests/s (0.966–0.982 measured), and they
+    // must not look idler at 1,200 beyond a second's noise: at these rates their busy share
+    // moves by about as much as a dip that comes every third second whatever the rate (1.0,
+    // 1.0, 0.905 at 200 throughout; with a core kept busy the means came out 0.966 then
+    // 0.968 once, 0.982 then 0.963 another time).
+    let noise = |v: &[f64]| {
+        v.iter().copied().fold(f64::MIN, f64::max) - v.iter().copied().fold(f64::MAX, f64::min)
+    };
     let name = "network_processor_idle_ratio";
     assert!(
-        mean(&high[name]) < mean(&low[name]),
-        "{name} falls as the broker's CPU rises ({low_cpu}% → {high_cpu}%): {:?} then {:?}",
+        mean(&low[name]) > 0.8,
+        "{name} at 200 requests/s: {:?}",
+        low[name]
+    );
+    assert!(
+        mean(&high[name]) <= mean(&low[name]) + noise(&low[name]),
+        "{name} rises with the broker's CPU ({low_cpu}% → {high_cpu}%): {:?} then {:?}",
         low[name],
         high[name]
     );
     // The request handlers do little of the broker's work here (a few percent busy), less
     // than a second's noise: they must not look busier at the low rate beyond that noise.
     let name = "request_handler_idle_ratio";
-    let noise = |v: &[f64]| {
-        v.iter().copied().fold(f64::MIN, f64::max) - v.iter().copied().fold(f64::MAX, f64::min)
-    };
     assert!(
         mean(&high[name]) <= mean(&low[name]) + noise(&low[name]),
         "{name} rises with the broker's CPU ({low_cpu}% → {high_cpu}%): {:?} then {:?}",
