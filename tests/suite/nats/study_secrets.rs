@@ -42,13 +42,13 @@ impl PasswordNats {
                 users.join(", ")
             ),
         );
-        let server = std::process::Command::new("nats-server")
+        let server = std::process::Command::new(nats_server_program())
             .arg("-c")
             .arg(&config)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
-            .expect("nats-server (Debian's package, as the managed NATS uses)");
+            .expect("the managed NATS's nats-server");
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < deadline, "nats-server did not start");
