@@ -152,25 +152,30 @@ impl ManagedArtemis {
         self.daemon.wait(child, || answers(port))
     }
 
-    /// Waits for the management console, which starts after the broker, so that a run's
-    /// first scrape finds it; one that does not come is said, not fatal (the broker works,
-    /// its metrics are missing).
+    /// Waits for the management console, which starts after the broker, until its Jolokia
+    /// endpoint answers, so that a run's first scrape finds it ready: the first request loads
+    /// the Jolokia agent (3.5 s once with a core busy, longer than a scrape's 2-s timeout, and
+    /// a 2-s run right after a kill's restart had no broker metrics). One that does not come is
+    /// said, not fatal (the broker works, its metrics are missing).
     fn wait_console(&self) {
         let Some(web) = web_port(self.running_port()) else {
             return;
         };
-        let listening = brokerbench_brokers::managed::poll(self.daemon.start_timeout, || {
-            std::net::TcpStream::connect(("127.0.0.1", web)).ok()
+        let answered = brokerbench_brokers::managed::poll(self.daemon.start_timeout, || {
+            brokerbench_brokers::http::get(web, JOLOKIA_VERSION, None, Duration::from_secs(10))
         });
-        if listening.is_none() {
+        if answered.is_none() {
             eprintln!(
-                "warning: Artemis's management console did not answer on 127.0.0.1:{web} within {:?}: runs will have no broker metrics (see {})",
+                "warning: Artemis's management console did not answer on 127.0.0.1:{web}{JOLOKIA_VERSION} within {:?}: runs will have no broker metrics (see {})",
                 self.daemon.start_timeout,
                 self.daemon.log_file().display()
             );
         }
     }
 }
+
+/// The console's Jolokia request that costs the broker least (its agent's version).
+const JOLOKIA_VERSION: &str = "/console/jolokia/version";
 
 /// The port setting is not one the broker and its console can both listen on.
 fn invalid_port() -> BrokerError {
@@ -315,6 +320,9 @@ impl ManagedArtemis {
             self.daemon.abandon(child);
             return Err(e);
         }
+        // As a start does: the next run's broker metrics come from the console, which answers
+        // after the acceptor (a run right after a kill's restart once had none).
+        self.wait_console();
         Ok(child.id())
     }
 }
