@@ -84,7 +84,11 @@ const SMALL: &str = "name: amqptest\nrate: 2000\nwarmup: 1s\nduration: 2s\ndrain
 fn assert_lossless(s: &Summary, copies: u64) {
     assert!(s.integrity.checked, "{:?}", s.integrity);
     assert!(s.integrity.is_clean(), "{:?}", s.integrity);
-    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    // Sends the generator held back behind its schedule on a busy host (18 of 6,000 once,
+    // with a core kept busy and two more lanes of the suite) are not counted; nothing else
+    // may have gone wrong.
+    let held_back_only = s.errors.keys().all(|k| k == "not_sent_behind_schedule");
+    assert!(held_back_only, "{:?}", s.errors);
     assert!(s.total.sent >= 5900, "3 s at 2000 msg/s: {}", s.total.sent);
     assert_eq!(s.total.received, s.total.sent * copies);
 }
