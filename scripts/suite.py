@@ -356,7 +356,7 @@ def parse(argv):
 
 def start_setup():
     """Starts `scripts/setup --tools` in the background, its output to LOGS/setup.log:
-    (process, when it started)."""
+    (the process, the thread that waits for it, {"s": its wall time, once it has ended})."""
     LOGS.mkdir(parents=True, exist_ok=True)
     print(f"installing every family's broker and the test tools beside the build"
           f" (scripts/setup --tools, log: {SETUP_LOG})", flush=True)
@@ -364,19 +364,29 @@ def start_setup():
         process = subprocess.Popen([REPO / "scripts" / "setup", "--tools"], cwd=REPO,
                                    stdin=subprocess.DEVNULL, stdout=log,
                                    stderr=subprocess.STDOUT)
-    return process, time.monotonic()
+    started = time.monotonic()
+    took = {}
+
+    def wait():
+        process.wait()
+        took["s"] = time.monotonic() - started
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    return process, waiter, took
 
 
-def finish_setup(process, started):
+def finish_setup(process, waiter, took):
     """Waits for the setup `start_setup` started (never cut short: apt-get may be installing);
     exits with its last lines when it failed."""
-    code = process.wait()
+    waiter.join()
+    code = process.returncode
     if code != 0:
         last = "\n".join(SETUP_LOG.read_text(errors="replace").splitlines()[-30:])
         sys.exit(f"{last}\nerror: scripts/setup --tools failed (exit {code}); the lines above"
                  f" are its last, the whole of it is in {SETUP_LOG}")
-    print(f"every family's broker and the test tools installed in"
-          f" {time.monotonic() - started:.0f} s (beside the build)", flush=True)
+    print(f"every family's broker and the test tools installed in {took['s']:.0f} s"
+          f" (beside the build)", flush=True)
 
 
 def main(argv):
