@@ -362,6 +362,11 @@ pub struct ClientEvents {
     pub retries: Vec<(u64, u64)>,
     /// What a retry is, for the note (e.g. "produce requests retried (librdkafka txretries)").
     pub retried: &'static str,
+    /// Messages the client transmitted again (after an error answer or a timeout: some with
+    /// no request retried), by when it said so: (ns since the UNIX epoch, how many).
+    pub resends: Vec<(u64, u64)>,
+    /// What a resend is, for the note.
+    pub resent: &'static str,
     /// When a consumer had partitions taken away after its first assignment (a rebalance), ns
     /// since the UNIX epoch.
     pub rebalances: Vec<u64>,

@@ -30,6 +30,7 @@ pub mod omb;
 mod producer_client;
 mod scram;
 mod shared_consumer;
+mod statistics;
 mod topic_handle;
 
 pub use config::{ConsumerClients, KafkaDriverConfig, ProducerClients};
@@ -752,17 +753,22 @@ impl Driver for KafkaDriver {
     }
 
     fn client_events(&self) -> Option<brokerbench_driver::ClientEvents> {
-        let mut retries: Vec<(u64, u64)> = self
-            .routers
-            .lock()
-            .map(|routers| routers.iter().flat_map(|r| r.retries()).collect())
-            .unwrap_or_default();
-        retries.sort_unstable();
+        let of_routers = |each: fn(&producer_client::AckRouter) -> Vec<(u64, u64)>| {
+            let mut all: Vec<(u64, u64)> = self
+                .routers
+                .lock()
+                .map(|routers| routers.iter().flat_map(|r| each(r)).collect())
+                .unwrap_or_default();
+            all.sort_unstable();
+            all
+        };
         let rebalances = self.revoked.lock().map(|r| r.clone()).unwrap_or_default();
         Some(brokerbench_driver::ClientEvents {
-            retries,
+            retries: of_routers(|r| r.requests_sent_again()),
             retried:
                 "requests the producer client sent again (librdkafka's txretries and req_timeouts)",
+            resends: of_routers(|r| r.messages_sent_again()),
+            resent: "messages it transmitted again (its partitions' txmsgs beyond msgs: after an error answer, which librdkafka counts as no retried request, or a timeout)",
             rebalances,
         })
     }

@@ -19,7 +19,7 @@ use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
 use rdkafka::bindings as rd;
 use rdkafka::client::Client;
@@ -32,6 +32,7 @@ use brokerbench_driver::Clock;
 
 use crate::in_flight::producer_of;
 use crate::mailbox::Mailbox;
+use crate::statistics::{self, Increases};
 
 /// One message's outcome as librdkafka's thread saw it.
 #[derive(Debug, Clone, Copy)]
@@ -55,10 +56,10 @@ pub(crate) struct AckRouter {
     /// When librdkafka last found a broker it needs unreachable, ns since the UNIX epoch; 0
     /// while it has not, or since a message was acknowledged again.
     lost_ns: AtomicU64,
-    /// Requests retried or timed out, from librdkafka's statistics: the last total, and each
-    /// increase with when it was seen.
-    retried_total: AtomicU64,
-    retries: Mutex<Vec<(u64, u64)>>,
+    /// Requests the client sent again, from librdkafka's statistics.
+    requests_again: Increases,
+    /// Messages it transmitted again, from the same.
+    messages_again: Increases,
 }
 
 impl AckRouter {
@@ -73,19 +74,23 @@ impl AckRouter {
         slot
     }
 
-    /// Every increase of the client's retried requests: (ns since the UNIX epoch, how many).
-    pub(crate) fn retries(&self) -> Vec<(u64, u64)> {
-        self.retries.lock().map(|r| r.clone()).unwrap_or_default()
+    /// Every increase of the requests the client sent again: (ns since the UNIX epoch, how
+    /// many).
+    pub(crate) fn requests_sent_again(&self) -> Vec<(u64, u64)> {
+        self.requests_again.list()
     }
 
-    /// A statistics report's total of retried requests (the sum of its brokers' `txretries`).
-    fn retried(&self, total: u64) {
-        let before = self.retried_total.swap(total, Ordering::Relaxed);
-        if total > before {
-            if let Ok(mut retries) = self.retries.lock() {
-                retries.push((Clock::process().now_ns(), total - before));
-            }
-        }
+    /// Every increase of the messages the client transmitted again.
+    pub(crate) fn messages_sent_again(&self) -> Vec<(u64, u64)> {
+        self.messages_again.list()
+    }
+
+    /// What a statistics report says the client sent again so far.
+    fn statistics(&self, report: &[u8]) {
+        self.requests_again
+            .report(statistics::requests_sent_again(report));
+        self.messages_again
+            .report(statistics::messages_sent_again(report));
     }
 
     /// Since when a broker has been unreachable, as librdkafka said; None once a message was
@@ -262,13 +267,11 @@ thread_local! {
     static RESPONSE_RECEIVED_NS: Cell<u64> = const { Cell::new(0) };
 }
 
-/// How often librdkafka reports its statistics (for retried requests), ms.
+/// How often librdkafka reports its statistics (for the sends made again), ms.
 const STATISTICS_INTERVAL_MS: &str = "1000";
 
-/// librdkafka's statistics callback, served by `rd_kafka_poll`: the JSON's brokers each count
-/// `txretries` (requests sent again after an error) and `req_timeouts` (requests that timed
-/// out, whose messages go out again on a new connection — not counted as retries); their sum
-/// is what the client sent again so far. Returns 0: librdkafka frees the JSON.
+/// librdkafka's statistics callback, served by `rd_kafka_poll`: what the client sent again so
+/// far. Returns 0: librdkafka frees the JSON.
 unsafe extern "C" fn on_statistics(
     _rk: *mut rd::rd_kafka_t,
     json: *mut c_char,
@@ -286,29 +289,8 @@ unsafe extern "C" fn on_statistics(
             &*(routes as *const Routes),
         )
     };
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        routes
-            .0
-            .retried(sum_of(text, b"\"txretries\":") + sum_of(text, b"\"req_timeouts\":"))
-    }));
+    let _ = catch_unwind(AssertUnwindSafe(|| routes.0.statistics(text)));
     0
-}
-
-/// The sum of the whole numbers that follow each `key` in `text` (a flat scan: the JSON is
-/// large with many partitions, and only this one field is wanted).
-fn sum_of(text: &[u8], key: &[u8]) -> u64 {
-    let mut total = 0u64;
-    let mut rest = text;
-    while let Some(at) = rest.windows(key.len()).position(|w| w == key) {
-        rest = &rest[at + key.len()..];
-        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        let value = std::str::from_utf8(&rest[..digits])
-            .ok()
-            .and_then(|d| d.parse::<u64>().ok())
-            .unwrap_or(0);
-        total = total.saturating_add(value);
-    }
-    total
 }
 
 /// The delivery-report callback: the interceptor has already acknowledged the message.
@@ -390,23 +372,4 @@ unsafe extern "C" fn on_acknowledgement(
         router.acknowledge(message._private as usize as u64, message.len, error)
     }));
     rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retries_are_the_sum_over_brokers_and_only_increases_are_kept() {
-        let report = br#"{"name":"p","brokers":{"a:9092/1":{"txretries":3,"req_timeouts":0},"GroupCoordinator":{"txretries":0},"b:9092/2":{"txretries":4}},"topics":{}}"#;
-        assert_eq!(sum_of(report, b"\"txretries\":"), 7);
-        assert_eq!(sum_of(b"{}", b"\"txretries\":"), 0);
-        let router = AckRouter::default();
-        router.retried(0);
-        router.retried(7);
-        router.retried(7);
-        router.retried(9);
-        let counts: Vec<u64> = router.retries().iter().map(|(_, n)| *n).collect();
-        assert_eq!(counts, [7, 2]);
-    }
 }

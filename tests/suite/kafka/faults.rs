@@ -42,7 +42,7 @@ fn requests_the_kafka_client_sent_again_are_named_beside_what_they_reordered() {
     if reordered > 0 {
         assert!(retries[0].contains("can account for"), "{}", retries[0]);
         assert!(
-            notes.iter().all(|n| !n.contains("no request retried")),
+            notes.iter().all(|n| !n.contains("nothing sent again")),
             "{notes:#?}"
         );
     }

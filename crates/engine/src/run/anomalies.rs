@@ -372,7 +372,7 @@ fn seconds_list(times_ns: impl Iterator<Item = u64>, start_ns: u64) -> String {
 }
 
 /// What the client did on its own that can reorder or repeat messages, beside the ledger's
-/// counts: requests it retried, partitions its consumer group moved while the run sent (the
+/// counts: requests it retried and messages it transmitted again, partitions its consumer group moved while the run sent (the
 /// groups settle before it starts, and a consumer that closes after the measurement gives its
 /// partitions up too), and, when messages came out of order with neither, that too.
 fn client_event_notes(
@@ -381,7 +381,11 @@ fn client_event_notes(
     integrity: &brokerbench_model::Integrity,
 ) -> Vec<String> {
     let mut notes = Vec::new();
-    let retried: u64 = events.retries.iter().map(|(_, n)| n).sum();
+    let count = |list: &[(u64, u64)]| list.iter().map(|(_, n)| n).sum::<u64>();
+    let sent_again = [
+        (count(&events.retries), events.retried),
+        (count(&events.resends), events.resent),
+    ];
     let rebalances: Vec<u64> = events
         .rebalances
         .iter()
@@ -399,12 +403,25 @@ fn client_event_notes(
             String::new()
         }
     };
-    if retried > 0 {
+    let nothing_sent_again = sent_again.iter().all(|(n, _)| *n == 0);
+    if !nothing_sent_again {
+        let what: Vec<String> = sent_again
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{n} {what}"))
+            .collect();
+        let mut seen: Vec<u64> = events
+            .retries
+            .iter()
+            .chain(&events.resends)
+            .map(|(ns, _)| *ns)
+            .collect();
+        seen.sort_unstable();
         notes.push(format!(
-            "CLIENT RETRIES: {retried} {} during the run, at {}{}",
-            events.retried,
-            seconds_list(events.retries.iter().map(|(ns, _)| *ns), times.start_ns),
-            explains("a retried request can land after a newer one unless the producer is idempotent (Kafka: enable.idempotence=true)")
+            "CLIENT RETRIES: {} during the run, at {}{}",
+            what.join(" and "),
+            seconds_list(seen.into_iter(), times.start_ns),
+            explains("what is sent again can land after something newer unless the producer is idempotent (Kafka: enable.idempotence=true)")
         ));
     }
     if !rebalances.is_empty() {
@@ -418,9 +435,9 @@ fn client_event_notes(
             explains("messages read and not yet committed when a partition moves are read again by its next owner, after newer ones")
         ));
     }
-    if integrity.out_of_order > 0 && retried == 0 && rebalances.is_empty() {
+    if integrity.out_of_order > 0 && nothing_sent_again && rebalances.is_empty() {
         notes.push(format!(
-            "{} out of order with no request retried by the client and no consumer rebalance seen",
+            "{} out of order with nothing sent again by the client and no consumer rebalance seen",
             integrity.out_of_order
         ));
     }
@@ -515,6 +532,8 @@ mod tests {
         let events = brokerbench_driver::ClientEvents {
             retries: vec![(105 * S, 3), (105 * S + 500, 2), (107 * S, 1)],
             retried: "requests sent again",
+            resends: vec![(106 * S, 40)],
+            resent: "messages transmitted again",
             // The first is the group settling before the run, the last a consumer closing after
             // the measurement: neither is a rebalance of the run.
             rebalances: vec![(99 * S), (103 * S), (112 * S)],
@@ -523,7 +542,7 @@ mod tests {
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert!(
             notes[0]
-                .starts_with("CLIENT RETRIES: 6 requests sent again during the run, at 5 s, 7 s;")
+                .starts_with("CLIENT RETRIES: 6 requests sent again and 40 messages transmitted again during the run, at 5 s, 6 s, 7 s;")
                 && notes[0].contains("account for the 4 out of order"),
             "{}",
             notes[0]
@@ -542,7 +561,22 @@ mod tests {
         let none = client_event_notes(&Default::default(), &times(), &integrity(2, 0));
         assert_eq!(
             none,
-            ["2 out of order with no request retried by the client and no consumer rebalance seen"]
+            ["2 out of order with nothing sent again by the client and no consumer rebalance seen"]
+        );
+        // Messages transmitted again with no request retried: named, and no longer "nothing".
+        let resent_only = brokerbench_driver::ClientEvents {
+            resends: vec![(101 * S, 10)],
+            resent: "messages transmitted again",
+            ..Default::default()
+        };
+        let notes = client_event_notes(&resent_only, &times(), &integrity(10, 0));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with(
+                "CLIENT RETRIES: 10 messages transmitted again during the run, at 1 s;"
+            ),
+            "{}",
+            notes[0]
         );
         assert!(client_event_notes(&Default::default(), &times(), &integrity(0, 0)).is_empty());
     }
