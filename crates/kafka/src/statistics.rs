@@ -25,15 +25,17 @@ pub(crate) fn messages_sent_again(report: &[u8]) -> u64 {
     const TRANSMITTED: &[u8] = b"\"txmsgs\":";
     const PRODUCED: &[u8] = b"\"msgs\":";
     let mut total = 0u64;
-    let mut rest = report;
-    while let Some(at) = find(rest, TRANSMITTED) {
-        rest = &rest[at + TRANSMITTED.len()..];
-        let next_partition = find(rest, TRANSMITTED).unwrap_or(rest.len());
-        let Some(produced_at) = find(&rest[..next_partition], PRODUCED) else {
-            continue;
-        };
-        let produced = number_at(&rest[produced_at + PRODUCED.len()..]);
-        total = total.saturating_add(number_at(rest).saturating_sub(produced));
+    // Each part after a `txmsgs` up to the next: one partition's (or the report's totals).
+    let mut next_at = find(report, TRANSMITTED);
+    while let Some(at) = next_at {
+        let rest = &report[at + TRANSMITTED.len()..];
+        let next = find(rest, TRANSMITTED);
+        let part = &rest[..next.unwrap_or(rest.len())];
+        if let Some(produced_at) = find(part, PRODUCED) {
+            let produced = number_at(&part[produced_at + PRODUCED.len()..]);
+            total = total.saturating_add(number_at(part).saturating_sub(produced));
+        }
+        next_at = next.map(|n| at + TRANSMITTED.len() + n);
     }
     total
 }

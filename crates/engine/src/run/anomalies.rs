@@ -372,9 +372,10 @@ fn seconds_list(times_ns: impl Iterator<Item = u64>, start_ns: u64) -> String {
 }
 
 /// What the client did on its own that can reorder or repeat messages, beside the ledger's
-/// counts: requests it retried and messages it transmitted again, partitions its consumer group moved while the run sent (the
-/// groups settle before it starts, and a consumer that closes after the measurement gives its
-/// partitions up too), and, when messages came out of order with neither, that too.
+/// counts: requests it retried and messages it transmitted again, partitions its consumer
+/// group moved while the run sent (the groups settle before it starts, and a consumer that
+/// closes after the measurement gives its partitions up too), and, when messages came out of
+/// order with neither, that too.
 fn client_event_notes(
     events: &brokerbench_driver::ClientEvents,
     times: &Times,
