@@ -450,14 +450,13 @@ pub fn unconsumed_with(subject: &Subject, sets: &[&str], evidence: &str) -> serd
         tries.len()
     );
     assert_eq!(s["status"], "complete", "{}", run.stderr);
-    // No error but, on a host too busy to keep a maximum-rate schedule (it woke threads 50 ms
-    // late or more), sends the generator held back: they change nothing of what is counted.
+    // No error but sends the generator held back behind the schedule: they change nothing of
+    // what is counted. A host too busy to keep the schedule is not always one that wakes
+    // threads late: NATS at 50,000 msg/s with a core kept busy and two more lanes running held
+    // back 28,767 sends (schedule lag p99 680 ms) while the host woke threads less than 50 ms
+    // late. Whether the generator keeps a rate is for the benchmarks, not this check.
     let errors = s["errors"].as_object().cloned().unwrap_or_default();
-    let busy = run.late >= BUSY_HOST;
-    assert!(
-        errors.is_empty() || (busy && only_held_back_sends(s)),
-        "{s:#}"
-    );
+    assert!(errors.is_empty() || only_held_back_sends(s), "{s:#}");
     if unconsumed.exits_clean && errors.is_empty() {
         assert_eq!(run.code, 0, "{}", run.stderr);
     }
