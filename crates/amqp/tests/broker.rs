@@ -491,10 +491,13 @@ fn a_closed_connection_is_reconnected_and_reported_as_an_outage() {
         "every message sent was acknowledged, failed at the close, or still in flight: {:?}",
         s.total
     );
-    // The producer's messages in flight at the close, and the consumer's one error.
+    // The producer's messages in flight at the close, and the consumer's one error. At most
+    // `confirms.max_outstanding` wait for their confirms: on a busy host all of them may
+    // (1,000 of 1,000 once, with a core kept busy and two more lanes of the suite).
     let closed = s.errors.get("connection_closed").copied().unwrap_or(0);
+    let in_flight_at_most = RabbitMqDriverConfig::default().confirms.max_outstanding as u64;
     assert!(
-        closed <= s.total.failed + 1 && s.total.failed < 1000,
+        closed <= s.total.failed + 1 && s.total.failed <= in_flight_at_most,
         "only what was in flight at the close failed: {:?} {:?}",
         s.errors,
         s.total
