@@ -145,4 +145,27 @@ mod tests {
         assert!(refused.to_lowercase().contains("refused"), "{refused}");
         assert!(dial("no port", Duration::from_secs(1)).is_err());
     }
+
+    #[test]
+    fn a_read_that_finds_nothing_waits_its_timeout_not_a_tick() {
+        // A socket's receive timeout is rounded up to the kernel's tick (4 ms here): a NATS
+        // producer that waited so for PubAcks slept through its next sends (schedule lag p99
+        // 6 ms on an idle host). ppoll waits to the microsecond. The quickest of many reads
+        // is what the wait itself costs: a busy host delays some of them, not all.
+        let (_writer, reader) = crate::test_support::loopback_pair();
+        let mut buf = [0u8; 64];
+        let quickest = (0..200)
+            .map(|_| {
+                let started = std::time::Instant::now();
+                let read = read_within(&reader, &mut buf, Duration::from_micros(100));
+                assert_eq!(read.unwrap_err().kind(), std::io::ErrorKind::WouldBlock);
+                started.elapsed()
+            })
+            .min()
+            .unwrap();
+        assert!(
+            quickest >= Duration::from_micros(100) && quickest < Duration::from_millis(2),
+            "the quickest of 200 reads that found nothing took {quickest:?} for a 100 µs wait"
+        );
+    }
 }

@@ -11,7 +11,7 @@
 //! | `messageSize` | `message_size` (bytes) |
 //! | `useRandomizedPayloads`, `randomBytesRatio`, `randomizedPayloadPoolSize` | `payload: {kind: random, pool, random_ratio}` |
 //! | `payloadFile` | `payload: {kind: binary, path}` |
-//! | `producerRate` | `rate` (all producers together) |
+//! | `producerRate` | `rate` (all producers together); 10,000,000 or more: `rate: max` |
 //! | `testDurationMinutes`, `warmupDurationMinutes` (default 1) | `duration`, `warmup` |
 
 use std::path::{Path, PathBuf};
@@ -42,6 +42,11 @@ pub const OMB_FIELDS: &[&str] = &[
     "testDurationMinutes",
     "warmupDurationMinutes",
 ];
+
+/// The `producerRate` from which an OMB file means "as fast as the client goes": OMB's
+/// `max-rate-*` files ask for 10,000,000 msg/s, which its worker cannot reach, so each send
+/// waits for the client's buffer, a closed loop. brokerbench runs such a file at `rate: max`.
+pub const OMB_AS_FAST_AS_IT_GOES: f64 = 10_000_000.0;
 
 /// Whether a workload mapping is written in OMB's format: it has a key only OMB uses.
 pub fn is_omb_workload(value: &Value) -> bool {
@@ -284,9 +289,17 @@ impl Translation<'_> {
     }
 
     /// The rate of all producers together; OMB's search for the maximum sustainable rate
-    /// (no rate) is an error unless the command line sets the rate.
+    /// (no rate) is an error unless the command line sets the rate. A rate of
+    /// [`OMB_AS_FAST_AS_IT_GOES`] or more is max-rate mode, as OMB's worker runs it.
     fn rate(&mut self, omb: &OmbWorkload) -> Result<(), SpecError> {
         match omb.producer_rate {
+            Some(rate) if rate >= OMB_AS_FAST_AS_IT_GOES && !self.sets("rate") => {
+                self.out.insert("rate".into(), Value::from("max"));
+                self.notes.push(format!(
+                    "producerRate {rate} is OMB's \"as fast as the client goes\" (its max-rate-* files ask for 10,000,000 msg/s, and OMB's worker then sends whenever the client takes a message, timing each from its send): run at rate: max, a closed loop bounded by max_in_flight messages per producer, with latency from each send; --set rate={rate} runs the open loop at that rate instead"
+                ));
+                Ok(())
+            }
             Some(rate) if rate > 0.0 => {
                 self.out.insert("rate".into(), Value::from(rate));
                 Ok(())

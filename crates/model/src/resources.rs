@@ -2,7 +2,8 @@
 //! broker, the client and the host, aggregated over the measurement window.
 //!
 //! Process CPU is in percent of one core (200 = two cores busy); host CPU is in percent of
-//! all cores, computed like `mpstat` (the shares add up to 100). Megabytes are 10^6 bytes.
+//! all cores (the shares add up to 100), like `mpstat`'s but with the busy time the kernel's
+//! tick samples missed counted as busy (see the monitor's host module). Megabytes are 10^6 bytes.
 //! Means are time-weighted over the sampling intervals inside the window; maxima are the
 //! largest per-interval value. A value is `None` when it could not be measured (for example
 //! `/proc/PID/io` not readable), never a silent 0.
@@ -100,4 +101,19 @@ pub struct HostResources {
     pub loopback_packets: Option<u64>,
     /// Bytes received on the loopback interface `lo` in the window, megabytes (10^6 bytes).
     pub loopback_mb: Option<f64>,
+}
+
+impl HostResources {
+    /// Cores busy on the mean (user, nice, system, interrupts and guests; not iowait or
+    /// steal), to set beside the processes' CPU in percent of one core; `None` when the host's
+    /// CPU was not measured.
+    pub fn busy_cores(&self) -> Option<f64> {
+        let share = |v: Option<f64>| v.unwrap_or(0.0);
+        let busy_pct = self.cpu_user_pct_mean?
+            + self.cpu_system_pct_mean?
+            + share(self.cpu_nice_pct_mean)
+            + share(self.cpu_irq_pct_mean)
+            + share(self.cpu_guest_pct_mean);
+        Some(busy_pct / 100.0 * f64::from(self.cpu_count))
+    }
 }

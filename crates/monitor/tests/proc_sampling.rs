@@ -336,6 +336,55 @@ fn a_target_that_exits_is_reported_lost_and_sampling_goes_on() {
 }
 
 #[test]
+fn the_host_is_never_less_busy_than_a_thread_woken_in_short_bursts() {
+    let _turn = one_at_a_time();
+    let own_cpu_s = || {
+        let stat = procfs::process::Process::myself().unwrap().stat().unwrap();
+        (stat.utime + stat.stime) as f64 / procfs::ticks_per_second() as f64
+    };
+    let mut sampler = Sampler::new(Vec::new()).unwrap();
+    let (before, started) = (own_cpu_s(), Instant::now());
+    sampler.sample(system_clock_ns());
+    // Asleep in a socket's receive timeout, which ends on a clock tick (the kernel rounds it
+    // up to its tick), then busy 1 ms: each burst begins just after a tick and ends before the
+    // next, so the tick-sampled busy fields of /proc/stat see almost none of it (measured with
+    // a script doing the same: 0.44 CPU-s of run time in 6.1 CPU-s of time, user and system
+    // up by 0.18, 0.44 short of the CPUs' time). Until this process has had 0.2 CPU-s, at most
+    // 30 s.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let _peer = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (mut quiet, _) = listener.accept().unwrap();
+    quiet
+        .set_read_timeout(Some(Duration::from_millis(1)))
+        .unwrap();
+    let give_up = Instant::now() + Duration::from_secs(30);
+    let mut spin = 0u64;
+    while own_cpu_s() - before < 0.2 && Instant::now() < give_up {
+        let nothing = quiet.read(&mut [0u8; 1]);
+        assert!(nothing.is_err(), "the peer sends nothing: {nothing:?}");
+        let burst_end = Instant::now() + Duration::from_millis(1);
+        while Instant::now() < burst_end {
+            spin = std::hint::black_box(spin.wrapping_add(1));
+        }
+    }
+    let sample = sampler.sample(system_clock_ns());
+    let (own_s, elapsed_s) = (own_cpu_s() - before, started.elapsed().as_secs_f64());
+    let cpu = sample.host.cpu.expect("host CPU after two samples");
+    let cores = sample.host.cpu_count as f64;
+    let own_pct = own_s / (elapsed_s * cores) * 100.0;
+    let busy_pct = 100.0 - cpu.idle_pct - cpu.iowait_pct - cpu.steal_pct;
+    eprintln!("host CPU: {cpu:?}; this process {own_pct:.1}% of {cores} cores");
+    assert!(own_s >= 0.2, "the bursts got {own_s:.2} CPU-s in 30 s");
+    // This process's run time is read in 10-ms ticks, twice: 0.02 CPU-s of slack.
+    let slack_pct = 0.02 / (elapsed_s * cores) * 100.0;
+    assert!(
+        busy_pct >= own_pct - slack_pct,
+        "the host's busy share {busy_pct:.1}% is below this process's {own_pct:.1}%: {cpu:?}"
+    );
+    assert!((cpu.total_pct() - 100.0).abs() < 1e-6, "{cpu:?}");
+}
+
+#[test]
 fn host_cpu_shares_show_a_busy_loop_of_this_process() {
     let _turn = one_at_a_time();
     // This process's own CPU time, read by the procfs crate (not by the monitor), in seconds.

@@ -73,11 +73,11 @@ impl Period {
 }
 
 /// A latency histogram of one period reduced to what OMB writes of it: the mean and the
-/// [`POINTS`], in nanoseconds.
+/// [`POINTS`], in nanoseconds; `None` when nothing was recorded (written as `null`, never 0).
 #[derive(Debug, Clone, Copy)]
 struct Digest {
-    mean: f64,
-    points: [f64; POINTS.len()],
+    mean: Option<f64>,
+    points: [Option<f64>; POINTS.len()],
 }
 
 impl Digest {
@@ -244,22 +244,20 @@ const POINTS: [(&str, Option<f64>); 7] = [
     ("Max", None),
 ];
 
-fn mean(h: &Histogram<u64>) -> f64 {
-    if h.is_empty() {
-        0.0
-    } else {
-        h.mean()
-    }
+/// The mean, ns; `None` when nothing was recorded.
+fn mean(h: &Histogram<u64>) -> Option<f64> {
+    (!h.is_empty()).then(|| h.mean())
 }
 
-fn point(h: &Histogram<u64>, quantile: Option<f64>) -> f64 {
+/// The value at `quantile` (`None`: the maximum), ns; `None` when nothing was recorded.
+fn point(h: &Histogram<u64>, quantile: Option<f64>) -> Option<f64> {
     if h.is_empty() {
-        return 0.0;
+        return None;
     }
-    match quantile {
+    Some(match quantile {
         Some(q) => h.value_at_quantile(q) as f64,
         None => h.max() as f64,
-    }
+    })
 }
 
 /// `<name>Avg`, `<name>50pct` … `<name>Max` as lists over the periods. OMB's averages are
@@ -275,13 +273,16 @@ fn series(
         format!("{name}Avg"),
         periods
             .iter()
-            .map(|p| average(name, digest(p).mean))
+            .map(|p| digest(p).mean.map_or(Value::Null, |ns| average(name, ns)))
             .collect(),
     );
     for (i, (suffix, _)) in POINTS.iter().enumerate() {
         out.insert(
             format!("{name}{suffix}"),
-            periods.iter().map(|p| unit(digest(p).points[i])).collect(),
+            periods
+                .iter()
+                .map(|p| digest(p).points[i].map_or(Value::Null, unit))
+                .collect(),
         );
     }
 }
@@ -292,9 +293,11 @@ fn aggregated(
     h: &Histogram<u64>,
     unit: fn(f64) -> Value,
 ) {
-    out.insert(format!("{name}Avg"), average(name, mean(h)));
+    let avg = mean(h).map_or(Value::Null, |ns| average(name, ns));
+    out.insert(format!("{name}Avg"), avg);
     for (suffix, quantile) in POINTS {
-        out.insert(format!("{name}{suffix}"), unit(point(h, quantile)));
+        let value = point(h, quantile).map_or(Value::Null, unit);
+        out.insert(format!("{name}{suffix}"), value);
     }
 }
 
@@ -424,5 +427,24 @@ mod tests {
         assert!(quantiles.contains_key("25.0") && quantiles.contains_key("100.0"));
         let last = quantiles["100.0"].as_f64().unwrap();
         assert!((last - 4.0).abs() < 0.01, "{last}");
+    }
+
+    #[test]
+    fn latency_nothing_recorded_is_null_not_zero() {
+        let mut omb = OmbResult::new(header());
+        // A period with publish latency and no end-to-end latency (produce only).
+        let mut r = row(1, 1_000_000_000);
+        record_clamped(&mut r.publish, 2_000_000);
+        omb.interval(&r);
+        let mut window = WindowHistograms::default();
+        record_clamped(&mut window.publish, 2_000_000);
+        let json = omb.to_json(&window);
+        assert_eq!(json["endToEndLatency99pct"], json!([null]));
+        assert_eq!(json["endToEndLatencyAvg"], json!([null]));
+        assert_eq!(json["aggregatedEndToEndLatency99pct"], Value::Null);
+        assert_eq!(json["aggregatedEndToEndLatencyAvg"], Value::Null);
+        assert_eq!(json["aggregatedEndToEndLatencyQuantiles"], json!({}));
+        let p99 = json["aggregatedPublishLatency99pct"].as_f64().unwrap();
+        assert!((p99 - 2.0).abs() < 0.01, "{p99}");
     }
 }

@@ -433,9 +433,12 @@ fn resources_lines(out: &mut String, summary: &Summary) {
             );
         }
         let h = &r.host;
+        let busy = h
+            .busy_cores()
+            .map_or("-".to_string(), |cores| format!("{cores:.2}"));
         let _ = writeln!(
             out,
-            "{:<LABEL$}cpu {} usr {} sys {} iowait (of {} cores), disk written {}, loopback {}",
+            "{:<LABEL$}cpu {} usr {} sys {} iowait of {} cores ({busy} busy), disk written {}, loopback {}",
             "host",
             pct(h.cpu_user_pct_mean),
             pct(h.cpu_system_pct_mean),
@@ -571,6 +574,29 @@ mod tests {
         );
         assert!(!text.contains("notes"));
         assert!(!text.contains("consumers"));
+    }
+
+    #[test]
+    fn the_host_line_says_how_many_cores_were_busy() {
+        let mut s = summary();
+        s.resources = Some(brokerbench_model::resources::ResourceSummary {
+            host: brokerbench_model::resources::HostResources {
+                cpu_count: 2,
+                cpu_user_pct_mean: Some(40.0),
+                cpu_system_pct_mean: Some(5.0),
+                cpu_irq_pct_mean: Some(1.0),
+                cpu_iowait_pct_mean: Some(0.5),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let text = terminal_summary(&s);
+        assert!(
+            line(&text, "host").starts_with(
+                "host         cpu 40.0% usr 5.0% sys 0.5% iowait of 2 cores (0.92 busy), "
+            ),
+            "{text}"
+        );
     }
 
     #[test]

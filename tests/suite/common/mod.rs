@@ -210,9 +210,6 @@ pub struct Run {
     /// test adds to a time or rate it checks, so that a busy host widens the window it allows
     /// (an idle one keeps it as written).
     pub late: Duration,
-    /// How late it woke threads at the 99th percentile: what a run's own p99 timings can be
-    /// widened by (a host late only now and then leaves it small).
-    pub late_p99: Duration,
     _dir: tempfile::TempDir,
 }
 
@@ -255,7 +252,6 @@ pub fn finish_parts(
 ) -> Run {
     Run {
         late: late.worst,
-        late_p99: late.p99,
         code,
         stdout,
         stderr,

@@ -1,11 +1,12 @@
 //! Kafka against the real managed broker (KRaft, its jars from Maven Central): the
 //! conformance suite, and what is Kafka's own: its clients' settings, its faults, its
-//! metrics, TLS and SASL, shards.
+//! metrics, OMB's max-rate workload files, TLS and SASL, shards.
 
 mod clients;
 mod faults;
 mod metrics_endpoint;
 mod monitoring;
+mod omb;
 mod scale;
 mod shards;
 mod tls;
@@ -183,6 +184,9 @@ fn every_message_acknowledged_once(s: &serde_json::Value) {
     assert!(metrics["messages_in"].is_number(), "{metrics:#}");
 }
 
+/// OMB's kafka-big-throughput driver file, with one replica (OMB's has three).
+const OMB_BIG_THROUGHPUT: &str = "name: Kafka\ndriverClass: io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver\nreplicationFactor: 1\ntopicConfig: |\n  min.insync.replicas=1\ncommonConfig: |\n  default.api.timeout.ms=1200000\n  request.timeout.ms=1200000\nproducerConfig: |\n  acks=all\n  linger.ms=100\n  batch.size=1048576\n  max.request.size=4194304\nconsumerConfig: |\n  auto.offset.reset=earliest\n  enable.auto.commit=false\n  max.partition.fetch.bytes=10485760\n";
+
 /// OMB's Kafka driver files: the settings of its kafka-big-batches and kafka-throughput
 /// files (a Java property librdkafka names otherwise, a timeout past librdkafka's range), and
 /// its latency file (three replicas and two in sync, which a one-broker cluster cannot give,
@@ -193,7 +197,7 @@ fn omb_driver_files(_port: u16) -> Vec<OmbFile> {
     vec![
         OmbFile {
             name: "kafka-big-throughput.yaml",
-            text: "name: Kafka\ndriverClass: io.openmessaging.benchmark.driver.kafka.KafkaBenchmarkDriver\nreplicationFactor: 1\ntopicConfig: |\n  min.insync.replicas=1\ncommonConfig: |\n  default.api.timeout.ms=1200000\n  request.timeout.ms=1200000\nproducerConfig: |\n  acks=all\n  linger.ms=100\n  batch.size=1048576\n  max.request.size=4194304\nconsumerConfig: |\n  auto.offset.reset=earliest\n  enable.auto.commit=false\n  max.partition.fetch.bytes=10485760\n".into(),
+            text: OMB_BIG_THROUGHPUT.into(),
             sets: Vec::new(),
             note: "max.request.size=4194304 is the Java client's name for the largest produce request: passed to librdkafka as message.max.bytes",
             expect: Expect::Lossless,

@@ -223,6 +223,28 @@ fn an_omb_workload_is_read_with_omb_fields_and_defaults() {
 }
 
 #[test]
+fn an_omb_max_rate_file_runs_at_max_rate_as_omb_s_worker_does() {
+    let max_rate = OMB.replace("producerRate: 40000", "producerRate: 10000000");
+    let f = file(&max_rate);
+    let specs = load_specs(Some(&f.0), None, &[]).unwrap();
+    assert_eq!(specs.workload.rate, Rate::Max);
+    assert!(
+        specs.notes.iter().any(|n| n.contains("rate: max")),
+        "{:?}",
+        specs.notes
+    );
+    // The open loop at that rate, when the command line asks for it.
+    let w = load_specs(Some(&f.0), None, &["rate=10000000".into()])
+        .unwrap()
+        .workload;
+    assert_eq!(w.rate, Rate::PerSecond(10_000_000.0));
+    // Below OMB's 10,000,000, a rate is an open loop as any other.
+    let f = file(&OMB.replace("producerRate: 40000", "producerRate: 9999999"));
+    let w = load_specs(Some(&f.0), None, &[]).unwrap().workload;
+    assert_eq!(w.rate, Rate::PerSecond(9_999_999.0));
+}
+
+#[test]
 fn omb_workload_mistakes_name_the_field_and_the_fix() {
     let error = |text: &str, sets: &[&str]| {
         let f = file(text);
