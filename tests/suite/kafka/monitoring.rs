@@ -28,6 +28,24 @@ fn a_run_records_broker_client_and_host_resources() {
         r["host"]["loopback_packets"].as_u64().unwrap() > 100,
         "traffic goes over loopback: {r:#}"
     );
+    // The host is at least as busy as the broker and the client on it, over the same samples:
+    // the processes' run times are read in 10-ms ticks, each end of each 1-s interval.
+    let cores = |p: &serde_json::Value| {
+        (p["cpu_user_pct_mean"].as_f64().unwrap() + p["cpu_system_pct_mean"].as_f64().unwrap())
+            / 100.0
+    };
+    let h = &r["host"];
+    let host_busy = ["user", "nice", "system", "irq", "guest"]
+        .iter()
+        .map(|f| h[format!("cpu_{f}_pct_mean")].as_f64().unwrap_or(0.0))
+        .sum::<f64>()
+        / 100.0
+        * h["cpu_count"].as_f64().unwrap();
+    let processes = cores(&r["broker"]) + cores(&r["client"]);
+    assert!(
+        host_busy >= processes - 0.04,
+        "the host busy {host_busy:.2} cores, its broker and client {processes:.2}: {r:#}"
+    );
     let header = run
         .file("resources.csv")
         .lines()
