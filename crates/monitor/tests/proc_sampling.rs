@@ -335,48 +335,73 @@ fn a_target_that_exits_is_reported_lost_and_sampling_goes_on() {
     assert!(summary.client.unwrap().lost_at_ns.is_none());
 }
 
-#[test]
-fn the_host_is_never_less_busy_than_a_thread_woken_in_short_bursts() {
-    let _turn = one_at_a_time();
-    let own_cpu_s = || {
-        let stat = procfs::process::Process::myself().unwrap().stat().unwrap();
-        (stat.utime + stat.stime) as f64 / procfs::ticks_per_second() as f64
-    };
+/// This process's own CPU time, read by the procfs crate (not by the monitor), in seconds.
+fn own_cpu_s() -> f64 {
+    let stat = procfs::process::Process::myself().unwrap().stat().unwrap();
+    (stat.utime + stat.stime) as f64 / procfs::ticks_per_second() as f64
+}
+
+/// The host sampled around work of this process: the second sample, the CPU-s this process
+/// had in between, and its share of all cores' time then, percent.
+struct AroundOwnWork {
+    sample: Sample,
+    own_s: f64,
+    own_pct: f64,
+}
+
+/// Samples the host, calls `work` until this process has had 0.2 CPU-s more (at most 30 s),
+/// and samples it again.
+fn around_own_work(mut work: impl FnMut()) -> AroundOwnWork {
     let mut sampler = Sampler::new(Vec::new()).unwrap();
     let (before, started) = (own_cpu_s(), Instant::now());
     sampler.sample(system_clock_ns());
+    let give_up = Instant::now() + Duration::from_secs(30);
+    while own_cpu_s() - before < 0.2 && Instant::now() < give_up {
+        work();
+    }
+    let sample = sampler.sample(system_clock_ns());
+    let (own_s, elapsed_s) = (own_cpu_s() - before, started.elapsed().as_secs_f64());
+    let cores = sample.host.cpu_count as f64;
+    AroundOwnWork {
+        own_pct: own_s / (elapsed_s * cores) * 100.0,
+        own_s,
+        sample,
+    }
+}
+
+#[test]
+fn the_host_is_never_less_busy_than_a_thread_woken_in_short_bursts() {
+    let _turn = one_at_a_time();
     // Asleep in a socket's receive timeout, which ends on a clock tick (the kernel rounds it
     // up to its tick), then busy 1 ms: each burst begins just after a tick and ends before the
     // next, so the tick-sampled busy fields of /proc/stat see almost none of it (measured with
     // a script doing the same: 0.44 CPU-s of run time in 6.1 CPU-s of time, user and system
-    // up by 0.18, 0.44 short of the CPUs' time). Until this process has had 0.2 CPU-s, at most
-    // 30 s.
+    // up by 0.18, 0.44 short of the CPUs' time).
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let _peer = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
     let (mut quiet, _) = listener.accept().unwrap();
     quiet
         .set_read_timeout(Some(Duration::from_millis(1)))
         .unwrap();
-    let give_up = Instant::now() + Duration::from_secs(30);
     let mut spin = 0u64;
-    while own_cpu_s() - before < 0.2 && Instant::now() < give_up {
+    let AroundOwnWork {
+        sample,
+        own_s,
+        own_pct,
+    } = around_own_work(|| {
         let nothing = quiet.read(&mut [0u8; 1]);
         assert!(nothing.is_err(), "the peer sends nothing: {nothing:?}");
         let burst_end = Instant::now() + Duration::from_millis(1);
         while Instant::now() < burst_end {
             spin = std::hint::black_box(spin.wrapping_add(1));
         }
-    }
-    let sample = sampler.sample(system_clock_ns());
-    let (own_s, elapsed_s) = (own_cpu_s() - before, started.elapsed().as_secs_f64());
+    });
     let cpu = sample.host.cpu.expect("host CPU after two samples");
-    let cores = sample.host.cpu_count as f64;
-    let own_pct = own_s / (elapsed_s * cores) * 100.0;
     let busy_pct = 100.0 - cpu.idle_pct - cpu.iowait_pct - cpu.steal_pct;
-    eprintln!("host CPU: {cpu:?}; this process {own_pct:.1}% of {cores} cores");
+    eprintln!("host CPU: {cpu:?}; this process {own_pct:.1}% of all cores");
     assert!(own_s >= 0.2, "the bursts got {own_s:.2} CPU-s in 30 s");
     // This process's run time is read in 10-ms ticks, twice: 0.02 CPU-s of slack.
-    let slack_pct = 0.02 / (elapsed_s * cores) * 100.0;
+    let slack_pct = 0.02 / own_s * own_pct;
     assert!(
         busy_pct >= own_pct - slack_pct,
         "the host's busy share {busy_pct:.1}% is below this process's {own_pct:.1}%: {cpu:?}"
@@ -387,31 +412,22 @@ fn the_host_is_never_less_busy_than_a_thread_woken_in_short_bursts() {
 #[test]
 fn host_cpu_shares_show_a_busy_loop_of_this_process() {
     let _turn = one_at_a_time();
-    // This process's own CPU time, read by the procfs crate (not by the monitor), in seconds.
-    let own_cpu_s = || {
-        let stat = procfs::process::Process::myself().unwrap().stat().unwrap();
-        (stat.utime + stat.stime) as f64 / procfs::ticks_per_second() as f64
-    };
-    let mut sampler = Sampler::new(Vec::new()).unwrap();
-    let (before, started) = (own_cpu_s(), Instant::now());
-    sampler.sample(system_clock_ns());
     // Spins until this process has had 0.2 CPU-s (half a second on an idle core; longer when
-    // the host is busy and the loop gets less of a core), at most 30 s.
-    let give_up = Instant::now() + Duration::from_secs(30);
+    // the host is busy and the loop gets less of a core).
     let mut spin = 0u64;
-    while own_cpu_s() - before < 0.2 && Instant::now() < give_up {
+    let AroundOwnWork {
+        sample,
+        own_s,
+        own_pct,
+    } = around_own_work(|| {
         for _ in 0..100_000 {
             spin = std::hint::black_box(spin.wrapping_add(1));
         }
-    }
-    let sample = sampler.sample(system_clock_ns());
-    let (own_s, elapsed_s) = (own_cpu_s() - before, started.elapsed().as_secs_f64());
+    });
     let cpu = sample.host.cpu.expect("host CPU after two samples");
-    let cores = sample.host.cpu_count as f64;
     // The host was at least as busy as this process alone: its share of all cores' time.
-    let own_pct = own_s / (elapsed_s * cores) * 100.0;
     let busy_pct = 100.0 - cpu.idle_pct - cpu.iowait_pct;
-    eprintln!("host CPU: {cpu:?}; this process {own_pct:.1}% of {cores} cores");
+    eprintln!("host CPU: {cpu:?}; this process {own_pct:.1}% of all cores");
     assert!(own_s >= 0.2, "the loop got {own_s:.2} CPU-s in 30 s");
     // Clock ticks are 10 ms: a few points of slack for what the two readings round.
     assert!(
