@@ -250,8 +250,9 @@ impl SubscriptionLedger {
     }
 
     /// What the broker held beyond this subscription's positions when the drain ended: each
-    /// place counted once (members that both read a place, before and after a rebalance, say
-    /// the larger), with the evidence; None unless every member could tell.
+    /// place counted once, as the member that got furthest in it says (members that both read
+    /// a place, before and after a rebalance: the one that gave it up saw less), with the
+    /// evidence; None unless every member could tell.
     pub fn unread(&self) -> Option<(u64, &str)> {
         let mut places: std::collections::BTreeMap<&str, u64> = Default::default();
         let mut evidence = "";
@@ -261,8 +262,8 @@ impl SubscriptionLedger {
                 evidence = &unread.evidence;
             }
             for (place, &messages) in &unread.places {
-                let held = places.entry(place).or_default();
-                *held = (*held).max(messages);
+                let held = places.entry(place).or_insert(messages);
+                *held = (*held).min(messages);
             }
         }
         Some((places.values().sum(), evidence))
@@ -535,5 +536,29 @@ mod tests {
             (1, 1, 0)
         );
         assert!(!i.is_clean());
+    }
+
+    #[test]
+    fn a_place_two_members_read_is_as_far_as_the_furthest_got() {
+        // Partition 0 moved from a (received 0..10, 40 beyond it) to b (received 10..30, 20
+        // beyond); partition 1 is b's alone. 60 acknowledged, 30 received: 20 + 10 unread.
+        let unread = |places: &[(&str, u64)]| {
+            Some(UnreadPlaces {
+                evidence: "offsets".into(),
+                places: places.iter().map(|&(p, n)| (p.to_string(), n)).collect(),
+            })
+        };
+        let (mut a, mut b) = (ConsumerLedger::default(), ConsumerLedger::default());
+        (0..10).for_each(|q| _ = a.record(0, &env(0, q), 0));
+        (10..30).for_each(|q| _ = b.record(0, &env(0, q), 0));
+        a.unread = unread(&[("t/0", 40)]);
+        b.unread = unread(&[("t/0", 20), ("t/1", 10)]);
+        let subs = [SubscriptionLedger {
+            topic: 0,
+            members: vec![a, b],
+        }];
+        assert_eq!(subs[0].unread(), Some((30, "offsets")));
+        let i = reconcile(&[acked(0, 0..60)], &subs, 0);
+        assert_eq!((i.unconsumed, i.lost), (30, 0), "{i:?}");
     }
 }

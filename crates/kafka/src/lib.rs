@@ -29,6 +29,7 @@ pub mod metrics;
 pub mod omb;
 mod producer_client;
 mod scram;
+mod seen_offsets;
 mod shared_consumer;
 mod statistics;
 mod topic_handle;

@@ -8,7 +8,7 @@
 //! slot, so end-to-end latency ends when the client gives the message over, as with a
 //! consumer of one topic, and each slot keeps its own recorder and ledger.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerContext, Rebalance};
@@ -18,6 +18,7 @@ use rdkafka::{ClientContext, Offset};
 use brokerbench_driver::{Consumer, Delivery, Unread};
 
 use crate::error_kind;
+use crate::seen_offsets::SeenOffsets;
 
 /// How often the consumer reads its assignment.
 const ASSIGNMENT_EVERY: Duration = Duration::from_millis(100);
@@ -26,8 +27,7 @@ const ASSIGNMENT_EVERY: Duration = Duration::from_millis(100);
 const UNREAD_WITHIN: Duration = Duration::from_secs(5);
 
 /// What `unread` reads from the broker.
-const UNREAD_EVIDENCE: &str =
-    "Kafka: each partition's high watermark less the consumer's position in it";
+const UNREAD_EVIDENCE: &str = "Kafka: each partition's high watermark less the offset after the last message brokerbench received from it, or the consumer's position where it received none";
 
 /// A consumer client's context: it notes when the group took partitions away from it (a
 /// rebalance, which can deliver messages again and out of their order).
@@ -52,6 +52,10 @@ pub(crate) struct SharedConsumer {
     consumer: BaseConsumer<Rebalances>,
     /// Topic name → the slot (index into this consumer's slots) that receives it.
     slots: HashMap<String, usize>,
+    /// Slot → its topic's name.
+    topics: Vec<String>,
+    /// Where brokerbench got to in each partition it received from.
+    seen: SeenOffsets,
     /// Partitions of each slot's topic assigned to this member.
     assigned: Vec<usize>,
     assignment_read: Option<Instant>,
@@ -86,6 +90,8 @@ impl SharedConsumer {
                 .enumerate()
                 .map(|(i, t)| (t.to_string(), i))
                 .collect(),
+            topics: topics.iter().map(|t| t.to_string()).collect(),
+            seen: SeenOffsets::default(),
             assigned: vec![0; topics.len()],
             assignment_read: None,
             paused: false,
@@ -109,27 +115,50 @@ impl SharedConsumer {
         self.assignment_read = Some(Instant::now());
     }
 
-    /// Messages stored beyond the consumer's position in one partition: its high watermark
-    /// (the offset the next message written gets) less the position (the offset of the next
-    /// message this consumer would fetch). A partition it never fetched from has no position:
-    /// a consumer that starts at the start is behind all it holds (high less low watermark),
-    /// one that starts at the end cannot tell (None). None too when the broker does not
-    /// answer in time.
+    /// Messages stored beyond `next` in one partition: its high watermark (the offset the
+    /// next message written gets) less `next`, the offset after the last message received
+    /// there, or else the consumer's position (the offset of the next message it would fetch).
+    /// A partition with neither: a consumer that starts at the start is behind all it holds
+    /// (high less low watermark), one that starts at the end cannot tell (None). None too when
+    /// the broker does not answer in time.
     fn unread_in(
         &self,
         watermarks: &BaseConsumer,
         (topic, partition): (&str, i32),
-        position: Offset,
+        next: Option<i64>,
         deadline: Instant,
     ) -> Option<u64> {
         let left = deadline.checked_duration_since(Instant::now())?;
         let (low, high) = watermarks.fetch_watermarks(topic, partition, left).ok()?;
-        let position = match position {
-            Offset::Offset(position) => position,
-            _ if self.start.from_start => low,
-            _ => return None,
+        let next = match next {
+            Some(next) => next,
+            None if self.start.from_start => low,
+            None => return None,
         };
-        Some(high.saturating_sub(position).max(0) as u64)
+        Some(high.saturating_sub(next).max(0) as u64)
+    }
+
+    /// Every partition this consumer received from or holds now, with the offset after the
+    /// last message received there, or else its position. A member whose partitions the group
+    /// has just taken away holds none, but still knows where it got to in them.
+    fn places(&self) -> Option<BTreeMap<(usize, i32), Option<i64>>> {
+        let mut places: BTreeMap<(usize, i32), Option<i64>> = self
+            .seen
+            .places()
+            .map(|(slot, partition)| ((slot, partition), self.seen.next(slot, partition)))
+            .collect();
+        for element in self.consumer.position().ok()?.elements() {
+            if let Some(&slot) = self.slots.get(element.topic()) {
+                let position = match element.offset() {
+                    Offset::Offset(position) => Some(position),
+                    _ => None,
+                };
+                places
+                    .entry((slot, element.partition()))
+                    .or_insert(position);
+            }
+        }
+        Some(places)
     }
 }
 
@@ -154,6 +183,7 @@ impl Consumer for SharedConsumer {
                             None => continue,
                         }
                     };
+                    self.seen.note(slot, message.partition(), message.offset());
                     deliveries(Delivery {
                         stream: message.partition() as u32,
                         payload: message.payload().unwrap_or_default(),
@@ -183,23 +213,15 @@ impl Consumer for SharedConsumer {
 
     fn unread(&mut self) -> Option<Vec<Unread>> {
         let deadline = Instant::now() + UNREAD_WITHIN;
-        let positions = self.consumer.position().ok()?;
+        let places = self.places()?;
         let watermarks: BaseConsumer = self.start.watermarks.create().ok()?;
         let mut unread = Vec::new();
-        for element in positions.elements() {
-            let Some(&slot) = self.slots.get(element.topic()) else {
-                continue;
-            };
-            let (topic, partition) = (element.topic(), element.partition());
+        for ((slot, partition), next) in places {
+            let topic = self.topics.get(slot)?.as_str();
             unread.push(Unread {
                 slot,
                 place: format!("{topic}/{partition}"),
-                messages: self.unread_in(
-                    &watermarks,
-                    (topic, partition),
-                    element.offset(),
-                    deadline,
-                )?,
+                messages: self.unread_in(&watermarks, (topic, partition), next, deadline)?,
                 evidence: UNREAD_EVIDENCE,
             });
         }

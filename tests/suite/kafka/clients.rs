@@ -243,3 +243,48 @@ fn a_topic_setting_the_broker_refuses_stops_the_run_naming_it() {
         refused.stderr
     );
 }
+
+#[test]
+fn a_drain_cut_off_while_consumers_receive_counts_what_they_had_not_reached_as_unconsumed() {
+    let _turn = serial();
+    kafka();
+    // Two producers at max rate into three partitions, read by a group of two whose fetches
+    // the broker holds 500 ms and caps at 200 KB a partition (1 MB in all): the consumers still receive when
+    // the 2-s drain ends, millions behind. Each partition's count rests on the offset after
+    // the last message brokerbench received there.
+    let sets = [
+        "rate=max",
+        "warmup=1s",
+        "duration=3s",
+        "drain_timeout=2s",
+        "partitions_per_topic=3",
+        "producers_per_topic=2",
+        "consumers_per_topic=2",
+        "consumer_config.fetch.min.bytes=100000000",
+        "consumer_config.fetch.wait.max.ms=500",
+        "consumer_config.max.partition.fetch.bytes=200000",
+        "consumer_config.fetch.max.bytes=1000000",
+    ];
+    let run = run(&with_sets_of(&sets, &[]));
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let s = run.summary();
+    let i = &s["integrity"];
+    let count = |field: &str| {
+        i[field]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{field}: {i:#}"))
+    };
+    let received = s["total"]["received"].as_u64().unwrap();
+    assert!(received > 0 && count("unconsumed") > 0, "{s:#}");
+    assert_eq!(count("lost"), 0, "{s:#}");
+    assert_eq!(
+        received + count("unconsumed"),
+        s["total"]["acknowledged"].as_u64().unwrap(),
+        "{s:#}"
+    );
+    let evidence = i["unconsumed_evidence"].as_str().unwrap_or_default();
+    assert!(
+        evidence.contains("last message brokerbench received"),
+        "{evidence}"
+    );
+}

@@ -130,8 +130,7 @@ pub(super) fn collect(
         acknowledged_per_topic: vec![0u64; workload.topics as usize],
         phase: Phase::Warmup,
         drain_started_ns: None,
-        cpu_start: None,
-        cpu: None,
+        cpu: CpuWindow::default(),
         totals: Totals::default(),
         seconds: Vec::new(),
         failed_fast: None,
@@ -145,6 +144,7 @@ pub(super) fn collect(
     collector
         .observer
         .phase_started(Phase::Warmup, times.start_ns);
+    collector.cpu.read(shared.clock.now_ns());
     loop {
         if !collector.all_done() {
             collector.receive(reports.recv_timeout(Duration::from_millis(20)));
@@ -155,6 +155,7 @@ pub(super) fn collect(
             collector.stop_consumers_once_drained(now);
         }
         collector.emit_ready_rows(now);
+        collector.cpu.read(now);
         if collector.all_done() && collector.pending.is_empty() {
             return collector.finish();
         }
@@ -190,8 +191,7 @@ struct Collector<'a, 'g> {
     acknowledged_per_topic: Vec<u64>,
     phase: Phase,
     drain_started_ns: Option<u64>,
-    cpu_start: Option<Rusage>,
-    cpu: Option<(Rusage, Rusage)>,
+    cpu: CpuWindow,
     totals: Totals,
     seconds: Vec<SecondCounts>,
     failed_fast: Option<(f64, u64)>,
@@ -248,7 +248,7 @@ impl Collector<'_, '_> {
         let shared = self.shared;
         if self.phase == Phase::Warmup && now >= self.times.warmup_end_ns {
             self.phase = Phase::Measurement;
-            self.cpu_start = Some(rusage());
+            self.cpu.opened(self.times.warmup_end_ns, now);
             if let Some(backlog) = &mut self.backlog {
                 backlog.window_opened(shared, now);
             }
@@ -263,13 +263,13 @@ impl Collector<'_, '_> {
                 || now >= measure_end_ns
                 || shared.stop.load(Ordering::Relaxed));
         if self.phase != Phase::Drain && (now >= measure_end_ns || producers_done) {
+            self.measurement_end_ns = now.min(measure_end_ns).max(self.times.warmup_end_ns);
             if self.phase == Phase::Measurement {
-                self.cpu = self.cpu_start.map(|start| (start, rusage()));
+                self.cpu.closed(self.measurement_end_ns, now);
             }
             if let Some(backlog) = &mut self.backlog {
                 backlog.window_closed(shared);
             }
-            self.measurement_end_ns = now.min(measure_end_ns).max(self.times.warmup_end_ns);
             self.phase = Phase::Drain;
             self.drain_started_ns = Some(now);
             self.observer.phase_started(self.phase, now);
@@ -424,14 +424,13 @@ impl Collector<'_, '_> {
     }
 
     fn finish(mut self) -> Collected {
-        if self.cpu.is_none() {
-            self.cpu = self.cpu_start.map(|start| (start, rusage()));
-        }
+        let now = self.shared.clock.now_ns();
+        self.cpu.closed(now, now);
         Collected {
             producers: self.producers.into_iter().flatten().collect(),
             consumers: self.consumers,
             lag_per_second: self.lag_per_second,
-            cpu: self.cpu,
+            cpu: self.cpu.window(),
             measurement_end_ns: self.measurement_end_ns,
             drain_cut_off: self.drain_cut_off,
             backlog: self.backlog.map(BacklogControl::report),

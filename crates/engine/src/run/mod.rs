@@ -6,6 +6,7 @@ mod anomalies;
 mod backlog;
 mod collect;
 mod consumer;
+mod cpu_window;
 mod producer;
 mod producer_group;
 mod summary;
@@ -15,6 +16,7 @@ use anomalies::*;
 use backlog::*;
 use collect::*;
 use consumer::*;
+use cpu_window::*;
 use producer::*;
 use producer_group::*;
 use summary::*;
@@ -254,19 +256,21 @@ fn run_prepared(
         }
     }
     let (producers, confirms) = open_producers(workload, driver, payload, &takes)?;
+    let release = Arc::new(Release::default());
+    handles.extend(spawn_producers(
+        workload, producers, &release, &shared, &reports,
+    ));
     let start = start_time(sharding.as_deref_mut(), driver, &slots, &shared);
     let start_ns = match start {
         Ok(start) => start,
         Err(e) => {
-            drop(producers);
+            release.give(None);
             stop_consumers(&shared, reports, handles);
             return Err(EngineError::Shards(e));
         }
     };
     let times = set_times(&shared, workload, start_ns);
-    handles.extend(spawn_producers(
-        workload, producers, times, &shared, &reports,
-    ));
+    release.give(Some(times));
     drop(reports);
 
     let collected = collect(

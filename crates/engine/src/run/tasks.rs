@@ -2,6 +2,8 @@
 //! run's phase times, and joining them at the end. [`super::run_prepared`] calls these in
 //! order.
 
+use std::sync::{Condvar, Mutex};
+
 use super::*;
 
 /// A producer this process runs: its id, topic, client and message bodies.
@@ -151,13 +153,38 @@ pub(super) fn phase_times(workload: &Workload, start_ns: u64) -> Times {
     }
 }
 
-/// Producer tasks on their threads. Open-loop tasks whose client stamps acknowledgements and
-/// sends without being polled share at most `producer_threads` threads; otherwise each task
-/// has its own.
+/// When the producer threads may start: the run's times once they are set, or nothing when
+/// the run ends before its start (a shard's gate failed). Threads are spawned before the
+/// start and wait here, asleep, so that starting thousands of them takes none of the run's
+/// time: a thread spawned while thousands of others already send waits its turn for a core,
+/// and 5,000 MQTT publishers took 22 s to spawn that way, longer than the window.
+#[derive(Default)]
+pub(super) struct Release {
+    times: Mutex<Option<Option<Times>>>,
+    given: Condvar,
+}
+
+impl Release {
+    /// Lets every waiting thread go: with the run's times, or with None to end.
+    pub(super) fn give(&self, times: Option<Times>) {
+        *self.times.lock().expect("release") = Some(times);
+        self.given.notify_all();
+    }
+
+    fn wait(&self) -> Option<Times> {
+        let given = self.times.lock().expect("release");
+        let given = self.given.wait_while(given, |t| t.is_none());
+        given.expect("release").flatten()
+    }
+}
+
+/// Producer tasks on their threads, each waiting for `release`. Open-loop tasks whose client
+/// stamps acknowledgements and sends without being polled share at most `producer_threads`
+/// threads; otherwise each task has its own.
 pub(super) fn spawn_producers(
     workload: &Workload,
     producers: Vec<OpenProducer>,
-    times: Times,
+    release: &Arc<Release>,
     shared: &Arc<Shared>,
     reports: &mpsc::Sender<Report>,
 ) -> Handles {
@@ -167,31 +194,73 @@ pub(super) fn spawn_producers(
         && producers
             .iter()
             .all(|p| p.2.stamps_acknowledgements() && p.2.sends_in_background());
+    let workload = Arc::new(workload.clone());
+    let mut groups: Vec<Vec<(usize, OpenProducer)>> = (0..threads).map(|_| Vec::new()).collect();
     let mut handles = Handles::new();
-    let mut groups: Vec<Vec<ProducerTask>> = (0..threads).map(|_| Vec::new()).collect();
     for (task_number, producer) in producers.into_iter().enumerate() {
-        let task = producer_task(workload, task_number, producer, times, shared, reports);
         if grouped {
-            groups[task_number % threads].push(task);
+            groups[task_number % threads].push((task_number, producer));
             continue;
         }
+        let name = format!("producer-{}", producer.0);
+        let start = (
+            workload.clone(),
+            release.clone(),
+            shared.clone(),
+            reports.clone(),
+        );
         let thread = std::thread::Builder::new()
-            .name(format!("producer-{}", task.id))
-            .spawn(move || task.run())
+            .name(name)
+            .spawn(move || {
+                if let Some(mut tasks) = released(vec![(task_number, producer)], start) {
+                    tasks.pop().expect("one task").run();
+                }
+            })
             .expect("spawn producer thread");
         handles.push(("producer", thread));
     }
-    for (n, tasks) in groups.into_iter().enumerate() {
-        if tasks.is_empty() {
+    for (n, group) in groups.into_iter().enumerate() {
+        if group.is_empty() {
             continue;
         }
+        let start = (
+            workload.clone(),
+            release.clone(),
+            shared.clone(),
+            reports.clone(),
+        );
         let thread = std::thread::Builder::new()
             .name(format!("producers-{n}"))
-            .spawn(move || ProducerGroup { tasks }.run())
+            .spawn(move || {
+                if let Some(tasks) = released(group, start) {
+                    ProducerGroup { tasks }.run();
+                }
+            })
             .expect("spawn producer thread");
         handles.push(("producer", thread));
     }
     handles
+}
+
+/// What a producer thread needs to build its tasks once released.
+type Start = (
+    Arc<Workload>,
+    Arc<Release>,
+    Arc<Shared>,
+    mpsc::Sender<Report>,
+);
+
+/// Waits for the release; the thread's tasks on the run's times, or None when the run ended
+/// before its start.
+fn released(producers: Vec<(usize, OpenProducer)>, start: Start) -> Option<Vec<ProducerTask>> {
+    let (workload, release, shared, reports) = start;
+    let times = release.wait()?;
+    Some(
+        producers
+            .into_iter()
+            .map(|(n, producer)| producer_task(&workload, n, producer, times, &shared, &reports))
+            .collect(),
+    )
 }
 
 /// One producer's task: its schedule (staggered evenly inside one gap so that producers do
