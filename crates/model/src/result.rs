@@ -244,6 +244,10 @@ pub struct Integrity {
     /// drain ended (the broker said so): a backlog the consumers had not reached, not a loss.
     #[serde(default)]
     pub unconsumed: u64,
+    /// Sent at most once (the broker acknowledges nothing in this configuration: no
+    /// publisher confirms, QoS 0) and never received: no promise was broken, so not lost.
+    #[serde(default)]
+    pub undelivered: u64,
     /// What the broker said that tells unconsumed messages from lost ones (e.g. "Kafka high
     /// watermarks less the consumer group's positions"); None when no family could tell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -253,6 +257,21 @@ pub struct Integrity {
 impl Integrity {
     pub fn is_clean(&self) -> bool {
         self.lost == 0 && self.duplicated == 0 && self.out_of_order == 0 && self.unacknowledged == 0
+    }
+
+    /// Nothing was acknowledged (at-most-once publishing): what was sent and never received
+    /// was undelivered, not lost, and does not fail the run. Returns the note that says so,
+    /// when any was.
+    pub fn at_most_once(&mut self) -> Option<String> {
+        let note = (self.lost > 0).then(|| {
+            format!(
+                "{} messages sent and never received are undelivered, not lost: sent at most once, with no acknowledgement, so no promise of delivery was broken (publisher confirms, QoS 1 or acks make one, and then count what is missing as lost)",
+                self.lost
+            )
+        });
+        self.undelivered = self.lost;
+        self.lost = 0;
+        note
     }
 
     /// The broker discards messages by policy (`reason`): what was acknowledged and never

@@ -89,7 +89,12 @@ fn integrity_verdict(integrity: &Integrity, consumers: usize) -> String {
     .filter(|(count, _)| *count > 0)
     .map(|(count, what)| format!("{} {what}", group_thousands(*count)))
     .collect();
-    if problems.is_empty() && integrity.unconsumed > 0 {
+    if problems.is_empty() && integrity.undelivered > 0 {
+        format!(
+            "(nothing acknowledged lost; {} sent at most once never arrived)",
+            group_thousands(integrity.undelivered)
+        )
+    } else if problems.is_empty() && integrity.unconsumed > 0 {
         format!(
             "(lossless; {} not yet consumed when the drain ended)",
             group_thousands(integrity.unconsumed)
@@ -294,6 +299,10 @@ fn integrity_line(out: &mut String, summary: &Summary) {
         (
             integrity.unconsumed,
             "unconsumed (still stored beyond the consumers' positions)",
+        ),
+        (
+            integrity.undelivered,
+            "undelivered (sent at most once, never received)",
         ),
     ] {
         if count > 0 {

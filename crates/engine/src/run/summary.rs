@@ -128,13 +128,14 @@ fn tally_tasks(
             "shard {shard}: lost, duplicated and out-of-order messages are counted across all shards by `brokerbench merge` (this shard's ledger is in ledger.json)"
         ));
     }
-    notes.extend(delivery_notes(&integrity, drain_cut_off, workload));
+    // What the broker dropped by policy, or never promised, is named before what is missing.
     let not_sent_at_window_end: u64 = producers.iter().map(|p| p.unsent_at_window_end).sum();
     notes.extend(sending_notes(
         &mut integrity,
         driver,
         not_sent_at_window_end,
     ));
+    notes.extend(delivery_notes(&integrity, drain_cut_off, workload));
     // What the broker dropped by policy is not lost in any second either.
     by_second.unlose_latest(by_second.lost().saturating_sub(integrity.lost));
     Tallied {
@@ -452,6 +453,7 @@ fn sending_notes(
         notes.extend(integrity.dropped_by_policy(reason));
     }
     if !driver.confirms {
+        notes.extend(integrity.at_most_once());
         notes.push(
             "delivery was not confirmed (the broker acknowledges nothing in this configuration): only sent messages are counted, publish latency is not measured, and the ledger expects every sent message".into(),
         );

@@ -953,7 +953,7 @@ fn percentile_spectrum(page: &mut Page, histograms: &[(&str, Histogram<u64>)]) {
 }
 
 /// The integrity table rows: (summary.json path, label).
-const INTEGRITY_ROWS: [(&str, &str); 12] = [
+const INTEGRITY_ROWS: [(&str, &str); 13] = [
     ("total.sent", "sent"),
     ("total.acknowledged", "acknowledged"),
     ("total.failed", "failed"),
@@ -979,6 +979,10 @@ const INTEGRITY_ROWS: [(&str, &str); 12] = [
     (
         "integrity.dropped_by_broker",
         "dropped by the broker by policy",
+    ),
+    (
+        "integrity.undelivered",
+        "undelivered (sent at most once, never received)",
     ),
     (
         "integrity.foreign",
