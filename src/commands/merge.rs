@@ -663,7 +663,7 @@ fn shard_table(shards: &[ShardFolder]) -> ShardTable {
         let m = &s.summary;
         let _ = writeln!(
             csv,
-            "{},{},{},{},{},{:.1},{:.1},{:.3},{:.3},{:.3},{},{},{},{},{},{}",
+            "{},{},{},{},{},{:.1},{:.1},{:.3},{:.3},{},{},{},{},{},{},{}",
             s.shard.shard,
             s.shard.host,
             s.shard.producers.len(),
@@ -673,7 +673,9 @@ fn shard_table(shards: &[ShardFolder]) -> ShardTable {
             m.throughput.received_per_s,
             m.client.cpu_user_s,
             m.client.cpu_system_s,
-            m.client.cpu_s_per_million_messages,
+            m.client
+                .cpu_s_per_million_messages
+                .map_or(String::new(), |c| format!("{c:.3}")),
             m.client.peak_rss_bytes,
             m.latency.schedule_lag.p99_ns,
             m.latency.schedule_lag.max_ns,
@@ -683,7 +685,7 @@ fn shard_table(shards: &[ShardFolder]) -> ShardTable {
         );
         let _ = writeln!(
             text,
-            "  {:<10} {:>9} {:>9} {:>14} {:>12.0} {:>13.0} {:>8.2} {:>9.1} {:>8} {:>10}  {}{}",
+            "  {:<10} {:>9} {:>9} {:>14} {:>12.0} {:>13.0} {:>8} {:>9.1} {:>8} {:>10}  {}{}",
             format!("{}/{}", s.shard.shard, s.shard.shards),
             s.shard.producers.len(),
             s.shard.consumers.len(),
@@ -691,7 +693,9 @@ fn shard_table(shards: &[ShardFolder]) -> ShardTable {
                 .map_or("max".to_string(), |r| format!("{r:.0}")),
             m.throughput.acknowledged_per_s,
             m.throughput.received_per_s,
-            m.client.cpu_s_per_million_messages,
+            m.client
+                .cpu_s_per_million_messages
+                .map_or("-".to_string(), |c| format!("{c:.2}")),
             m.client.peak_rss_bytes as f64 / (1024.0 * 1024.0),
             brokerbench_model::units::format_nanos(m.latency.schedule_lag.p99_ns),
             brokerbench_model::units::format_nanos(m.latency.schedule_lag.max_ns),

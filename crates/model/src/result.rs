@@ -296,8 +296,10 @@ pub struct ClientCost {
     pub cpu_user_s: f64,
     /// System CPU seconds used by brokerbench during the measurement window.
     pub cpu_system_s: f64,
-    /// (user + system) CPU seconds per million acknowledged messages in the window.
-    pub cpu_s_per_million_messages: f64,
+    /// (user + system) CPU seconds per million acknowledged messages in the window (sent,
+    /// without confirms); None (null) when there were none: a cost of nothing is no figure.
+    #[serde(default)]
+    pub cpu_s_per_million_messages: Option<f64>,
     /// Peak resident set size of the process, bytes.
     pub peak_rss_bytes: u64,
     /// Heap allocations by brokerbench's own code per acknowledged message in the window;
@@ -312,11 +314,8 @@ impl ClientCost {
         ClientCost {
             cpu_user_s,
             cpu_system_s,
-            cpu_s_per_million_messages: if messages > 0 {
-                (cpu_user_s + cpu_system_s) / (messages as f64 / 1e6)
-            } else {
-                0.0
-            },
+            cpu_s_per_million_messages: (messages > 0)
+                .then(|| (cpu_user_s + cpu_system_s) / (messages as f64 / 1e6)),
             peak_rss_bytes,
             allocations_per_message: None,
         }

@@ -349,11 +349,14 @@ fn client_line(out: &mut String, summary: &Summary) {
     if client.peak_rss_bytes == 0 && client.cpu_user_s + client.cpu_system_s == 0.0 {
         let _ = writeln!(out, "{:<LABEL$}not measured", "client");
     } else {
+        let per_million = client.cpu_s_per_million_messages.map_or(
+            "no CPU-s per million messages (none acknowledged)".to_string(),
+            |c| format!("{c:.2} CPU-s per million messages"),
+        );
         let _ = write!(
             out,
-            "{:<LABEL$}{:.2} CPU-s per million messages (user {:.2} s, system {:.2} s), peak RSS {:.0} MiB",
+            "{:<LABEL$}{per_million} (user {:.2} s, system {:.2} s), peak RSS {:.0} MiB",
             "client",
-            client.cpu_s_per_million_messages,
             client.cpu_user_s,
             client.cpu_system_s,
             client.peak_rss_bytes as f64 / (1024.0 * 1024.0)
@@ -583,6 +586,24 @@ mod tests {
         );
         assert!(!text.contains("notes"));
         assert!(!text.contains("consumers"));
+    }
+
+    #[test]
+    fn a_run_that_acknowledged_nothing_gives_its_cpu_and_no_cost_per_message() {
+        let mut s = summary();
+        s.client.cpu_s_per_million_messages = None;
+        s.integrity.undelivered = 27;
+        let text = terminal_summary(&s);
+        assert_eq!(
+            line(&text, "client"),
+            "client       no CPU-s per million messages (none acknowledged) (user 3.00 s, system 0.78 s), peak RSS 45 MiB"
+        );
+        assert!(
+            line(&text, "integrity").ends_with(
+                "undelivered (sent at most once, never received) 27  (nothing acknowledged lost; 27 sent at most once never arrived)"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -91,7 +91,7 @@ pub(crate) fn summary() -> Summary {
         client: ClientCost {
             cpu_user_s: 3.0,
             cpu_system_s: 0.78,
-            cpu_s_per_million_messages: 2.1,
+            cpu_s_per_million_messages: Some(2.1),
             peak_rss_bytes: 45 * 1024 * 1024,
             allocations_per_message: None,
         },
