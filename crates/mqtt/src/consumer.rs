@@ -6,11 +6,12 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, Delivery};
+use brokerbench_driver::{Consumer, Delivery, Unread};
 
 use crate::conn::Conn;
 use crate::packet::{self, Packet, Version};
 use crate::reconnect::Reconnector;
+use crate::store_count::StoreCount;
 
 pub struct MqttConsumer {
     conn: Conn,
@@ -25,10 +26,19 @@ pub struct MqttConsumer {
     /// Backlog mode: the connection is kept alive and not read, so the broker queues.
     paused: bool,
     reconnector: Reconnector,
+    /// Where the broker says how many messages it stores (a run of one subscription).
+    store: Option<StoreCount>,
 }
 
 impl MqttConsumer {
-    pub fn new(conn: Conn, reconnector: Reconnector, topics: &[String], clean: bool) -> Self {
+    /// `clean`: whether the session is clean; `store`: where to count what the broker still
+    /// holds for it when the drain ends.
+    pub fn new(
+        conn: Conn,
+        reconnector: Reconnector,
+        topics: &[String],
+        (clean, store): (bool, Option<StoreCount>),
+    ) -> Self {
         MqttConsumer {
             conn,
             topics: topics.iter().map(|t| t.as_bytes().to_vec()).collect(),
@@ -37,6 +47,7 @@ impl MqttConsumer {
             broken: false,
             paused: false,
             reconnector,
+            store,
         }
     }
 
@@ -133,6 +144,10 @@ impl Consumer for MqttConsumer {
     fn pause(&mut self, paused: bool) -> bool {
         self.paused = paused;
         true
+    }
+
+    fn unread(&mut self) -> Option<Vec<Unread>> {
+        self.store.as_ref()?.unread()
     }
 }
 

@@ -19,6 +19,7 @@ pub mod packet;
 mod producer;
 mod reconnect;
 mod server;
+mod store_count;
 pub mod url;
 
 use std::sync::Mutex;
@@ -50,6 +51,9 @@ pub struct MqttDriver {
     broker: Option<String>,
     /// The client ids of the consumers with a persistent session, ended by cleanup.
     persistent: Mutex<Vec<String>>,
+    /// Where the broker counts what it stores, and the count before the first consumer
+    /// subscribed (a run of one topic and one subscription).
+    store: std::sync::OnceLock<Option<store_count::StoreCount>>,
 }
 
 impl MqttDriver {
@@ -64,6 +68,7 @@ impl MqttDriver {
             subscriptions: 1,
             broker: None,
             persistent: Mutex::new(Vec::new()),
+            store: std::sync::OnceLock::new(),
         }
     }
 
@@ -257,6 +262,19 @@ impl Driver for MqttDriver {
         );
         let session = self.consumer_session(id.clone());
         let topics = self.topic_names(slot.topic)?;
+        // Taken before the first subscription, so that nothing of the run is in it. Not with
+        // message expiry: the store holds expired messages until it purges them (one counted
+        // as unconsumed once).
+        let counted = self.topics.len() == 1
+            && self.subscriptions == 1
+            && self.config.message_expiry_seconds.is_none();
+        let store = counted
+            .then(|| {
+                let session = self.session(format!("{}-store", self.client_prefix));
+                let start = || store_count::StoreCount::start(&self.url, session);
+                self.store.get_or_init(start).clone()
+            })
+            .flatten();
         let subscription = reconnect::Subscription {
             filters: vec![self.filter(topics, slot.subscription)],
             qos: self.config.subscription_qos(),
@@ -301,7 +319,7 @@ impl Driver for MqttDriver {
             conn,
             reconnector,
             topics,
-            session.clean,
+            (session.clean, store),
         )))
     }
 

@@ -309,7 +309,10 @@ impl Collector<'_, '_> {
             if !caught_up && !self.slots.is_empty() {
                 self.drain_cut_off = Some(self.drain_progress.recent(received_unique(shared)));
             }
-            shared.consumers_stop.store(true, Ordering::Relaxed);
+            shared
+                .consumers_caught_up
+                .store(caught_up, Ordering::SeqCst);
+            shared.consumers_stop.store(true, Ordering::SeqCst);
         }
     }
 

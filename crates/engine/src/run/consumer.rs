@@ -60,7 +60,8 @@ pub(super) fn consumer_loop(
             roll_all(&mut recorders, clock.now_ns());
         }
     }
-    finish_slots(task.consumer.as_mut(), recorders);
+    let caught_up = shared.consumers_caught_up.load(Ordering::SeqCst);
+    finish_slots(task.consumer.as_mut(), recorders, caught_up);
     close_within(task.consumer, CONSUMER_CLOSE_TIMEOUT);
 }
 
@@ -127,10 +128,19 @@ fn publish_progress(
     }
 }
 
-/// Ends every slot's recording: what the broker still holds beyond the consumer's positions,
+/// Ends every slot's recording: what the broker still holds beyond the consumer's positions
+/// (nothing to ask once the consumers had `caught_up`: a broker may take seconds to say),
 /// then the slot's result to the collector.
-fn finish_slots(consumer: &mut dyn brokerbench_driver::Consumer, recorders: Vec<ConsumerRecorder>) {
-    let unread = unread_by_slot(consumer, recorders.len());
+fn finish_slots(
+    consumer: &mut dyn brokerbench_driver::Consumer,
+    recorders: Vec<ConsumerRecorder>,
+    caught_up: bool,
+) {
+    let unread = if caught_up {
+        vec![Some(UnreadPlaces::default()); recorders.len()]
+    } else {
+        unread_by_slot(consumer, recorders.len())
+    };
     for (mut recorder, unread) in recorders.into_iter().zip(unread) {
         recorder.unread(unread);
         recorder.finish();

@@ -134,6 +134,9 @@ struct Shared {
     stop: Arc<AtomicBool>,
     /// Tells consumers the drain is over.
     consumers_stop: AtomicBool,
+    /// Set when the drain ended because the consumers had received every acknowledged
+    /// message: they need not ask the broker what it still holds.
+    consumers_caught_up: AtomicBool,
     /// Backlog mode: consumers hold off while set.
     consumers_paused: AtomicBool,
     /// End of the measurement window, ns since the UNIX epoch: `Times::measure_end_ns`, or

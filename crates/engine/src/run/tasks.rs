@@ -80,6 +80,7 @@ pub(super) fn new_shared(
         times: OnceLock::new(),
         stop: control.stop.clone(),
         consumers_stop: AtomicBool::new(false),
+        consumers_caught_up: AtomicBool::new(false),
         consumers_paused: AtomicBool::new(false),
         measure_end_ns: AtomicU64::new(OPEN_END_NS),
         assigned: (0..consumer_count).map(|_| AtomicUsize::new(0)).collect(),
