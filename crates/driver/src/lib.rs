@@ -331,6 +331,13 @@ pub trait Driver: Send + Sync {
     fn broker_drop_policy(&self) -> Option<String> {
         None
     }
+    /// How many messages the broker itself counted as discarded by its limits over the run,
+    /// and which limits, when it counts them (mosquitto's `$SYS/broker/publish/messages/dropped`:
+    /// `max_queued_messages`); asked once the tasks are done. Up to that many of the messages
+    /// acknowledged and never received are then dropped by the broker, not lost.
+    fn broker_dropped(&self) -> Option<(u64, String)> {
+        None
+    }
     /// The driver-file settings to check when the broker refuses every message with an error
     /// of a kind (the kinds the driver counts sends under), as (kind, settings in prose); a
     /// run that stops early names the setting of its commonest error's kind.

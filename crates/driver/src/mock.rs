@@ -24,6 +24,9 @@ pub struct MockFaults {
     pub unconfirmed: bool,
     /// Declare that dropped messages are the broker's policy (like a drop-head queue limit).
     pub drops_by_policy: bool,
+    /// The broker says it dropped this many messages past its limits over the run
+    /// ([`Driver::broker_dropped`]), as mosquitto counts them.
+    pub counts_dropped: Option<u64>,
     /// Deliver at most this many messages per consumer poll, each poll taking at least 1 ms:
     /// a consumer slower than the producers.
     pub receive_per_poll: Option<usize>,
@@ -169,6 +172,10 @@ impl Driver for MockDriver {
         self.faults
             .drops_by_policy
             .then(|| "mock drop_every".to_string())
+    }
+    fn broker_dropped(&self) -> Option<(u64, String)> {
+        let count = self.faults.counts_dropped?;
+        Some((count, "the mock's queue limit".to_string()))
     }
     fn failure_settings(&self) -> &'static [(&'static str, &'static str)] {
         &[("rejected", "the mock's faults (reject_all)")]

@@ -370,6 +370,30 @@ fn unconfirmed_publishing_counts_sent_and_what_never_arrived_as_undelivered() {
 }
 
 #[test]
+fn what_the_broker_counts_as_dropped_past_its_limits_is_dropped_up_to_its_count() {
+    // 10 of 1,000 acknowledged messages never arrive; the broker counted 10 dropped, then 4.
+    let w = workload("rate: 1000\nwarmup: 0s\nduration: 1s\ndrain_timeout: 1s");
+    for (counted, lost) in [(10, 0), (4, 6)] {
+        let faults = MockFaults {
+            drop_every: Some(100),
+            counts_dropped: Some(counted),
+            ..MockFaults::default()
+        };
+        let mut driver = MockDriver::new(faults, 1);
+        let out = run(&w, &mut driver, &mut Rows::default(), &control()).unwrap();
+        let s = &out.summary;
+        let i = &s.integrity;
+        assert_eq!((i.lost, i.dropped_by_broker), (lost, counted), "{i:?}");
+        let said = format!("{counted} messages acknowledged and never received were dropped by the broker past its limits");
+        assert!(
+            s.notes.iter().any(|n| n.contains(&said)),
+            "{said}: {:?}",
+            s.notes
+        );
+    }
+}
+
+#[test]
 fn drops_by_broker_policy_are_not_reported_as_lost() {
     let w = workload("rate: 1000\nwarmup: 0s\nduration: 1s\ndrain_timeout: 1s");
     let faults = MockFaults {

@@ -274,6 +274,20 @@ impl Integrity {
         note
     }
 
+    /// The broker counted `count` messages it discarded by its `limits`: up to that many of
+    /// those acknowledged and never received were dropped by it, not lost. Returns the note
+    /// that says so, when any was.
+    pub fn dropped_up_to(&mut self, count: u64, limits: &str) -> Option<String> {
+        let dropped = self.lost.min(count);
+        self.lost -= dropped;
+        self.dropped_by_broker += dropped;
+        (dropped > 0).then(|| {
+            format!(
+                "{dropped} messages acknowledged and never received were dropped by the broker past its limits ({limits}: it counted {count} over the run), not lost by brokerbench"
+            )
+        })
+    }
+
     /// The broker discards messages by policy (`reason`): what was acknowledged and never
     /// received was dropped by it, not lost. Returns the note that says so, when any was.
     pub fn dropped_by_policy(&mut self, reason: &str) -> Option<String> {

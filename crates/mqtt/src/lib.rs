@@ -327,6 +327,11 @@ impl Driver for MqttDriver {
         self.subscriptions
     }
 
+    fn broker_dropped(&self) -> Option<(u64, String)> {
+        let dropped = self.store.get()?.as_ref()?.dropped()?;
+        Some((dropped, store_count::DROPPED_LIMITS.to_string()))
+    }
+
     fn broker_drop_policy(&self) -> Option<String> {
         self.config.message_expiry_seconds.map(|s| {
             format!("each message expires after {s} s (MQTT 5 message expiry): the broker discards what it has not delivered by then")

@@ -331,6 +331,7 @@ fn driver_policy(driver: &dyn Driver, confirms: bool) -> DriverPolicy {
     DriverPolicy {
         name: driver.name(),
         drops: driver.broker_drop_policy(),
+        dropped: driver.broker_dropped(),
         confirms,
         events: driver.client_events(),
         failure_settings: driver.failure_settings(),

@@ -9,6 +9,8 @@ pub(super) struct DriverPolicy {
     pub(super) name: &'static str,
     /// Why the broker may discard messages by design, if it may.
     pub(super) drops: Option<String>,
+    /// How many messages the broker counted as discarded by its limits, and which.
+    pub(super) dropped: Option<(u64, String)>,
     /// Whether every producer had its messages confirmed.
     pub(super) confirms: bool,
     /// What the client library did on its own (retries, rebalances), when the driver says.
@@ -451,6 +453,9 @@ fn sending_notes(
     }
     if let Some(reason) = &driver.drops {
         notes.extend(integrity.dropped_by_policy(reason));
+    }
+    if let Some((count, limits)) = &driver.dropped {
+        notes.extend(integrity.dropped_up_to(*count, limits));
     }
     if !driver.confirms {
         notes.extend(integrity.at_most_once());
