@@ -24,21 +24,15 @@ impl SeenOffsets {
         partitions[partition] = partitions[partition].max(offset.saturating_add(1));
     }
 
-    /// The offset after the last message received from `partition` for `slot`, if any was.
-    pub(crate) fn next(&self, slot: usize, partition: i32) -> Option<i64> {
-        let partition = usize::try_from(partition).ok()?;
-        let next = *self.next.get(slot)?.get(partition)?;
-        (next > 0).then_some(next)
-    }
-
-    /// Every (slot, partition) a message was received from.
-    pub(crate) fn places(&self) -> impl Iterator<Item = (usize, i32)> + '_ {
+    /// Every (slot, partition) a message was received from, with the offset after the last
+    /// one received there.
+    pub(crate) fn places(&self) -> impl Iterator<Item = ((usize, i32), i64)> + '_ {
         self.next.iter().enumerate().flat_map(|(slot, partitions)| {
             partitions
                 .iter()
                 .enumerate()
                 .filter(|(_, &next)| next > 0)
-                .map(move |(partition, _)| (slot, partition as i32))
+                .map(move |(partition, &next)| ((slot, partition as i32), next))
         })
     }
 }
@@ -53,9 +47,10 @@ mod tests {
         seen.note(1, 2, 41);
         seen.note(1, 2, 7);
         seen.note(0, 0, 0);
-        assert_eq!(seen.next(1, 2), Some(42));
-        assert_eq!(seen.next(0, 0), Some(1));
-        assert_eq!((seen.next(1, 0), seen.next(3, 0)), (None, None));
-        assert_eq!(seen.places().collect::<Vec<_>>(), [(0, 0), (1, 2)]);
+        // Nothing from slot 1's partitions 0 and 1, nor from slot 3.
+        assert_eq!(
+            seen.places().collect::<Vec<_>>(),
+            [((0, 0), 1), ((1, 2), 42)]
+        );
     }
 }

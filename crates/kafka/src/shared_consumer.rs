@@ -145,7 +145,7 @@ impl SharedConsumer {
         let mut places: BTreeMap<(usize, i32), Option<i64>> = self
             .seen
             .places()
-            .map(|(slot, partition)| ((slot, partition), self.seen.next(slot, partition)))
+            .map(|(place, next)| (place, Some(next)))
             .collect();
         for element in self.consumer.position().ok()?.elements() {
             if let Some(&slot) = self.slots.get(element.topic()) {

@@ -263,23 +263,20 @@ impl Integrity {
     /// was undelivered, not lost, and does not fail the run. Returns the note that says so,
     /// when any was.
     pub fn at_most_once(&mut self) -> Option<String> {
-        let note = (self.lost > 0).then(|| {
+        let undelivered = self.take_lost(u64::MAX);
+        self.undelivered = undelivered;
+        (undelivered > 0).then(|| {
             format!(
-                "{} messages sent and never received are undelivered, not lost: sent at most once, with no acknowledgement, so no promise of delivery was broken (publisher confirms, QoS 1 or acks make one, and then count what is missing as lost)",
-                self.lost
+                "{undelivered} messages sent and never received are undelivered, not lost: sent at most once, with no acknowledgement, so no promise of delivery was broken (publisher confirms, QoS 1 or acks make one, and then count what is missing as lost)"
             )
-        });
-        self.undelivered = self.lost;
-        self.lost = 0;
-        note
+        })
     }
 
     /// The broker counted `count` messages it discarded by its `limits`: up to that many of
     /// those acknowledged and never received were dropped by it, not lost. Returns the note
     /// that says so, when any was.
     pub fn dropped_up_to(&mut self, count: u64, limits: &str) -> Option<String> {
-        let dropped = self.lost.min(count);
-        self.lost -= dropped;
+        let dropped = self.take_lost(count);
         self.dropped_by_broker += dropped;
         (dropped > 0).then(|| {
             format!(
@@ -291,15 +288,21 @@ impl Integrity {
     /// The broker discards messages by policy (`reason`): what was acknowledged and never
     /// received was dropped by it, not lost. Returns the note that says so, when any was.
     pub fn dropped_by_policy(&mut self, reason: &str) -> Option<String> {
-        let note = (self.lost > 0).then(|| {
+        let dropped = self.take_lost(u64::MAX);
+        self.dropped_by_broker = dropped;
+        (dropped > 0).then(|| {
             format!(
-                "{} messages acknowledged and never received were dropped by the broker by policy ({reason}), not lost by brokerbench",
-                self.lost
+                "{dropped} messages acknowledged and never received were dropped by the broker by policy ({reason}), not lost by brokerbench"
             )
-        });
-        self.dropped_by_broker = self.lost;
-        self.lost = 0;
-        note
+        })
+    }
+
+    /// Takes up to `at_most` of the lost messages out of `lost` (to name them otherwise);
+    /// how many it took.
+    fn take_lost(&mut self, at_most: u64) -> u64 {
+        let taken = self.lost.min(at_most);
+        self.lost -= taken;
+        taken
     }
 }
 

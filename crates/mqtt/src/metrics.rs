@@ -177,17 +177,28 @@ fn take_update(watcher: &mut Watcher, within: Duration) -> Result<(), String> {
     }
 }
 
-/// One poll of the watcher, waiting up to `wait` for the first message: how many messages it
-/// read, and whether one was a new update's uptime.
+/// One poll of the watcher: how many messages it read, and whether one was a new update's
+/// uptime.
 fn read_values(watcher: &mut Watcher, wait: Duration) -> Result<(usize, bool), String> {
-    let version = watcher.conn.version;
-    let values = &mut watcher.values;
+    read_sys_values(&mut watcher.conn, &mut watcher.values, UPTIME, wait)
+}
+
+/// One poll of a connection subscribed to `$SYS` topics, waiting up to `wait` for the first
+/// message, each value kept in `values` by its topic: how many messages it read, and whether
+/// one was a new update of topic `update` (not the retained value of the last one).
+pub(crate) fn read_sys_values(
+    conn: &mut Conn,
+    values: &mut BTreeMap<String, String>,
+    update: &[u8],
+    wait: Duration,
+) -> Result<(usize, bool), String> {
+    let version = conn.version;
     let mut updated = false;
-    let read = watcher.conn.poll(wait, &mut |p, _| {
+    let read = conn.poll(wait, &mut |p, _| {
         if p.kind == packet::PUBLISH {
             let m = packet::parse_publish(version, p.flags, p.body).map_err(|e| e.0)?;
             // Retained values are the last update's, sent at once to a new subscription.
-            updated |= m.topic == UPTIME && p.flags & 0x01 == 0;
+            updated |= m.topic == update && p.flags & 0x01 == 0;
             values.insert(
                 String::from_utf8_lossy(m.topic).into_owned(),
                 String::from_utf8_lossy(m.payload).into_owned(),

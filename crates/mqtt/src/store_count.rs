@@ -10,13 +10,14 @@
 //! mosquitto dropped past a client's queue limits (`$SYS/broker/publish/messages/dropped`):
 //! up to that many of the messages still missing are dropped by the broker, not lost.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use brokerbench_driver::Unread;
 
 use crate::conn::{Conn, Session};
-use crate::packet;
+use crate::metrics::read_sys_values;
 use crate::url::MqttUrl;
 
 /// The `$SYS` topic of the count.
@@ -101,37 +102,19 @@ fn read(url: &MqttUrl, session: &Session) -> Option<Counts> {
         return None;
     }
     let give_up = Instant::now() + FRESH_WITHIN;
-    let (mut kept, mut updated, mut dropped) = (None, None, 0);
-    while updated.is_none() {
+    let (mut values, mut updated) = (BTreeMap::new(), false);
+    while !updated {
         let left = give_up.saturating_duration_since(Instant::now());
         if left.is_zero() {
             break;
         }
-        conn.poll(left, &mut |p, _| {
-            if p.kind != packet::PUBLISH {
-                return Ok(());
-            }
-            let m = packet::parse_publish(session.version, p.flags, p.body).map_err(|e| e.0)?;
-            let value = number(m.payload);
-            if m.topic == DROPPED.as_bytes() {
-                dropped = value.unwrap_or(dropped);
-            } else if m.topic == COUNT.as_bytes() {
-                // A retained value is the last update's, sent at once to a new subscription.
-                if p.flags & 0x01 == 0 {
-                    updated = value;
-                } else {
-                    kept = value;
-                }
-            }
-            Ok(())
-        })
-        .ok()?;
+        updated = read_sys_values(&mut conn, &mut values, COUNT.as_bytes(), left)
+            .ok()?
+            .1;
     }
-    let stored = updated.or(kept)?;
-    Some(Counts { stored, dropped })
-}
-
-/// A `$SYS` value as a number.
-fn number(payload: &[u8]) -> Option<u64> {
-    std::str::from_utf8(payload).ok()?.trim().parse().ok()
+    let number = |topic: &str| values.get(topic)?.trim().parse::<u64>().ok();
+    Some(Counts {
+        stored: number(COUNT)?,
+        dropped: number(DROPPED).unwrap_or(0),
+    })
 }

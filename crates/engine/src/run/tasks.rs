@@ -196,6 +196,14 @@ pub(super) fn spawn_producers(
             .iter()
             .all(|p| p.2.stamps_acknowledgements() && p.2.sends_in_background());
     let workload = Arc::new(workload.clone());
+    let start = || -> Start {
+        (
+            workload.clone(),
+            release.clone(),
+            shared.clone(),
+            reports.clone(),
+        )
+    };
     let mut groups: Vec<Vec<(usize, OpenProducer)>> = (0..threads).map(|_| Vec::new()).collect();
     let mut handles = Handles::new();
     for (task_number, producer) in producers.into_iter().enumerate() {
@@ -204,12 +212,7 @@ pub(super) fn spawn_producers(
             continue;
         }
         let name = format!("producer-{}", producer.0);
-        let start = (
-            workload.clone(),
-            release.clone(),
-            shared.clone(),
-            reports.clone(),
-        );
+        let start = start();
         let thread = std::thread::Builder::new()
             .name(name)
             .spawn(move || {
@@ -224,12 +227,7 @@ pub(super) fn spawn_producers(
         if group.is_empty() {
             continue;
         }
-        let start = (
-            workload.clone(),
-            release.clone(),
-            shared.clone(),
-            reports.clone(),
-        );
+        let start = start();
         let thread = std::thread::Builder::new()
             .name(format!("producers-{n}"))
             .spawn(move || {
