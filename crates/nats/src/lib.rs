@@ -13,6 +13,7 @@ mod family;
 pub mod managed;
 pub mod metrics;
 pub mod omb;
+mod placement;
 mod producer;
 mod reconnect;
 mod unread;
@@ -298,7 +299,11 @@ impl Driver for NatsDriver {
             if let Some(window) = self.config.duplicate_window {
                 stream["duplicate_window"] = window.into();
             }
-            self.request(&format!("$JS.API.STREAM.CREATE.{name}"), &stream)?;
+            let create = format!("$JS.API.STREAM.CREATE.{name}");
+            let replicas = self.config.replicas;
+            placement::placed(placement::PLACEMENT_WAIT, replicas, || {
+                self.request(&create, &stream)
+            })?;
             self.streams.push(name.clone());
             for subscription in (0..self.subscriptions).filter(|_| topology.consumers_per_topic > 0)
             {
