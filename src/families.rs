@@ -2,7 +2,7 @@
 //! default driver. Adding a broker is adding its crate's `FAMILY` here (see
 //! docs/src/architecture.md, "Adding a broker").
 
-use brokerbench_driver::Registry;
+use brokerbench_family::Registry;
 
 /// Every registered broker family.
 pub static REGISTRY: Registry = Registry(&[

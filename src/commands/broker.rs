@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use brokerbench_brokers::cluster::check_size;
 use brokerbench_brokers::{settings, BrokerStatus, NodeUrl, UpOptions};
-use brokerbench_driver::Family;
+use brokerbench_family::Family;
 
 use crate::cli::BrokerAction;
 use crate::families::REGISTRY;

@@ -70,7 +70,7 @@ fn checked_inputs(
     args: &RenderArgs<'_>,
 ) -> anyhow::Result<(
     brokerbench_model::Specs,
-    &'static dyn brokerbench_driver::Family,
+    &'static dyn brokerbench_family::Family,
 )> {
     if args.shards == 0 {
         return Err(

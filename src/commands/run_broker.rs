@@ -2,7 +2,8 @@
 //! one), which process to sample, and how to read its metrics endpoint.
 
 use brokerbench_brokers::{BrokerStatus, NodeUrl};
-use brokerbench_driver::{Driver, Family};
+use brokerbench_driver::Driver;
+use brokerbench_family::Family;
 use brokerbench_metrics::{BrokerMetrics, Endpoint, EndpointSettings, MetricSet, Scraper};
 use brokerbench_model::DriverConfig;
 use brokerbench_report::BrokerInfo;

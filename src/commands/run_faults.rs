@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
-use brokerbench_driver::{Family, Led};
+use brokerbench_driver::Led;
 use brokerbench_engine::RunOutcome;
+use brokerbench_family::Family;
 use brokerbench_faults::{Injector, Leader, Nodes};
 use brokerbench_model::faults::FaultAction;
 use brokerbench_model::{SpecError, Specs};

@@ -3,50 +3,41 @@
 
 use std::path::Path;
 
-use crate::managed::RabbitMq;
 use brokerbench_brokers::ManagedBroker;
-use brokerbench_driver::family::{config_of, managed_or_named};
-use brokerbench_driver::{Driver, DriverError, Family};
+use brokerbench_driver::{Driver, DriverError};
+use brokerbench_family::{Declaration, Declared};
 use brokerbench_metrics::MetricSet;
-use brokerbench_model::family::{field_error, parse_driver, resolved, OmbDriver};
+use brokerbench_model::family::{field_error, OmbDriver};
 use brokerbench_model::workload::FieldError;
 use brokerbench_model::yaml::Value;
-use brokerbench_model::{DriverConfig, DriverSchema, SpecError, Workload};
+use brokerbench_model::{SpecError, Workload};
 
 use crate::config::{AmqpUri, RabbitMqDriverConfig, RABBITMQ_DRIVER_FIELDS};
+use crate::managed::RabbitMq;
 use crate::AmqpDriver;
 
 /// RabbitMQ and other AMQP 0-9-1 brokers, through brokerbench's own client.
 pub struct RabbitMqFamily;
 
 /// The registry entry.
-pub static FAMILY: RabbitMqFamily = RabbitMqFamily;
+pub static FAMILY: Declared<RabbitMqFamily> = Declared::new();
 
-impl DriverSchema for RabbitMqFamily {
-    fn name(&self) -> &'static str {
-        "rabbitmq"
+impl Declaration for RabbitMqFamily {
+    type Config = RabbitMqDriverConfig;
+    type Address = AmqpUri;
+    const NAME: &'static str = "rabbitmq";
+    const TITLE: &'static str = "RabbitMQ";
+    const ABOUT: &'static str = "RabbitMQ from Debian's rabbitmq-server package, its own node on loopback; any AMQP 0-9-1 broker by uri";
+    const ADDRESS_FIELD: &'static str = "uri";
+    const FIELDS: &'static [&'static str] = RABBITMQ_DRIVER_FIELDS;
+    const BUILTIN_DRIVER: &'static str = include_str!("../driver.yaml");
+    const OMB_CLASSES: &'static [&'static str] = &[crate::omb::OMB_DRIVER_CLASS];
+    const OMB_FIELDS: &'static [&'static str] = crate::omb::OMB_DRIVER_FIELDS;
+
+    fn validate(file: &str, config: &RabbitMqDriverConfig) -> Result<(), SpecError> {
+        config.validate().map_err(|e| field_error(file, e))
     }
-    fn fields(&self) -> &'static [&'static str] {
-        RABBITMQ_DRIVER_FIELDS
-    }
-    fn builtin_driver(&self) -> &'static str {
-        include_str!("../driver.yaml")
-    }
-    fn check(&self, file: &str, map: &Value) -> Result<serde_json::Value, SpecError> {
-        let config: RabbitMqDriverConfig = parse_driver(file, map)?;
-        config.validate().map_err(|e| field_error(file, e))?;
-        Ok(resolved("rabbitmq", &config))
-    }
-    fn omb_driver_classes(&self) -> &'static [&'static str] {
-        &[crate::omb::OMB_DRIVER_CLASS]
-    }
-    fn omb_driver_fields(&self) -> &'static [&'static str] {
-        crate::omb::OMB_DRIVER_FIELDS
-    }
-    fn translate_omb_driver(&self, file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
-        crate::omb::translate_omb_driver(file, map)
-    }
-    fn check_workload(&self, workload: &Workload) -> Result<(), FieldError> {
+    fn check_workload(workload: &Workload) -> Result<(), FieldError> {
         if workload.partitions_per_topic != 1 {
             return Err(FieldError::new(
                 "partitions_per_topic",
@@ -58,52 +49,43 @@ impl DriverSchema for RabbitMqFamily {
         }
         Ok(())
     }
-}
-
-impl Family for RabbitMqFamily {
-    fn schema(&self) -> &dyn DriverSchema {
-        self
+    fn translate_omb(file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
+        crate::omb::translate_omb_driver(file, map)
     }
-    fn title(&self) -> &'static str {
-        "RabbitMQ"
+    fn named(config: &RabbitMqDriverConfig) -> Option<&AmqpUri> {
+        config.uri.as_ref()
     }
-    fn about(&self) -> &'static str {
-        "RabbitMQ from Debian's rabbitmq-server package, its own node on loopback; any AMQP 0-9-1 broker by uri"
+    fn shown(uri: &AmqpUri) -> String {
+        uri.address()
     }
-    fn address_field(&self) -> &'static str {
-        "uri"
+    fn parse(address: &str) -> Result<AmqpUri, String> {
+        AmqpUri::parse(address)
     }
-    fn address(&self, config: &DriverConfig) -> Result<Option<String>, DriverError> {
-        Ok(config_of::<RabbitMqDriverConfig>(config)?
-            .uri
-            .map(|uri| uri.address()))
+    /// A managed cluster's address is every running node's URI, node 1's first.
+    fn first(managed: &str) -> &str {
+        managed.split(',').next().unwrap_or(managed)
     }
+    /// A run on the managed cluster fails over to its other nodes.
     fn driver(
-        &self,
-        config: &DriverConfig,
+        mut config: RabbitMqDriverConfig,
+        uri: AmqpUri,
         managed: Option<&str>,
     ) -> Result<Box<dyn Driver>, DriverError> {
-        let mut config = config_of::<RabbitMqDriverConfig>(config)?;
-        // A managed cluster's address is every running node's URI, node 1's first.
-        let mut nodes = managed.map(|m| m.split(',')).into_iter().flatten();
-        let uri = managed_or_named(
-            nodes.next(),
-            config.uri.as_ref(),
-            self.address_field(),
-            AmqpUri::parse,
-        )?;
         if config.uri.is_none() {
-            config.failover_uris = nodes
+            config.failover_uris = managed
+                .map(|m| m.split(',').skip(1))
+                .into_iter()
+                .flatten()
                 .map(AmqpUri::parse)
                 .collect::<Result<_, _>>()
                 .map_err(DriverError::Other)?;
         }
         Ok(Box::new(AmqpDriver::new(config, uri)))
     }
-    fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {
+    fn managed(home: &Path) -> Box<dyn ManagedBroker> {
         Box::new(RabbitMq::new(home))
     }
-    fn metrics(&self) -> Option<&'static MetricSet> {
+    fn metrics() -> Option<&'static MetricSet> {
         Some(&crate::metrics::METRICS)
     }
 }

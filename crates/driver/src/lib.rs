@@ -5,7 +5,6 @@
 pub mod arrival;
 mod clock;
 mod envelope;
-pub mod family;
 pub mod lateness;
 pub mod mock;
 pub mod naming;
@@ -20,7 +19,6 @@ use std::time::Duration;
 
 pub use clock::{set_precise_sleep, Clock};
 pub use envelope::{Envelope, EnvelopeError, ENVELOPE_HEADER_LEN, ENVELOPE_VERSION};
-pub use family::{Family, Registry};
 pub use read_buf::ReadBuf;
 pub use redial::Redial;
 

@@ -110,11 +110,13 @@ impl TlsSettings {
             })?;
         let bundle = match &self.ca_file {
             Some(path) => path.clone(),
-            None => brokerbench_metrics::system_ca_bundle().ok_or_else(|| TlsError::File {
+            None => brokerbench_model::ca_bundle::system_ca_bundle().ok_or_else(|| {
+                TlsError::File {
                 path: "the system's CA bundle".into(),
                 message:
                     "there is none on this system: give the CA that signed the broker's certificate"
                         .into(),
+            }
             })?,
         };
         let mut roots = RootCertStore::empty();

@@ -2,36 +2,38 @@
 
 use std::path::Path;
 
-use crate::managed::Kafka;
 use brokerbench_brokers::ManagedBroker;
-use brokerbench_driver::family::{config_of, managed_or_named};
-use brokerbench_driver::{Driver, DriverError, Family};
+use brokerbench_driver::{Driver, DriverError};
+use brokerbench_family::{Declaration, Declared};
 use brokerbench_metrics::MetricSet;
-use brokerbench_model::family::{parse_driver, resolved, OmbDriver};
+use brokerbench_model::family::OmbDriver;
 use brokerbench_model::yaml::Value;
-use brokerbench_model::{DriverConfig, DriverSchema, SpecError};
+use brokerbench_model::SpecError;
 
 use crate::config::{KafkaDriverConfig, KAFKA_DRIVER_FIELDS};
+use crate::managed::Kafka;
 use crate::KafkaDriver;
 
 /// Apache Kafka and Kafka-API brokers, through librdkafka.
 pub struct KafkaFamily;
 
 /// The registry entry.
-pub static FAMILY: KafkaFamily = KafkaFamily;
+pub static FAMILY: Declared<KafkaFamily> = Declared::new();
 
-impl DriverSchema for KafkaFamily {
-    fn name(&self) -> &'static str {
-        "kafka"
-    }
-    fn fields(&self) -> &'static [&'static str] {
-        KAFKA_DRIVER_FIELDS
-    }
-    fn builtin_driver(&self) -> &'static str {
-        include_str!("../driver.yaml")
-    }
-    fn check(&self, file: &str, map: &Value) -> Result<serde_json::Value, SpecError> {
-        let config: KafkaDriverConfig = parse_driver(file, map)?;
+impl Declaration for KafkaFamily {
+    type Config = KafkaDriverConfig;
+    /// `bootstrap_servers`, as written.
+    type Address = String;
+    const NAME: &'static str = "kafka";
+    const TITLE: &'static str = "Kafka";
+    const ABOUT: &'static str = "Apache Kafka 4.x in KRaft mode, single node on loopback; any Kafka-API broker by bootstrap_servers";
+    const ADDRESS_FIELD: &'static str = "bootstrap_servers";
+    const FIELDS: &'static [&'static str] = KAFKA_DRIVER_FIELDS;
+    const BUILTIN_DRIVER: &'static str = include_str!("../driver.yaml");
+    const OMB_CLASSES: &'static [&'static str] = &[crate::omb::OMB_DRIVER_CLASS];
+    const OMB_FIELDS: &'static [&'static str] = crate::omb::OMB_DRIVER_FIELDS;
+
+    fn validate(file: &str, config: &KafkaDriverConfig) -> Result<(), SpecError> {
         if config.replication_factor == 0 {
             return Err(SpecError::Field {
                 file: file.to_string(),
@@ -48,53 +50,34 @@ impl DriverSchema for KafkaFamily {
                 crate::omb::check_property(file, block, key, value)?;
             }
         }
-        Ok(resolved("kafka", &config.with_defaults()))
+        Ok(())
     }
-    fn omb_driver_classes(&self) -> &'static [&'static str] {
-        &[crate::omb::OMB_DRIVER_CLASS]
+    fn resolve(config: KafkaDriverConfig) -> KafkaDriverConfig {
+        config.with_defaults()
     }
-    fn omb_driver_fields(&self) -> &'static [&'static str] {
-        crate::omb::OMB_DRIVER_FIELDS
-    }
-    fn translate_omb_driver(&self, file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
+    fn translate_omb(file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
         crate::omb::translate_omb_driver(file, map)
     }
-}
-
-impl Family for KafkaFamily {
-    fn schema(&self) -> &dyn DriverSchema {
-        self
+    fn named(config: &KafkaDriverConfig) -> Option<&String> {
+        config.bootstrap_servers.as_ref()
     }
-    fn title(&self) -> &'static str {
-        "Kafka"
+    fn shown(servers: &String) -> String {
+        servers.clone()
     }
-    fn about(&self) -> &'static str {
-        "Apache Kafka 4.x in KRaft mode, single node on loopback; any Kafka-API broker by bootstrap_servers"
-    }
-    fn address_field(&self) -> &'static str {
-        "bootstrap_servers"
-    }
-    fn address(&self, config: &DriverConfig) -> Result<Option<String>, DriverError> {
-        Ok(config_of::<KafkaDriverConfig>(config)?.bootstrap_servers)
+    fn parse(address: &str) -> Result<String, String> {
+        Ok(address.to_string())
     }
     fn driver(
-        &self,
-        config: &DriverConfig,
-        managed: Option<&str>,
+        config: KafkaDriverConfig,
+        servers: String,
+        _managed: Option<&str>,
     ) -> Result<Box<dyn Driver>, DriverError> {
-        let config = config_of::<KafkaDriverConfig>(config)?;
-        let servers = managed_or_named(
-            managed,
-            config.bootstrap_servers.as_ref(),
-            self.address_field(),
-            |address| Ok(address.to_string()),
-        )?;
-        Ok(Box::new(KafkaDriver::new(config.with_defaults(), servers)))
+        Ok(Box::new(KafkaDriver::new(config, servers)))
     }
-    fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {
+    fn managed(home: &Path) -> Box<dyn ManagedBroker> {
         Box::new(Kafka::new(home))
     }
-    fn metrics(&self) -> Option<&'static MetricSet> {
+    fn metrics() -> Option<&'static MetricSet> {
         Some(&crate::metrics::METRICS)
     }
 }

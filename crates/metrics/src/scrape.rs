@@ -9,24 +9,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 
-/// Where the system keeps its CA bundle on Debian, Ubuntu, Alpine, Fedora and RHEL.
-const SYSTEM_CA_BUNDLES: &[&str] = &[
-    "/etc/ssl/certs/ca-certificates.crt",
-    "/etc/pki/tls/certs/ca-bundle.crt",
-    "/etc/ssl/cert.pem",
-];
-
-/// The system's CA bundle: `$SSL_CERT_FILE`, else the first of [`SYSTEM_CA_BUNDLES`] there is.
-pub fn system_ca_bundle() -> Option<PathBuf> {
-    std::env::var_os("SSL_CERT_FILE")
-        .map(PathBuf::from)
-        .or_else(|| {
-            SYSTEM_CA_BUNDLES
-                .iter()
-                .map(PathBuf::from)
-                .find(|p| p.is_file())
-        })
-}
+pub use brokerbench_model::ca_bundle::system_ca_bundle;
 
 /// Environment variables that supply what a driver file does not say.
 pub const ENV_USERNAME: &str = "BROKERBENCH_METRICS_USERNAME";

@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use brokerbench_brokers::ManagedBroker;
-use brokerbench_driver::family::config_of;
 use brokerbench_driver::mock::MockDriver;
-use brokerbench_driver::{Driver, DriverError, Family};
+use brokerbench_driver::{Driver, DriverError};
+use brokerbench_family::{config_of, Family};
 use brokerbench_model::family::{field_error, parse_driver, resolved};
 use brokerbench_model::yaml::Value;
 use brokerbench_model::{DriverConfig, DriverSchema, SpecError};

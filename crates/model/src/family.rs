@@ -50,11 +50,16 @@ pub trait DriverSchema: Sync {
     /// `driver: NAME`), and says what it chose. Errors name `file` and OMB's field.
     fn translate_omb_driver(&self, file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
         let _ = map;
-        Err(SpecError::Field {
-            file: file.to_string(),
-            field: "driverClass".into(),
-            message: format!("the {} family reads no OMB driver files", self.name()),
-        })
+        Err(no_omb_driver(self.name(), file))
+    }
+}
+
+/// The refusal of an OMB driver file `file` by the family `name`, which reads none.
+pub fn no_omb_driver(name: &str, file: &str) -> SpecError {
+    SpecError::Field {
+        file: file.to_string(),
+        field: "driverClass".into(),
+        message: format!("the {name} family reads no OMB driver files"),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Shared vocabulary of brokerbench: validated workloads and driver configurations, units,
 //! and the result types that the engine produces and the reports read.
 
+pub mod ca_bundle;
 pub mod calendar;
 pub mod family;
 pub mod faults;

@@ -4,12 +4,12 @@
 use std::path::Path;
 
 use brokerbench_brokers::ManagedBroker;
-use brokerbench_driver::family::{config_of, managed_or_named};
-use brokerbench_driver::{Driver, DriverError, Family};
+use brokerbench_driver::{Driver, DriverError};
+use brokerbench_family::{Declaration, Declared};
 use brokerbench_metrics::MetricSet;
-use brokerbench_model::family::{field_error, parse_driver, resolved, OmbDriver};
+use brokerbench_model::family::{field_error, OmbDriver};
 use brokerbench_model::yaml::Value;
-use brokerbench_model::{DriverConfig, DriverSchema, SpecError};
+use brokerbench_model::SpecError;
 
 use crate::config::{NatsDriverConfig, NatsUrl, NATS_DRIVER_FIELDS};
 use crate::managed::ManagedNats;
@@ -19,76 +19,53 @@ use crate::NatsDriver;
 pub struct NatsFamily;
 
 /// The registry entry.
-pub static FAMILY: NatsFamily = NatsFamily;
+pub static FAMILY: Declared<NatsFamily> = Declared::new();
 
-impl DriverSchema for NatsFamily {
-    fn name(&self) -> &'static str {
-        "nats"
+impl Declaration for NatsFamily {
+    type Config = NatsDriverConfig;
+    type Address = NatsUrl;
+    const NAME: &'static str = "nats";
+    const TITLE: &'static str = "NATS";
+    const ABOUT: &'static str = "NATS JetStream from the nats-server release brokerbench pins (else Debian's), on loopback; any NATS server with JetStream by servers";
+    const ADDRESS_FIELD: &'static str = "servers";
+    const FIELDS: &'static [&'static str] = NATS_DRIVER_FIELDS;
+    const BUILTIN_DRIVER: &'static str = include_str!("../driver.yaml");
+    const OMB_CLASSES: &'static [&'static str] = &[crate::omb::OMB_DRIVER_CLASS];
+    const OMB_FIELDS: &'static [&'static str] = crate::omb::OMB_DRIVER_FIELDS;
+
+    fn validate(file: &str, config: &NatsDriverConfig) -> Result<(), SpecError> {
+        config.validate().map_err(|e| field_error(file, e))
     }
-    fn fields(&self) -> &'static [&'static str] {
-        NATS_DRIVER_FIELDS
-    }
-    fn builtin_driver(&self) -> &'static str {
-        include_str!("../driver.yaml")
-    }
-    fn check(&self, file: &str, map: &Value) -> Result<serde_json::Value, SpecError> {
-        let config: NatsDriverConfig = parse_driver(file, map)?;
-        config.validate().map_err(|e| field_error(file, e))?;
-        Ok(resolved("nats", &config))
-    }
-    fn omb_driver_classes(&self) -> &'static [&'static str] {
-        &[crate::omb::OMB_DRIVER_CLASS]
-    }
-    fn omb_driver_refusal(&self, class: &str) -> Option<String> {
-        (class == crate::omb::OMB_STREAMING_DRIVER_CLASS).then(crate::omb::streaming_refusal)
-    }
-    fn omb_driver_fields(&self) -> &'static [&'static str] {
-        crate::omb::OMB_DRIVER_FIELDS
-    }
-    fn translate_omb_driver(&self, file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
+    fn translate_omb(file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
         crate::omb::translate_omb_driver(file, map)
     }
-}
-
-impl Family for NatsFamily {
-    fn schema(&self) -> &dyn DriverSchema {
-        self
+    fn omb_refusal(class: &str) -> Option<String> {
+        (class == crate::omb::OMB_STREAMING_DRIVER_CLASS).then(crate::omb::streaming_refusal)
     }
-    fn title(&self) -> &'static str {
-        "NATS"
+    fn named(config: &NatsDriverConfig) -> Option<&NatsUrl> {
+        config.servers.as_ref()
     }
-    fn about(&self) -> &'static str {
-        "NATS JetStream from the nats-server release brokerbench pins (else Debian's), on loopback; any NATS server with JetStream by servers"
+    fn shown(url: &NatsUrl) -> String {
+        url.to_string()
     }
-    fn address_field(&self) -> &'static str {
-        "servers"
+    fn parse(address: &str) -> Result<NatsUrl, String> {
+        NatsUrl::parse(address)
     }
-    fn address(&self, config: &DriverConfig) -> Result<Option<String>, DriverError> {
-        Ok(config_of::<NatsDriverConfig>(config)?
-            .servers
-            .map(|url| url.to_string()))
-    }
+    /// The driver file's `tls:` block turns TLS on for a `nats://` URL too.
     fn driver(
-        &self,
-        config: &DriverConfig,
-        managed: Option<&str>,
+        config: NatsDriverConfig,
+        mut url: NatsUrl,
+        _managed: Option<&str>,
     ) -> Result<Box<dyn Driver>, DriverError> {
-        let config = config_of::<NatsDriverConfig>(config)?;
-        let mut url = managed_or_named(
-            managed,
-            config.servers.as_ref(),
-            self.address_field(),
-            NatsUrl::parse,
-        )?;
         if let Some(tls) = &config.tls {
             url.tls = Some(tls.clone());
         }
         Ok(Box::new(NatsDriver::new(config, url)))
     }
-    fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {
+    fn managed(home: &Path) -> Box<dyn ManagedBroker> {
         Box::new(ManagedNats::new(home))
     }
-    fn metrics(&self) -> Option<&'static MetricSet> {
+    fn metrics() -> Option<&'static MetricSet> {
         Some(&crate::metrics::METRICS)
     }
 }

@@ -4,12 +4,12 @@
 use std::path::Path;
 
 use brokerbench_brokers::ManagedBroker;
-use brokerbench_driver::family::{config_of, managed_or_named};
-use brokerbench_driver::{Driver, DriverError, Family};
+use brokerbench_driver::{Driver, DriverError};
+use brokerbench_family::{Declaration, Declared};
 use brokerbench_metrics::MetricSet;
-use brokerbench_model::family::{field_error, parse_driver, resolved, OmbDriver};
+use brokerbench_model::family::{field_error, OmbDriver};
 use brokerbench_model::yaml::Value;
-use brokerbench_model::{DriverConfig, DriverSchema, SpecError};
+use brokerbench_model::SpecError;
 
 use crate::config::{PulsarDriverConfig, PulsarUrl, PULSAR_DRIVER_FIELDS};
 use crate::managed::ManagedPulsar;
@@ -19,74 +19,50 @@ use crate::PulsarDriver;
 pub struct PulsarFamily;
 
 /// The registry entry.
-pub static FAMILY: PulsarFamily = PulsarFamily;
+pub static FAMILY: Declared<PulsarFamily> = Declared::new();
 
-impl DriverSchema for PulsarFamily {
-    fn name(&self) -> &'static str {
-        "pulsar"
+impl Declaration for PulsarFamily {
+    type Config = PulsarDriverConfig;
+    type Address = PulsarUrl;
+    const NAME: &'static str = "pulsar";
+    const TITLE: &'static str = "Apache Pulsar";
+    const ABOUT: &'static str = "Apache Pulsar standalone from Maven Central (fetched on first use), its own on loopback; any Pulsar by service_url";
+    const ADDRESS_FIELD: &'static str = "service_url";
+    const FIELDS: &'static [&'static str] = PULSAR_DRIVER_FIELDS;
+    const BUILTIN_DRIVER: &'static str = include_str!("../driver.yaml");
+    const OMB_CLASSES: &'static [&'static str] = &[crate::omb::OMB_DRIVER_CLASS];
+    const OMB_FIELDS: &'static [&'static str] = crate::omb::OMB_DRIVER_FIELDS;
+
+    fn validate(file: &str, config: &PulsarDriverConfig) -> Result<(), SpecError> {
+        config.validate().map_err(|e| field_error(file, e))
     }
-    fn fields(&self) -> &'static [&'static str] {
-        PULSAR_DRIVER_FIELDS
-    }
-    fn builtin_driver(&self) -> &'static str {
-        include_str!("../driver.yaml")
-    }
-    fn check(&self, file: &str, map: &Value) -> Result<serde_json::Value, SpecError> {
-        let config: PulsarDriverConfig = parse_driver(file, map)?;
-        config.validate().map_err(|e| field_error(file, e))?;
-        Ok(resolved("pulsar", &config))
-    }
-    fn omb_driver_classes(&self) -> &'static [&'static str] {
-        &[crate::omb::OMB_DRIVER_CLASS]
-    }
-    fn omb_driver_fields(&self) -> &'static [&'static str] {
-        crate::omb::OMB_DRIVER_FIELDS
-    }
-    fn translate_omb_driver(&self, file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
+    fn translate_omb(file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
         crate::omb::translate_omb_driver(file, map)
     }
-}
-
-impl Family for PulsarFamily {
-    fn schema(&self) -> &dyn DriverSchema {
-        self
+    fn named(config: &PulsarDriverConfig) -> Option<&PulsarUrl> {
+        config.service_url.as_ref()
     }
-    fn title(&self) -> &'static str {
-        "Apache Pulsar"
+    fn shown(url: &PulsarUrl) -> String {
+        url.to_string()
     }
-    fn about(&self) -> &'static str {
-        "Apache Pulsar standalone from Maven Central (fetched on first use), its own on loopback; any Pulsar by service_url"
+    fn parse(address: &str) -> Result<PulsarUrl, String> {
+        PulsarUrl::parse(address)
     }
-    fn address_field(&self) -> &'static str {
-        "service_url"
-    }
-    fn address(&self, config: &DriverConfig) -> Result<Option<String>, DriverError> {
-        Ok(config_of::<PulsarDriverConfig>(config)?
-            .service_url
-            .map(|url| url.to_string()))
-    }
+    /// The managed broker's admin API is on its own port + 1430, not always 8080.
     fn driver(
-        &self,
-        config: &DriverConfig,
+        mut config: PulsarDriverConfig,
+        url: PulsarUrl,
         managed: Option<&str>,
     ) -> Result<Box<dyn Driver>, DriverError> {
-        let mut config = config_of::<PulsarDriverConfig>(config)?;
-        let url = managed_or_named(
-            managed,
-            config.service_url.as_ref(),
-            self.address_field(),
-            PulsarUrl::parse,
-        )?;
-        // The managed broker's admin API is on its own port + 1430, not always 8080.
         if managed.is_some() && config.http_url.is_none() {
             config.http_url = crate::managed::admin_url(url.port);
         }
         Ok(Box::new(PulsarDriver::new(config, url)))
     }
-    fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {
+    fn managed(home: &Path) -> Box<dyn ManagedBroker> {
         Box::new(ManagedPulsar::new(home))
     }
-    fn metrics(&self) -> Option<&'static MetricSet> {
+    fn metrics() -> Option<&'static MetricSet> {
         Some(&crate::metrics::METRICS)
     }
 }

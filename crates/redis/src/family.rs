@@ -3,12 +3,12 @@
 use std::path::Path;
 
 use brokerbench_brokers::ManagedBroker;
-use brokerbench_driver::family::{config_of, managed_or_named};
-use brokerbench_driver::{Driver, DriverError, Family};
+use brokerbench_driver::{Driver, DriverError};
+use brokerbench_family::{Declaration, Declared};
 use brokerbench_metrics::MetricSet;
-use brokerbench_model::family::{field_error, parse_driver, resolved, OmbDriver};
+use brokerbench_model::family::{field_error, OmbDriver};
 use brokerbench_model::yaml::Value;
-use brokerbench_model::{DriverConfig, DriverSchema, SpecError};
+use brokerbench_model::SpecError;
 
 use crate::config::{RedisDriverConfig, RedisUrl, REDIS_DRIVER_FIELDS};
 use crate::RedisDriver;
@@ -17,70 +17,46 @@ use crate::RedisDriver;
 pub struct RedisFamily;
 
 /// The registry entry.
-pub static FAMILY: RedisFamily = RedisFamily;
+pub static FAMILY: Declared<RedisFamily> = Declared::new();
 
-impl DriverSchema for RedisFamily {
-    fn name(&self) -> &'static str {
-        "redis"
+impl Declaration for RedisFamily {
+    type Config = RedisDriverConfig;
+    type Address = RedisUrl;
+    const NAME: &'static str = "redis";
+    const TITLE: &'static str = "Redis Streams";
+    const ABOUT: &'static str = "Debian's redis-server, its own server on loopback (append-only file, fsync every second); any Redis 5+ by redis_url";
+    const ADDRESS_FIELD: &'static str = "redis_url";
+    const FIELDS: &'static [&'static str] = REDIS_DRIVER_FIELDS;
+    const BUILTIN_DRIVER: &'static str = include_str!("../driver.yaml");
+    const OMB_CLASSES: &'static [&'static str] = &[crate::omb::OMB_DRIVER_CLASS];
+    const OMB_FIELDS: &'static [&'static str] = crate::omb::OMB_DRIVER_FIELDS;
+
+    fn validate(file: &str, config: &RedisDriverConfig) -> Result<(), SpecError> {
+        config.validate().map_err(|e| field_error(file, e))
     }
-    fn fields(&self) -> &'static [&'static str] {
-        REDIS_DRIVER_FIELDS
-    }
-    fn builtin_driver(&self) -> &'static str {
-        include_str!("../driver.yaml")
-    }
-    fn check(&self, file: &str, map: &Value) -> Result<serde_json::Value, SpecError> {
-        let config: RedisDriverConfig = parse_driver(file, map)?;
-        config.validate().map_err(|e| field_error(file, e))?;
-        Ok(resolved("redis", &config))
-    }
-    fn omb_driver_classes(&self) -> &'static [&'static str] {
-        &[crate::omb::OMB_DRIVER_CLASS]
-    }
-    fn omb_driver_fields(&self) -> &'static [&'static str] {
-        crate::omb::OMB_DRIVER_FIELDS
-    }
-    fn translate_omb_driver(&self, file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
+    fn translate_omb(file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
         crate::omb::translate_omb_driver(file, map)
     }
-}
-
-impl Family for RedisFamily {
-    fn schema(&self) -> &dyn DriverSchema {
-        self
+    fn named(config: &RedisDriverConfig) -> Option<&RedisUrl> {
+        config.redis_url.as_ref()
     }
-    fn title(&self) -> &'static str {
-        "Redis Streams"
+    fn shown(url: &RedisUrl) -> String {
+        url.to_string()
     }
-    fn about(&self) -> &'static str {
-        "Debian's redis-server, its own server on loopback (append-only file, fsync every second); any Redis 5+ by redis_url"
-    }
-    fn address_field(&self) -> &'static str {
-        "redis_url"
-    }
-    fn address(&self, config: &DriverConfig) -> Result<Option<String>, DriverError> {
-        Ok(config_of::<RedisDriverConfig>(config)?
-            .redis_url
-            .map(|url| url.to_string()))
+    fn parse(address: &str) -> Result<RedisUrl, String> {
+        RedisUrl::parse(address)
     }
     fn driver(
-        &self,
-        config: &DriverConfig,
-        managed: Option<&str>,
+        config: RedisDriverConfig,
+        url: RedisUrl,
+        _managed: Option<&str>,
     ) -> Result<Box<dyn Driver>, DriverError> {
-        let config = config_of::<RedisDriverConfig>(config)?;
-        let url = managed_or_named(
-            managed,
-            config.redis_url.as_ref(),
-            self.address_field(),
-            RedisUrl::parse,
-        )?;
         Ok(Box::new(RedisDriver::new(config, url)))
     }
-    fn managed(&self, home: &Path) -> Box<dyn ManagedBroker> {
+    fn managed(home: &Path) -> Box<dyn ManagedBroker> {
         Box::new(crate::managed::managed(home))
     }
-    fn metrics(&self) -> Option<&'static MetricSet> {
+    fn metrics() -> Option<&'static MetricSet> {
         Some(&crate::metrics::METRICS)
     }
 }

@@ -1,6 +1,4 @@
-//! A broker family: everything brokerbench knows about one kind of broker, behind one value
-//! the binary lists in its registry. Adding a broker is writing a crate that exports one
-//! [`Family`] and adding it to that list.
+//! The registry entry of a broker family, and the registry.
 
 use std::path::Path;
 
@@ -8,7 +6,7 @@ use brokerbench_brokers::ManagedBroker;
 use brokerbench_metrics::MetricSet;
 use brokerbench_model::{DriverConfig, DriverSchema};
 
-use crate::{Driver, DriverError};
+use brokerbench_driver::{Driver, DriverError};
 
 /// One broker family.
 pub trait Family: Sync {
