@@ -11,10 +11,13 @@ use std::time::{Duration, Instant};
 use crate::config::ArtemisUrl;
 use crate::stomp::{next_frame, write_frame, Frame};
 
-/// What a broken connection reports.
-pub const CONNECTION_CLOSED: &str = "connection_closed";
+pub use brokerbench_driver::CONNECTION_CLOSED;
 
 pub use brokerbench_driver::net::ConnectError;
+
+/// A producer's or consumer's way back to the broker after a lost connection, with the same
+/// client id: a subscription member finds its durable queue as the broker's journal kept it.
+pub type Reconnector = brokerbench_driver::Reconnector<Conn, (ArtemisUrl, Option<String>)>;
 
 /// How often a connection promises the broker a frame or a heart-beat (`heart-beat: 10000,0`):
 /// without the promise Artemis closes a connection that sends nothing for its connection TTL
@@ -41,6 +44,17 @@ impl Conn {
 
     /// Connects and logs in within `timeout` in all; `client_id` names the connection (a
     /// durable subscription's owner).
+    /// A new connection for a producer or consumer that lost its own (an attempt of its
+    /// [`Reconnector`]), or None.
+    pub fn redial((url, client_id): &(ArtemisUrl, Option<String>)) -> Option<Conn> {
+        Conn::connect(
+            url,
+            brokerbench_driver::REDIAL_TIMEOUT,
+            client_id.as_deref(),
+        )
+        .ok()
+    }
+
     pub fn connect(
         url: &ArtemisUrl,
         timeout: Duration,

@@ -9,7 +9,7 @@ use brokerbench_driver::{Consumer, Delivery, Unread};
 
 use crate::config::ArtemisUrl;
 use crate::conn::Conn;
-use crate::reconnect::Reconnector;
+use crate::conn::Reconnector;
 use crate::stomp::{push_number, write_frame};
 
 pub struct ArtemisConsumer {
@@ -169,7 +169,7 @@ impl Consumer for ArtemisConsumer {
     fn unread(&mut self) -> Option<Vec<Unread>> {
         let queue = self.subscription.queue();
         let resource = format!("queue.{queue}");
-        let url = self.reconnector.url();
+        let url = &self.reconnector.target().0;
         // A flush refused or not over in time leaves the count as it is; a broker that cannot
         // be reached has no count to give.
         let _flushed = operate(url, &resource, "flushExecutor", FLUSH_WITHIN)?;

@@ -19,7 +19,6 @@ pub mod managed;
 mod metrics;
 pub mod omb;
 mod producer;
-mod reconnect;
 pub mod stomp;
 
 use std::time::Duration;
@@ -248,7 +247,11 @@ impl Driver for ArtemisDriver {
         _producer: u32,
         _thread: u32,
     ) -> Result<Box<dyn Producer>, DriverError> {
-        let reconnector = reconnect::Reconnector::new(&self.url, None, self.config.reconnect);
+        let reconnector = conn::Reconnector::new(
+            (self.url.clone(), None),
+            self.config.reconnect,
+            Conn::redial,
+        );
         Ok(Box::new(producer::ArtemisProducer::new(
             self.open(None)?,
             reconnector,
@@ -266,8 +269,11 @@ impl Driver for ArtemisDriver {
             name: name.clone(),
             window: self.config.consumer_window_size,
         };
-        let reconnector =
-            reconnect::Reconnector::new(&self.url, Some(address), self.config.reconnect);
+        let reconnector = conn::Reconnector::new(
+            (self.url.clone(), Some(address.to_string())),
+            self.config.reconnect,
+            Conn::redial,
+        );
         let conn = self.open(Some(address))?;
         let consumer =
             consumer::ArtemisConsumer::new(conn, reconnector, subscription).map_err(|e| {

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use brokerbench_driver::{Ack, Envelope, OutgoingMessage, Producer, SendError};
 
+use crate::conn::Reconnector;
 use crate::conn::{Conn, CONNECTION_CLOSED};
-use crate::reconnect::Reconnector;
 use crate::stomp::{parse_number, push_number, write_frame};
 
 struct Pending {

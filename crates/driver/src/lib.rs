@@ -10,6 +10,7 @@ pub mod mock;
 pub mod naming;
 pub mod net;
 mod read_buf;
+mod reconnector;
 mod redial;
 #[cfg(test)]
 mod test_support;
@@ -20,7 +21,12 @@ use std::time::Duration;
 pub use clock::{set_precise_sleep, Clock};
 pub use envelope::{Envelope, EnvelopeError, ENVELOPE_HEADER_LEN, ENVELOPE_VERSION};
 pub use read_buf::ReadBuf;
+pub use reconnector::{Reconnector, REDIAL_TIMEOUT};
 pub use redial::Redial;
+
+/// The error kind of a send or poll that failed because the connection was lost, as every
+/// family's own client names it.
+pub const CONNECTION_CLOSED: &str = "connection_closed";
 
 /// Errors a driver reports while setting up or tearing down.
 #[derive(Debug, thiserror::Error)]

@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use crate::packet::{self, Connect, Packet, Version};
 use crate::url::MqttUrl;
 
-/// What a broken connection reports.
-pub const CONNECTION_CLOSED: &str = "connection_closed";
+pub use brokerbench_driver::CONNECTION_CLOSED;
 
 pub use brokerbench_driver::net::ConnectError;
 

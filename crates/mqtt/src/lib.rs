@@ -250,7 +250,15 @@ impl Driver for MqttDriver {
         };
         Ok(Box::new(producer::MqttProducer::new(
             self.open(&session)?,
-            reconnect::Reconnector::new(&self.url, &session, None, self.config.reconnect),
+            reconnect::Reconnector::new(
+                reconnect::Target {
+                    url: self.url.clone(),
+                    session: session.clone(),
+                    subscription: None,
+                },
+                self.config.reconnect,
+                reconnect::redial,
+            ),
             publishing,
         )))
     }
@@ -309,12 +317,13 @@ impl Driver for MqttDriver {
                 }
             )));
         }
-        let reconnector = reconnect::Reconnector::new(
-            &self.url,
-            &session,
-            Some(subscription),
-            self.config.reconnect,
-        );
+        let target = reconnect::Target {
+            url: self.url.clone(),
+            session: session.clone(),
+            subscription: Some(subscription),
+        };
+        let reconnector =
+            reconnect::Reconnector::new(target, self.config.reconnect, reconnect::redial);
         Ok(Box::new(consumer::MqttConsumer::new(
             conn,
             reconnector,

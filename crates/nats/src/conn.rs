@@ -357,8 +357,7 @@ pub fn push_number(out: &mut Vec<u8>, mut n: usize) {
     out.extend_from_slice(&digits[i..]);
 }
 
-/// The error kind of a lost connection.
-pub const CONNECTION_CLOSED: &str = "connection_closed";
+pub use brokerbench_driver::CONNECTION_CLOSED;
 
 /// A server error text as a `snake_case` kind, e.g. `maximum_messages_exceeded`.
 pub fn kind_of(text: &str) -> String {

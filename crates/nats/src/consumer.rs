@@ -183,7 +183,7 @@ impl NatsConsumer {
         if self.outstanding < self.batch / 2 + 1 {
             self.conn
                 .publish(&self.next_subject, Some(&self.inbox), None, &self.pull)
-                .map_err(|_| "connection_closed".to_string())?;
+                .map_err(|_| crate::conn::CONNECTION_CLOSED.to_string())?;
             self.outstanding += self.batch;
         }
         let outstanding = &mut self.outstanding;

@@ -130,7 +130,7 @@ impl Producer for NatsProducer {
             )
             .map_err(|_| {
                 // Failed in `poll` with what is in flight; this one waits or fails now.
-                let kind = "connection_closed".to_string();
+                let kind = crate::conn::CONNECTION_CLOSED.to_string();
                 self.broken = Some(kind.clone());
                 if self.reconnector.policy.enabled {
                     self.reconnector.redial.lost();

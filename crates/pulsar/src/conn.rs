@@ -12,10 +12,13 @@ use std::time::{Duration, Instant};
 use crate::commands::{self, kind, next_frame, Frame};
 use crate::config::PulsarUrl;
 
-/// What a broken connection reports.
-pub const CONNECTION_CLOSED: &str = "connection_closed";
+pub use brokerbench_driver::CONNECTION_CLOSED;
 
 pub use brokerbench_driver::net::ConnectError;
+
+/// A producer's or consumer's way back to the broker after a lost connection; it sets itself
+/// up again on the new connection (its producers, its subscriptions).
+pub type Reconnector = brokerbench_driver::Reconnector<Conn, PulsarUrl>;
 
 /// An answer to a request, copied out of the buffer.
 #[derive(Debug, Clone)]
@@ -67,6 +70,12 @@ impl Conn {
     }
 
     /// Connects and logs in within `timeout` in all.
+    /// A new connection for a producer or consumer that lost its own (an attempt of its
+    /// [`Reconnector`]), or None.
+    pub fn redial(url: &PulsarUrl) -> Option<Conn> {
+        Conn::connect(url, brokerbench_driver::REDIAL_TIMEOUT).ok()
+    }
+
     pub fn connect(url: &PulsarUrl, timeout: Duration) -> Result<Conn, ConnectError> {
         let deadline = Instant::now() + timeout;
         let mut conn = Conn {

@@ -14,8 +14,8 @@ use crate::admin::Admin;
 use crate::commands::{self, kind, MessageId, SubType, Subscribe};
 use crate::config::AckMode;
 use crate::conn::Conn;
+use crate::conn::Reconnector;
 use crate::message;
-use crate::reconnect::Reconnector;
 
 /// What a member subscribes to.
 #[derive(Debug, Clone)]
@@ -113,8 +113,8 @@ impl PulsarConsumer {
     /// before the loss comes again.
     fn recover(&mut self, timeout: Duration) {
         let subscription = &self.subscription;
-        if let Some(conn) = self.reconnector.attempt(timeout, |conn| {
-            subscription.subscribe_all(conn, crate::reconnect::REDIAL_TIMEOUT)
+        if let Some(conn) = self.reconnector.attempt_then(timeout, |conn| {
+            subscription.subscribe_all(conn, brokerbench_driver::REDIAL_TIMEOUT)
         }) {
             self.conn = conn;
             for part in &mut self.parts {

@@ -22,7 +22,6 @@ pub mod omb;
 mod producer;
 mod proto;
 mod quota;
-mod reconnect;
 mod topic;
 mod unread;
 
@@ -250,7 +249,8 @@ impl Driver for PulsarDriver {
             max_messages: self.config.batching_max_messages as usize,
             max_bytes: self.config.batching_max_bytes as usize,
         };
-        let reconnector = reconnect::Reconnector::new(&self.url, self.config.reconnect);
+        let reconnector =
+            conn::Reconnector::new(self.url.clone(), self.config.reconnect, Conn::redial);
         let producer = producer::PulsarProducer::new(
             self.open()?,
             reconnector,
@@ -274,7 +274,8 @@ impl Driver for PulsarDriver {
             ack: self.config.ack,
             batched: self.config.batching,
         };
-        let reconnector = reconnect::Reconnector::new(&self.url, self.config.reconnect);
+        let reconnector =
+            conn::Reconnector::new(self.url.clone(), self.config.reconnect, Conn::redial);
         let admin = self.admin.clone();
         let consumer =
             consumer::PulsarConsumer::new(self.open()?, reconnector, subscription, admin).map_err(

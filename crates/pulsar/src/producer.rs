@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendError};
 
 use crate::commands::{self, kind};
+use crate::conn::Reconnector;
 use crate::conn::{Conn, CONNECTION_CLOSED};
 use crate::message;
-use crate::reconnect::{Reconnector, REDIAL_TIMEOUT};
 use crate::topic::REQUEST_TIMEOUT;
+use brokerbench_driver::REDIAL_TIMEOUT;
 
 /// One message in flight.
 struct Member {
@@ -235,9 +236,9 @@ impl PulsarProducer {
     fn recover(&mut self, timeout: Duration) {
         let topics: Vec<String> = self.parts.iter().map(|p| p.topic.clone()).collect();
         let mut names = Vec::new();
-        let conn = self.reconnector.attempt(timeout, |conn| {
+        let conn = self.reconnector.attempt_then(timeout, |conn| {
             names = create_all(conn, &topics, REDIAL_TIMEOUT)?;
-            Ok(())
+            Ok::<(), String>(())
         });
         if let Some(conn) = conn {
             self.conn = conn;

@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 use crate::config::RedisUrl;
 use crate::resp::{next_value, write_command, Value};
 
-/// What a broken connection reports.
-pub const CONNECTION_CLOSED: &str = "connection_closed";
+pub use brokerbench_driver::CONNECTION_CLOSED;
 
 pub use brokerbench_driver::net::ConnectError;
+
+/// A producer's or consumer's way back to the server after a lost connection.
+pub type Reconnector = brokerbench_driver::Reconnector<Conn, RedisUrl>;
 
 pub struct Conn {
     stream: TcpStream,
@@ -32,6 +34,12 @@ impl Conn {
     }
 
     /// Connects, logs in and selects the URL's database within `timeout` in all.
+    /// A new connection for a producer or consumer that lost its own (an attempt of its
+    /// [`Reconnector`]), or None.
+    pub fn redial(url: &RedisUrl) -> Option<Conn> {
+        Conn::connect(url, brokerbench_driver::REDIAL_TIMEOUT).ok()
+    }
+
     pub fn connect(url: &RedisUrl, timeout: Duration) -> Result<Conn, ConnectError> {
         let deadline = Instant::now() + timeout;
         let stream =

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use brokerbench_driver::{Consumer, Delivery, Unread};
 
 use crate::conn::Conn;
-use crate::reconnect::Reconnector;
+use crate::conn::Reconnector;
 use crate::resp::{write_command, Value};
 
 /// How long a read waits for entries when there are none (then the next is sent).
@@ -219,7 +219,7 @@ impl Consumer for RedisConsumer {
     /// What each stream holds that the subscription's group has not acknowledged (see
     /// [`crate::unread`]), asked on a connection of its own. None when the server cannot tell.
     fn unread(&mut self) -> Option<Vec<Unread>> {
-        let mut conn = Conn::connect(self.reconnector.url(), UNREAD_WITHIN).ok()?;
+        let mut conn = Conn::connect(self.reconnector.target(), UNREAD_WITHIN).ok()?;
         let mut unread = Vec::new();
         for stream in &self.member.streams {
             let messages =

@@ -17,7 +17,6 @@ pub mod managed;
 mod metrics;
 pub mod omb;
 mod producer;
-mod reconnect;
 pub mod resp;
 mod server;
 mod unread;
@@ -235,7 +234,7 @@ impl Driver for RedisDriver {
         });
         Ok(Box::new(producer::RedisProducer::new(
             self.open()?,
-            reconnect::Reconnector::new(&self.url, self.config.reconnect),
+            conn::Reconnector::new(self.url.clone(), self.config.reconnect, Conn::redial),
             self.topic_streams(topic)?,
             trim,
             self.config.max_outstanding,
@@ -251,7 +250,7 @@ impl Driver for RedisDriver {
         };
         Ok(Box::new(consumer::RedisConsumer::new(
             self.open()?,
-            reconnect::Reconnector::new(&self.url, self.config.reconnect),
+            conn::Reconnector::new(self.url.clone(), self.config.reconnect, Conn::redial),
             member,
         )))
     }

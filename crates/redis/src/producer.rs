@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use brokerbench_driver::{Ack, Envelope, OutgoingMessage, Producer, SendError};
 
+use crate::conn::Reconnector;
 use crate::conn::{Conn, CONNECTION_CLOSED};
-use crate::reconnect::Reconnector;
 use crate::resp::{push_number, write_command, Value};
 
 /// Bytes of XADDs written before they are sent without waiting for the next poll.

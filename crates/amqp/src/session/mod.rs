@@ -44,8 +44,7 @@ use crate::wire::{self, id, next_frame, Reader, FRAME_BODY, FRAME_HEADER, FRAME_
 pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long closing a channel or connection may hold up the end of a run.
 pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
-/// Kind of a send or poll failure after the connection was lost.
-pub const CONNECTION_CLOSED: &str = "connection_closed";
+pub use brokerbench_driver::CONNECTION_CLOSED;
 /// Kind of a send or poll failure after the broker closed the channel.
 pub const CHANNEL_CLOSED: &str = "channel_closed";
 
