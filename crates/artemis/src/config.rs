@@ -1,5 +1,6 @@
 //! The Artemis driver file.
 
+use brokerbench_driver::url::{BrokerUrl, Scheme};
 use serde::{Deserialize, Serialize};
 
 /// Top-level Artemis driver field names, for `--set` routing and did-you-mean.
@@ -145,118 +146,37 @@ fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         .ok_or_else(|| serde::de::Error::custom("needs a size such as 1MiB"))
 }
 
-/// A `tcp://[user:password@]host:port` URL. Debug, Display and Serialize hide the password.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ArtemisUrl {
-    pub host: String,
-    pub port: u16,
-    pub user: Option<String>,
-    password: Option<String>,
-    /// Set for `ssl://` (or `sslEnabled=true`): how the broker's certificate is trusted.
-    pub tls: Option<brokerbench_driver::tls::TlsSettings>,
-}
+/// A `tcp://[user:password@]host:port` URL (`ssl://`, or `sslEnabled=true`, for TLS). Debug,
+/// Display and Serialize hide the password.
+pub type ArtemisUrl = BrokerUrl<Artemis>;
 
-impl ArtemisUrl {
-    pub fn parse(text: &str) -> Result<ArtemisUrl, String> {
-        let rest = ["tcp://", "stomp://", "ssl://", "stomp+ssl://"]
-            .iter()
-            .find_map(|scheme| text.strip_prefix(scheme))
-            .unwrap_or(text);
-        if text.contains("://") && rest.len() == text.len() {
-            return Err(format!(
-                "'{}': write tcp://host:port (a STOMP acceptor of Artemis), or ssl://host:port for TLS",
-                brokerbench_model::redact::redact_uri(text)
-            ));
-        }
-        let query = rest.rsplit_once('@').map_or(rest, |(_, after)| after);
-        let secure = text.starts_with("ssl://")
-            || text.starts_with("stomp+ssl://")
-            || query.to_ascii_lowercase().contains("sslenabled=true");
-        let (auth, address) = match rest.rsplit_once('@') {
-            Some((auth, address)) => (Some(auth), address),
-            None => (None, rest),
-        };
-        // Core-protocol URL options (`?ha=true`) mean nothing over STOMP.
-        let address = address.split(['?', '#']).next().unwrap_or(address);
-        let address = address.trim_end_matches('/');
-        let (host, port) = match address.rsplit_once(':') {
-            Some((h, p)) => (
-                h,
-                p.parse::<u16>().map_err(|_| {
-                    "what follows the host's last `:` is not a port number; write tcp://[user:password@]host:port".to_string()
-                })?,
-            ),
-            // 61617: the TLS acceptor of Artemis's examples (and of the managed broker).
-            None if secure => (address, 61617),
-            None => (address, 61616),
-        };
-        if host.is_empty() {
-            return Err("the URL names no host; write tcp://host:port".into());
-        }
-        let (user, password) = match auth.map(|a| a.split_once(':')) {
-            None => (None, None),
-            Some(Some((u, p))) => (Some(u.to_string()), Some(p.to_string())),
-            Some(None) => (auth.map(str::to_string), None),
-        };
-        Ok(ArtemisUrl {
-            host: host.to_string(),
-            port,
-            user,
-            password,
-            tls: secure.then(Default::default),
-        })
+/// Artemis's kind of URL, as its core-protocol clients write it, for its STOMP acceptor.
+pub struct Artemis;
+
+impl Scheme for Artemis {
+    const TYPE: &'static str = "ArtemisUrl";
+    const PLAIN: &'static [&'static str] = &["tcp", "stomp"];
+    const SECURE: &'static [&'static str] = &["ssl", "stomp+ssl"];
+    /// 61617: the TLS acceptor of Artemis's examples (and of the managed broker).
+    const PORTS: (u16, u16) = (61616, 61617);
+    const WRITE: &'static str =
+        "write tcp://host:port (a STOMP acceptor of Artemis), or ssl://host:port for TLS";
+    const NO_HOST: &'static str = "the URL names no host; write tcp://host:port";
+    type Path = ();
+
+    fn bad_port(_port: &str) -> String {
+        "what follows the host's last `:` is not a port number; write tcp://[user:password@]host:port".into()
     }
-
-    /// The same broker over TLS as the driver file's `tls:` block says (which turns TLS on
-    /// for a `tcp://` URL too).
-    pub fn with_tls(mut self, settings: Option<&brokerbench_driver::tls::TlsSettings>) -> Self {
-        if let Some(settings) = settings {
-            self.tls = Some(settings.clone());
-        }
-        self
+    /// Core-protocol URL options (`?ha=true`) mean nothing over STOMP.
+    fn split(rest: &str) -> Result<(&str, ()), String> {
+        let address = rest.split(['?', '#']).next().unwrap_or(rest);
+        Ok((address.trim_end_matches('/'), ()))
     }
-
-    /// `host:port`.
-    pub fn address(&self) -> String {
-        format!("{}:{}", self.host, self.port)
+    fn path_text(_path: &()) -> String {
+        String::new()
     }
-
-    pub fn password(&self) -> Option<&str> {
-        self.password.as_deref()
-    }
-
-    fn redacted(&self) -> String {
-        let scheme = if self.tls.is_some() { "ssl" } else { "tcp" };
-        match (&self.user, &self.password) {
-            (Some(u), Some(_)) => format!("{scheme}://{u}:***@{}", self.address()),
-            (Some(u), None) => format!("{scheme}://{u}@{}", self.address()),
-            _ => format!("{scheme}://{}", self.address()),
-        }
-    }
-}
-
-impl std::fmt::Debug for ArtemisUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ArtemisUrl({})", self.redacted())
-    }
-}
-
-impl std::fmt::Display for ArtemisUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.redacted())
-    }
-}
-
-impl Serialize for ArtemisUrl {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.redacted())
-    }
-}
-
-impl<'de> Deserialize<'de> for ArtemisUrl {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        ArtemisUrl::parse(&text).map_err(serde::de::Error::custom)
+    fn asks_tls(rest: &str) -> bool {
+        rest.to_ascii_lowercase().contains("sslenabled=true")
     }
 }
 

@@ -15,6 +15,7 @@ mod redial;
 #[cfg(test)]
 mod test_support;
 pub mod tls;
+pub mod url;
 
 use std::time::Duration;
 

@@ -1,5 +1,6 @@
 //! The NATS driver file.
 
+use brokerbench_driver::url::{Alone, BrokerUrl, Scheme};
 use serde::{Deserialize, Serialize};
 
 /// Top-level NATS driver field names, for `--set` routing and did-you-mean.
@@ -191,104 +192,32 @@ fn optional_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u6
     }
 }
 
-/// A `nats://[user:password@]host:port` URL. Debug, Display and Serialize hide the password.
-#[derive(Clone, PartialEq, Eq)]
-pub struct NatsUrl {
-    pub host: String,
-    pub port: u16,
-    pub user: Option<String>,
-    password: Option<String>,
-    /// `tls://`, or the driver file's `tls:` block: TLS after the server's INFO.
-    pub tls: Option<brokerbench_driver::tls::TlsSettings>,
-}
+/// A `nats://[user:password@]host:port` URL (`tls://` for TLS). Debug, Display and Serialize
+/// hide the password.
+pub type NatsUrl = BrokerUrl<Nats>;
 
-impl NatsUrl {
-    pub fn parse(text: &str) -> Result<NatsUrl, String> {
-        let secure = text.starts_with("tls://");
-        let rest = text
-            .strip_prefix("nats://")
-            .or_else(|| text.strip_prefix("tls://"))
-            .unwrap_or(text);
-        if text.contains("://") && !text.starts_with("nats://") && !secure {
-            return Err(format!(
-                "'{}': write nats://host:port, or tls://host:port for TLS",
-                brokerbench_model::redact::redact_uri(text)
-            ));
-        }
-        let (auth, address) = match rest.rsplit_once('@') {
-            Some((auth, address)) => (Some(auth), address),
-            None => (None, rest),
-        };
-        let address = address.trim_end_matches('/');
-        let (host, port) = match address.rsplit_once(':') {
-            Some((h, p)) => (
-                h,
-                p.parse::<u16>()
-                    .map_err(|_| format!("'{p}' is not a port number"))?,
-            ),
-            None => (address, 4222),
-        };
-        if host.is_empty() {
-            return Err("the URL names no host; write nats://host:port".into());
-        }
-        let (user, password) = match auth {
-            None => (None, None),
-            Some(a) => match a.split_once(':') {
-                Some((u, p)) => (Some(u.to_string()), Some(p.to_string())),
-                None => (Some(a.to_string()), None),
-            },
-        };
-        Ok(NatsUrl {
-            host: host.to_string(),
-            port,
-            user,
-            password,
-            tls: secure.then(Default::default),
-        })
+/// NATS's kind of URL: a login of one part is a token, never shown; `tls://`, or the driver
+/// file's `tls:` block, means TLS after the server's INFO.
+pub struct Nats;
+
+impl Scheme for Nats {
+    const TYPE: &'static str = "NatsUrl";
+    const PLAIN: &'static [&'static str] = &["nats"];
+    const SECURE: &'static [&'static str] = &["tls"];
+    const PORTS: (u16, u16) = (4222, 4222);
+    const WRITE: &'static str = "write nats://host:port, or tls://host:port for TLS";
+    const NO_HOST: &'static str = "the URL names no host; write nats://host:port";
+    const ALONE: Alone = Alone::Token;
+    type Path = ();
+
+    fn bad_port(port: &str) -> String {
+        format!("'{port}' is not a port number")
     }
-
-    /// `host:port`.
-    pub fn address(&self) -> String {
-        format!("{}:{}", self.host, self.port)
+    fn split(rest: &str) -> Result<(&str, ()), String> {
+        Ok((rest.trim_end_matches('/'), ()))
     }
-
-    pub fn password(&self) -> Option<&str> {
-        self.password.as_deref()
-    }
-
-    fn redacted(&self) -> String {
-        let scheme = if self.tls.is_some() { "tls" } else { "nats" };
-        match (&self.user, &self.password) {
-            (Some(u), Some(_)) => format!("{scheme}://{u}:***@{}", self.address()),
-            // A user without a password is how NATS URLs carry a token.
-            (Some(_), None) => format!("{scheme}://***@{}", self.address()),
-            _ => format!("{scheme}://{}", self.address()),
-        }
-    }
-}
-
-impl std::fmt::Debug for NatsUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "NatsUrl({})", self.redacted())
-    }
-}
-
-impl std::fmt::Display for NatsUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.redacted())
-    }
-}
-
-impl Serialize for NatsUrl {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.redacted())
-    }
-}
-
-impl<'de> Deserialize<'de> for NatsUrl {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        NatsUrl::parse(&text).map_err(serde::de::Error::custom)
+    fn path_text(_path: &()) -> String {
+        String::new()
     }
 }
 

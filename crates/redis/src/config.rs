@@ -1,5 +1,6 @@
 //! The Redis driver file.
 
+use brokerbench_driver::url::{Alone, BrokerUrl, NoUser, Scheme};
 use serde::{Deserialize, Serialize};
 
 /// Top-level Redis driver field names, for `--set` routing and did-you-mean.
@@ -142,146 +143,47 @@ impl RedisDriverConfig {
     }
 }
 
-/// A `redis://[user:password@]host:port[/db]` URL. Debug, Display and Serialize hide the
-/// password.
-#[derive(Clone, PartialEq, Eq)]
-pub struct RedisUrl {
-    pub host: String,
-    pub port: u16,
-    pub user: Option<String>,
-    password: Option<String>,
-    pub db: u32,
-    /// Set for `rediss://`: how the server's certificate is trusted.
-    pub tls: Option<brokerbench_driver::tls::TlsSettings>,
-}
+/// A `redis://[user:password@]host:port[/db]` URL (`rediss://` for TLS). Debug, Display and
+/// Serialize hide the password.
+pub type RedisUrl = BrokerUrl<Redis>;
 
-impl RedisUrl {
-    pub fn parse(text: &str) -> Result<RedisUrl, String> {
-        let (secure, rest) = match (
-            text.strip_prefix("redis://"),
-            text.strip_prefix("rediss://"),
-        ) {
-            (Some(rest), _) => (false, rest),
-            (_, Some(rest)) => (true, rest),
-            _ if text.contains("://") => {
-                return Err(format!(
-                    "'{}': write redis://host:port (rediss://host:port for TLS)",
-                    brokerbench_model::redact::redact_uri(text)
-                ))
-            }
-            _ => (false, text),
-        };
-        let (auth, address) = match rest.rsplit_once('@') {
-            Some((auth, address)) => (Some(auth), address),
-            None => (None, rest),
-        };
-        let address = address.split(['?', '#']).next().unwrap_or(address);
-        let (address, db) = match address.split_once('/') {
-            Some((a, "")) => (a, 0),
-            Some((a, db)) => (
+/// Redis's kind of URL: its path is the database number; a login of one part is a password,
+/// as is `:password@` (the default user's).
+pub struct Redis;
+
+impl Scheme for Redis {
+    const TYPE: &'static str = "RedisUrl";
+    const PLAIN: &'static [&'static str] = &["redis"];
+    const SECURE: &'static [&'static str] = &["rediss"];
+    const PORTS: (u16, u16) = (6379, 6379);
+    const WRITE: &'static str = "write redis://host:port (rediss://host:port for TLS)";
+    const NO_HOST: &'static str = "the URL names no host; write redis://host:port";
+    const ALONE: Alone = Alone::Password;
+    const NO_USER: NoUser = NoUser::Password;
+    /// The database.
+    type Path = u32;
+
+    fn bad_port(_port: &str) -> String {
+        "what follows the host's last `:` is not a port number; write redis://[user:password@]host:port".into()
+    }
+    fn split(rest: &str) -> Result<(&str, u32), String> {
+        let address = rest.split(['?', '#']).next().unwrap_or(rest);
+        match address.split_once('/') {
+            Some((a, "")) => Ok((a, 0)),
+            Some((a, db)) => Ok((
                 a,
                 db.parse().map_err(|_| {
                     format!("'/{db}' is not a database number; write redis://host:port/0")
                 })?,
-            ),
-            None => (address, 0),
-        };
-        let (host, port) = match address.rsplit_once(':') {
-            Some((h, p)) => (
-                h,
-                p.parse::<u16>().map_err(|_| {
-                    "what follows the host's last `:` is not a port number; write redis://[user:password@]host:port".to_string()
-                })?,
-            ),
-            None => (address, 6379),
-        };
-        if host.is_empty() {
-            return Err("the URL names no host; write redis://host:port".into());
+            )),
+            None => Ok((address, 0)),
         }
-        // `redis://:password@host` is a password without a user (the default user).
-        let (user, password) = match auth.map(|a| a.split_once(':')) {
-            None => (None, None),
-            Some(Some(("", p))) => (None, Some(p.to_string())),
-            Some(Some((u, p))) => (Some(u.to_string()), Some(p.to_string())),
-            Some(None) => (None, auth.map(str::to_string)),
-        };
-        Ok(RedisUrl {
-            host: host.to_string(),
-            port,
-            user,
-            password,
-            db,
-            tls: secure.then(Default::default),
-        })
     }
-
-    /// The same server over TLS as the driver file's `tls:` block says.
-    pub fn with_tls(mut self, settings: Option<&brokerbench_driver::tls::TlsSettings>) -> Self {
-        if let Some(settings) = settings {
-            self.tls = Some(settings.clone());
+    fn path_text(db: &u32) -> String {
+        match db {
+            0 => String::new(),
+            db => format!("/{db}"),
         }
-        self
-    }
-
-    /// The same URL with this user and password (an OMB file's `redisUser`, `redisPass`).
-    pub fn with_login(mut self, user: Option<String>, password: Option<String>) -> Self {
-        self.user = user;
-        self.password = password;
-        self
-    }
-
-    /// `host:port`.
-    pub fn address(&self) -> String {
-        format!("{}:{}", self.host, self.port)
-    }
-
-    pub fn password(&self) -> Option<&str> {
-        self.password.as_deref()
-    }
-
-    fn redacted(&self) -> String {
-        let scheme = if self.tls.is_some() {
-            "rediss"
-        } else {
-            "redis"
-        };
-        let login = match (&self.user, &self.password) {
-            (Some(u), Some(_)) => format!("{u}:***@"),
-            (None, Some(_)) => ":***@".to_string(),
-            (Some(u), None) => format!("{u}@"),
-            (None, None) => String::new(),
-        };
-        let db = if self.db == 0 {
-            String::new()
-        } else {
-            format!("/{}", self.db)
-        };
-        format!("{scheme}://{login}{}{db}", self.address())
-    }
-}
-
-impl std::fmt::Debug for RedisUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RedisUrl({})", self.redacted())
-    }
-}
-
-impl std::fmt::Display for RedisUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.redacted())
-    }
-}
-
-impl Serialize for RedisUrl {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.redacted())
-    }
-}
-
-impl<'de> Deserialize<'de> for RedisUrl {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        RedisUrl::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -297,7 +199,7 @@ mod tests {
         assert!(c.validate().is_ok());
         let u = RedisUrl::parse("redis://bench:s3cret@127.0.0.1:6380/2").unwrap();
         assert_eq!(
-            (u.address(), u.password(), u.db),
+            (u.address(), u.password(), u.path),
             ("127.0.0.1:6380".into(), Some("s3cret"), 2)
         );
         for shown in [

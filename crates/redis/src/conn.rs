@@ -67,8 +67,8 @@ impl Conn {
             write_command(&mut self.out, &auth);
             sent += 1;
         }
-        let db = url.db.to_string();
-        if url.db != 0 {
+        let db = url.path.to_string();
+        if url.path != 0 {
             write_command(&mut self.out, &[b"SELECT", db.as_bytes()]);
             sent += 1;
         }
