@@ -7,7 +7,7 @@ use brokerbench_brokers::ManagedBroker;
 use brokerbench_driver::{Driver, DriverError};
 use brokerbench_family::{Declaration, Declared};
 use brokerbench_metrics::MetricSet;
-use brokerbench_model::family::{field_error, OmbDriver};
+use brokerbench_model::family::{field_error, unpartitioned, OmbDriver};
 use brokerbench_model::workload::FieldError;
 use brokerbench_model::yaml::Value;
 use brokerbench_model::{SpecError, Workload};
@@ -38,16 +38,10 @@ impl Declaration for RabbitMqFamily {
         config.validate().map_err(|e| field_error(file, e))
     }
     fn check_workload(workload: &Workload) -> Result<(), FieldError> {
-        if workload.partitions_per_topic != 1 {
-            return Err(FieldError::new(
-                "partitions_per_topic",
-                format!(
-                    "{} has no meaning for RabbitMQ, whose queues are not partitioned; set partitions_per_topic: 1 (more consumers per queue: consumers_per_topic; more queues per topic: queues_per_topic in the driver file)",
-                    workload.partitions_per_topic
-                ),
-            ));
-        }
-        Ok(())
+        unpartitioned(
+            workload,
+            "RabbitMQ, whose queues are not partitioned; set partitions_per_topic: 1 (more consumers per queue: consumers_per_topic; more queues per topic: queues_per_topic in the driver file)",
+        )
     }
     fn translate_omb(file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
         crate::omb::translate_omb_driver(file, map)

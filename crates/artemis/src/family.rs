@@ -7,7 +7,7 @@ use brokerbench_brokers::ManagedBroker;
 use brokerbench_driver::{Driver, DriverError};
 use brokerbench_family::{Declaration, Declared};
 use brokerbench_metrics::MetricSet;
-use brokerbench_model::family::{field_error, OmbDriver};
+use brokerbench_model::family::{field_error, unpartitioned, OmbDriver};
 use brokerbench_model::workload::{FieldError, Workload};
 use brokerbench_model::yaml::Value;
 use brokerbench_model::SpecError;
@@ -38,16 +38,10 @@ impl Declaration for ArtemisFamily {
         config.validate().map_err(|e| field_error(file, e))
     }
     fn check_workload(workload: &Workload) -> Result<(), FieldError> {
-        if workload.partitions_per_topic != 1 {
-            return Err(FieldError::new(
-                "partitions_per_topic",
-                format!(
-                    "{} has no meaning for Artemis, whose addresses are not partitioned (each subscription is one queue); set partitions_per_topic: 1 (more consumers per subscription: consumers_per_topic)",
-                    workload.partitions_per_topic
-                ),
-            ));
-        }
-        Ok(())
+        unpartitioned(
+            workload,
+            "Artemis, whose addresses are not partitioned (each subscription is one queue); set partitions_per_topic: 1 (more consumers per subscription: consumers_per_topic)",
+        )
     }
     fn translate_omb(file: &str, map: &Value) -> Result<OmbDriver, SpecError> {
         crate::omb::translate_omb_driver(file, map)

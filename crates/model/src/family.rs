@@ -63,6 +63,18 @@ pub fn no_omb_driver(name: &str, file: &str) -> SpecError {
     }
 }
 
+/// The check of a family whose broker has no partitions: `partitions_per_topic` other than 1
+/// is refused, "N has no meaning for " `broker` (who the broker is, and the fix).
+pub fn unpartitioned(workload: &Workload, broker: &str) -> Result<(), FieldError> {
+    match workload.partitions_per_topic {
+        1 => Ok(()),
+        n => Err(FieldError::new(
+            "partitions_per_topic",
+            format!("{n} has no meaning for {broker}"),
+        )),
+    }
+}
+
 /// An OMB driver file translated by its family.
 pub struct OmbDriver {
     /// The family's own driver mapping, `driver: NAME` included.
