@@ -3,8 +3,7 @@
 //! RECEIPT.
 
 use brokerbench_driver::arrival::LastRead;
-use brokerbench_driver::ReadBuf;
-use std::io::Write;
+use brokerbench_driver::framed::{Framed, Framing};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -24,14 +23,19 @@ pub type Reconnector = brokerbench_driver::Reconnector<Conn, (ArtemisUrl, Option
 /// (60 s by default), such as a consumer with nothing to acknowledge.
 const HEART_BEAT: Duration = Duration::from_secs(10);
 
+/// STOMP's frames.
+pub struct Stomp;
+
+impl Framing for Stomp {
+    type Frame<'a> = Frame<'a>;
+
+    fn next(bytes: &[u8]) -> Result<Option<(Frame<'_>, usize)>, String> {
+        next_frame(bytes).map_err(|e| format!("malformed_frame: {}", e.0))
+    }
+}
+
 pub struct Conn {
-    stream: TcpStream,
-    inbox: ReadBuf,
-    out: Vec<u8>,
-    /// When the bytes of the last read arrived (the stamp of acknowledgements it brought).
-    read_at: LastRead,
-    /// When the connection last sent anything.
-    sent_at: Instant,
+    link: Framed,
     /// CONNECTED's `server` header: `ActiveMQ-Artemis/2.40.0 ActiveMQ Artemis Messaging Engine`.
     pub server: String,
 }
@@ -39,7 +43,7 @@ pub struct Conn {
 impl Conn {
     /// When the bytes of the last read arrived; what a poll hands on came with it.
     pub fn last_read(&self) -> LastRead {
-        self.read_at.clone()
+        self.link.last_read()
     }
 
     /// Connects and logs in within `timeout` in all; `client_id` names the connection (a
@@ -62,15 +66,11 @@ impl Conn {
     ) -> Result<Conn, ConnectError> {
         let deadline = Instant::now() + timeout;
         let mut conn = Conn {
-            stream: open(url, deadline)?,
-            inbox: ReadBuf::default(),
-            out: Vec::with_capacity(64 * 1024),
-            read_at: LastRead::default(),
-            sent_at: Instant::now(),
+            link: Framed::new(open(url, deadline)?),
             server: String::new(),
         };
         write_frame(
-            &mut conn.out,
+            conn.link.out(),
             b"CONNECT",
             &login_headers(url, client_id),
             b"",
@@ -115,17 +115,12 @@ impl Conn {
 
     /// The buffer frames are written into; [`Conn::flush`] or the next poll sends them.
     pub fn out(&mut self) -> &mut Vec<u8> {
-        &mut self.out
+        self.link.out()
     }
 
     /// Sends what is written.
     pub fn flush(&mut self) -> std::io::Result<()> {
-        if !self.out.is_empty() {
-            self.stream.write_all(&self.out)?;
-            self.out.clear();
-            self.sent_at = Instant::now();
-        }
-        Ok(())
+        self.link.flush()
     }
 
     /// Sends what is written (a heart-beat if nothing was sent for [`HEART_BEAT`]), then
@@ -138,32 +133,18 @@ impl Conn {
         on_frame: &mut dyn FnMut(Frame<'_>, &mut Vec<u8>),
     ) -> Result<usize, String> {
         self.heart_beat()?;
-        let mut handled = self.drain(on_frame)?;
-        if handled == 0 {
-            match self.fill(timeout) {
-                Ok(0) => return Err(CONNECTION_CLOSED.into()),
-                Ok(_) => handled = self.drain(on_frame)?,
-                // A signal (Ctrl-C) interrupts a read with a timeout: nothing is lost.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) => {}
-                Err(_) => return Err(CONNECTION_CLOSED.into()),
-            }
-        }
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
-        Ok(handled)
+        self.link.poll::<Stomp>(timeout, &mut |frame, out| {
+            on_frame(frame, out);
+            Ok(())
+        })
     }
 
     /// Sends what is written, or a heart-beat if nothing was sent for [`HEART_BEAT`].
     pub fn heart_beat(&mut self) -> Result<(), String> {
-        if self.out.is_empty() && self.sent_at.elapsed() >= HEART_BEAT {
-            self.out.push(b'\n');
+        if !self.link.unsent() && self.link.sent_at().elapsed() >= HEART_BEAT {
+            self.link.out().push(b'\n');
         }
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())
+        self.link.send()
     }
 
     /// Sends `command` with `headers` and a `receipt` header, and waits until the broker
@@ -178,7 +159,7 @@ impl Conn {
         const RECEIPT: &[u8] = b"brokerbench-request";
         let mut all = headers.to_vec();
         all.push((b"receipt", RECEIPT));
-        write_frame(&mut self.out, command, &all, b"");
+        write_frame(self.link.out(), command, &all, b"");
         let deadline = Instant::now() + timeout;
         let mut answer = None;
         while answer.is_none() {
@@ -197,29 +178,6 @@ impl Conn {
             })?;
         }
         answer.expect("the loop ends with an answer")
-    }
-
-    /// Reads what the socket has, waiting up to `timeout` (to the microsecond).
-    fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
-        let read = self.inbox.fill(&self.stream, timeout)?;
-        self.read_at.set(read.at_ns.unwrap_or_default());
-        Ok(read.bytes)
-    }
-
-    /// Handles every whole frame in the buffer.
-    fn drain(
-        &mut self,
-        on_frame: &mut dyn FnMut(Frame<'_>, &mut Vec<u8>),
-    ) -> Result<usize, String> {
-        let mut handled = 0;
-        while let Some((frame, used)) =
-            next_frame(self.inbox.unread()).map_err(|e| format!("malformed_frame: {}", e.0))?
-        {
-            on_frame(frame, &mut self.out);
-            self.inbox.consume(used);
-            handled += 1;
-        }
-        Ok(handled)
     }
 }
 

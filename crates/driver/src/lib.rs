@@ -5,6 +5,7 @@
 pub mod arrival;
 mod clock;
 mod envelope;
+pub mod framed;
 pub mod lateness;
 pub mod mock;
 pub mod naming;

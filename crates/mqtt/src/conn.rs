@@ -3,9 +3,7 @@
 //! keep-alive, and SUBSCRIBE waited for.
 
 use brokerbench_driver::arrival::LastRead;
-use brokerbench_driver::ReadBuf;
-use std::io::Write;
-use std::net::TcpStream;
+use brokerbench_driver::framed::{Framed, Framing};
 use std::time::{Duration, Instant};
 
 use crate::packet::{self, Connect, Packet, Version};
@@ -32,18 +30,23 @@ pub struct Session {
 /// into the buffer it is given, and stop the poll with the kind of an error.
 pub type OnPacket<'a> = dyn FnMut(Packet<'_>, &mut Vec<u8>) -> Result<(), String> + 'a;
 
+/// MQTT's frames: packets.
+pub struct Mqtt;
+
+impl Framing for Mqtt {
+    type Frame<'a> = Packet<'a>;
+
+    fn next(bytes: &[u8]) -> Result<Option<(Packet<'_>, usize)>, String> {
+        packet::next_packet(bytes).map_err(|e| format!("malformed_packet: {}", e.0))
+    }
+}
+
 pub struct Conn {
-    stream: TcpStream,
-    /// Packets read and not yet handled.
-    inbox: ReadBuf,
-    out: Vec<u8>,
-    /// When the bytes of the last read arrived (the stamp of acknowledgements it brought).
-    read_at: LastRead,
+    link: Framed,
     pub version: Version,
     /// What the broker said in its CONNACK.
     pub connack: packet::ConnAck,
     keep_alive: Duration,
-    last_write: Instant,
     /// When a PINGREQ went that no PINGRESP has answered yet.
     ping_sent: Option<Instant>,
 }
@@ -51,7 +54,7 @@ pub struct Conn {
 impl Conn {
     /// When the bytes of the last read arrived; what a poll hands on came with it.
     pub fn last_read(&self) -> LastRead {
-        self.read_at.clone()
+        self.link.last_read()
     }
 
     /// Connects and logs in within `timeout` in all.
@@ -64,14 +67,10 @@ impl Conn {
         let stream =
             brokerbench_driver::net::open(&url.host, url.port, url.tls.as_ref(), deadline)?;
         let mut conn = Conn {
-            stream,
-            inbox: ReadBuf::default(),
-            out: Vec::with_capacity(64 * 1024),
-            read_at: LastRead::default(),
+            link: Framed::new(stream),
             version: session.version,
             connack: Default::default(),
             keep_alive: Duration::from_secs(session.keep_alive_s as u64),
-            last_write: Instant::now(),
             ping_sent: None,
         };
         let logging_in = |e| brokerbench_driver::net::while_logging_in(url.tls.as_ref(), e);
@@ -95,7 +94,7 @@ impl Conn {
             session_expiry_s: session.session_expiry_s,
             receive_maximum: session.receive_maximum,
         };
-        packet::write_connect(&mut self.out, &connect);
+        packet::write_connect(self.link.out(), &connect);
         self.flush()
             .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
         let left = deadline.saturating_duration_since(Instant::now());
@@ -117,22 +116,17 @@ impl Conn {
 
     /// The buffer packets are written into; [`Conn::flush`] or the next poll sends them.
     pub fn out(&mut self) -> &mut Vec<u8> {
-        &mut self.out
+        self.link.out()
     }
 
     /// Whether packets are written that the next poll sends.
     pub fn unsent(&self) -> bool {
-        !self.out.is_empty()
+        self.link.unsent()
     }
 
     /// Sends what is written.
     pub fn flush(&mut self) -> std::io::Result<()> {
-        if !self.out.is_empty() {
-            self.stream.write_all(&self.out)?;
-            self.out.clear();
-            self.last_write = Instant::now();
-        }
-        Ok(())
+        self.link.flush()
     }
 
     /// Sends what is written, then hands every whole packet that has arrived to `on_packet`,
@@ -154,33 +148,24 @@ impl Conn {
         if self.keep_alive_ping() {
             self.ping_sent.get_or_insert_with(Instant::now);
         }
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
-        let mut handled = self.drain(on_packet)?;
-        if handled == 0 {
-            match self.fill(timeout) {
-                Ok(0) => return Err(CONNECTION_CLOSED.into()),
-                Ok(_) => handled = self.drain(on_packet)?,
-                // A signal (Ctrl-C) interrupts a read with a timeout: nothing is lost.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) => {}
-                Err(_) => return Err(CONNECTION_CLOSED.into()),
+        let (version, ping_sent) = (self.version, &mut self.ping_sent);
+        self.link.poll::<Mqtt>(timeout, &mut |p, out| match p.kind {
+            packet::PINGRESP => {
+                *ping_sent = None;
+                Ok(())
             }
-        }
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
-        Ok(handled)
+            packet::DISCONNECT => Err(disconnected(version, p.body)),
+            _ => on_packet(p, out),
+        })
     }
 
     /// A PINGREQ when nothing was written for half the keep-alive (the broker closes a
     /// connection quiet for one and a half); whether one was written.
     fn keep_alive_ping(&mut self) -> bool {
-        let due = !self.keep_alive.is_zero() && self.last_write.elapsed() >= self.keep_alive / 2;
+        let due =
+            !self.keep_alive.is_zero() && self.link.sent_at().elapsed() >= self.keep_alive / 2;
         if due {
-            packet::write_pingreq(&mut self.out);
+            packet::write_pingreq(self.link.out());
         }
         due
     }
@@ -191,7 +176,7 @@ impl Conn {
     pub fn idle(&mut self, timeout: Duration) -> Result<(), String> {
         std::thread::sleep(timeout);
         self.keep_alive_ping();
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())
+        self.link.send()
     }
 
     /// The largest packet the broker takes, when it says (MQTT 5).
@@ -207,8 +192,8 @@ impl Conn {
         qos: u8,
         timeout: Duration,
     ) -> Result<Vec<u8>, String> {
-        packet::write_subscribe(&mut self.out, self.version, 1, filters, qos);
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        packet::write_subscribe(self.link.out(), self.version, 1, filters, qos);
+        self.link.send()?;
         let body = self.wait_for(packet::SUBACK, timeout)?;
         let (_, granted) = packet::parse_suback(self.version, &body).map_err(|e| e.0)?;
         Ok(granted)
@@ -217,7 +202,7 @@ impl Conn {
     /// Ends the connection politely (DISCONNECT), telling an MQTT 5 broker to forget the
     /// session when `end_session`.
     pub fn disconnect(&mut self, end_session: bool) {
-        packet::write_disconnect(&mut self.out, self.version, end_session);
+        packet::write_disconnect(self.link.out(), self.version, end_session);
         let _ = self.flush();
     }
 
@@ -228,12 +213,12 @@ impl Conn {
         // How far into the unread bytes the packets were looked at.
         let mut skipped = 0;
         loop {
-            while let Some((p, used)) = packet::next_packet(&self.inbox.unread()[skipped..])
+            while let Some((p, used)) = packet::next_packet(&self.link.unread()[skipped..])
                 .map_err(|e| format!("malformed_packet: {}", e.0))?
             {
                 if p.kind == kind {
                     let body = p.body.to_vec();
-                    self.inbox.remove(skipped, used);
+                    self.link.remove(skipped, used);
                     return Ok(body);
                 }
                 if p.kind == packet::DISCONNECT {
@@ -245,7 +230,7 @@ impl Conn {
             if left.is_zero() {
                 return Err(format!("no answer within {timeout:?}"));
             }
-            match self.fill(left) {
+            match self.link.fill(left) {
                 Ok(0) => return Err("the broker closed the connection".into()),
                 Ok(_) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -253,31 +238,6 @@ impl Conn {
                 Err(e) => return Err(e.to_string()),
             }
         }
-    }
-
-    /// Reads what the socket has, waiting up to `timeout` (to the microsecond), after the
-    /// unread bytes.
-    fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
-        let read = self.inbox.fill(&self.stream, timeout)?;
-        self.read_at.set(read.at_ns.unwrap_or_default());
-        Ok(read.bytes)
-    }
-
-    /// Hands on every whole packet in the buffer.
-    fn drain(&mut self, on_packet: &mut OnPacket<'_>) -> Result<usize, String> {
-        let mut handled = 0;
-        while let Some((p, used)) = packet::next_packet(self.inbox.unread())
-            .map_err(|e| format!("malformed_packet: {}", e.0))?
-        {
-            match p.kind {
-                packet::PINGRESP => self.ping_sent = None,
-                packet::DISCONNECT => return Err(disconnected(self.version, p.body)),
-                _ => on_packet(p, &mut self.out)?,
-            }
-            self.inbox.consume(used);
-            handled += 1;
-        }
-        Ok(handled)
     }
 }
 

@@ -3,8 +3,7 @@
 //! that wait for the answer carrying their request id, and the broker's PINGs answered.
 
 use brokerbench_driver::arrival::LastRead;
-use brokerbench_driver::ReadBuf;
-use std::io::Write;
+use brokerbench_driver::framed::{Framed, Framing};
 use std::net::TcpStream;
 
 use std::time::{Duration, Instant};
@@ -49,12 +48,19 @@ impl Answer {
     }
 }
 
+/// Pulsar's frames: commands, with their payloads.
+pub struct Pulsar;
+
+impl Framing for Pulsar {
+    type Frame<'a> = Frame<'a>;
+
+    fn next(bytes: &[u8]) -> Result<Option<(Frame<'_>, usize)>, String> {
+        next_frame(bytes).map_err(|e| format!("malformed_frame: {e}"))
+    }
+}
+
 pub struct Conn {
-    stream: TcpStream,
-    inbox: ReadBuf,
-    out: Vec<u8>,
-    /// When the bytes of the last read arrived (the stamp of acknowledgements it brought).
-    read_at: LastRead,
+    link: Framed,
     /// Whole frames that came while a request waited for its answer (deliveries, a change
     /// of the active consumer): handed out first by the next poll.
     stash: Vec<u8>,
@@ -66,7 +72,7 @@ pub struct Conn {
 impl Conn {
     /// When the bytes of the last read arrived; what a poll hands on came with it.
     pub fn last_read(&self) -> LastRead {
-        self.read_at.clone()
+        self.link.last_read()
     }
 
     /// Connects and logs in within `timeout` in all.
@@ -79,15 +85,12 @@ impl Conn {
     pub fn connect(url: &PulsarUrl, timeout: Duration) -> Result<Conn, ConnectError> {
         let deadline = Instant::now() + timeout;
         let mut conn = Conn {
-            stream: open(url, deadline)?,
-            inbox: ReadBuf::default(),
-            out: Vec::with_capacity(64 * 1024),
-            read_at: LastRead::default(),
+            link: Framed::new(open(url, deadline)?),
             stash: Vec::new(),
             next_request: 1,
             server: String::new(),
         };
-        commands::connect(&mut conn.out, credentials(url));
+        commands::connect(conn.link.out(), credentials(url));
         let logging_in = |e| brokerbench_driver::net::while_logging_in(url.tls.as_ref(), e);
         conn.flush()
             .map_err(|e| logging_in(ConnectError::Unreachable(e.to_string())))?;
@@ -127,16 +130,12 @@ impl Conn {
 
     /// The buffer commands are written into; [`Conn::flush`] or the next poll sends them.
     pub fn out(&mut self) -> &mut Vec<u8> {
-        &mut self.out
+        self.link.out()
     }
 
     /// Sends what is written.
     pub fn flush(&mut self) -> std::io::Result<()> {
-        if !self.out.is_empty() {
-            self.stream.write_all(&self.out)?;
-            self.out.clear();
-        }
-        Ok(())
+        self.link.flush()
     }
 
     /// A new request id.
@@ -154,13 +153,13 @@ impl Conn {
         timeout: Duration,
         on_frame: &mut dyn FnMut(Frame<'_>, &mut Vec<u8>),
     ) -> Result<usize, String> {
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        self.link.send()?;
         let mut handled = self.drain_stash(on_frame)?;
         handled += self.drain(on_frame)?;
-        if handled == 0 && self.receive(timeout)? {
+        if handled == 0 && self.link.receive(timeout)? {
             handled = self.drain(on_frame)?;
         }
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        self.link.send()?;
         Ok(handled)
     }
 
@@ -174,8 +173,8 @@ impl Conn {
         timeout: Duration,
         write: impl FnOnce(&mut Vec<u8>),
     ) -> Result<Answer, String> {
-        write(&mut self.out);
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        write(self.link.out());
+        self.link.send()?;
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(answer) = self.take_answer(id)? {
@@ -188,7 +187,7 @@ impl Conn {
             if left.is_zero() {
                 return Err(format!("no answer to {what} within {timeout:?}"));
             }
-            self.receive(left)?;
+            self.link.receive(left)?;
         }
     }
 
@@ -196,27 +195,25 @@ impl Conn {
     /// `id`, which it takes out; the others are stashed for the next poll (PINGs answered).
     fn take_answer(&mut self, id: u64) -> Result<Option<Answer>, String> {
         loop {
-            let unread = self.inbox.unread();
-            let Some((frame, used)) =
-                next_frame(unread).map_err(|e| format!("malformed_frame: {e}"))?
-            else {
+            let unread = self.link.unread();
+            let Some((frame, used)) = Pulsar::next(unread)? else {
                 return Ok(None);
             };
             let ping = frame.kind == kind::PING;
-            let mut answer = None;
-            if ping {
-                commands::pong(&mut self.out);
-            } else if frame.request_id() == Some(id) && is_answer(frame.kind) {
-                answer = Some(Answer {
-                    kind: frame.kind,
-                    command: frame.command.to_vec(),
+            let answer =
+                (!ping && frame.request_id() == Some(id) && is_answer(frame.kind)).then(|| {
+                    Answer {
+                        kind: frame.kind,
+                        command: frame.command.to_vec(),
+                    }
                 });
-            } else {
+            if !ping && answer.is_none() {
                 self.stash.extend_from_slice(&unread[..used]);
             }
-            self.inbox.consume(used);
+            self.link.consume(used);
             if ping {
-                self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+                commands::pong(self.link.out());
+                self.link.send()?;
             }
             if answer.is_some() {
                 return Ok(answer);
@@ -235,44 +232,12 @@ impl Conn {
         let stash = std::mem::take(&mut self.stash);
         let mut at = 0;
         let mut handled = 0;
-        while let Some((frame, used)) =
-            next_frame(&stash[at..]).map_err(|e| format!("malformed_frame: {e}"))?
-        {
-            on_frame(frame, &mut self.out);
+        while let Some((frame, used)) = Pulsar::next(&stash[at..])? {
+            on_frame(frame, self.link.out());
             at += used;
             handled += 1;
         }
         Ok(handled)
-    }
-
-    /// Reads what the socket has, waiting up to `timeout`: whether anything came;
-    /// Err([`CONNECTION_CLOSED`]) once the connection is gone. A signal (Ctrl-C) that
-    /// interrupts the wait loses nothing.
-    fn receive(&mut self, timeout: Duration) -> Result<bool, String> {
-        match self.fill(timeout) {
-            Ok(0) => Err(CONNECTION_CLOSED.into()),
-            Ok(_) => Ok(true),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(_) => Err(CONNECTION_CLOSED.into()),
-        }
-    }
-
-    /// Reads what the socket has, waiting up to `timeout` for it (to the microsecond: a
-    /// socket's receive timeout would be rounded up to the kernel's tick, 4 ms here, for every
-    /// poll that finds nothing).
-    fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
-        let read = self.inbox.fill(&self.stream, timeout)?;
-        self.read_at.set(read.at_ns.unwrap_or_default());
-        Ok(read.bytes)
     }
 
     /// Handles every whole frame in the buffer; PINGs are answered, not handed on.
@@ -280,19 +245,14 @@ impl Conn {
         &mut self,
         on_frame: &mut dyn FnMut(Frame<'_>, &mut Vec<u8>),
     ) -> Result<usize, String> {
-        let mut handled = 0;
-        while let Some((frame, used)) =
-            next_frame(self.inbox.unread()).map_err(|e| format!("malformed_frame: {e}"))?
-        {
+        self.link.drain::<Pulsar>(&mut |frame, out| {
             if frame.kind == kind::PING {
-                commands::pong(&mut self.out);
+                commands::pong(out);
             } else {
-                on_frame(frame, &mut self.out);
+                on_frame(frame, out);
             }
-            self.inbox.consume(used);
-            handled += 1;
-        }
-        Ok(handled)
+            Ok(())
+        })
     }
 }
 

@@ -2,9 +2,7 @@
 //! buffer, replies in cut out of one buffer, and requests that wait for their reply.
 
 use brokerbench_driver::arrival::LastRead;
-use brokerbench_driver::ReadBuf;
-use std::io::Write;
-use std::net::TcpStream;
+use brokerbench_driver::framed::{Framed, Framing};
 use std::time::{Duration, Instant};
 
 use crate::config::RedisUrl;
@@ -17,12 +15,19 @@ pub use brokerbench_driver::net::ConnectError;
 /// A producer's or consumer's way back to the server after a lost connection.
 pub type Reconnector = brokerbench_driver::Reconnector<Conn, RedisUrl>;
 
+/// RESP's frames: replies.
+pub struct Resp;
+
+impl Framing for Resp {
+    type Frame<'a> = Value;
+
+    fn next(bytes: &[u8]) -> Result<Option<(Value, usize)>, String> {
+        next_value(bytes).map_err(|e| format!("malformed_reply: {}", e.0))
+    }
+}
+
 pub struct Conn {
-    stream: TcpStream,
-    inbox: ReadBuf,
-    out: Vec<u8>,
-    /// When the bytes of the last read arrived (the stamp of acknowledgements it brought).
-    read_at: LastRead,
+    link: Framed,
     /// A reply timed out: the connection is out of step with its commands, not used again.
     desynced: bool,
 }
@@ -30,7 +35,7 @@ pub struct Conn {
 impl Conn {
     /// When the bytes of the last read arrived; what a poll hands on came with it.
     pub fn last_read(&self) -> LastRead {
-        self.read_at.clone()
+        self.link.last_read()
     }
 
     /// Connects, logs in and selects the URL's database within `timeout` in all.
@@ -45,10 +50,7 @@ impl Conn {
         let stream =
             brokerbench_driver::net::open(&url.host, url.port, url.tls.as_ref(), deadline)?;
         let mut conn = Conn {
-            stream,
-            inbox: ReadBuf::default(),
-            out: Vec::with_capacity(64 * 1024),
-            read_at: LastRead::default(),
+            link: Framed::new(stream),
             desynced: false,
         };
         let logging_in = |e| brokerbench_driver::net::while_logging_in(url.tls.as_ref(), e);
@@ -64,15 +66,15 @@ impl Conn {
             let mut auth: Vec<&[u8]> = vec![b"AUTH"];
             auth.extend(url.user.as_deref().map(str::as_bytes));
             auth.push(password.as_bytes());
-            write_command(&mut self.out, &auth);
+            write_command(self.link.out(), &auth);
             sent += 1;
         }
         let db = url.path.to_string();
         if url.path != 0 {
-            write_command(&mut self.out, &[b"SELECT", db.as_bytes()]);
+            write_command(self.link.out(), &[b"SELECT", db.as_bytes()]);
             sent += 1;
         }
-        write_command(&mut self.out, &[b"PING"]);
+        write_command(self.link.out(), &[b"PING"]);
         self.flush()
             .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
         let left = deadline.saturating_duration_since(Instant::now());
@@ -95,16 +97,12 @@ impl Conn {
 
     /// The buffer commands are written into; [`Conn::flush`] or the next poll sends them.
     pub fn out(&mut self) -> &mut Vec<u8> {
-        &mut self.out
+        self.link.out()
     }
 
     /// Sends what is written.
     pub fn flush(&mut self) -> std::io::Result<()> {
-        if !self.out.is_empty() {
-            self.stream.write_all(&self.out)?;
-            self.out.clear();
-        }
-        Ok(())
+        self.link.flush()
     }
 
     /// Sends what is written, then hands every whole reply that has arrived to `on_reply`,
@@ -115,32 +113,17 @@ impl Conn {
         timeout: Duration,
         on_reply: &mut dyn FnMut(Value, &mut Vec<u8>),
     ) -> Result<usize, String> {
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
-        let mut handled = self.drain(on_reply)?;
-        if handled == 0 {
-            match self.fill(timeout) {
-                Ok(0) => return Err(CONNECTION_CLOSED.into()),
-                Ok(_) => handled = self.drain(on_reply)?,
-                // A signal (Ctrl-C) interrupts a read with a timeout: nothing is lost.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) => {}
-                Err(_) => return Err(CONNECTION_CLOSED.into()),
-            }
-        }
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
-        Ok(handled)
+        self.link.poll::<Resp>(timeout, &mut |value, out| {
+            on_reply(value, out);
+            Ok(())
+        })
     }
 
     /// Sends `args` and waits for its reply (an error reply is Err with its text). Only on a
     /// connection with nothing else in flight.
     pub fn call(&mut self, args: &[&[u8]], timeout: Duration) -> Result<Value, String> {
-        write_command(&mut self.out, args);
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
+        write_command(self.link.out(), args);
+        self.link.send()?;
         match self.replies(1, timeout)?.pop() {
             Some(Value::Error(text)) => Err(text),
             value => Ok(value.expect("one reply")),
@@ -166,26 +149,6 @@ impl Conn {
             return Err(format!("{} replies more than asked for", answers.len() - n));
         }
         Ok(answers)
-    }
-
-    /// Reads what the socket has, waiting up to `timeout` (to the microsecond).
-    fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
-        let read = self.inbox.fill(&self.stream, timeout)?;
-        self.read_at.set(read.at_ns.unwrap_or_default());
-        Ok(read.bytes)
-    }
-
-    /// Handles every whole reply in the buffer.
-    fn drain(&mut self, on_reply: &mut dyn FnMut(Value, &mut Vec<u8>)) -> Result<usize, String> {
-        let mut handled = 0;
-        while let Some((value, used)) =
-            next_value(self.inbox.unread()).map_err(|e| format!("malformed_reply: {}", e.0))?
-        {
-            on_reply(value, &mut self.out);
-            self.inbox.consume(used);
-            handled += 1;
-        }
-        Ok(handled)
     }
 }
 
