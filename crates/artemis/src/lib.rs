@@ -23,10 +23,10 @@ pub mod stomp;
 
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Producer, Topology};
+use brokerbench_driver::{Consumer, ConsumerSlot, Dialed, Driver, DriverError, Producer, Topology};
 
 use crate::config::{ArtemisDriverConfig, ArtemisUrl};
-use crate::conn::{Conn, ConnectError};
+use crate::conn::Conn;
 
 pub use family::{ArtemisFamily, FAMILY};
 
@@ -63,30 +63,19 @@ impl ArtemisDriver {
 
     /// A connection, named `client_id` when given.
     fn open(&self, client_id: Option<&str>) -> Result<Conn, DriverError> {
-        Conn::connect(&self.url, ADMIN_TIMEOUT, client_id).map_err(|e| match e {
-            ConnectError::Unreachable(reason) => DriverError::Unreachable {
+        let login_hint = match &self.url.user {
+            Some(user) => format!(" (user '{user}'); check the user and password in broker_address"),
+            None => " (no user given); the broker wants one: broker_address: tcp://user:password@host:port".into(),
+        };
+        Conn::connect(&self.url, ADMIN_TIMEOUT, client_id).map_err(|e| {
+            e.for_run(Dialed {
                 broker: "artemis",
                 address: self.url.to_string(),
-                reason,
-                hint: "start the managed broker with `brokerbench broker up artemis`, or remove `broker_address` from the driver file to let brokerbench start it".into(),
-            },
-            ConnectError::Authentication(reason) => DriverError::Authentication {
-                broker: "artemis",
-                address: self.url.to_string(),
-                reason: match &self.url.user {
-                    Some(user) => format!("{reason} (user '{user}'); check the user and password in broker_address"),
-                    None => format!("{reason} (no user given); the broker wants one: broker_address: tcp://user:password@host:port"),
-                },
-            },
-            ConnectError::Tls(reason) => DriverError::Unreachable {
-                broker: "artemis",
-                address: self.url.to_string(),
-                reason,
-                hint: "check broker_address (ssl://host:port, a TLS acceptor) and the driver file's tls: block (ca_file, cert_file, key_file, server_name)".into(),
-            },
-            ConnectError::Protocol(reason) => {
-                DriverError::Other(format!("artemis at {}: {reason}", self.url))
-            }
+                noun: "broker",
+                field: "broker_address",
+                tls_address: "ssl://host:port, a TLS acceptor",
+                login_hint,
+            })
         })
     }
 

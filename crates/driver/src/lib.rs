@@ -4,6 +4,7 @@
 
 pub mod arrival;
 mod clock;
+mod dialed;
 mod envelope;
 pub mod framed;
 pub mod lateness;
@@ -21,6 +22,7 @@ pub mod url;
 use std::time::Duration;
 
 pub use clock::{set_precise_sleep, Clock};
+pub use dialed::Dialed;
 pub use envelope::{Envelope, EnvelopeError, ENVELOPE_HEADER_LEN, ENVELOPE_VERSION};
 pub use read_buf::ReadBuf;
 pub use reconnector::{Reconnector, REDIAL_TIMEOUT};

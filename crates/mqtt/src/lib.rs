@@ -25,7 +25,7 @@ pub mod url;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Producer, Topology};
+use brokerbench_driver::{Consumer, ConsumerSlot, Dialed, Driver, DriverError, Producer, Topology};
 
 use crate::config::{MqttDriverConfig, Version};
 use crate::conn::{Conn, ConnectError, Session};
@@ -101,29 +101,14 @@ impl MqttDriver {
     }
 
     fn connect_error(&self, e: ConnectError) -> DriverError {
-        let address = self.url.to_string();
-        match e {
-            ConnectError::Unreachable(reason) => DriverError::Unreachable {
-                broker: "mqtt",
-                address,
-                reason,
-                hint: "start the managed broker with `brokerbench broker up mqtt`, or remove `mqtt_url` from the driver file to let brokerbench start it".into(),
-            },
-            ConnectError::Authentication(reason) => DriverError::Authentication {
-                broker: "mqtt",
-                address,
-                reason,
-            },
-            ConnectError::Tls(reason) => DriverError::Unreachable {
-                broker: "mqtt",
-                address,
-                reason,
-                hint: "check mqtt_url (mqtts://host:port, the broker's TLS listener) and the driver file's tls: block (ca_file, cert_file, key_file, server_name)".into(),
-            },
-            ConnectError::Protocol(reason) => {
-                DriverError::Other(format!("mqtt at {address}: {reason}"))
-            }
-        }
+        e.for_run(Dialed {
+            broker: "mqtt",
+            address: self.url.to_string(),
+            noun: "broker",
+            field: "mqtt_url",
+            tls_address: "mqtts://host:port, the broker's TLS listener",
+            login_hint: String::new(),
+        })
     }
 
     fn topic_names(&self, topic: u32) -> Result<&[String], DriverError> {

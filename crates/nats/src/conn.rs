@@ -25,15 +25,7 @@ pub struct Msg<'a> {
     pub arrived_ns: u64,
 }
 
-/// Why connecting failed.
-#[derive(Debug)]
-pub enum ConnectError {
-    Unreachable(String),
-    Authentication(String),
-    Protocol(String),
-    /// The TLS settings could not be read, or the handshake failed.
-    Tls(String),
-}
+pub use brokerbench_driver::net::ConnectError;
 
 /// One connection.
 pub struct Conn {

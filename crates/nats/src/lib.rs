@@ -20,10 +20,12 @@ mod unread;
 
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Led, Producer, Topology};
+use brokerbench_driver::{
+    Consumer, ConsumerSlot, Dialed, Driver, DriverError, Led, Producer, Topology,
+};
 
 use crate::config::{AckPolicy, Discard, NatsDriverConfig, NatsUrl, Storage};
-use crate::conn::{Conn, ConnectError};
+use crate::conn::Conn;
 
 pub use family::{NatsFamily, FAMILY};
 
@@ -68,37 +70,27 @@ impl NatsDriver {
     }
 
     fn open(&self) -> Result<Conn, DriverError> {
-        Conn::connect(&self.url, ADMIN_TIMEOUT).map_err(|e| match e {
-            ConnectError::Unreachable(reason) => DriverError::Unreachable {
-                broker: "nats",
-                address: self.url.to_string(),
-                reason,
-                hint: "start the managed server with `brokerbench broker up nats`, or remove `servers` from the driver file to let brokerbench start it".into(),
-            },
-            ConnectError::Authentication(reason) => DriverError::Authentication {
-                broker: "nats",
-                address: self.url.to_string(),
-                reason: match (&self.url.user, self.url.password()) {
-                    (Some(_), None) => format!(
-                        "{reason} (a token given as the URL's user); check the token in servers"
-                    ),
-                    (Some(user), Some(_)) => format!(
-                        "{reason} (user '{user}'); check the user and password in servers"
-                    ),
-                    (None, _) => format!(
-                        "{reason} (no user given); the server wants one: servers: nats://user:password@host:port"
-                    ),
-                },
-            },
-            ConnectError::Tls(reason) => DriverError::Unreachable {
-                broker: "nats",
-                address: self.url.to_string(),
-                reason,
-                hint: "check servers (tls://host:port) and the driver file's tls: block (ca_file, cert_file, key_file, server_name)".into(),
-            },
-            ConnectError::Protocol(reason) => {
-                DriverError::Other(format!("nats at {}: {reason}", self.url))
+        let login_hint = match (&self.url.user, self.url.password()) {
+            (Some(_), None) => {
+                " (a token given as the URL's user); check the token in servers".into()
             }
+            (Some(user), Some(_)) => {
+                format!(" (user '{user}'); check the user and password in servers")
+            }
+            (None, _) => {
+                " (no user given); the server wants one: servers: nats://user:password@host:port"
+                    .into()
+            }
+        };
+        Conn::connect(&self.url, ADMIN_TIMEOUT).map_err(|e| {
+            e.for_run(Dialed {
+                broker: "nats",
+                address: self.url.to_string(),
+                noun: "server",
+                field: "servers",
+                tls_address: "tls://host:port",
+                login_hint,
+            })
         })
     }
 

@@ -27,11 +27,11 @@ mod unread;
 
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Producer, Topology};
+use brokerbench_driver::{Consumer, ConsumerSlot, Dialed, Driver, DriverError, Producer, Topology};
 
 use crate::admin::Admin;
 use crate::config::{PulsarDriverConfig, PulsarUrl};
-use crate::conn::{Conn, ConnectError};
+use crate::conn::Conn;
 use crate::topic::Topic;
 
 pub use family::{PulsarFamily, FAMILY};
@@ -72,30 +72,19 @@ impl PulsarDriver {
     }
 
     fn open(&self) -> Result<Conn, DriverError> {
-        Conn::connect(&self.url, ADMIN_TIMEOUT).map_err(|e| match e {
-            ConnectError::Unreachable(reason) => DriverError::Unreachable {
+        let login_hint = match self.url.token() {
+            Some(_) => "; check auth_token".into(),
+            None => " (no token given); the broker wants one: auth_token in the driver file".into(),
+        };
+        Conn::connect(&self.url, ADMIN_TIMEOUT).map_err(|e| {
+            e.for_run(Dialed {
                 broker: "pulsar",
                 address: self.url.to_string(),
-                reason,
-                hint: "start the managed broker with `brokerbench broker up pulsar`, or remove `service_url` from the driver file to let brokerbench start it".into(),
-            },
-            ConnectError::Authentication(reason) => DriverError::Authentication {
-                broker: "pulsar",
-                address: self.url.to_string(),
-                reason: match self.url.token() {
-                    Some(_) => format!("{reason}; check auth_token"),
-                    None => format!("{reason} (no token given); the broker wants one: auth_token in the driver file"),
-                },
-            },
-            ConnectError::Tls(reason) => DriverError::Unreachable {
-                broker: "pulsar",
-                address: self.url.to_string(),
-                reason,
-                hint: "check service_url (pulsar+ssl://host:port, the broker's TLS port) and the driver file's tls: block (ca_file, cert_file, key_file, server_name)".into(),
-            },
-            ConnectError::Protocol(reason) => {
-                DriverError::Other(format!("pulsar at {}: {reason}", self.url))
-            }
+                noun: "broker",
+                field: "service_url",
+                tls_address: "pulsar+ssl://host:port, the broker's TLS port",
+                login_hint,
+            })
         })
     }
 

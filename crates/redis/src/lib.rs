@@ -23,10 +23,10 @@ mod unread;
 
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Producer, Topology};
+use brokerbench_driver::{Consumer, ConsumerSlot, Dialed, Driver, DriverError, Producer, Topology};
 
 use crate::config::{RedisDriverConfig, RedisUrl};
-use crate::conn::{Conn, ConnectError};
+use crate::conn::Conn;
 
 pub use family::{RedisFamily, FAMILY};
 
@@ -66,27 +66,15 @@ impl RedisDriver {
 
     /// A new connection.
     fn open(&self) -> Result<Conn, DriverError> {
-        Conn::connect(&self.url, ADMIN_TIMEOUT).map_err(|e| match e {
-            ConnectError::Unreachable(reason) => DriverError::Unreachable {
+        Conn::connect(&self.url, ADMIN_TIMEOUT).map_err(|e| {
+            e.for_run(Dialed {
                 broker: "redis",
                 address: self.url.to_string(),
-                reason,
-                hint: "start the managed server with `brokerbench broker up redis`, or remove `redis_url` from the driver file to let brokerbench start it".into(),
-            },
-            ConnectError::Authentication(reason) => DriverError::Authentication {
-                broker: "redis",
-                address: self.url.to_string(),
-                reason,
-            },
-            ConnectError::Tls(reason) => DriverError::Unreachable {
-                broker: "redis",
-                address: self.url.to_string(),
-                reason,
-                hint: "check redis_url (rediss://host:port, the server's TLS port) and the driver file's tls: block (ca_file, cert_file, key_file, server_name)".into(),
-            },
-            ConnectError::Protocol(reason) => {
-                DriverError::Other(format!("redis at {}: {reason}", self.url))
-            }
+                noun: "server",
+                field: "redis_url",
+                tls_address: "rediss://host:port, the server's TLS port",
+                login_hint: String::new(),
+            })
         })
     }
 
