@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use brokerbench_driver::{Ack, Envelope, OutgoingMessage, Producer, SendError};
+use brokerbench_driver::{fail_all, Ack, Envelope, OutgoingMessage, Producer, SendError, Sent};
 
 use crate::conn::Reconnector;
 use crate::conn::{Conn, CONNECTION_CLOSED};
@@ -13,9 +13,7 @@ use crate::stomp::{parse_number, push_number, write_frame};
 
 struct Pending {
     n: u64,
-    envelope: Envelope,
-    sent_ns: u64,
-    bytes: u32,
+    sent: Sent,
 }
 
 pub struct ArtemisProducer {
@@ -61,15 +59,7 @@ impl ArtemisProducer {
 
     /// Fails everything in flight with `kind`.
     fn fail_pending(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
-        for entry in self.pending.drain(..) {
-            acks(Ack {
-                envelope: entry.envelope,
-                sent_ns: entry.sent_ns,
-                bytes: entry.bytes,
-                acknowledged_ns: None,
-                result: Err(kind.to_string()),
-            });
-        }
+        fail_all(self.pending.drain(..).map(|p| p.sent), kind, acks);
     }
 }
 
@@ -97,11 +87,7 @@ pub(crate) fn kind_of(text: &str) -> String {
 impl Producer for ArtemisProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
         if let Some(kind) = &self.broken {
-            return Err(if self.reconnector.policy.enabled {
-                SendError::Unavailable(kind.clone())
-            } else {
-                SendError::Failed(kind.clone())
-            });
+            return Err(SendError::lost(&self.reconnector.policy, kind.clone()));
         }
         if self.pending.len() >= self.max_outstanding {
             return Err(SendError::Backpressure);
@@ -127,17 +113,11 @@ impl Producer for ArtemisProducer {
             let kind = CONNECTION_CLOSED.to_string();
             self.broken = Some(kind.clone());
             self.reconnector.lost();
-            return Err(if self.reconnector.policy.enabled {
-                SendError::Unavailable(kind)
-            } else {
-                SendError::Failed(kind)
-            });
+            return Err(SendError::lost(&self.reconnector.policy, kind));
         }
         self.pending.push_back(Pending {
             n: self.next,
-            envelope,
-            sent_ns: message.sent_ns,
-            bytes: message.payload.len() as u32,
+            sent: Sent::of(envelope, &message),
         });
         Ok(())
     }
@@ -165,13 +145,7 @@ impl Producer for ArtemisProducer {
                 .and_then(parse_number)
                 .and_then(|n| settle(pending, n));
             match (entry, result) {
-                (Some(entry), result) => acks(Ack {
-                    envelope: entry.envelope,
-                    sent_ns: entry.sent_ns,
-                    bytes: entry.bytes,
-                    acknowledged_ns: Some(arrived.get()),
-                    result,
-                }),
+                (Some(entry), result) => acks(entry.sent.settled(Some(arrived.get()), result)),
                 // An ERROR of no send of ours: the broker closes the connection after it.
                 (None, Err(kind)) => refused = Some(kind),
                 (None, Ok(())) => {}

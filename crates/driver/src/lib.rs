@@ -14,6 +14,7 @@ pub mod net;
 mod read_buf;
 mod reconnector;
 mod redial;
+mod sent;
 #[cfg(test)]
 mod test_support;
 pub mod tls;
@@ -27,6 +28,7 @@ pub use envelope::{Envelope, EnvelopeError, ENVELOPE_HEADER_LEN, ENVELOPE_VERSIO
 pub use read_buf::ReadBuf;
 pub use reconnector::{Reconnector, REDIAL_TIMEOUT};
 pub use redial::Redial;
+pub use sent::{fail_all, Sent};
 
 /// The error kind of a send or poll that failed because the connection was lost, as every
 /// family's own client names it.

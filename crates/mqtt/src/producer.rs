@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use brokerbench_driver::arrival::LastRead;
-use brokerbench_driver::{Ack, Envelope, OutgoingMessage, Producer, SendError};
+use brokerbench_driver::{fail_all, Ack, Envelope, OutgoingMessage, Producer, SendError, Sent};
 
 use crate::conn::{Conn, CONNECTION_CLOSED};
 use crate::packet::{self, Packet};
@@ -19,12 +19,6 @@ pub const PACKET_TOO_LARGE: &str = "mqtt_packet_too_large";
 
 /// Bytes of PUBLISHes written before they are sent without waiting for the next poll.
 const FLUSH_AT: usize = 64 * 1024;
-
-struct Pending {
-    envelope: Envelope,
-    sent_ns: u64,
-    bytes: u32,
-}
 
 /// How a producer publishes.
 #[derive(Debug, Clone)]
@@ -44,7 +38,7 @@ pub struct MqttProducer {
     qos: u8,
     expiry_s: Option<u32>,
     /// QoS 1 and 2 PUBLISHes by packet identifier.
-    pending: HashMap<u16, Pending>,
+    pending: HashMap<u16, Sent>,
     next_id: u16,
     /// In flight at most: `max_outstanding`, and no more than the broker's receive maximum.
     limit: usize,
@@ -115,23 +109,11 @@ impl MqttProducer {
     }
 
     fn fail_pending(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
-        for (_, entry) in self.pending.drain() {
-            acks(Ack {
-                envelope: entry.envelope,
-                sent_ns: entry.sent_ns,
-                bytes: entry.bytes,
-                acknowledged_ns: None,
-                result: Err(kind.to_string()),
-            });
-        }
+        fail_all(self.pending.drain().map(|(_, sent)| sent), kind, acks);
     }
 
     fn unavailable(&self, kind: String) -> SendError {
-        if self.reconnector.policy.enabled {
-            SendError::Unavailable(kind)
-        } else {
-            SendError::Failed(kind)
-        }
+        SendError::lost(&self.reconnector.policy, kind)
     }
 }
 
@@ -140,7 +122,7 @@ impl MqttProducer {
 fn on_packet(
     p: Packet<'_>,
     out: &mut Vec<u8>,
-    pending: &mut HashMap<u16, Pending>,
+    pending: &mut HashMap<u16, Sent>,
     arrived: &LastRead,
     acks: &mut dyn FnMut(Ack),
 ) -> Result<(), String> {
@@ -162,13 +144,7 @@ fn on_packet(
     } else {
         Ok(())
     };
-    acks(Ack {
-        envelope: entry.envelope,
-        sent_ns: entry.sent_ns,
-        bytes: entry.bytes,
-        acknowledged_ns: Some(arrived.get()),
-        result,
-    });
+    acks(entry.settled(Some(arrived.get()), result));
     Ok(())
 }
 
@@ -218,16 +194,7 @@ impl Producer for MqttProducer {
             return Err(self.unavailable(CONNECTION_CLOSED.to_string()));
         }
         if qos > 0 {
-            let bytes = message.payload.len() as u32;
-            let sent_ns = message.sent_ns;
-            self.pending.insert(
-                id,
-                Pending {
-                    envelope,
-                    sent_ns,
-                    bytes,
-                },
-            );
+            self.pending.insert(id, Sent::of(envelope, &message));
         }
         Ok(())
     }
@@ -311,7 +278,7 @@ mod tests {
         };
         pending.insert(
             9,
-            Pending {
+            Sent {
                 envelope,
                 sent_ns: 1,
                 bytes: 40,

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use brokerbench_driver::{Ack, Envelope, OutgoingMessage, Producer, SendError};
+use brokerbench_driver::{fail_all, Ack, Envelope, OutgoingMessage, Producer, SendError, Sent};
 
 use crate::config::{NatsDriverConfig, NatsUrl};
 use crate::conn::{push_number, Conn};
@@ -12,9 +12,7 @@ use crate::reconnect::Reconnector;
 
 struct Pending {
     n: u64,
-    envelope: Envelope,
-    sent_ns: u64,
-    bytes: u32,
+    sent: Sent,
 }
 
 pub struct NatsProducer {
@@ -64,15 +62,7 @@ impl NatsProducer {
 
     /// Fails everything in flight with `kind`.
     fn fail_pending(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
-        for entry in self.pending.drain(..) {
-            acks(Ack {
-                envelope: entry.envelope,
-                sent_ns: entry.sent_ns,
-                bytes: entry.bytes,
-                acknowledged_ns: None,
-                result: Err(kind.to_string()),
-            });
-        }
+        fail_all(self.pending.drain(..).map(|p| p.sent), kind, acks);
     }
 }
 
@@ -88,11 +78,7 @@ fn key_hash(key: &[u8]) -> usize {
 impl Producer for NatsProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
         if let Some(kind) = &self.broken {
-            return Err(if self.reconnector.policy.enabled {
-                SendError::Unavailable(kind.clone())
-            } else {
-                SendError::Failed(kind.clone())
-            });
+            return Err(SendError::lost(&self.reconnector.policy, kind.clone()));
         }
         if self.pending.len() >= self.max_outstanding {
             return Err(SendError::Backpressure);
@@ -134,16 +120,12 @@ impl Producer for NatsProducer {
                 self.broken = Some(kind.clone());
                 if self.reconnector.policy.enabled {
                     self.reconnector.redial.lost();
-                    SendError::Unavailable(kind)
-                } else {
-                    SendError::Failed(kind)
                 }
+                SendError::lost(&self.reconnector.policy, kind)
             })?;
         self.pending.push_back(Pending {
             n: self.next,
-            envelope,
-            sent_ns: message.sent_ns,
-            bytes: message.payload.len() as u32,
+            sent: Sent::of(envelope, &message),
         });
         Ok(())
     }
@@ -194,13 +176,7 @@ impl Producer for NatsProducer {
             } else {
                 Ok(())
             };
-            acks(Ack {
-                envelope: entry.envelope,
-                sent_ns: entry.sent_ns,
-                bytes: entry.bytes,
-                acknowledged_ns: Some(msg.arrived_ns),
-                result,
-            });
+            acks(entry.sent.settled(Some(msg.arrived_ns), result));
         });
         if let Err(kind) = result {
             // The connection is gone: everything in flight fails; later sends wait for the

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendError};
+use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendError, Sent};
 
 use crate::commands::{self, kind};
 use crate::conn::Reconnector;
@@ -16,11 +16,7 @@ use crate::topic::REQUEST_TIMEOUT;
 use brokerbench_driver::REDIAL_TIMEOUT;
 
 /// One message in flight.
-struct Member {
-    envelope: Envelope,
-    sent_ns: u64,
-    bytes: u32,
-}
+type Member = Sent;
 
 /// One SEND: a message, or a batch.
 struct Entry {
@@ -226,7 +222,7 @@ impl PulsarProducer {
             let batch = std::mem::take(&mut part.batch);
             let entries = part.pending.drain(..).flat_map(|e| e.members);
             for member in entries.chain(batch.members) {
-                acks(failed(member, kind));
+                acks(member.failed(kind));
             }
         }
         self.in_flight = 0;
@@ -252,21 +248,6 @@ impl PulsarProducer {
 
 /// The outcome of `member`'s send: acknowledged at `acknowledged_ns` (as the client saw it),
 /// or failed.
-fn settled(member: Member, acknowledged_ns: Option<u64>, result: Result<(), String>) -> Ack {
-    Ack {
-        envelope: member.envelope,
-        sent_ns: member.sent_ns,
-        bytes: member.bytes,
-        acknowledged_ns,
-        result,
-    }
-}
-
-/// `member`'s send failed with `kind`.
-fn failed(member: Member, kind: &str) -> Ack {
-    settled(member, None, Err(kind.to_string()))
-}
-
 /// The entry with `sequence_id`, taken out of `pending` (receipts come in order: the first,
 /// as a rule).
 fn settle(pending: &mut VecDeque<Entry>, sequence_id: u64) -> Option<Entry> {
@@ -296,22 +277,14 @@ pub(crate) fn kind_of(code: u64) -> String {
 impl Producer for PulsarProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
         if let Some(kind) = &self.broken {
-            return Err(if self.reconnector.policy.enabled {
-                SendError::Unavailable(kind.clone())
-            } else {
-                SendError::Failed(kind.clone())
-            });
+            return Err(SendError::lost(&self.reconnector.policy, kind.clone()));
         }
         if self.in_flight >= self.max_pending {
             return Err(SendError::Backpressure);
         }
         let envelope = Envelope::read(message.payload)
             .map_err(|_| SendError::Failed("bad_envelope".into()))?;
-        let member = Member {
-            envelope,
-            sent_ns: message.sent_ns,
-            bytes: message.payload.len() as u32,
-        };
+        let member = Sent::of(envelope, &message);
         self.in_flight += 1;
         let i = self.part_for(message.key);
         if !self.batching.enabled {
@@ -367,7 +340,7 @@ impl Producer for PulsarProducer {
             let at = arrived.get();
             *in_flight -= entry.members.len();
             for member in entry.members {
-                acks(settled(member, Some(at), outcome.clone()));
+                acks(member.settled(Some(at), outcome.clone()));
             }
         });
         if let Some(kind) = result.err().or(lost) {

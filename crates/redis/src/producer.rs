@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use brokerbench_driver::{Ack, Envelope, OutgoingMessage, Producer, SendError};
+use brokerbench_driver::{fail_all, Ack, Envelope, OutgoingMessage, Producer, SendError, Sent};
 
 use crate::conn::Reconnector;
 use crate::conn::{Conn, CONNECTION_CLOSED};
@@ -14,12 +14,6 @@ use crate::resp::{push_number, write_command, Value};
 
 /// Bytes of XADDs written before they are sent without waiting for the next poll.
 const FLUSH_AT: usize = 64 * 1024;
-
-struct Pending {
-    envelope: Envelope,
-    sent_ns: u64,
-    bytes: u32,
-}
 
 /// How each XADD trims its stream: `MAXLEN`, `=` or `~`, the length (as text).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +28,7 @@ pub struct RedisProducer {
     /// The next stream for a message without a key.
     turn: usize,
     trim: Option<(&'static [u8], Vec<u8>)>,
-    pending: VecDeque<Pending>,
+    pending: VecDeque<Sent>,
     max_outstanding: usize,
     broken: Option<String>,
     reconnector: Reconnector,
@@ -86,23 +80,11 @@ impl RedisProducer {
     }
 
     fn fail_pending(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
-        for entry in self.pending.drain(..) {
-            acks(Ack {
-                envelope: entry.envelope,
-                sent_ns: entry.sent_ns,
-                bytes: entry.bytes,
-                acknowledged_ns: None,
-                result: Err(kind.to_string()),
-            });
-        }
+        fail_all(self.pending.drain(..), kind, acks);
     }
 
     fn unavailable(&self, kind: String) -> SendError {
-        if self.reconnector.policy.enabled {
-            SendError::Unavailable(kind)
-        } else {
-            SendError::Failed(kind)
-        }
+        SendError::lost(&self.reconnector.policy, kind)
     }
 }
 
@@ -149,11 +131,7 @@ impl Producer for RedisProducer {
             self.reconnector.lost();
             return Err(self.unavailable(CONNECTION_CLOSED.to_string()));
         }
-        self.pending.push_back(Pending {
-            envelope,
-            sent_ns: message.sent_ns,
-            bytes: message.payload.len() as u32,
-        });
+        self.pending.push_back(Sent::of(envelope, &message));
         Ok(())
     }
 
@@ -178,13 +156,7 @@ impl Producer for RedisProducer {
                 Value::Error(text) => Err(kind_of(text)),
                 _ => Ok(()),
             };
-            acks(Ack {
-                envelope: entry.envelope,
-                sent_ns: entry.sent_ns,
-                bytes: entry.bytes,
-                acknowledged_ns: Some(arrived.get()),
-                result,
-            });
+            acks(entry.settled(Some(arrived.get()), result));
         });
         match (result, stray) {
             (Err(kind), _) => self.lose(kind, acks),
