@@ -194,9 +194,10 @@ impl ClusterHome {
         let run = spawned.interrupt();
         assert!(
             held,
-            "not within 5 minutes:\n{}\n{}",
+            "not within 5 minutes:\n{}\n{}\nthe faults as the run measured them: {}",
             measured_seconds(&run),
-            run.stderr
+            run.stderr,
+            faults_measured(&run)
         );
         assert_eq!(run.code, 130, "{}", run.stderr);
         let s = self.assert_faults_measured(&run, faults.len());
@@ -327,6 +328,17 @@ fn measured_seconds(run: &Run) -> String {
     .map(|cells| cells.join(" "))
     .collect::<Vec<_>>()
     .join("\n")
+}
+
+/// The summary's faults (a restart that failed names its problem there), or why there are
+/// none to show.
+fn faults_measured(run: &Run) -> String {
+    match std::fs::read_to_string(run.folder.join("summary.json")) {
+        Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
+            .map(|s| format!("{:#}", s["faults"]))
+            .unwrap_or_else(|e| format!("summary.json unreadable: {e}")),
+        Err(e) => format!("no summary.json: {e}"),
+    }
 }
 
 /// Every node is sampled, summed: one node's memory is about a third of the three's.
