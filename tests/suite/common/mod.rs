@@ -429,15 +429,23 @@ pub fn assert_lossless(run: &Run) -> serde_json::Value {
 /// At a fixed rate a producer reads its acknowledgements when it wakes for its next send, and
 /// each keeps the time the kernel received it: publish latency's p50 stays within `slack_us`
 /// of end-to-end latency's (stamped when read, at 2,000 msg/s it was about half the 500 µs gap
-/// between sends above it).
-pub fn assert_publish_not_inflated_by_the_gap(s: &serde_json::Value, slack_us: u64) {
+/// between sends above it). On a host that woke the run's threads [`BUSY_HOST`] late or more,
+/// the broker's own threads answer as late, the receipt behind the delivery: the slack grows
+/// by that lateness.
+pub fn assert_publish_not_inflated_by_the_gap(run: &Run, s: &serde_json::Value, slack_us: u64) {
+    let slack_us = if run.late >= BUSY_HOST {
+        slack_us + run.late.as_micros() as u64
+    } else {
+        slack_us
+    };
     let p50 = |name: &str| s["latency"][name]["p50_ns"].as_u64().unwrap();
     let (publish, e2e) = (p50("publish"), p50("end_to_end"));
     assert!(
         publish < e2e + slack_us * 1000,
-        "publish p50 {} µs against end-to-end p50 {} µs: acknowledgements stamped when read, not on arrival",
+        "publish p50 {} µs against end-to-end p50 {} µs (slack {slack_us} µs, the host {:?} late): acknowledgements stamped when read, not on arrival",
         publish / 1000,
-        e2e / 1000
+        e2e / 1000,
+        run.late
     );
 }
 

@@ -33,7 +33,7 @@ pub fn a_lossless_run_is_counted_by_the_broker(subject: &Subject) {
     let s = assert_lossless(&run);
     assert_eq!(s["driver"], subject.family);
     if let Some(slack_us) = counted.publish_slack_us {
-        assert_publish_not_inflated_by_the_gap(&s, slack_us);
+        assert_publish_not_inflated_by_the_gap(&run, &s, slack_us);
     }
     assert!(
         s["latency"]["publish"]["count"].as_u64().unwrap() > 3000,

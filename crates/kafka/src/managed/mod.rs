@@ -84,8 +84,11 @@ const SASL_SSL_PORT_OFFSET: u16 = 3;
 const DRIVER_FILE_MECHANISM: &str = "SCRAM-SHA-512";
 /// The broker's main class; with our properties path it identifies our JVM in `/proc`.
 const MAIN_CLASS: &str = "kafka.Kafka";
-/// How long `up` waits for the broker to answer metadata requests.
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long `up`, and a node's restart, wait for the broker to answer metadata requests. The
+/// wait ends at once when the JVM exits, so the bound matters only for a JVM that runs and does
+/// not answer: a node started again on a busy host, beside two others and a run, is given three
+/// minutes rather than one.
+const READY_TIMEOUT: Duration = Duration::from_secs(180);
 /// How long `down` waits after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(30);
 /// Lines of the broker log quoted in error messages.
