@@ -49,9 +49,6 @@ impl Declaration for ArtemisFamily {
     fn named(config: &ArtemisDriverConfig) -> Option<&ArtemisUrl> {
         config.broker_address.as_ref()
     }
-    fn shown(url: &ArtemisUrl) -> String {
-        url.to_string()
-    }
     fn parse(address: &str) -> Result<ArtemisUrl, String> {
         ArtemisUrl::parse(address)
     }

@@ -23,8 +23,8 @@ use crate::entry::{config_of, managed_or_named, Family};
 pub trait Declaration: 'static {
     /// Its driver file, as the crate reads it (credentials redacted when serialized).
     type Config: DeserializeOwned + Serialize;
-    /// A broker's address as the driver file names it.
-    type Address: Clone;
+    /// A broker's address as the driver file names it; Display shows it without credentials.
+    type Address: Clone + std::fmt::Display;
 
     /// `driver: NAME`, `brokerbench broker up NAME`.
     const NAME: &'static str;
@@ -71,8 +71,10 @@ pub trait Declaration: 'static {
 
     /// The broker the driver file names; None means the managed one.
     fn named(config: &Self::Config) -> Option<&Self::Address>;
-    /// An address as a manifest and the terminal show it, credentials removed.
-    fn shown(address: &Self::Address) -> String;
+    /// An address as a manifest and the terminal show it, credentials removed: its Display.
+    fn shown(address: &Self::Address) -> String {
+        address.to_string()
+    }
     /// Reads the managed broker's address.
     fn parse(address: &str) -> Result<Self::Address, String>;
     /// The part of the managed broker's address a driver connects to (a cluster's lists every

@@ -61,9 +61,6 @@ impl Declaration for KafkaFamily {
     fn named(config: &KafkaDriverConfig) -> Option<&String> {
         config.bootstrap_servers.as_ref()
     }
-    fn shown(servers: &String) -> String {
-        servers.clone()
-    }
     fn parse(address: &str) -> Result<String, String> {
         Ok(address.to_string())
     }

@@ -42,9 +42,6 @@ impl Declaration for MqttFamily {
     fn named(config: &MqttDriverConfig) -> Option<&MqttUrl> {
         config.mqtt_url.as_ref()
     }
-    fn shown(url: &MqttUrl) -> String {
-        url.to_string()
-    }
     fn parse(address: &str) -> Result<MqttUrl, String> {
         MqttUrl::parse(address)
     }

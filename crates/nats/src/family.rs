@@ -45,9 +45,6 @@ impl Declaration for NatsFamily {
     fn named(config: &NatsDriverConfig) -> Option<&NatsUrl> {
         config.servers.as_ref()
     }
-    fn shown(url: &NatsUrl) -> String {
-        url.to_string()
-    }
     fn parse(address: &str) -> Result<NatsUrl, String> {
         NatsUrl::parse(address)
     }

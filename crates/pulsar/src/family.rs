@@ -42,9 +42,6 @@ impl Declaration for PulsarFamily {
     fn named(config: &PulsarDriverConfig) -> Option<&PulsarUrl> {
         config.service_url.as_ref()
     }
-    fn shown(url: &PulsarUrl) -> String {
-        url.to_string()
-    }
     fn parse(address: &str) -> Result<PulsarUrl, String> {
         PulsarUrl::parse(address)
     }

@@ -40,9 +40,6 @@ impl Declaration for RedisFamily {
     fn named(config: &RedisDriverConfig) -> Option<&RedisUrl> {
         config.redis_url.as_ref()
     }
-    fn shown(url: &RedisUrl) -> String {
-        url.to_string()
-    }
     fn parse(address: &str) -> Result<RedisUrl, String> {
         RedisUrl::parse(address)
     }
