@@ -296,6 +296,12 @@ impl Driver for NatsDriver {
             placement::placed(placement::PLACEMENT_WAIT, replicas, || {
                 self.request(&create, &stream)
             })?;
+            if replicas > 1 {
+                let info = format!("$JS.API.STREAM.INFO.{name}");
+                placement::led(placement::PLACEMENT_WAIT, || {
+                    self.request(&info, &serde_json::json!({}))
+                })?;
+            }
             self.streams.push(name.clone());
             for subscription in (0..self.subscriptions).filter(|_| topology.consumers_per_topic > 0)
             {

@@ -1,7 +1,8 @@
 //! A stream of several replicas asked for before the meta leader can place it: a cluster that
 //! has just formed, or a node just back, is refused with "no suitable peers for placement"
 //! until the leader has heard the node's first statistics (it counts a peer without them as
-//! offline). Such a refusal is waited out, for a bounded time, and named if it lasts.
+//! offline). Such a refusal is waited out, for a bounded time, and named if it lasts; so is
+//! the time until the new stream's own group has elected its leader.
 
 use std::time::{Duration, Instant};
 
@@ -39,9 +40,50 @@ pub(crate) fn placed<T>(
     }
 }
 
+/// Asks `info` (the stream's STREAM.INFO) until the stream's own group has elected a leader,
+/// for at most `wait`: before that every publish to it is answered "no responders".
+pub(crate) fn led(
+    wait: Duration,
+    mut info: impl FnMut() -> Result<serde_json::Value, DriverError>,
+) -> Result<(), DriverError> {
+    let deadline = Instant::now() + wait;
+    loop {
+        let answer = info()?;
+        if answer["cluster"]["leader"]
+            .as_str()
+            .is_some_and(|l| !l.is_empty())
+        {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(DriverError::Other(format!(
+                "nats: the stream has no leader after {wait:?}: are its replicas' servers up and routed?"
+            )));
+        }
+        std::thread::sleep(PAUSE);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_is_ready_once_its_group_has_a_leader() {
+        let mut asked = 0;
+        let ready = led(Duration::from_secs(5), || {
+            asked += 1;
+            let leader = if asked < 3 { "" } else { "brokerbench-2" };
+            Ok(serde_json::json!({"cluster": {"name": "c", "leader": leader}}))
+        });
+        assert!(ready.is_ok());
+        assert_eq!(asked, 3);
+        let never = led(Duration::from_millis(300), || Ok(serde_json::json!({})));
+        assert!(never
+            .unwrap_err()
+            .to_string()
+            .contains("no leader after 300ms"));
+    }
 
     fn refused() -> Result<u32, DriverError> {
         Err(DriverError::Other(
