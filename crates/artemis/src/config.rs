@@ -90,6 +90,15 @@ impl Default for ArtemisDriverConfig {
 }
 
 impl ArtemisDriverConfig {
+    /// The limit the file sets for each of the run's addresses.
+    pub fn limit(&self) -> crate::limits::AddressLimit {
+        crate::limits::AddressLimit {
+            max_size_messages: self.max_size_messages,
+            max_size_bytes: self.max_size_bytes,
+            address_full_policy: self.address_full_policy,
+        }
+    }
+
     /// Checks serde cannot make, each naming the field and the fix.
     pub fn validate(&self) -> Result<(), brokerbench_model::workload::FieldError> {
         use brokerbench_model::workload::FieldError;
@@ -123,7 +132,7 @@ impl ArtemisDriverConfig {
                 ),
             ));
         }
-        crate::limits::validate(self)?;
+        crate::limits::validate(&self.limit())?;
         if self.tls.is_some() && self.broker_address.is_none() {
             return Err(FieldError::new(
                 "tls",

@@ -127,7 +127,7 @@ impl ArtemisDriver {
     /// is sent to them (Artemis's management API); when one cannot be set, those already set
     /// are removed again (the broker keeps address settings in its journal).
     fn limit_addresses(&self) -> Result<(), DriverError> {
-        let Some(settings) = limits::address_settings(&self.config) else {
+        let Some(settings) = limits::address_settings(&self.config.limit()) else {
             return Ok(());
         };
         let mut conn = self.open(None)?;
@@ -145,7 +145,7 @@ impl ArtemisDriver {
 
     /// Removes the address limits [`Self::limit_addresses`] set; what failed, named.
     fn unlimit_addresses(&self) -> Vec<String> {
-        if limits::address_settings(&self.config).is_none() || !self.removes {
+        if limits::address_settings(&self.config.limit()).is_none() || !self.removes {
             return Vec::new();
         }
         match self.open(None) {
@@ -276,7 +276,7 @@ impl Driver for ArtemisDriver {
     }
 
     fn broker_drop_policy(&self) -> Option<String> {
-        limits::drop_policy(&self.config)
+        limits::drop_policy(&self.config.limit())
     }
 
     /// Removes the run's address limits, and deletes every subscription queue of the run

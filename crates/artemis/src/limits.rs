@@ -2,10 +2,20 @@
 //! `max_size_bytes` and `address_full_policy`, set through Artemis's management API as the
 //! run prepares and removed as it cleans up.
 
-use brokerbench_model::workload::FieldError;
+use brokerbench_model::field::FieldError;
 use serde::{Deserialize, Serialize};
 
-use crate::config::ArtemisDriverConfig;
+/// The driver file's limit for each of the run's addresses: the fields as the file names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddressLimit {
+    #[serde(default)]
+    pub max_size_messages: Option<u64>,
+    #[serde(default, deserialize_with = "brokerbench_model::units::optional_bytes")]
+    pub max_size_bytes: Option<u64>,
+    #[serde(default)]
+    pub address_full_policy: Option<FullPolicy>,
+}
 
 /// Artemis's `address-full-policy`, as its broker.xml spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,7 +43,7 @@ impl FullPolicy {
 
 /// A policy needs a limit to apply at, a limit of 0 would refuse everything, and BLOCK does
 /// nothing to a STOMP producer.
-pub fn validate(config: &ArtemisDriverConfig) -> Result<(), FieldError> {
+pub fn validate(config: &AddressLimit) -> Result<(), FieldError> {
     for (field, value) in [
         ("max_size_messages", config.max_size_messages),
         ("max_size_bytes", config.max_size_bytes),
@@ -66,7 +76,7 @@ pub fn validate(config: &ArtemisDriverConfig) -> Result<(), FieldError> {
 
 /// The settings for each of the run's addresses, as `addAddressSettings` takes them (JSON
 /// with AddressSettings' property names); None: the driver file sets no limit.
-pub fn address_settings(config: &ArtemisDriverConfig) -> Option<String> {
+pub fn address_settings(config: &AddressLimit) -> Option<String> {
     let mut settings = serde_json::Map::new();
     if let Some(n) = config.max_size_messages {
         settings.insert("maxSizeMessages".into(), n.into());
@@ -85,7 +95,7 @@ pub fn address_settings(config: &ArtemisDriverConfig) -> Option<String> {
 
 /// What the broker discards by policy, for the summary: only `DROP` discards messages whose
 /// sends it confirmed.
-pub fn drop_policy(config: &ArtemisDriverConfig) -> Option<String> {
+pub fn drop_policy(config: &AddressLimit) -> Option<String> {
     if config.address_full_policy != Some(FullPolicy::Drop) {
         return None;
     }
@@ -106,7 +116,7 @@ pub fn drop_policy(config: &ArtemisDriverConfig) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn config(yaml: &str) -> ArtemisDriverConfig {
+    fn config(yaml: &str) -> AddressLimit {
         brokerbench_model::yaml::from_str(yaml).unwrap()
     }
 
@@ -139,9 +149,9 @@ mod tests {
         ))
         .unwrap_err();
         assert!(e.message.contains("STOMP"), "{}", e.message);
-        assert!(brokerbench_model::yaml::from_str::<ArtemisDriverConfig>(
-            "{address_full_policy: drop}"
-        )
-        .is_err());
+        assert!(
+            brokerbench_model::yaml::from_str::<AddressLimit>("{address_full_policy: drop}")
+                .is_err()
+        );
     }
 }

@@ -11,9 +11,7 @@ use brokerbench_model::yaml::Value;
 use brokerbench_model::{DriverConfig, DriverSchema, SpecError};
 
 use crate::config::{MockDriverConfig, MOCK_DRIVER_FIELDS};
-
-/// Where a mock run's messages go, as its manifest names the broker.
-pub const ADDRESS: &str = "in-memory (brokerbench's own process)";
+use crate::managed::{NoBroker, ADDRESS};
 
 /// In-memory queues in brokerbench's own process.
 pub struct MockFamily;
@@ -67,6 +65,6 @@ impl Family for MockFamily {
         Ok(Box::new(MockDriver::new(faults, 1)))
     }
     fn managed(&self, _home: &Path) -> Box<dyn ManagedBroker> {
-        Box::new(crate::managed::NoBroker)
+        Box::new(NoBroker)
     }
 }

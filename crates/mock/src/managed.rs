@@ -2,6 +2,9 @@
 
 use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker};
 
+/// Where a mock run's messages go, as its manifest names the broker.
+pub const ADDRESS: &str = "in-memory (brokerbench's own process)";
+
 /// What `broker install|up|down|status mock` finds: nothing to run.
 pub struct NoBroker;
 
@@ -24,7 +27,7 @@ impl ManagedBroker for NoBroker {
         Ok(None)
     }
     fn client_address(&self, _status: &BrokerStatus) -> String {
-        crate::family::ADDRESS.to_string()
+        ADDRESS.to_string()
     }
     fn metrics_url(&self) -> Option<String> {
         None

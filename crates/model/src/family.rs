@@ -8,8 +8,9 @@ use crate::yaml::Value;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::field::FieldError;
 use crate::named::SpecError;
-use crate::workload::{FieldError, Workload};
+use crate::workload::Workload;
 
 /// The driver-file side of a broker family.
 pub trait DriverSchema: Sync {

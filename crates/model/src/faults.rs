@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::field::{FieldError, Scalar};
 use crate::units::parse_duration;
-use crate::workload::{FieldError, Scalar};
 
 mod marks;
 mod seconds;
@@ -74,7 +74,7 @@ impl Serialize for FaultNode {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Fault {
     /// From the start of the measurement window.
-    #[serde(with = "crate::workload::duration_text")]
+    #[serde(with = "crate::field::duration_text")]
     pub at: Duration,
     pub action: FaultAction,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -100,7 +100,7 @@ mod optional_duration {
 
     pub fn serialize<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
-            Some(d) => crate::workload::duration_text::serialize(d, s),
+            Some(d) => crate::field::duration_text::serialize(d, s),
             None => s.serialize_none(),
         }
     }
@@ -240,7 +240,7 @@ pub fn fault_from_flag(flag: &str) -> Result<serde_json::Value, String> {
         })?;
         map.insert(
             key.trim().to_string(),
-            crate::spec::parse_scalar(value.trim()),
+            crate::field::parse_scalar(value.trim()),
         );
     }
     Ok(serde_json::Value::Object(map))

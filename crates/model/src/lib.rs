@@ -5,6 +5,7 @@ pub mod ca_bundle;
 pub mod calendar;
 pub mod family;
 pub mod faults;
+pub mod field;
 pub mod metrics_endpoint;
 mod named;
 pub mod omb;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::workload::FieldError;
+use crate::field::FieldError;
 
 /// The driver-file field that holds the block.
 pub const BROKER_METRICS_FIELD: &str = "broker_metrics";
@@ -66,7 +66,7 @@ mod optional_duration {
 
     pub fn serialize<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
-            Some(d) => crate::workload::duration_text::serialize(d, s),
+            Some(d) => crate::field::duration_text::serialize(d, s),
             None => s.serialize_none(),
         }
     }

@@ -8,6 +8,7 @@ use crate::yaml::{Mapping, Value};
 use serde::de::DeserializeOwned;
 
 use crate::family::{self, DriverConfig, DriverSchema};
+use crate::field::parse_scalar;
 use crate::metrics_endpoint::{MetricsEndpointSpec, BROKER_METRICS_FIELD};
 use crate::named::deserialize_named;
 pub use crate::named::{did_you_mean, SpecError};
@@ -452,11 +453,6 @@ pub fn validate_file_noting(
         workload_from(&source)?;
         Ok(("workload", Vec::new()))
     }
-}
-
-/// A `--set` value as YAML reads it (`3` a number, `all` a string), else the text itself.
-pub fn parse_scalar(text: &str) -> Value {
-    crate::yaml::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
 /// Sets `key` (dot-separated) in a YAML tree. Inside a `*_config` map the rest of the key is

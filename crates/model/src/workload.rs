@@ -7,24 +7,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+pub use crate::field::{duration_text, FieldError, Scalar};
 use crate::units::{parse_bytes, parse_duration, parse_rate};
 use crate::ENVELOPE_HEADER_LEN;
-
-/// A validation failure: the field path (as written in YAML), and what is wrong with how to fix it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FieldError {
-    pub field: String,
-    pub message: String,
-}
-
-impl FieldError {
-    pub fn new(field: &str, message: impl Into<String>) -> Self {
-        FieldError {
-            field: field.to_string(),
-            message: message.into(),
-        }
-    }
-}
 
 /// How producers choose message keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,23 +100,6 @@ pub enum Rate {
 
 fn serialize_max<S: serde::Serializer>(s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str("max")
-}
-
-/// A YAML scalar that may be a number or a string with a unit.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum Scalar {
-    Number(f64),
-    Text(String),
-}
-
-impl Scalar {
-    pub(crate) fn text(&self) -> String {
-        match self {
-            Scalar::Number(n) => n.to_string(),
-            Scalar::Text(t) => t.clone(),
-        }
-    }
 }
 
 /// Backlog mode as written: consumers paused once the warm-up is over until `size` of messages
@@ -276,22 +244,6 @@ pub struct Workload {
     /// What to do to the broker's nodes during the measurement window, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<crate::faults::Fault>,
-}
-
-/// Serializes durations as text such as "5s" so that a manifest reads like the workload file.
-pub mod duration_text {
-    use std::time::Duration;
-
-    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        let us = d.as_micros();
-        if us.is_multiple_of(1_000_000) {
-            s.serialize_str(&format!("{}s", us / 1_000_000))
-        } else if us.is_multiple_of(1000) {
-            s.serialize_str(&format!("{}ms", us / 1000))
-        } else {
-            s.serialize_str(&format!("{us}us"))
-        }
-    }
 }
 
 impl Workload {

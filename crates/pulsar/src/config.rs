@@ -257,6 +257,14 @@ impl Default for PulsarDriverConfig {
 }
 
 impl PulsarDriverConfig {
+    /// The backlog quota the file sets for the run's namespace.
+    pub fn backlog_quota(&self) -> crate::quota::BacklogQuota {
+        crate::quota::BacklogQuota {
+            backlog_quota_size: self.backlog_quota_size,
+            backlog_quota_policy: self.backlog_quota_policy,
+        }
+    }
+
     /// Checks serde cannot make, each naming the field and the fix.
     pub fn validate(&self) -> Result<(), FieldError> {
         check_name("topic_prefix", &self.topic_prefix)?;
@@ -312,7 +320,7 @@ impl PulsarDriverConfig {
                 ));
             }
         }
-        crate::quota::validate(self)?;
+        crate::quota::validate(&self.backlog_quota())?;
         self.persistence.as_ref().map_or(Ok(()), validate_quorums)
     }
 

@@ -125,7 +125,7 @@ impl PulsarDriver {
                 .set_persistence(&namespace, persistence)
                 .map_err(admin)?;
         }
-        if let Some((size, policy)) = quota::quota(&self.config) {
+        if let Some((size, policy)) = quota::quota(&self.config.backlog_quota()) {
             self.admin
                 .set_backlog_quota(&namespace, size, policy.wire())
                 .map_err(admin)?;
@@ -278,7 +278,7 @@ impl Driver for PulsarDriver {
     }
 
     fn broker_drop_policy(&self) -> Option<String> {
-        quota::drop_policy(&self.config)
+        quota::drop_policy(&self.config.backlog_quota())
     }
 
     /// With one active consumer per partition (Exclusive, Failover), a subscription is ready

@@ -4,10 +4,18 @@
 //! them as dropped by the broker), refuse sends (`producer_exception`) or hold them
 //! (`producer_request_hold`, Pulsar's default).
 
-use brokerbench_model::workload::FieldError;
+use brokerbench_model::field::FieldError;
 use serde::{Deserialize, Serialize};
 
-use crate::config::PulsarDriverConfig;
+/// The driver file's backlog quota: the fields as the file names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BacklogQuota {
+    #[serde(default, deserialize_with = "brokerbench_model::units::optional_bytes")]
+    pub backlog_quota_size: Option<u64>,
+    #[serde(default)]
+    pub backlog_quota_policy: Option<QuotaPolicy>,
+}
 
 /// What Pulsar does once a subscription's backlog passes the quota.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,7 +38,7 @@ impl QuotaPolicy {
 }
 
 /// The quota's size and policy, when the driver file sets one.
-pub fn quota(config: &PulsarDriverConfig) -> Option<(u64, QuotaPolicy)> {
+pub fn quota(config: &BacklogQuota) -> Option<(u64, QuotaPolicy)> {
     let size = config.backlog_quota_size?;
     let policy = config
         .backlog_quota_policy
@@ -39,7 +47,7 @@ pub fn quota(config: &PulsarDriverConfig) -> Option<(u64, QuotaPolicy)> {
 }
 
 /// A policy needs a size, and a size of 0 would refuse everything.
-pub fn validate(config: &PulsarDriverConfig) -> Result<(), FieldError> {
+pub fn validate(config: &BacklogQuota) -> Result<(), FieldError> {
     match (config.backlog_quota_size, config.backlog_quota_policy) {
         (None, Some(policy)) => Err(FieldError::new(
             "backlog_quota_policy",
@@ -58,7 +66,7 @@ pub fn validate(config: &PulsarDriverConfig) -> Result<(), FieldError> {
 
 /// Why acknowledged messages a subscription never received were dropped, when the policy
 /// evicts.
-pub fn drop_policy(config: &PulsarDriverConfig) -> Option<String> {
+pub fn drop_policy(config: &BacklogQuota) -> Option<String> {
     match quota(config)? {
         (size, QuotaPolicy::ConsumerBacklogEviction) => Some(format!(
             "a subscription's backlog is limited to {size} bytes, and with consumer_backlog_eviction Pulsar skips its oldest messages past that"
@@ -71,7 +79,7 @@ pub fn drop_policy(config: &PulsarDriverConfig) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> PulsarDriverConfig {
+    fn parse(text: &str) -> BacklogQuota {
         brokerbench_model::yaml::from_str(text).unwrap()
     }
 

@@ -188,7 +188,7 @@ fn base_broker(study: &Study, cli_sets: &[String]) -> Result<BrokerChoice, Study
     let mut base_broker = study.broker.clone();
     for assignment in cli_sets.iter().filter(|s| is_broker_path(set_key(s))) {
         let (path, text) = assignment.split_once('=').unwrap_or((assignment, ""));
-        let value = brokerbench_model::spec::parse_scalar(text.trim());
+        let value = brokerbench_model::field::parse_scalar(text.trim());
         base_broker
             .set(path.trim(), &value)
             .map_err(|(field, message)| StudyError::Field {
