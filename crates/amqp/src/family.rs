@@ -28,6 +28,7 @@ impl Declaration for RabbitMqFamily {
     const NAME: &'static str = "rabbitmq";
     const TITLE: &'static str = "RabbitMQ";
     const ABOUT: &'static str = "RabbitMQ from Debian's rabbitmq-server package, its own node on loopback; any AMQP 0-9-1 broker by uri";
+    const INSTALLED_FROM: &'static str = "Debian's rabbitmq-server package with apt-get";
     const ADDRESS_FIELD: &'static str = "uri";
     const FIELDS: &'static [&'static str] = RABBITMQ_DRIVER_FIELDS;
     const BUILTIN_DRIVER: &'static str = include_str!("../driver.yaml");

@@ -28,6 +28,7 @@ impl Declaration for ArtemisFamily {
     const NAME: &'static str = "artemis";
     const TITLE: &'static str = "ActiveMQ Artemis";
     const ABOUT: &'static str = "ActiveMQ Artemis from Maven Central (fetched on first use), its own instance on loopback; any Artemis by broker_address (STOMP)";
+    const INSTALLED_FROM: &'static str = "Artemis's release from Maven Central, with Maven";
     const ADDRESS_FIELD: &'static str = "broker_address";
     const FIELDS: &'static [&'static str] = ARTEMIS_DRIVER_FIELDS;
     const BUILTIN_DRIVER: &'static str = include_str!("../driver.yaml");

@@ -32,6 +32,8 @@ pub trait Declaration: 'static {
     const TITLE: &'static str;
     /// One line for `--help`: which broker, and how brokerbench manages it.
     const ABOUT: &'static str;
+    /// Where `brokerbench broker install NAME` gets the broker and what that needs.
+    const INSTALLED_FROM: &'static str;
     /// The driver-file field that names a broker to use instead of the managed one.
     const ADDRESS_FIELD: &'static str;
     /// Every top-level field of its driver files, `driver` included.
@@ -154,6 +156,9 @@ impl<D: Declaration> Family for Declared<D> {
     fn about(&self) -> &'static str {
         D::ABOUT
     }
+    fn installed_from(&self) -> Option<&'static str> {
+        Some(D::INSTALLED_FROM)
+    }
     fn address_field(&self) -> &'static str {
         D::ADDRESS_FIELD
     }
@@ -205,6 +210,7 @@ mod tests {
         const NAME: &'static str = "toy";
         const TITLE: &'static str = "Toy";
         const ABOUT: &'static str = "a family of tests";
+        const INSTALLED_FROM: &'static str = "nowhere";
         const ADDRESS_FIELD: &'static str = "url";
         const FIELDS: &'static [&'static str] = &["driver", "url", "size"];
         const BUILTIN_DRIVER: &'static str = "driver: toy\n";

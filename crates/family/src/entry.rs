@@ -20,6 +20,11 @@ pub trait Family: Sync {
     fn title(&self) -> &'static str;
     /// One line for `--help`: which broker, and how brokerbench manages it.
     fn about(&self) -> &'static str;
+    /// Where `brokerbench broker install NAME` gets the broker and what that needs, for
+    /// `--help`; None: there is nothing to install.
+    fn installed_from(&self) -> Option<&'static str> {
+        None
+    }
     /// The driver-file field that names a broker to use instead of the managed one.
     fn address_field(&self) -> &'static str;
     /// The broker address the driver file names, credentials removed; None means: use the

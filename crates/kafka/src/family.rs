@@ -27,6 +27,7 @@ impl Declaration for KafkaFamily {
     const NAME: &'static str = "kafka";
     const TITLE: &'static str = "Kafka";
     const ABOUT: &'static str = "Apache Kafka 4.x in KRaft mode, single node on loopback; any Kafka-API broker by bootstrap_servers";
+    const INSTALLED_FROM: &'static str = "Kafka's jars from Maven Central, with Maven";
     const ADDRESS_FIELD: &'static str = "bootstrap_servers";
     const FIELDS: &'static [&'static str] = KAFKA_DRIVER_FIELDS;
     const BUILTIN_DRIVER: &'static str = include_str!("../driver.yaml");

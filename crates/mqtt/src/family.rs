@@ -26,6 +26,7 @@ impl Declaration for MqttFamily {
     const NAME: &'static str = "mqtt";
     const TITLE: &'static str = "MQTT";
     const ABOUT: &'static str = "Debian's mosquitto, its own broker on loopback (QoS 1, MQTT 5); any MQTT 3.1.1 or 5 broker by mqtt_url";
+    const INSTALLED_FROM: &'static str = "Debian's mosquitto package with apt-get";
     const ADDRESS_FIELD: &'static str = "mqtt_url";
     const FIELDS: &'static [&'static str] = MQTT_DRIVER_FIELDS;
     const BUILTIN_DRIVER: &'static str = include_str!("../driver.yaml");

@@ -27,6 +27,8 @@ impl Declaration for NatsFamily {
     const NAME: &'static str = "nats";
     const TITLE: &'static str = "NATS";
     const ABOUT: &'static str = "NATS JetStream from the nats-server release brokerbench pins (else Debian's), on loopback; any NATS server with JetStream by servers";
+    const INSTALLED_FROM: &'static str =
+        "the nats-server release brokerbench pins, from PyPI with pip";
     const ADDRESS_FIELD: &'static str = "servers";
     const FIELDS: &'static [&'static str] = NATS_DRIVER_FIELDS;
     const BUILTIN_DRIVER: &'static str = include_str!("../driver.yaml");

@@ -27,6 +27,7 @@ impl Declaration for PulsarFamily {
     const NAME: &'static str = "pulsar";
     const TITLE: &'static str = "Apache Pulsar";
     const ABOUT: &'static str = "Apache Pulsar standalone from Maven Central (fetched on first use), its own on loopback; any Pulsar by service_url";
+    const INSTALLED_FROM: &'static str = "Pulsar's release from Maven Central, with Maven";
     const ADDRESS_FIELD: &'static str = "service_url";
     const FIELDS: &'static [&'static str] = PULSAR_DRIVER_FIELDS;
     const BUILTIN_DRIVER: &'static str = include_str!("../driver.yaml");

@@ -25,6 +25,7 @@ impl Declaration for RedisFamily {
     const NAME: &'static str = "redis";
     const TITLE: &'static str = "Redis Streams";
     const ABOUT: &'static str = "Debian's redis-server, its own server on loopback (append-only file, fsync every second); any Redis 5+ by redis_url";
+    const INSTALLED_FROM: &'static str = "Debian's redis-server package with apt-get";
     const ADDRESS_FIELD: &'static str = "redis_url";
     const FIELDS: &'static [&'static str] = REDIS_DRIVER_FIELDS;
     const BUILTIN_DRIVER: &'static str = include_str!("../driver.yaml");
