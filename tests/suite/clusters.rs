@@ -20,7 +20,7 @@ impl ClusterHome {
     /// The managed nats-server's home, its server the shared home's pinned release: `port` and
     /// `port + 4000` (monitoring) free.
     fn nats() -> ClusterHome {
-        let home = ClusterHome::new("nats", "BROKERBENCH_NATS_PORT", &[0, 4000]);
+        let home = ClusterHome::new("nats");
         link_nats_server(home.home.path());
         home
     }
@@ -28,7 +28,7 @@ impl ClusterHome {
     /// The managed Kafka's home, its jars those of the shared home (installed there once):
     /// `port`, `port + 1` (controller) and `port + 312` (metrics) free.
     fn kafka() -> ClusterHome {
-        let home = ClusterHome::new("kafka", "BROKERBENCH_KAFKA_PORT", &[0, 1, 312]);
+        let home = ClusterHome::new("kafka");
         link_kafka_jars(home.home.path());
         home
     }
@@ -36,20 +36,17 @@ impl ClusterHome {
     /// The managed RabbitMQ's home: AMQP `port` and its management (+10000), Prometheus
     /// (+10020) and distribution (+20000) ports free.
     fn rabbitmq() -> ClusterHome {
-        ClusterHome::new(
-            "rabbitmq",
-            "BROKERBENCH_RABBITMQ_PORT",
-            &[0, 10_000, 10_020, 20_000],
-        )
+        ClusterHome::new("rabbitmq")
     }
 
-    fn new(family: &'static str, variable: &'static str, offsets: &[u16]) -> ClusterHome {
-        let port = brokerbench_brokers::test_support::free_port_layout(offsets);
+    /// A home for `family`, its managed broker's node 1 ports (as it tells them) free.
+    fn new(family: &'static str) -> ClusterHome {
+        let (variable, port) = free_port_for(family);
         ClusterHome {
             family,
             home: tempfile::tempdir().unwrap(),
             variable,
-            port: port.to_string(),
+            port,
         }
     }
 

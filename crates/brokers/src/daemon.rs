@@ -136,27 +136,6 @@ impl Daemon {
     }
 }
 
-/// Reads a port variable such as `BROKERBENCH_NATS_PORT` (unset or empty: `default`).
-pub fn port_variable(
-    broker: &'static str,
-    variable: &'static str,
-    default: u16,
-    max: u16,
-    why: &'static str,
-) -> Result<u16, BrokerError> {
-    let (port, bad) = managed::port_from_variable(std::env::var_os(variable), default, 1..=max);
-    match bad {
-        None => Ok(port),
-        Some(value) => Err(BrokerError::InvalidPortSetting {
-            broker,
-            variable,
-            value,
-            max,
-            why,
-        }),
-    }
-}
-
 /// True when nothing listens on 127.0.0.1:`port` and it can be bound.
 pub fn can_listen(port: u16) -> bool {
     process::can_listen(port)

@@ -200,6 +200,11 @@ pub trait ManagedBroker {
     /// Where a driver connects to the running broker: a bootstrap list, or a URI that may
     /// carry the managed broker's credentials (never printed).
     fn client_address(&self, status: &BrokerStatus) -> String;
+    /// Its client port setting, and the ports node 1 listens on beside the client port;
+    /// None: it listens on none (the mock).
+    fn port_rule(&self) -> Option<managed::PortRule> {
+        None
+    }
     /// The endpoint broker metrics are read from, if the broker serves one.
     fn metrics_url(&self) -> Option<String>;
     /// Every endpoint a run reads broker metrics from, read together, with its node's id:

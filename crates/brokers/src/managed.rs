@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use crate::process::{self, Lock};
 use crate::BrokerError;
 
-/// A managed broker's client port setting: the variable that names it, its default, and
-/// the highest usable port with the reason (the broker listens on ports above it too).
+/// A managed broker's client port setting: the variable that names it, its default, the
+/// highest usable port with the reason (the broker listens on ports above it too), and the
+/// ports its first node listens on.
 #[derive(Debug, Clone, Copy)]
 pub struct PortRule {
     pub broker: &'static str,
@@ -21,9 +22,49 @@ pub struct PortRule {
     pub max: u16,
     /// Why ports above `max` do not work.
     pub why: &'static str,
+    /// The ports node 1 listens on at and above the client port (with `--tls` too), as offsets
+    /// from it, 0 first: what a port setting must find free (the tests choose theirs by it).
+    pub offsets: &'static [u16],
+}
+
+/// A port setting as read once, when the managed broker's handle is made: the port (the
+/// default when the variable names no usable port) and the variable's text in that case.
+#[derive(Debug, Clone)]
+pub struct PortSetting {
+    rule: PortRule,
+    port: u16,
+    invalid: Option<String>,
+}
+
+impl PortSetting {
+    /// The port to use, refused as [`PortRule::check`] does.
+    pub fn checked(&self) -> Result<u16, BrokerError> {
+        self.rule.check(self.port, self.invalid.as_deref())?;
+        Ok(self.port)
+    }
+
+    /// The port the setting names, or the default when it names none usable: for what is
+    /// shown of a broker that runs already.
+    pub fn or_default(&self) -> u16 {
+        self.port
+    }
+
+    pub fn rule(&self) -> &PortRule {
+        &self.rule
+    }
 }
 
 impl PortRule {
+    /// Reads the variable into a [`PortSetting`].
+    pub fn setting(&self) -> PortSetting {
+        let (port, invalid) = self.read();
+        PortSetting {
+            rule: *self,
+            port,
+            invalid,
+        }
+    }
+
     /// The port the variable names (else the default), and the variable's text when it
     /// names no usable port (reported by [`PortRule::check`]).
     pub fn read(&self) -> (u16, Option<String>) {
@@ -43,14 +84,19 @@ impl PortRule {
             });
         }
         if !(1..=self.max).contains(&port) {
-            return Err(BrokerError::PortOutOfRange {
-                broker: self.broker,
-                port,
-                max: self.max,
-                why: self.why,
-            });
+            return Err(self.out_of_range(port));
         }
         Ok(())
+    }
+
+    /// The refusal of `port`, outside 1 to `max`.
+    pub fn out_of_range(&self, port: u16) -> BrokerError {
+        BrokerError::PortOutOfRange {
+            broker: self.broker,
+            port,
+            max: self.max,
+            why: self.why,
+        }
     }
 }
 
@@ -136,6 +182,33 @@ mod tests {
         for bad in ["0", "1000", "65536", "http", "-1"] {
             assert_eq!(parse(Some(bad)), (80, Some(bad.to_string())), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_port_setting_is_read_once_and_refused_when_used() {
+        const RULE: PortRule = PortRule {
+            broker: "toy",
+            variable: "BROKERBENCH_TOY_PORT_OF_A_MANAGED_TEST",
+            default: 80,
+            max: 999,
+            why: "a toy listens on the port + 1000 too",
+            offsets: &[0, 1000],
+        };
+        std::env::set_var(RULE.variable, "1000");
+        let setting = RULE.setting();
+        std::env::remove_var(RULE.variable);
+        assert_eq!(setting.or_default(), 80);
+        match setting.checked() {
+            Err(BrokerError::InvalidPortSetting { value, max, .. }) => {
+                assert_eq!((value.as_str(), max), ("1000", 999));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(RULE.setting().checked().unwrap(), 80);
+        assert!(matches!(
+            RULE.out_of_range(1000),
+            BrokerError::PortOutOfRange { port: 1000, .. }
+        ));
     }
 
     #[test]

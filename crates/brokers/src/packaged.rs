@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crate::daemon::{self, Daemon};
 use crate::lifecycle::{self, Lifecycle};
+use crate::managed::{PortRule, PortSetting};
 use crate::system_package::{self, DebianPackage};
 use crate::tls::TlsFiles;
 use crate::{BrokerError, BrokerStatus, ManagedBroker};
@@ -88,25 +89,30 @@ pub trait Package: Send + Sync + 'static {
     ) -> Result<String, BrokerError>;
 }
 
+/// A packaged broker's port setting: its port, and the TLS port beside it.
+fn port_rule(spec: &'static Spec) -> PortRule {
+    PortRule {
+        broker: spec.name,
+        variable: spec.port_variable,
+        default: spec.default_port,
+        max: MAX_PORT,
+        why: WHY_MAX,
+        offsets: &[0, TLS_OFFSET],
+    }
+}
+
 /// The managed broker of a [`Package`].
 #[derive(Clone)]
 pub struct Packaged<P: Package + Clone> {
     daemon: Daemon,
-    port: Result<u16, String>,
+    port: PortSetting,
     package: P,
 }
 
 impl<P: Package + Clone> Packaged<P> {
     pub fn new(home: &Path, package: P) -> Self {
         let spec = package.spec();
-        let port = daemon::port_variable(
-            spec.name,
-            spec.port_variable,
-            spec.default_port,
-            MAX_PORT,
-            WHY_MAX,
-        )
-        .map_err(|e| e.to_string());
+        let port = port_rule(spec).setting();
         let mut daemon = Daemon::new(spec.name, home);
         daemon.start_timeout = Duration::from_secs(20);
         daemon.stop_grace = spec.stop_grace;
@@ -122,16 +128,7 @@ impl<P: Package + Clone> Packaged<P> {
     }
 
     fn port(&self) -> Result<u16, BrokerError> {
-        let spec = self.spec();
-        self.port
-            .clone()
-            .map_err(|_| BrokerError::InvalidPortSetting {
-                broker: spec.name,
-                variable: spec.port_variable,
-                value: std::env::var(spec.port_variable).unwrap_or_default(),
-                max: MAX_PORT,
-                why: WHY_MAX,
-            })
+        self.port.checked()
     }
 
     /// The configuration the running broker was started with.
@@ -143,8 +140,7 @@ impl<P: Package + Clone> Packaged<P> {
     fn running_port(&self) -> u16 {
         self.running_configuration()
             .and_then(|text| self.package.port_of(&text))
-            .or_else(|| self.port.clone().ok())
-            .unwrap_or(self.spec().default_port)
+            .unwrap_or(self.port.or_default())
     }
 
     /// The TLS port of the running broker, when it was started with TLS.
@@ -374,6 +370,10 @@ impl<P: Package + Clone> ManagedBroker for Packaged<P> {
 
     fn client_address(&self, status: &BrokerStatus) -> String {
         format!("{}://{}", self.spec().scheme, status.address)
+    }
+
+    fn port_rule(&self) -> Option<PortRule> {
+        Some(*self.port.rule())
     }
 
     /// The family's own protocol on the plain port (its metrics reader's scheme).

@@ -30,23 +30,38 @@ pub fn brokerbench() -> Command {
     Command::cargo_bin("brokerbench").expect("the binary is built")
 }
 
-/// Every family's port variable, and the offsets from its port that its managed broker's
-/// node 1 listens on (Kafka: controller, metrics; RabbitMQ: management, Prometheus,
-/// distribution; NATS: monitoring; Artemis: TLS acceptor, console; Pulsar: TLS, admin API; Redis: none;
-/// MQTT: the TLS listener).
-const FAMILY_PORTS: [(&str, &str, &[u16]); 7] = [
-    ("kafka", "BROKERBENCH_KAFKA_PORT", &[0, 1, 312]),
-    (
-        "rabbitmq",
-        "BROKERBENCH_RABBITMQ_PORT",
-        &[0, 10_000, 10_020, 20_000],
-    ),
-    ("nats", "BROKERBENCH_NATS_PORT", &[0, 4000]),
-    ("artemis", "BROKERBENCH_ARTEMIS_PORT", &[0, 1, 1000]),
-    ("pulsar", "BROKERBENCH_PULSAR_PORT", &[0, 1, 1430]),
-    ("redis", "BROKERBENCH_REDIS_PORT", &[0]),
-    ("mqtt", "BROKERBENCH_MQTT_PORT", &[0, 1]),
-];
+/// `family`'s port setting as its managed broker tells it: the variable, and the ports its
+/// node 1 listens on as offsets from its client port.
+pub fn port_rule(family: &str) -> brokerbench_brokers::managed::PortRule {
+    let managed = brokerbench::families::REGISTRY
+        .get(family)
+        .unwrap_or_else(|| panic!("{family} is not a registered family"))
+        .managed(Path::new("/nonexistent"));
+    managed
+        .port_rule()
+        .unwrap_or_else(|| panic!("{family}'s managed broker listens on no port"))
+}
+
+/// A port setting for `family` whose ports are all free now.
+pub fn free_port_for(family: &str) -> (&'static str, String) {
+    let rule = port_rule(family);
+    let port = brokerbench_brokers::test_support::free_port_layout(rule.offsets);
+    (rule.variable, port.to_string())
+}
+
+/// The registered families that run a broker of their own (the mock runs none).
+fn managed_families() -> impl Iterator<Item = &'static str> {
+    brokerbench::families::REGISTRY
+        .0
+        .iter()
+        .filter(|family| {
+            family
+                .managed(Path::new("/nonexistent"))
+                .port_rule()
+                .is_some()
+        })
+        .map(|family| family.name())
+}
 
 /// A brokerbench home of its own, every family's managed broker on a free port layout and
 /// Kafka's jars linked from the shared home: for tests that start, resize and stop managed
@@ -62,13 +77,7 @@ impl OwnHome {
     pub fn new() -> OwnHome {
         let home = tempfile::tempdir().unwrap();
         link_kafka_jars(home.path());
-        let ports = FAMILY_PORTS
-            .iter()
-            .map(|&(_, variable, offsets)| {
-                let port = brokerbench_brokers::test_support::free_port_layout(offsets);
-                (variable, port.to_string())
-            })
-            .collect();
+        let ports = managed_families().map(free_port_for).collect();
         OwnHome { home, ports }
     }
 
@@ -83,7 +92,7 @@ impl OwnHome {
 
 impl Drop for OwnHome {
     fn drop(&mut self) {
-        for (family, _, _) in FAMILY_PORTS {
+        for family in managed_families() {
             let _ = brokerbench()
                 .envs(self.env())
                 .args(["broker", "down", family])

@@ -85,6 +85,7 @@ const PORT_RULE: managed::PortRule = managed::PortRule {
     default: DEFAULT_PORT,
     max: MAX_PORT,
     why: MAX_PORT_REASON,
+    offsets: &[0, MANAGEMENT_OFFSET, PROMETHEUS_OFFSET, DISTRIBUTION_OFFSET],
 };
 /// How many AMQP ports `up` tries, from the preferred one up, before giving up.
 const PORT_ATTEMPTS: u16 = 10;
@@ -889,6 +890,9 @@ impl brokerbench_brokers::ManagedBroker for RabbitMq {
     }
     fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
         RabbitMq::status(self)
+    }
+    fn port_rule(&self) -> Option<managed::PortRule> {
+        Some(PORT_RULE)
     }
     /// Every running node's URI, node 1's (or the first running one's) first.
     fn client_address(&self, status: &BrokerStatus) -> String {

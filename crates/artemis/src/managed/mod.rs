@@ -14,18 +14,24 @@ use std::time::Duration;
 
 use brokerbench_brokers::daemon::{self, Daemon};
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
+use brokerbench_brokers::managed::{PortRule, PortSetting};
 use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker};
 
 pub use install::VERSION;
 
 const NAME: &str = "artemis";
-const PORT_VARIABLE: &str = "BROKERBENCH_ARTEMIS_PORT";
 const DEFAULT_PORT: u16 = 61616;
 /// The management console (the web server) listens on the acceptor's port + this.
 const WEB_OFFSET: u16 = 1000;
-const MAX_PORT: u16 = 65535 - WEB_OFFSET;
-const WHY_MAX: &str = "the management console listens on the port + 1000";
+const PORT_RULE: PortRule = PortRule {
+    broker: NAME,
+    variable: "BROKERBENCH_ARTEMIS_PORT",
+    default: DEFAULT_PORT,
+    max: 65535 - WEB_OFFSET,
+    why: "the management console listens on the port + 1000",
+    offsets: &[0, secure::TLS_OFFSET, WEB_OFFSET],
+};
 const MAIN_CLASS: &str = "org.apache.activemq.artemis.boot.Artemis";
 /// The broker's heap: Artemis pages an address to disk when it holds more than half of it.
 const HEAP: &str = "-Xmx1G";
@@ -33,21 +39,19 @@ const HEAP: &str = "-Xmx1G";
 #[derive(Clone)]
 pub struct ManagedArtemis {
     daemon: Daemon,
-    port: Result<u16, String>,
+    port: PortSetting,
 }
 
 impl ManagedArtemis {
     pub fn new(home: &Path) -> Self {
-        let port = daemon::port_variable(NAME, PORT_VARIABLE, DEFAULT_PORT, MAX_PORT, WHY_MAX)
-            .map_err(|e| e.to_string());
         ManagedArtemis {
             daemon: Daemon::new(NAME, home),
-            port,
+            port: PORT_RULE.setting(),
         }
     }
 
     fn port(&self) -> Result<u16, BrokerError> {
-        self.port.clone().map_err(|_| invalid_port())
+        self.port.checked()
     }
 
     /// The port the running broker was started on (its configuration), else this handle's.
@@ -55,8 +59,7 @@ impl ManagedArtemis {
         std::fs::read_to_string(self.daemon.config_file())
             .ok()
             .and_then(|text| acceptor_port(&text))
-            .or_else(|| self.port.clone().ok())
-            .unwrap_or(DEFAULT_PORT)
+            .unwrap_or(self.port.or_default())
     }
 
     /// The broker's JVM: our configuration file is one of its arguments.
@@ -125,7 +128,7 @@ impl ManagedArtemis {
     /// port, when it names one).
     fn spawn_with(&self, port: u16, text: &str) -> Result<Child, BrokerError> {
         self.daemon.wait_previous_exit();
-        let web = web_port(port).ok_or_else(invalid_port)?;
+        let web = web_port(port).ok_or_else(|| PORT_RULE.out_of_range(port))?;
         let tls_port = secure::tls_port(text);
         for port in [Some(port), Some(web), tls_port].into_iter().flatten() {
             if !daemon::can_listen(port) {
@@ -133,7 +136,7 @@ impl ManagedArtemis {
                     broker: NAME,
                     port,
                     dir: self.daemon.dir.clone(),
-                    variable: PORT_VARIABLE,
+                    variable: PORT_RULE.variable,
                     needs: "<port>, <port>+1 with --tls, and <port>+1000 (management console)",
                 });
             }
@@ -176,17 +179,6 @@ impl ManagedArtemis {
 
 /// The console's Jolokia request that costs the broker least (its agent's version).
 const JOLOKIA_VERSION: &str = "/console/jolokia/version";
-
-/// The port setting is not one the broker and its console can both listen on.
-fn invalid_port() -> BrokerError {
-    BrokerError::InvalidPortSetting {
-        broker: NAME,
-        variable: PORT_VARIABLE,
-        value: std::env::var(PORT_VARIABLE).unwrap_or_default(),
-        max: MAX_PORT,
-        why: WHY_MAX,
-    }
-}
 
 /// The management console's port for the broker's `port` (None past 65535: a configuration
 /// written before the console was).
@@ -357,6 +349,10 @@ impl ManagedBroker for ManagedArtemis {
 
     fn client_address(&self, status: &BrokerStatus) -> String {
         format!("tcp://{}", status.address)
+    }
+
+    fn port_rule(&self) -> Option<PortRule> {
+        Some(PORT_RULE)
     }
 
     fn metrics_url(&self) -> Option<String> {

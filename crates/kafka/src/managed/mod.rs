@@ -75,6 +75,13 @@ const PORT_RULE: managed::PortRule = managed::PortRule {
     default: DEFAULT_PORT,
     max: u16::MAX - 1,
     why: CONTROLLER_PORT,
+    offsets: &[
+        0,
+        1,
+        SSL_PORT_OFFSET,
+        SASL_SSL_PORT_OFFSET,
+        METRICS_PORT_OFFSET,
+    ],
 };
 const DEFAULT_HEAP: &str = "1g";
 /// With TLS on, the SSL listener is on the client port plus this, SASL_SSL on the next.
@@ -617,6 +624,9 @@ impl brokerbench_brokers::ManagedBroker for Kafka {
     }
     fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
         Kafka::status(self)
+    }
+    fn port_rule(&self) -> Option<managed::PortRule> {
+        Some(PORT_RULE)
     }
     /// Every running node's address: the bootstrap list of a cluster.
     fn client_address(&self, status: &BrokerStatus) -> String {

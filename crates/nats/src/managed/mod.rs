@@ -18,6 +18,7 @@ use std::time::Duration;
 use brokerbench_brokers::cluster::{self, MAX_NODES};
 use brokerbench_brokers::daemon::{self, Daemon};
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
+use brokerbench_brokers::managed::{PortRule, PortSetting};
 use brokerbench_brokers::settings::{self, Settings};
 use brokerbench_brokers::system_package::{self, DebianPackage};
 use brokerbench_brokers::tls::{self, TlsFiles};
@@ -37,47 +38,37 @@ const DEBIAN_PACKAGE: DebianPackage = DebianPackage {
     service: Some("nats-server"),
 };
 const PROGRAM: &str = "nats-server";
-const PORT_VARIABLE: &str = "BROKERBENCH_NATS_PORT";
 const DEFAULT_PORT: u16 = 4322;
 const MONITOR_OFFSET: u16 = 4000;
-const MAX_PORT: u16 = 65535 - MONITOR_OFFSET;
+const PORT_RULE: PortRule = PortRule {
+    broker: NAME,
+    variable: "BROKERBENCH_NATS_PORT",
+    default: DEFAULT_PORT,
+    max: 65535 - MONITOR_OFFSET,
+    why: "the monitoring port is the client port + 4000",
+    offsets: &[0, MONITOR_OFFSET],
+};
 
 #[derive(Clone)]
 pub struct ManagedNats {
     /// Node 1; node k lives in `node-k` inside its folder.
     daemon: Daemon,
-    port: Result<u16, String>,
+    port: PortSetting,
     /// What `up` was asked for: how many nodes, which server settings.
     options: UpOptions,
 }
 
 impl ManagedNats {
     pub fn new(home: &Path) -> Self {
-        let port = daemon::port_variable(
-            NAME,
-            PORT_VARIABLE,
-            DEFAULT_PORT,
-            MAX_PORT,
-            "the monitoring port is the client port + 4000",
-        )
-        .map_err(|e| e.to_string());
         ManagedNats {
             daemon: Daemon::new(NAME, home),
-            port,
+            port: PORT_RULE.setting(),
             options: UpOptions::default(),
         }
     }
 
     fn port(&self) -> Result<u16, BrokerError> {
-        self.port
-            .clone()
-            .map_err(|_| BrokerError::InvalidPortSetting {
-                broker: NAME,
-                variable: PORT_VARIABLE,
-                value: std::env::var(PORT_VARIABLE).unwrap_or_default(),
-                max: MAX_PORT,
-                why: "the monitoring port is the client port + 4000",
-            })
+        self.port.checked()
     }
 
     /// The server binary a start runs (see [`install`]).
@@ -158,9 +149,10 @@ impl ManagedNats {
     fn node_status(&self, id: u32) -> NodeStatus {
         let node = self.node(id);
         let configuration = std::fs::read_to_string(node.config_file()).unwrap_or_default();
-        let port = layout::client_port(&configuration)
-            .or_else(|| (id == 1).then(|| self.port.clone().ok()).flatten())
-            .unwrap_or(DEFAULT_PORT);
+        let port = layout::client_port(&configuration).unwrap_or(match id {
+            1 => self.port.or_default(),
+            _ => DEFAULT_PORT,
+        });
         NodeStatus::local(id, node.running_pid(), port)
     }
 
@@ -186,7 +178,7 @@ impl ManagedNats {
                     broker: NAME,
                     port: p,
                     dir: self.daemon.dir.clone(),
-                    variable: PORT_VARIABLE,
+                    variable: PORT_RULE.variable,
                     needs: "<port> and <port>+4000 (monitoring)",
                 });
             }
@@ -297,7 +289,7 @@ impl Lifecycle for ManagedNats {
 
     fn status_of(&self, pid: u32) -> BrokerStatus {
         self.cluster_status().unwrap_or_else(|| {
-            let port = self.port.clone().unwrap_or(DEFAULT_PORT);
+            let port = self.port.or_default();
             self.daemon
                 .status_of(pid, format!("127.0.0.1:{port}"), self.running_version(pid))
         })
@@ -446,10 +438,14 @@ impl ManagedBroker for ManagedNats {
         format!("nats://{}", status.address)
     }
 
+    fn port_rule(&self) -> Option<PortRule> {
+        Some(PORT_RULE)
+    }
+
     /// Node 1's monitoring endpoint, as its configuration names it (else the port setting's).
     fn metrics_url(&self) -> Option<String> {
         let port = monitor_port(&self.daemon)
-            .or_else(|| self.port.as_ref().ok().map(|port| port + MONITOR_OFFSET))?;
+            .or_else(|| self.port().ok().map(|port| port + MONITOR_OFFSET))?;
         Some(format!("http://127.0.0.1:{port}"))
     }
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use brokerbench_brokers::daemon::{self, Daemon};
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
+use brokerbench_brokers::managed::{PortRule, PortSetting};
 use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{
     cluster, BrokerError, BrokerStatus, ManagedBroker, NodeStatus, UpOptions,
@@ -23,12 +24,17 @@ use brokerbench_brokers::{
 pub use install::VERSION;
 
 const NAME: &str = "pulsar";
-const PORT_VARIABLE: &str = "BROKERBENCH_PULSAR_PORT";
 const DEFAULT_PORT: u16 = 6650;
 /// The web service (admin API, metrics) listens on the binary port + this: 8080 by default.
 const WEB_OFFSET: u16 = 1430;
-const MAX_PORT: u16 = 65535 - WEB_OFFSET;
-const WHY_MAX: &str = "the admin API and metrics listen on the port + 1430";
+const PORT_RULE: PortRule = PortRule {
+    broker: NAME,
+    variable: "BROKERBENCH_PULSAR_PORT",
+    default: DEFAULT_PORT,
+    max: 65535 - WEB_OFFSET,
+    why: "the admin API and metrics listen on the port + 1430",
+    offsets: &[0, secure::TLS_OFFSET, WEB_OFFSET],
+};
 /// The JVM's memory for this machine: Pulsar's defaults (2 GiB heap, 4 GiB direct) are for a
 /// server of its own.
 const MEMORY: &str = "-Xms256m -Xmx1g -XX:MaxDirectMemorySize=1g";
@@ -45,14 +51,13 @@ const MAX_BOOKIES: u32 = 3;
 #[derive(Clone)]
 pub struct ManagedPulsar {
     daemon: Daemon,
-    port: Result<u16, String>,
+    port: PortSetting,
     options: UpOptions,
 }
 
 impl ManagedPulsar {
     pub fn new(home: &Path) -> Self {
-        let port = daemon::port_variable(NAME, PORT_VARIABLE, DEFAULT_PORT, MAX_PORT, WHY_MAX)
-            .map_err(|e| e.to_string());
+        let port = PORT_RULE.setting();
         let mut daemon = Daemon::new(NAME, home);
         daemon.start_timeout = START_TIMEOUT;
         ManagedPulsar {
@@ -90,7 +95,7 @@ impl ManagedPulsar {
     }
 
     fn port(&self) -> Result<u16, BrokerError> {
-        self.port.clone().map_err(|_| invalid_port())
+        self.port.checked()
     }
 
     /// The configuration the running broker was started with, if any.
@@ -102,8 +107,7 @@ impl ManagedPulsar {
     fn running_port(&self) -> u16 {
         self.running_config()
             .and_then(|text| layout::service_port(&text))
-            .or_else(|| self.port.clone().ok())
-            .unwrap_or(DEFAULT_PORT)
+            .unwrap_or(self.port.or_default())
     }
 
     /// The admin API's port of the running broker, else this handle's.
@@ -146,7 +150,7 @@ impl ManagedPulsar {
     /// listener when TLS is on).
     fn spawn(&self) -> Result<Child, BrokerError> {
         let port = self.port()?;
-        let web = web_port(port).ok_or_else(invalid_port)?;
+        let web = web_port(port).ok_or_else(|| PORT_RULE.out_of_range(port))?;
         let bookies = self.bookies();
         let mut text = layout::standalone_conf(&self.distribution(), port, web, bookies)?;
         if self.tls().enabled() {
@@ -177,7 +181,7 @@ impl ManagedPulsar {
                     broker: NAME,
                     port,
                     dir: self.daemon.dir.clone(),
-                    variable: PORT_VARIABLE,
+                    variable: PORT_RULE.variable,
                     needs: "<port>, <port>+1 with --tls, and <port>+1430 (admin API and metrics)",
                 });
             }
@@ -247,17 +251,6 @@ impl ManagedPulsar {
     fn registration_loops(&self) -> bool {
         let log = std::fs::read_to_string(self.daemon.log_file()).unwrap_or_default();
         log.matches("Lock on resource /ledgers/available").count() > REGISTRATION_LOOP
-    }
-}
-
-/// The port setting is not one the broker and its web service can both listen on.
-fn invalid_port() -> BrokerError {
-    BrokerError::InvalidPortSetting {
-        broker: NAME,
-        variable: PORT_VARIABLE,
-        value: std::env::var(PORT_VARIABLE).unwrap_or_default(),
-        max: MAX_PORT,
-        why: WHY_MAX,
     }
 }
 
@@ -445,6 +438,10 @@ impl ManagedBroker for ManagedPulsar {
 
     fn client_address(&self, status: &BrokerStatus) -> String {
         format!("pulsar://{}", status.address)
+    }
+
+    fn port_rule(&self) -> Option<PortRule> {
+        Some(PORT_RULE)
     }
 
     fn metrics_url(&self) -> Option<String> {
