@@ -103,6 +103,63 @@ impl Daemon {
         })
     }
 
+    /// The check of a broker found running (`Lifecycle::wait_running`): calls `answers` about
+    /// every 100 ms until it returns true, for [`Daemon::start_timeout`] at most, after which
+    /// the error names the running process and its address and quotes the log.
+    pub fn wait_running(
+        &self,
+        status: &BrokerStatus,
+        answers: impl Fn() -> bool,
+    ) -> Result<(), BrokerError> {
+        let timeout = self.start_timeout;
+        if managed::poll(timeout, || answers().then_some(())).is_some() {
+            return Ok(());
+        }
+        Err(BrokerError::StartFailed {
+            broker: self.name,
+            reason: format!(
+                "the running broker (pid {}) did not answer on {} within {timeout:?}",
+                status.pid, status.address
+            ),
+            log_file: self.log_file(),
+            log_tail: process::log_tail(&self.log_file(), 20),
+        })
+    }
+
+    /// The broker started again after it stopped or was killed (a fault's `restart_after`),
+    /// as it was: `spawn` gets the configuration it last started with, whatever the settings
+    /// say now, and `wait` waits until it answers; a start that does not is taken down again.
+    /// Its pid, or the running one's when it runs.
+    pub fn start_as_it_was(
+        &self,
+        spawn: impl FnOnce(&str) -> Result<Child, BrokerError>,
+        wait: impl FnOnce(&mut Child) -> Result<(), BrokerError>,
+    ) -> Result<u32, BrokerError> {
+        if let Some(pid) = self.running_pid() {
+            return Ok(pid);
+        }
+        let file = self.config_file();
+        let text = std::fs::read_to_string(&file).map_err(BrokerError::io("reading", &file))?;
+        let mut child = spawn(&text)?;
+        if let Err(e) = wait(&mut child) {
+            self.abandon(child);
+            return Err(e);
+        }
+        Ok(child.id())
+    }
+
+    /// Refuses a node other than 1 of a broker that runs one.
+    pub fn only_node(&self, id: u32) -> Result<(), BrokerError> {
+        match id {
+            1 => Ok(()),
+            _ => Err(BrokerError::TooManyNodes {
+                broker: self.name,
+                asked: id,
+                max: 1,
+            }),
+        }
+    }
+
     /// Takes a process that failed to start down and removes its pid file.
     pub fn abandon(&self, mut child: Child) {
         let _ = process::stop(self.name, child.id(), self.stop_grace);
@@ -139,4 +196,36 @@ impl Daemon {
 /// True when nothing listens on 127.0.0.1:`port` and it can be bound.
 pub fn can_listen(port: u16) -> bool {
     process::can_listen(port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restart_needs_the_configuration_of_a_start_and_node_one() {
+        let home = tempfile::tempdir().unwrap();
+        let daemon = Daemon::new("toy", home.path());
+        let spawned = std::cell::Cell::new(false);
+        let error = daemon
+            .start_as_it_was(
+                |_| {
+                    spawned.set(true);
+                    Err(BrokerError::Unsupported { what: "no".into() })
+                },
+                |_| Ok(()),
+            )
+            .unwrap_err();
+        assert!(!spawned.get());
+        assert!(error.to_string().contains("toy.conf"), "{error}");
+        assert!(daemon.only_node(1).is_ok());
+        assert!(matches!(
+            daemon.only_node(2),
+            Err(BrokerError::TooManyNodes {
+                asked: 2,
+                max: 1,
+                ..
+            })
+        ));
+    }
 }

@@ -249,24 +249,11 @@ impl<P: Package + Clone> Packaged<P> {
     /// The broker started again after it stopped or was killed (a fault's `restart_after`),
     /// with its configuration and data as they were; its pid.
     fn restart(&self, id: u32) -> Result<u32, BrokerError> {
-        if id != 1 {
-            return Err(BrokerError::TooManyNodes {
-                broker: self.spec().name,
-                asked: id,
-                max: 1,
-            });
-        }
-        if let Some(pid) = self.daemon.running_pid() {
-            return Ok(pid);
-        }
-        let file = self.daemon.config_file();
-        let text = std::fs::read_to_string(&file).map_err(BrokerError::io("reading", &file))?;
-        let mut child = self.spawn_with(self.running_port(), &text)?;
-        if let Err(e) = self.wait_answering(&mut child) {
-            self.daemon.abandon(child);
-            return Err(e);
-        }
-        Ok(child.id())
+        self.daemon.only_node(id)?;
+        self.daemon.start_as_it_was(
+            |text| self.spawn_with(self.running_port(), text),
+            |child| self.wait_answering(child),
+        )
     }
 }
 
@@ -301,17 +288,8 @@ impl<P: Package + Clone> Lifecycle for Packaged<P> {
 
     fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
         let port = self.running_port();
-        let timeout = self.daemon.start_timeout;
-        let answered = crate::managed::poll(timeout, || self.package.answers(port).then_some(()));
-        answered.ok_or_else(|| BrokerError::StartFailed {
-            broker: self.spec().name,
-            reason: format!(
-                "the running broker (pid {}) did not answer on {} within {timeout:?}",
-                status.pid, status.address
-            ),
-            log_file: self.daemon.log_file(),
-            log_tail: crate::process::log_tail(&self.daemon.log_file(), 20),
-        })
+        self.daemon
+            .wait_running(status, || self.package.answers(port))
     }
 
     fn start(&self) -> Result<Child, BrokerError> {

@@ -253,18 +253,7 @@ impl Lifecycle for ManagedArtemis {
 
     fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
         let port = self.running_port();
-        let answered = brokerbench_brokers::managed::poll(self.daemon.start_timeout, || {
-            answers(port).then_some(())
-        });
-        answered.ok_or_else(|| BrokerError::StartFailed {
-            broker: NAME,
-            reason: format!(
-                "the running broker (pid {}) did not answer on {} within {:?}",
-                status.pid, status.address, self.daemon.start_timeout
-            ),
-            log_file: self.daemon.log_file(),
-            log_tail: brokerbench_brokers::process::log_tail(&self.daemon.log_file(), 20),
-        })
+        self.daemon.wait_running(status, || answers(port))
     }
 
     fn start(&self) -> Result<Child, BrokerError> {
@@ -294,28 +283,17 @@ impl ManagedArtemis {
     /// The broker started again after it stopped or was killed (a fault's `restart_after`),
     /// with its configuration and journal as they were; its pid.
     fn restart(&self, id: u32) -> Result<u32, BrokerError> {
-        if id != 1 {
-            return Err(BrokerError::TooManyNodes {
-                broker: NAME,
-                asked: id,
-                max: 1,
-            });
-        }
-        if let Some(pid) = self.daemon.running_pid() {
-            return Ok(pid);
-        }
-        // As it was: its configuration and port, whatever the port setting says now.
-        let file = self.daemon.config_file();
-        let text = std::fs::read_to_string(&file).map_err(BrokerError::io("reading", &file))?;
-        let mut child = self.spawn_with(self.running_port(), &text)?;
-        if let Err(e) = self.wait_answering(&mut child) {
-            self.daemon.abandon(child);
-            return Err(e);
-        }
-        // As a start does: the next run's broker metrics come from the console, which answers
-        // after the acceptor (a run right after a kill's restart once had none).
-        self.wait_console();
-        Ok(child.id())
+        self.daemon.only_node(id)?;
+        self.daemon.start_as_it_was(
+            |text| self.spawn_with(self.running_port(), text),
+            |child| {
+                self.wait_answering(child)?;
+                // As a start does: the next run's broker metrics come from the console, which
+                // answers after the acceptor (a run right after a kill's restart once had none).
+                self.wait_console();
+                Ok(())
+            },
+        )
     }
 }
 

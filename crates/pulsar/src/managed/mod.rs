@@ -331,18 +331,7 @@ impl Lifecycle for ManagedPulsar {
 
     fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
         let (port, web) = (self.running_port(), self.web_port());
-        let answered = brokerbench_brokers::managed::poll(self.daemon.start_timeout, || {
-            answers(port, web).then_some(())
-        });
-        answered.ok_or_else(|| BrokerError::StartFailed {
-            broker: NAME,
-            reason: format!(
-                "the running broker (pid {}) did not answer on {} within {:?}",
-                status.pid, status.address, self.daemon.start_timeout
-            ),
-            log_file: self.daemon.log_file(),
-            log_tail: brokerbench_brokers::process::log_tail(&self.daemon.log_file(), 20),
-        })
+        self.daemon.wait_running(status, || answers(port, web))
     }
 
     fn start(&self) -> Result<Child, BrokerError> {
@@ -376,17 +365,10 @@ impl ManagedPulsar {
                 what: format!("starting node {id} on its own (a bookie in node 1's JVM)"),
             });
         }
-        if let Some(pid) = self.daemon.running_pid() {
-            return Ok(pid);
-        }
-        let file = self.daemon.config_file();
-        let text = std::fs::read_to_string(&file).map_err(BrokerError::io("reading", &file))?;
-        let mut child = self.spawn_with(&text)?;
-        if let Err(e) = self.wait_settled(&mut child) {
-            self.daemon.abandon(child);
-            return Err(e);
-        }
-        Ok(child.id())
+        self.daemon.start_as_it_was(
+            |text| self.spawn_with(text),
+            |child| self.wait_settled(child),
+        )
     }
 }
 
