@@ -8,11 +8,18 @@ mod find_study;
 mod k8s;
 mod man;
 mod merge;
+mod merge_folder;
+mod merge_read;
+mod merge_summary;
+mod merge_table;
 mod report;
 mod run;
 mod run_broker;
 mod run_faults;
+mod run_inputs;
+mod run_results;
 mod run_shard;
+mod run_watchers;
 mod study;
 
 use std::process::ExitCode;

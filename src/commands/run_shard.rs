@@ -1,9 +1,10 @@
-//! A run as one shard of several (`--shard I/N`): which shard it is, whether it has work, and
-//! shard.json and ledger.json, what `brokerbench merge` reads beside the ordinary files.
+//! A run as one shard of several (`--shard I/N`): which shard it is, whether it has work, the
+//! gate where it meets the others, and shard.json and ledger.json, what `brokerbench merge`
+//! reads beside the ordinary files.
 
 use brokerbench_engine::Clock;
 
-use super::run::run_id;
+use super::run_inputs::run_id;
 use crate::cli::RunArgs;
 use crate::BadInput;
 
@@ -171,4 +172,38 @@ pub(super) fn resolve_sharding(
         run_id,
         coordinator,
     }))
+}
+
+/// What the engine needs of a shard of a run: its place, and the gate where the shards meet.
+pub(super) fn engine_sharding<'a>(
+    sharding: Option<&ShardPlan>,
+    gate: Option<&'a mut crate::shards::TcpGate>,
+) -> Option<brokerbench_engine::Sharding<'a>> {
+    match (sharding, gate) {
+        (Some(s), Some(gate)) => Some(brokerbench_engine::Sharding {
+            shard: s.shard,
+            gate,
+        }),
+        _ => None,
+    }
+}
+
+/// A shard meets the others at the start line through the coordinator.
+pub(super) fn open_gate(
+    sharding: Option<&ShardPlan>,
+    args: &RunArgs,
+    workload: &brokerbench_model::Workload,
+    driver: &str,
+) -> anyhow::Result<Option<crate::shards::TcpGate>> {
+    let Some(s) = sharding else {
+        return Ok(None);
+    };
+    let settings = crate::shards::GateSettings {
+        shard: s.shard,
+        run_id: s.run_id.clone(),
+        coordinator: s.coordinator.clone(),
+        timeout: args.shard_timeout,
+        identity: crate::shards::identity(&serde_json::to_value(workload)?, driver),
+    };
+    Ok(Some(crate::shards::TcpGate::new(settings, None)?))
 }

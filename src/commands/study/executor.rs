@@ -108,7 +108,9 @@ impl Executor<'_> {
         }
         match (&self.inputs.driver, &run.driver) {
             (Some(_), _) => {
-                command.arg("--driver").arg(super::super::run::STDIN_DRIVER);
+                command
+                    .arg("--driver")
+                    .arg(super::super::run_inputs::STDIN_DRIVER);
             }
             (None, brokerbench_study::StudyInput::File(p)) => {
                 command.arg("--driver").arg(p);
