@@ -11,8 +11,8 @@ use brokerbench_model::yaml::Value;
 use brokerbench_model::SpecError;
 
 use crate::config::{KafkaDriverConfig, KAFKA_DRIVER_FIELDS};
+use crate::driver::KafkaDriver;
 use crate::managed::Kafka;
-use crate::KafkaDriver;
 
 /// Apache Kafka and Kafka-API brokers, through librdkafka.
 pub struct KafkaFamily;

@@ -17,7 +17,7 @@ use rdkafka::{ClientContext, Offset};
 
 use brokerbench_driver::{Consumer, Delivery, Unread};
 
-use crate::error_kind;
+use crate::error_kinds::error_kind;
 use crate::seen_offsets::SeenOffsets;
 
 /// How often the consumer reads its assignment.

@@ -39,15 +39,19 @@ use brokerbench_brokers::{
 };
 
 mod install;
+mod jvm;
 mod leader;
+mod managed_broker;
 mod nodes;
 mod properties;
+mod ready;
 mod storage;
 mod users;
 
 use install::*;
 use nodes::*;
 use properties::*;
+use ready::*;
 
 /// The Kafka version the embedded pom installs.
 pub const VERSION: &str = "4.1.1";
@@ -356,131 +360,7 @@ impl Kafka {
             settings: settings::recorded(&self.dir()),
         }
     }
-
-    /// `java` with the JVM options shared by the broker and its tools.
-    fn java_command(&self, heap: &str) -> Command {
-        let mut java = Command::new(java_program());
-        java.arg(format!("-Xms{heap}"))
-            .arg(format!("-Xmx{heap}"))
-            .args(["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"])
-            .arg("-Djava.awt.headless=true")
-            .arg(concat_os("-Dkafka.logs.dir=", &self.logs_dir()))
-            .arg(concat_os(
-                "-Dlog4j2.configurationFile=",
-                &self.log4j2_file(),
-            ))
-            .arg("-cp")
-            // The JVM expands `dir/*` itself: no shell involved.
-            .arg(concat_os("", &self.lib_dir().join("*")))
-            .current_dir(self.dir());
-        java
-    }
-
-    /// The broker's command line: `java … kafka.Kafka <dir>/server.properties`.
-    fn broker_command(&self) -> Command {
-        let mut broker = self.java_command(&self.heap);
-        if let Some(agent) = self.agent_argument() {
-            broker.arg(agent);
-        }
-        broker.arg(MAIN_CLASS).arg(self.properties_file());
-        broker
-    }
-
-    /// Sends a command's stdout and stderr to the end of the broker log.
-    fn redirect_to_log(&self, command: &mut Command) -> Result<(), BrokerError> {
-        let path = self.log_file();
-        process::output_to(command, &path).map_err(BrokerError::io("opening", &path))
-    }
-
-    fn spawn_broker(&self) -> Result<Child, BrokerError> {
-        let mut broker = self.broker_command();
-        self.redirect_to_log(&mut broker)?;
-        process::spawn_detached(&mut broker).map_err(|source| self.java_not_found(source))
-    }
-
-    fn java_not_found(&self, source: std::io::Error) -> BrokerError {
-        BrokerError::JavaNotFound {
-            program: java_program(),
-            source,
-        }
-    }
-
-    /// Polls the broker with metadata requests until one lists a broker. When `child` is the
-    /// JVM we just started and it exits meanwhile, fails at once with the log tail.
-    fn wait_until_ready(
-        &self,
-        status: &BrokerStatus,
-        mut child: Option<Child>,
-    ) -> Result<(), BrokerError> {
-        let failed = |reason: String| BrokerError::StartFailed {
-            broker: NAME,
-            reason,
-            log_file: self.log_file(),
-            log_tail: process::log_tail(&self.log_file(), LOG_TAIL_LINES),
-        };
-        let client = metadata_client(&status.address).map_err(|error| {
-            failed(format!(
-                "could not create a Kafka client for {}: {error}",
-                status.address
-            ))
-        })?;
-        managed::poll(READY_TIMEOUT, || {
-            match client.fetch_metadata(None, Duration::from_millis(500)) {
-                Ok(metadata) if !metadata.brokers().is_empty() => return Some(Ok(())),
-                _ => {}
-            }
-            let exited = match child.as_mut() {
-                Some(jvm) => jvm.try_wait().ok().flatten().map(|code| code.to_string()),
-                None => (!process::is_alive(status.pid)).then(|| "it exited".to_string()),
-            };
-            exited.map(|exit| {
-                Err(failed(format!(
-                    "the JVM (pid {}) exited: {exit}",
-                    status.pid
-                )))
-            })
-        })
-        .unwrap_or_else(|| {
-            Err(failed(format!(
-                "it (pid {}) did not answer metadata requests on {} within {} s",
-                status.pid,
-                status.address,
-                READY_TIMEOUT.as_secs()
-            )))
-        })
-    }
 }
-
-/// `$JAVA_HOME/bin/java` when JAVA_HOME is set, else `java` from PATH.
-fn java_program() -> PathBuf {
-    match std::env::var_os("JAVA_HOME").filter(|home| !home.is_empty()) {
-        Some(home) => Path::new(&home).join("bin/java"),
-        None => PathBuf::from("java"),
-    }
-}
-
-/// A client used only to ask for metadata. It stays silent: while the broker boots, every
-/// refused connection would otherwise be logged, and the terminal is the user's.
-fn metadata_client(address: &str) -> Result<BaseConsumer<Silent>, KafkaError> {
-    ClientConfig::new()
-        .set("bootstrap.servers", address)
-        // Retry refused connections quickly instead of backing off towards 10 s.
-        .set("reconnect.backoff.ms", "50")
-        .set("reconnect.backoff.max.ms", "200")
-        .set_log_level(RDKafkaLogLevel::Emerg)
-        .create_with_context(Silent)
-}
-
-/// A librdkafka context that drops log lines and error events.
-struct Silent;
-
-impl ClientContext for Silent {
-    fn log(&self, _level: RDKafkaLogLevel, _facility: &str, _message: &str) {}
-
-    fn error(&self, _error: KafkaError, _reason: &str) {}
-}
-
-impl ConsumerContext for Silent {}
 
 /// One node's JVM while it boots, and the status it will have.
 pub struct StartingNode {
@@ -593,121 +473,6 @@ impl Lifecycle for Kafka {
 
     fn leftovers(&self) -> Vec<PathBuf> {
         self.every_node().iter().map(Kafka::pid_file).collect()
-    }
-}
-
-impl brokerbench_brokers::ManagedBroker for Kafka {
-    fn install(&self) -> Result<String, BrokerError> {
-        Kafka::install(self)?;
-        Ok(format!(
-            "kafka {VERSION} installed in {}",
-            self.lib_dir().display()
-        ))
-    }
-    fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
-        Kafka::up(self)
-    }
-    fn max_nodes(&self) -> u32 {
-        nodes::MAX_NODES
-    }
-    fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
-        Kafka::restart_node(self, id)
-    }
-    fn leader(&self, topic: &str) -> Result<u32, BrokerError> {
-        self.leader_of(topic)
-    }
-    fn up_with(&self, options: &UpOptions) -> Result<(BrokerStatus, bool), BrokerError> {
-        Kafka::up_with(self, options)
-    }
-    fn down(&self) -> Result<Option<u32>, BrokerError> {
-        Kafka::down(self)
-    }
-    fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
-        Kafka::status(self)
-    }
-    fn port_rule(&self) -> Option<managed::PortRule> {
-        Some(PORT_RULE)
-    }
-    /// Every running node's address: the bootstrap list of a cluster.
-    fn client_address(&self, status: &BrokerStatus) -> String {
-        let up: Vec<&str> = status
-            .nodes
-            .iter()
-            .filter(|n| n.up)
-            .map(|n| n.address.as_str())
-            .collect();
-        match up.is_empty() {
-            true => status.address.clone(),
-            false => up.join(","),
-        }
-    }
-    fn metrics_url(&self) -> Option<String> {
-        Kafka::metrics_url(self)
-    }
-    /// Every running node's exporter: each counts the messages of the partitions it leads.
-    fn metrics_urls(&self) -> Vec<NodeUrl> {
-        self.nodes()
-            .iter()
-            .filter_map(|node| Some((node.node, Kafka::metrics_url(node)?)))
-            .collect()
-    }
-    fn endpoints(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .metrics_url()
-            .map(|url| format!("metrics: {url}"))
-            .into_iter()
-            .collect();
-        lines.extend(self.tls_lines());
-        lines
-    }
-    fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
-        self.tls().switch(
-            NAME,
-            self.running_pid()
-                .map(|pid| (pid, self.running_tls_ports().is_some())),
-            on,
-        )
-    }
-    fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
-        let Some((ssl_port, sasl_port)) = self.running_tls_ports() else {
-            return Ok(format!(
-                "\
-# The managed Kafka's PLAINTEXT listener (`brokerbench broker status kafka --driver-file`).
-# Start it with TLS and a SASL user: brokerbench broker down kafka; brokerbench broker up kafka --tls
-driver: kafka
-bootstrap_servers: {address}
-replication_factor: 1
-producer_config: {{acks: \"1\"}}
-",
-                address = status.address
-            ));
-        };
-        let files = self.tls();
-        Ok(format!(
-            "\
-# The managed Kafka's SASL_SSL listener (`brokerbench broker status kafka --driver-file`).
-# It holds the password of the user `{user}`: keep it private. brokerbench writes it into no
-# result, log or report. With bootstrap_servers set, a run samples the broker's process when
-# given --broker-process kafka.Kafka. The SSL listener, with the client certificate instead:
-#   bootstrap_servers: 127.0.0.1:{ssl_port}
-#   common_config: {{security.protocol: SSL, ssl.ca.location: {ca}, ssl.certificate.location: {certificate}, ssl.key.location: {key}}}
-driver: kafka
-bootstrap_servers: 127.0.0.1:{sasl_port}
-replication_factor: 1
-common_config:
-  security.protocol: SASL_SSL
-  sasl.mechanisms: {DRIVER_FILE_MECHANISM}     # or SCRAM-SHA-256, PLAIN
-  sasl.username: {user}
-  sasl.password: {password}
-  ssl.ca.location: {ca}
-producer_config: {{acks: \"1\"}}
-",
-            user = tls::USER,
-            password = files.password()?,
-            ca = files.ca().display(),
-            certificate = files.client_certificate().display(),
-            key = files.client_key().display(),
-        ))
     }
 }
 
