@@ -23,6 +23,7 @@ pub mod free_ports;
 pub mod http;
 pub mod lifecycle;
 pub mod managed;
+pub mod one_process;
 pub mod packaged;
 pub mod process;
 pub mod settings;

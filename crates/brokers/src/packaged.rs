@@ -11,8 +11,9 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use crate::daemon::{self, Daemon};
-use crate::lifecycle::{self, Lifecycle};
+use crate::lifecycle;
 use crate::managed::{PortRule, PortSetting};
+use crate::one_process::OneProcess;
 use crate::system_package::{self, DebianPackage};
 use crate::tls::TlsFiles;
 use crate::{BrokerError, BrokerStatus, ManagedBroker};
@@ -240,28 +241,11 @@ impl<P: Package + Clone> Packaged<P> {
         command.args(self.package.arguments(&self.daemon.config_file()));
         self.daemon.spawn(text, command)
     }
-
-    fn wait_answering(&self, child: &mut Child) -> Result<(), BrokerError> {
-        let port = self.running_port();
-        self.daemon.wait(child, || self.package.answers(port))
-    }
-
-    /// The broker started again after it stopped or was killed (a fault's `restart_after`),
-    /// with its configuration and data as they were; its pid.
-    fn restart(&self, id: u32) -> Result<u32, BrokerError> {
-        self.daemon.only_node(id)?;
-        self.daemon.start_as_it_was(
-            |text| self.spawn_with(self.running_port(), text),
-            |child| self.wait_answering(child),
-        )
-    }
 }
 
-impl<P: Package + Clone> Lifecycle for Packaged<P> {
-    type Starting = Child;
-
-    fn dir(&self) -> PathBuf {
-        self.daemon.dir.clone()
+impl<P: Package + Clone> OneProcess for Packaged<P> {
+    fn daemon(&self) -> &Daemon {
+        &self.daemon
     }
 
     fn check(&self) -> Result<(), BrokerError> {
@@ -269,27 +253,13 @@ impl<P: Package + Clone> Lifecycle for Packaged<P> {
         self.installed_program().map(|_| ())
     }
 
-    fn running_pid(&self) -> Option<u32> {
-        self.daemon.running_pid()
-    }
-
     fn status_of(&self, pid: u32) -> BrokerStatus {
         let address = format!("127.0.0.1:{}", self.running_port());
         self.daemon.status_of(pid, address, self.version())
     }
 
-    fn check_running(&self, _status: &BrokerStatus) -> Result<(), BrokerError> {
-        Ok(())
-    }
-
-    fn start_again(&self, id: u32) -> Result<u32, BrokerError> {
-        self.restart(id)
-    }
-
-    fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
-        let port = self.running_port();
-        self.daemon
-            .wait_running(status, || self.package.answers(port))
+    fn answers(&self) -> bool {
+        self.package.answers(self.running_port())
     }
 
     fn start(&self) -> Result<Child, BrokerError> {
@@ -298,21 +268,8 @@ impl<P: Package + Clone> Lifecycle for Packaged<P> {
         self.spawn_with(port, &text)
     }
 
-    fn wait_started(&self, child: &mut Child) -> Result<BrokerStatus, BrokerError> {
-        self.wait_answering(child)?;
-        Ok(self.status_of(child.id()))
-    }
-
-    fn abandon(&self, child: Child) {
-        self.daemon.abandon(child);
-    }
-
-    fn stop(&self, pid: u32) -> Result<(), BrokerError> {
-        self.daemon.stop(pid)
-    }
-
-    fn leftovers(&self) -> Vec<PathBuf> {
-        self.daemon.leftovers()
+    fn start_with(&self, text: &str) -> Result<Child, BrokerError> {
+        self.spawn_with(self.running_port(), text)
     }
 }
 

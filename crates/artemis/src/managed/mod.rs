@@ -13,8 +13,9 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use brokerbench_brokers::daemon::{self, Daemon};
-use brokerbench_brokers::lifecycle::{self, Lifecycle};
+use brokerbench_brokers::lifecycle;
 use brokerbench_brokers::managed::{PortRule, PortSetting};
+use brokerbench_brokers::one_process::OneProcess;
 use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker};
 
@@ -150,11 +151,6 @@ impl ManagedArtemis {
         self.daemon.spawn(text, self.command())
     }
 
-    fn wait_answering(&self, child: &mut Child) -> Result<(), BrokerError> {
-        let port = self.running_port();
-        self.daemon.wait(child, || answers(port))
-    }
-
     /// Waits for the management console, which starts after the broker, until its Jolokia
     /// endpoint answers, so that a run's first scrape finds it ready: the first request loads
     /// the Jolokia agent (3.5 s once with a core busy, longer than a scrape's 2-s timeout, and
@@ -216,11 +212,9 @@ fn answers(port: u16) -> bool {
     crate::conn::Conn::connect(&url, Duration::from_secs(1), None).is_ok()
 }
 
-impl Lifecycle for ManagedArtemis {
-    type Starting = Child;
-
-    fn dir(&self) -> PathBuf {
-        self.daemon.dir.clone()
+impl OneProcess for ManagedArtemis {
+    fn daemon(&self) -> &Daemon {
+        &self.daemon
     }
 
     fn check(&self) -> Result<(), BrokerError> {
@@ -234,66 +228,31 @@ impl Lifecycle for ManagedArtemis {
         })
     }
 
-    fn running_pid(&self) -> Option<u32> {
-        self.daemon.running_pid()
-    }
-
     fn status_of(&self, pid: u32) -> BrokerStatus {
         let address = format!("127.0.0.1:{}", self.running_port());
         self.daemon.status_of(pid, address, VERSION.to_string())
     }
 
-    fn check_running(&self, _status: &BrokerStatus) -> Result<(), BrokerError> {
-        Ok(())
-    }
-
-    fn start_again(&self, id: u32) -> Result<u32, BrokerError> {
-        self.restart(id)
-    }
-
-    fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
-        let port = self.running_port();
-        self.daemon.wait_running(status, || answers(port))
+    fn answers(&self) -> bool {
+        answers(self.running_port())
     }
 
     fn start(&self) -> Result<Child, BrokerError> {
         self.spawn()
     }
 
-    fn wait_started(&self, child: &mut Child) -> Result<BrokerStatus, BrokerError> {
-        self.wait_answering(child)?;
+    fn start_with(&self, text: &str) -> Result<Child, BrokerError> {
+        self.spawn_with(self.running_port(), text)
+    }
+
+    /// As a start does, a restart waits for the console too: the next run's broker metrics
+    /// come from it, and it answers after the acceptor (a run right after a kill's restart
+    /// once had none).
+    fn wait_started(&self, child: &mut Child) -> Result<(), BrokerError> {
+        let port = self.running_port();
+        self.daemon.wait(child, || answers(port))?;
         self.wait_console();
-        Ok(self.status_of(child.id()))
-    }
-
-    fn abandon(&self, child: Child) {
-        self.daemon.abandon(child);
-    }
-
-    fn stop(&self, pid: u32) -> Result<(), BrokerError> {
-        self.daemon.stop(pid)
-    }
-
-    fn leftovers(&self) -> Vec<PathBuf> {
-        self.daemon.leftovers()
-    }
-}
-
-impl ManagedArtemis {
-    /// The broker started again after it stopped or was killed (a fault's `restart_after`),
-    /// with its configuration and journal as they were; its pid.
-    fn restart(&self, id: u32) -> Result<u32, BrokerError> {
-        self.daemon.only_node(id)?;
-        self.daemon.start_as_it_was(
-            |text| self.spawn_with(self.running_port(), text),
-            |child| {
-                self.wait_answering(child)?;
-                // As a start does: the next run's broker metrics come from the console, which
-                // answers after the acceptor (a run right after a kill's restart once had none).
-                self.wait_console();
-                Ok(())
-            },
-        )
+        Ok(())
     }
 }
 

@@ -9,13 +9,14 @@ mod install;
 mod layout;
 mod secure;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command};
 use std::time::Duration;
 
 use brokerbench_brokers::daemon::{self, Daemon};
-use brokerbench_brokers::lifecycle::{self, Lifecycle};
+use brokerbench_brokers::lifecycle;
 use brokerbench_brokers::managed::{PortRule, PortSetting};
+use brokerbench_brokers::one_process::OneProcess;
 use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{
     cluster, BrokerError, BrokerStatus, ManagedBroker, NodeStatus, UpOptions,
@@ -278,11 +279,9 @@ fn answers(port: u16, web: u16) -> bool {
         .is_some()
 }
 
-impl Lifecycle for ManagedPulsar {
-    type Starting = Child;
-
-    fn dir(&self) -> PathBuf {
-        self.daemon.dir.clone()
+impl OneProcess for ManagedPulsar {
+    fn daemon(&self) -> &Daemon {
+        &self.daemon
     }
 
     fn check(&self) -> Result<(), BrokerError> {
@@ -297,10 +296,6 @@ impl Lifecycle for ManagedPulsar {
             broker: NAME,
             dir: self.distribution(),
         })
-    }
-
-    fn running_pid(&self) -> Option<u32> {
-        self.daemon.running_pid()
     }
 
     /// Node 1 is the broker's JVM; nodes 2 and 3 are its other bookies, which run in it (no
@@ -325,38 +320,22 @@ impl Lifecycle for ManagedPulsar {
         self.options.check_running(NAME, status)
     }
 
-    fn start_again(&self, id: u32) -> Result<u32, BrokerError> {
-        self.restart(id)
-    }
-
-    fn wait_running(&self, status: &BrokerStatus) -> Result<(), BrokerError> {
-        let (port, web) = (self.running_port(), self.web_port());
-        self.daemon.wait_running(status, || answers(port, web))
+    fn answers(&self) -> bool {
+        answers(self.running_port(), self.web_port())
     }
 
     fn start(&self) -> Result<Child, BrokerError> {
         self.spawn()
     }
 
-    fn wait_started(&self, child: &mut Child) -> Result<BrokerStatus, BrokerError> {
-        self.wait_settled(child)?;
-        Ok(self.status_of(child.id()))
+    fn start_with(&self, text: &str) -> Result<Child, BrokerError> {
+        self.spawn_with(text)
     }
 
-    fn abandon(&self, child: Child) {
-        self.daemon.abandon(child);
+    fn wait_started(&self, child: &mut Child) -> Result<(), BrokerError> {
+        self.wait_settled(child)
     }
 
-    fn stop(&self, pid: u32) -> Result<(), BrokerError> {
-        self.daemon.stop(pid)
-    }
-
-    fn leftovers(&self) -> Vec<PathBuf> {
-        self.daemon.leftovers()
-    }
-}
-
-impl ManagedPulsar {
     /// The broker started again after it stopped or was killed (a fault's `restart_after`),
     /// with its configuration and data as they were; its pid.
     fn restart(&self, id: u32) -> Result<u32, BrokerError> {
