@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use serde_json::{json, Value as Json};
 
 use super::data::{json_series, json_xs, number_at, reduce, spectrum, spectrum_xs, Reduce};
-use super::run::{measured, show, RunFolder, HEADLINE};
+use super::headline::{measured, show, HEADLINE};
+use super::run_folder::RunFolder;
 use super::{chart_div, esc, page, HtmlError};
 use crate::labels::{comparison_labels, difference_labels, RunToName};
 

@@ -3,13 +3,24 @@
 //! opens from `file://` with no network. Reports read results folders only, never the engine,
 //! so they can be built for old results too.
 
+mod broker_metrics;
+mod chart;
 mod comparison;
 mod data;
 mod events;
 mod faults;
+mod headline;
+mod integrity;
+mod json_text;
 mod nodes;
 pub use data::read_hlog;
+mod resources;
 mod run;
+mod run_charts;
+mod run_folder;
+mod run_heading;
+mod run_notes;
+mod shards;
 mod study;
 
 use std::fmt::Write as _;

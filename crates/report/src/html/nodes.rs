@@ -4,8 +4,8 @@
 
 use serde_json::{json, Value as Json};
 
+use super::chart::time_chart;
 use super::data::{Columns, Reduce};
-use super::run::time_chart;
 
 /// The nodes that have columns in `r`, in order (none for a broker of one node).
 fn node_ids(r: &Columns) -> Vec<u32> {

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{json, Value as Json};
 
 use super::data::{json_series, json_xs, read_json};
-use super::run::show;
+use super::headline::show;
 use super::{chart_div, esc, page, HtmlError, REPORT_FILE};
 
 /// Numbers charted against the axes: (headline path, title, unit for the page, y unit).
