@@ -5,24 +5,33 @@
 mod anomalies;
 mod backlog;
 mod collect;
+mod complete;
 mod consumer;
 mod cpu_window;
+mod driver_policy;
 mod producer;
 mod producer_group;
 mod summary;
+mod summary_notes;
+mod tally;
 mod tasks;
+mod window_measures;
 
 use anomalies::*;
 use backlog::*;
 use collect::*;
 use consumer::*;
 use cpu_window::*;
+use driver_policy::*;
 use producer::*;
 use producer_group::*;
 use summary::*;
+use summary_notes::*;
+use tally::*;
 use tasks::*;
+use window_measures::*;
 
-pub use summary::{complete, Measured};
+pub use complete::{complete, Measured};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
