@@ -1,6 +1,13 @@
+use super::http;
+use super::respond::{negotiate, Format};
+use super::server::MAX_CONNECTIONS;
 use super::*;
 use crate::text::parse;
-use std::io::Write;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// A response as a client sees it.
 #[derive(Debug)]
