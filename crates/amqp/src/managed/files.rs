@@ -1,7 +1,14 @@
 //! What the node's folder holds: the state `up` records, `rabbitmq.conf`, the environment
 //! file and the Erlang cookie.
 
-use super::*;
+use std::fs;
+use std::io::{self, Read};
+
+use brokerbench_brokers::settings;
+use brokerbench_brokers::tls::TlsFiles;
+
+use super::names::{MANAGEMENT_OFFSET, PROMETHEUS_OFFSET};
+use super::ports::tls_port;
 
 /// What `up` remembers about the node it started.
 #[derive(Debug, Clone, PartialEq, Eq)]

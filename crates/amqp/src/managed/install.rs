@@ -1,6 +1,12 @@
 //! The installed server: where its scripts are, its version, and why a boot failed.
 
-use super::*;
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::names::{CTL, DEBIAN_WRAPPER, OTHER_BIN_DIRS, PACKAGE, PACKAGE_BIN_DIR, SERVER};
 
 /// The folder with a usable `rabbitmq-server` and `rabbitmqctl`: Debian's package folder,
 /// then PATH, then the sbin folders (often not on a user's PATH).

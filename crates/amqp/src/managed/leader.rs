@@ -3,7 +3,12 @@
 
 use serde_json::Value;
 
-use super::*;
+use std::time::Duration;
+
+use brokerbench_brokers::BrokerError;
+
+use super::names::GUEST_BASIC_AUTH;
+use super::node::RabbitMq;
 
 impl RabbitMq {
     /// The node that leads `queue` (on the default vhost, where runs on the managed broker

@@ -5,9 +5,17 @@
 //! `join_cluster`, `start_app`). A cluster starts from empty databases every time: a node
 //! that was a member of another cluster would refuse to join this one.
 
-use brokerbench_brokers::cluster::{self, MAX_NODES};
+use std::fs;
+use std::process::Child;
+use std::time::Duration;
 
-use super::*;
+use brokerbench_brokers::cluster::{self, MAX_NODES};
+use brokerbench_brokers::{process, settings, BrokerError, BrokerStatus, NodeStatus, UpOptions};
+
+use super::names::{DISTRIBUTION_OFFSET, MANAGEMENT_OFFSET, NAME, PROMETHEUS_OFFSET};
+use super::node::RabbitMq;
+use super::ports::port_layout;
+use super::ready::Watch;
 
 /// A start in progress: how many nodes it starts, and each started node with its start
 /// script and AMQP port, node 1 first.

@@ -1,7 +1,17 @@
 //! Ports: the layout of a node, choosing a free one, and telling who holds a taken one
 //! (our node, another AMQP broker, or another process).
 
-use super::*;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use brokerbench_brokers::process;
+
+use crate::probe::{server_properties, ProbeError};
+
+use super::names::{
+    DISTRIBUTION_OFFSET, MANAGEMENT_OFFSET, MAX_PORT, PORT_ATTEMPTS, PROBE_TIMEOUT,
+    PROMETHEUS_OFFSET,
+};
 
 /// True when our node answers AMQP on `port` and its HTTP listeners accept connections.
 pub(super) fn answers(port: u16, node: &str) -> bool {

@@ -1,4 +1,22 @@
-use super::*;
+use std::ffi::OsStr;
+use std::fs;
+use std::io::Read;
+use std::net::Ipv4Addr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use brokerbench_brokers::process;
+use brokerbench_brokers::tls::TlsFiles;
+use brokerbench_brokers::BrokerError;
+
+use crate::probe::ProbeError;
+
+use super::files::*;
+use super::install::*;
+use super::names::*;
+use super::node::RabbitMq;
+use super::ports::*;
 use brokerbench_brokers::test_support::{self, DownOnDrop};
 use std::io::Write;
 use std::net::TcpStream;
