@@ -46,11 +46,15 @@ pub static SUBJECT: Subject = Subject {
         ("address_full_policy=DROP", "field `address_full_policy`"),
         ("address_full_policy=drop", "PAGE"),
     ],
-    // Durable and confirmed: nothing acknowledged is lost.
+    // Durable and confirmed, yet on a host with a core kept busy a SIGKILL lost messages whose
+    // sends the broker had confirmed over STOMP, all of them acknowledged in the second of the
+    // kill and about as many as its consumers had not received yet (74 at 8c2f075 in one of
+    // two runs; 158 of the 781 acknowledged in that second at ce0e565); an idle host lost none.
+    // So as for Pulsar's standalone: nothing acknowledged before the kill's second is lost.
     kill: Kill {
         sets: &[],
         prepare: None,
-        may_lose: MayLose::Nothing,
+        may_lose: MayLose::AsTheKillLanded,
         check: None,
     },
     tls: Some(Tls {
