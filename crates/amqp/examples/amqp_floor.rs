@@ -26,7 +26,7 @@ use brokerbench_amqp::config::{AmqpUri, RabbitMqDriverConfig};
 use brokerbench_amqp::AmqpDriver;
 use brokerbench_driver::{
     set_precise_sleep, Ack, Consumer, ConsumerSlot, Delivery, Driver, Envelope, OutgoingMessage,
-    Producer, SendError, Topology,
+    Producer, ProducerSlot, SendError, Topology,
 };
 
 #[derive(Default)]
@@ -192,7 +192,11 @@ fn start_producers(
     let mut producers = Vec::new();
     for topic in 0..o.topics {
         let producer = driver
-            .producer(topic, topic, topic)
+            .producer(ProducerSlot {
+                topic,
+                producer: topic,
+                thread: topic,
+            })
             .unwrap_or_else(|e| usage(&e.to_string()));
         let (counters, o) = (counters.clone(), o.clone());
         producers.push(std::thread::spawn(move || {
@@ -414,7 +418,11 @@ fn start_one_thread(
     end: Instant,
 ) -> JoinHandle<()> {
     let producer = driver
-        .producer(0, 0, 0)
+        .producer(ProducerSlot {
+            topic: 0,
+            producer: 0,
+            thread: 0,
+        })
         .unwrap_or_else(|e| usage(&e.to_string()));
     let slot = ConsumerSlot {
         topic: 0,

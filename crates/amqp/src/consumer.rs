@@ -228,7 +228,7 @@ impl Consumer for AmqpConsumer {
     fn poll(
         &mut self,
         timeout: Duration,
-        deliveries: &mut dyn FnMut(Delivery<'_>),
+        deliveries: brokerbench_driver::Deliveries<'_>,
     ) -> Result<(), String> {
         if let Some(kind) = self.reported {
             if kind == CONNECTION_CLOSED && self.dialer.config.reconnect.enabled {

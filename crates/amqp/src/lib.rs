@@ -104,7 +104,8 @@ use std::time::Duration;
 
 use crate::config::{AmqpUri, RabbitMqDriverConfig};
 use crate::failover::Failover;
-use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Led, Producer, Topology};
+use brokerbench_driver::{Consumer, ConsumerSlot, Driver, DriverError, Led, Topology};
+use brokerbench_driver::{Producer, ProducerSlot};
 
 pub use naming::TopicNames;
 
@@ -421,12 +422,8 @@ impl Driver for AmqpDriver {
         self.config.queues_per_topic
     }
 
-    fn producer(
-        &self,
-        topic: u32,
-        _producer: u32,
-        _thread: u32,
-    ) -> Result<Box<dyn Producer>, DriverError> {
+    fn producer(&self, slot: ProducerSlot) -> Result<Box<dyn Producer>, DriverError> {
+        let ProducerSlot { topic, .. } = slot;
         let names = self.topic(topic)?;
         Ok(Box::new(producer::AmqpProducer::new(
             self.dialer()?.clone(),
@@ -475,11 +472,7 @@ impl Driver for AmqpDriver {
         }
         let session = self.admin_session("cleanup")?;
         let failures = self.delete_all(&session);
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(DriverError::Other(failures.join("; ")))
-        }
+        DriverError::unless_failed(failures)
     }
 }
 

@@ -204,16 +204,12 @@ mod tests {
             (u.address(), u.password()),
             ("127.0.0.1:61717".into(), Some("s3cret"))
         );
-        for shown in [
-            format!("{u:?}"),
-            u.to_string(),
-            serde_json::to_string(&u).unwrap(),
-        ] {
-            assert!(
-                !shown.contains("s3cret") && shown.contains("bench:***@"),
-                "{shown}"
-            );
-        }
+        // The generic redaction (Debug, Display, Serialize) is driver::url's; the family's
+        // scheme shows the user and hides the password.
+        assert!(
+            u.to_string().starts_with("tcp://bench:***@127.0.0.1:61717"),
+            "{u}"
+        );
         assert_eq!(ArtemisUrl::parse("localhost").unwrap().port, 61616);
         let secure = ArtemisUrl::parse("tcp://h:61617?sslEnabled=true").unwrap();
         assert_eq!(

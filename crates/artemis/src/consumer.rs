@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, Delivery, Unread};
+use brokerbench_driver::{Consumer, Deliveries, Delivery, Unread};
 
 use crate::config::ArtemisUrl;
 use crate::conn::Conn;
@@ -15,8 +15,6 @@ use crate::stomp::{push_number, write_frame};
 pub struct ArtemisConsumer {
     conn: Conn,
     subscription: Subscription,
-    /// Set once the connection is gone (reported once; later polls connect again or wait).
-    broken: bool,
     /// Backlog mode's pause: the socket is not read (the broker's window fills and it stops
     /// sending), heart-beats go on.
     paused: bool,
@@ -82,7 +80,6 @@ impl ArtemisConsumer {
         Ok(ArtemisConsumer {
             conn,
             subscription,
-            broken: false,
             paused: false,
             reconnector,
         })
@@ -91,35 +88,26 @@ impl ArtemisConsumer {
     /// Connects and subscribes again when due: what was delivered and not acknowledged
     /// before the loss comes again (a refused SUBSCRIBE breaks the new connection in `poll`).
     fn recover(&mut self, timeout: Duration) {
-        if let Some(mut conn) = self.reconnector.attempt(timeout) {
-            self.subscription.resume(&mut conn);
-            self.conn = conn;
-            self.broken = false;
+        if self.reconnector.recover_into(&mut self.conn, timeout) {
+            self.subscription.resume(&mut self.conn);
         }
     }
-}
 
-impl ArtemisConsumer {
-    /// The connection is gone: later polls connect again (or wait).
-    fn lose(&mut self) {
-        self.broken = true;
-        self.reconnector.lost();
+    /// The connection is gone, as `kind`: later polls connect again (or wait); reported once.
+    fn lose(&mut self, kind: &str) {
+        self.reconnector.lose(kind);
     }
 }
 
 impl Consumer for ArtemisConsumer {
-    fn poll(
-        &mut self,
-        timeout: Duration,
-        deliveries: &mut dyn FnMut(Delivery<'_>),
-    ) -> Result<(), String> {
-        if self.broken {
+    fn poll(&mut self, timeout: Duration, deliveries: Deliveries<'_>) -> Result<(), String> {
+        if self.reconnector.is_lost() {
             self.recover(timeout);
             return Ok(());
         }
         if self.paused {
             std::thread::sleep(timeout);
-            return self.conn.heart_beat().inspect_err(|_| self.lose());
+            return self.conn.heart_beat().inspect_err(|kind| self.lose(kind));
         }
         let mut error = None;
         let result = self
@@ -144,7 +132,7 @@ impl Consumer for ArtemisConsumer {
             (Ok(_), Some(text)) => crate::producer::kind_of(&text),
             (Ok(_), None) => return Ok(()),
         };
-        self.lose();
+        self.lose(&failed);
         Err(failed)
     }
 

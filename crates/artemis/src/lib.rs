@@ -23,7 +23,8 @@ pub mod stomp;
 
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, ConsumerSlot, Dialed, Driver, DriverError, Producer, Topology};
+use brokerbench_driver::{Consumer, ConsumerSlot, Dialed, Driver, DriverError, Topology};
+use brokerbench_driver::{Producer, ProducerSlot};
 
 use crate::config::{ArtemisDriverConfig, ArtemisUrl};
 use crate::conn::Conn;
@@ -178,15 +179,6 @@ fn manage_broker(
     manage::invoke(conn, "broker", operation, params, deadline)
 }
 
-/// Ok when nothing failed, else every failure in one error.
-fn failures(failed: Vec<String>) -> Result<(), DriverError> {
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(DriverError::Other(failed.join("; ")))
-    }
-}
-
 /// A subscription's name; its queue is `<address>.<name>` (the address is the client id
 /// every member connects with).
 fn subscription_name(subscription: u32) -> String {
@@ -230,12 +222,8 @@ impl Driver for ArtemisDriver {
         self.limit_addresses()
     }
 
-    fn producer(
-        &self,
-        topic: u32,
-        _producer: u32,
-        _thread: u32,
-    ) -> Result<Box<dyn Producer>, DriverError> {
+    fn producer(&self, slot: ProducerSlot) -> Result<Box<dyn Producer>, DriverError> {
+        let ProducerSlot { topic, .. } = slot;
         let reconnector = conn::Reconnector::new(
             (self.url.clone(), None),
             self.config.reconnect,
@@ -285,7 +273,7 @@ impl Driver for ArtemisDriver {
     fn cleanup(&mut self) -> Result<(), DriverError> {
         let mut failed = self.unlimit_addresses();
         if !self.config.delete_subscriptions || !self.removes || !self.consumers {
-            return failures(failed);
+            return DriverError::unless_failed(failed);
         }
         for address in std::mem::take(&mut self.addresses) {
             for subscription in 0..self.subscriptions {
@@ -295,7 +283,7 @@ impl Driver for ArtemisDriver {
                 }
             }
         }
-        failures(failed)
+        DriverError::unless_failed(failed)
     }
 }
 

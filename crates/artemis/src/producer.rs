@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use brokerbench_driver::{fail_all, Ack, Envelope, OutgoingMessage, Producer, SendError, Sent};
+use brokerbench_driver::{fail_all, Ack, OutgoingMessage, Producer, SendError, Sent};
 
 use crate::conn::Reconnector;
 use crate::conn::{Conn, CONNECTION_CLOSED};
@@ -24,7 +24,6 @@ pub struct ArtemisProducer {
     next: u64,
     pending: VecDeque<Pending>,
     max_outstanding: usize,
-    broken: Option<String>,
     reconnector: Reconnector,
 }
 
@@ -44,23 +43,21 @@ impl ArtemisProducer {
             next: 0,
             pending: VecDeque::new(),
             max_outstanding: max_outstanding as usize,
-            broken: None,
             reconnector,
         }
     }
 
     /// The connection is gone: what is in flight fails; later sends wait for a new one, or
     /// fail at once without reconnecting.
-    fn lose(&mut self, kind: String, acks: &mut dyn FnMut(Ack)) {
-        self.fail_pending(&kind, acks);
-        self.broken = Some(kind);
-        self.reconnector.lost();
+    fn lose(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
+        fail_pending(&mut self.pending, kind, acks);
+        self.reconnector.lose(kind);
     }
+}
 
-    /// Fails everything in flight with `kind`.
-    fn fail_pending(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
-        fail_all(self.pending.drain(..).map(|p| p.sent), kind, acks);
-    }
+/// Fails everything in flight with `kind`.
+fn fail_pending(pending: &mut VecDeque<Pending>, kind: &str, acks: &mut dyn FnMut(Ack)) {
+    fail_all(pending.drain(..).map(|p| p.sent), kind, acks);
 }
 
 /// The send whose receipt is `n`, taken out of `pending` (receipts come in order: the first,
@@ -86,14 +83,10 @@ pub(crate) fn kind_of(text: &str) -> String {
 
 impl Producer for ArtemisProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
-        if let Some(kind) = &self.broken {
-            return Err(SendError::lost(&self.reconnector.policy, kind.clone()));
-        }
-        if self.pending.len() >= self.max_outstanding {
-            return Err(SendError::Backpressure);
-        }
-        let envelope = Envelope::read(message.payload)
-            .map_err(|_| SendError::Failed("bad_envelope".into()))?;
+        let in_flight = self.pending.len();
+        let envelope = self
+            .reconnector
+            .admit(in_flight, self.max_outstanding, message.payload)?;
         self.next += 1;
         self.receipt.clear();
         push_number(&mut self.receipt, self.next);
@@ -110,10 +103,8 @@ impl Producer for ArtemisProducer {
         );
         if self.conn.flush().is_err() {
             // Failed in `poll` with what is in flight; this one waits or fails now.
-            let kind = CONNECTION_CLOSED.to_string();
-            self.broken = Some(kind.clone());
-            self.reconnector.lost();
-            return Err(SendError::lost(&self.reconnector.policy, kind));
+            self.reconnector.lose(CONNECTION_CLOSED);
+            return Err(self.reconnector.unavailable(CONNECTION_CLOSED));
         }
         self.pending.push_back(Pending {
             n: self.next,
@@ -123,12 +114,9 @@ impl Producer for ArtemisProducer {
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
-        if let Some(kind) = self.broken.clone() {
-            self.fail_pending(&kind, acks);
-            if let Some(conn) = self.reconnector.attempt(timeout) {
-                self.conn = conn;
-                self.broken = None;
-            }
+        if let Some(kind) = self.reconnector.lost_as() {
+            fail_pending(&mut self.pending, kind, acks);
+            self.reconnector.recover_into(&mut self.conn, timeout);
             return;
         }
         let pending = &mut self.pending;
@@ -154,7 +142,7 @@ impl Producer for ArtemisProducer {
         // A refused send fails alone (Artemis keeps the connection); a lost connection, or an
         // ERROR of no send, fails what is in flight.
         if let Some(kind) = result.err().or(refused) {
-            self.lose(kind, acks);
+            self.lose(&kind, acks);
         }
     }
 

@@ -180,20 +180,8 @@ fn write_head(out: &mut Vec<u8>, command: &[u8], headers: &[(&[u8], &[u8])]) {
     }
 }
 
-/// Appends `n` in decimal.
-pub fn push_number(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
+/// Numbers are written in decimal as every family writes them.
+pub use brokerbench_driver::push_number;
 
 /// A decimal number, if `text` is one.
 pub fn parse_number(text: &[u8]) -> Option<u64> {

@@ -4,6 +4,7 @@
 
 pub mod arrival;
 mod clock;
+mod decimal;
 mod dialed;
 mod envelope;
 pub mod framed;
@@ -23,6 +24,7 @@ pub mod url;
 use std::time::Duration;
 
 pub use clock::{set_precise_sleep, Clock};
+pub use decimal::push_number;
 pub use dialed::Dialed;
 pub use envelope::{Envelope, EnvelopeError, ENVELOPE_HEADER_LEN, ENVELOPE_VERSION};
 pub use read_buf::ReadBuf;
@@ -62,6 +64,17 @@ pub enum DriverError {
     /// Anything else, with context.
     #[error("{0}")]
     Other(String),
+}
+
+impl DriverError {
+    /// Ok when nothing failed, else every failure (a clean-up's, say) in one error.
+    pub fn unless_failed(failed: Vec<String>) -> Result<(), DriverError> {
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(DriverError::Other(failed.join("; ")))
+        }
+    }
 }
 
 /// What the run needs from the broker. The driver chooses broker-side names.
@@ -105,6 +118,17 @@ impl std::fmt::Display for Led {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {}", self.kind, self.name)
     }
+}
+
+/// Identifies a producer: which topic it sends to, its run-wide id, and the engine's producer
+/// thread that serves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerSlot {
+    pub topic: u32,
+    /// Run-wide, 0 to the workload's producers − 1.
+    pub producer: u32,
+    /// 0 to the workload's `producer_threads` − 1.
+    pub thread: u32,
 }
 
 /// Identifies a consumer: which topic, which subscription of it, and its number inside it.
@@ -225,16 +249,15 @@ pub struct Delivery<'a> {
     pub slot: usize,
 }
 
+/// What a consumer hands each message it receives to.
+pub type Deliveries<'a> = &'a mut dyn FnMut(Delivery<'_>);
+
 /// Receives messages for one consumer slot, or for several ([`Driver::consumers`]). Owned by
 /// one consumer task, on one thread.
 pub trait Consumer: Send {
     /// Delivers messages that have arrived, waiting at most `timeout` for the first one.
     /// Errors are returned as kinds and counted; they do not stop the consumer.
-    fn poll(
-        &mut self,
-        timeout: Duration,
-        deliveries: &mut dyn FnMut(Delivery<'_>),
-    ) -> Result<(), String>;
+    fn poll(&mut self, timeout: Duration, deliveries: Deliveries<'_>) -> Result<(), String>;
     /// Number of partitions or queues currently assigned to slot `slot` of this consumer
     /// (an index as in [`Delivery::slot`]).
     fn assigned(&self, slot: usize) -> usize;
@@ -311,15 +334,9 @@ pub trait Driver: Send + Sync {
     fn subscriptions_per_topic(&self) -> u32 {
         1
     }
-    /// A producer for topic `topic`; `producer` is its run-wide id, `thread` the engine's
-    /// producer thread that will serve it (0 to the workload's `producer_threads` − 1): a
-    /// driver may give the producers of one thread one client.
-    fn producer(
-        &self,
-        topic: u32,
-        producer: u32,
-        thread: u32,
-    ) -> Result<Box<dyn Producer>, DriverError>;
+    /// A producer for a slot: its topic, its run-wide id, the engine's thread that will
+    /// serve it (a driver may give the producers of one thread one client).
+    fn producer(&self, slot: ProducerSlot) -> Result<Box<dyn Producer>, DriverError>;
     /// A consumer for a slot.
     fn consumer(&self, slot: ConsumerSlot) -> Result<Box<dyn Consumer>, DriverError>;
     /// Consumers for all of a run's slots: each slot in exactly one group. By default one

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::{
-    Ack, Consumer, ConsumerSlot, Delivery, Driver, DriverError, Envelope, OutgoingMessage,
-    Producer, SendError, Topology, Unread,
+    Ack, Consumer, ConsumerSlot, Deliveries, Delivery, Driver, DriverError, Envelope,
+    OutgoingMessage, Producer, ProducerSlot, SendError, Topology, Unread,
 };
 
 /// Faults the mock injects on the way to consumers.
@@ -129,12 +129,8 @@ impl Driver for MockDriver {
     fn subscriptions_per_topic(&self) -> u32 {
         self.subscriptions
     }
-    fn producer(
-        &self,
-        topic: u32,
-        _producer: u32,
-        _thread: u32,
-    ) -> Result<Box<dyn Producer>, DriverError> {
+    fn producer(&self, slot: ProducerSlot) -> Result<Box<dyn Producer>, DriverError> {
+        let ProducerSlot { topic, .. } = slot;
         Ok(Box::new(MockProducer {
             topic,
             subscriptions: self.subscriptions,
@@ -426,11 +422,7 @@ struct MockConsumer {
 }
 
 impl Consumer for MockConsumer {
-    fn poll(
-        &mut self,
-        timeout: Duration,
-        deliveries: &mut dyn FnMut(Delivery<'_>),
-    ) -> Result<(), String> {
+    fn poll(&mut self, timeout: Duration, deliveries: Deliveries<'_>) -> Result<(), String> {
         let batch: Vec<Vec<u8>> = {
             let mut queues = self.queues.lock().expect("queues");
             let q = &mut queues[self.queue];

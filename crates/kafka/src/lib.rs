@@ -10,7 +10,7 @@ use rdkafka::error::RDKafkaErrorCode;
 
 use brokerbench_driver::{
     one_consumer_per_slot, Consumer, ConsumerGroup, ConsumerSlot, Driver, DriverError, Led,
-    Producer, Topology,
+    Producer, ProducerSlot, Topology,
 };
 
 mod cluster;
@@ -117,12 +117,12 @@ impl Driver for KafkaDriver {
         self.wait_for_leaders(&admin)
     }
 
-    fn producer(
-        &self,
-        topic: u32,
-        producer: u32,
-        thread: u32,
-    ) -> Result<Box<dyn Producer>, DriverError> {
+    fn producer(&self, slot: ProducerSlot) -> Result<Box<dyn Producer>, DriverError> {
+        let ProducerSlot {
+            topic,
+            producer,
+            thread,
+        } = slot;
         let key = match self.config.producer_clients {
             ProducerClients::PerThread => Some(thread),
             ProducerClients::Shared => Some(0),

@@ -15,7 +15,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerContext, Rebalance}
 use rdkafka::message::Message;
 use rdkafka::{ClientContext, Offset};
 
-use brokerbench_driver::{Consumer, Delivery, Unread};
+use brokerbench_driver::{Consumer, Deliveries, Delivery, Unread};
 
 use crate::error_kinds::error_kind;
 use crate::seen_offsets::SeenOffsets;
@@ -163,11 +163,7 @@ impl SharedConsumer {
 }
 
 impl Consumer for SharedConsumer {
-    fn poll(
-        &mut self,
-        timeout: Duration,
-        deliveries: &mut dyn FnMut(Delivery<'_>),
-    ) -> Result<(), String> {
+    fn poll(&mut self, timeout: Duration, deliveries: Deliveries<'_>) -> Result<(), String> {
         let mut first_error = None;
         let mut wait = timeout;
         // Up to a batch of messages per call, then the engine's bookkeeping.

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, Delivery, Unread};
+use brokerbench_driver::{Consumer, Deliveries, Delivery, Unread};
 
 use crate::conn::Conn;
 use crate::packet::{self, Packet, Version};
@@ -22,7 +22,6 @@ pub struct MqttConsumer {
     received: HashSet<u16>,
     /// A clean session forgets what `received` holds when the connection ends.
     clean: bool,
-    broken: bool,
     /// Backlog mode: the connection is kept alive and not read, so the broker queues.
     paused: bool,
     reconnector: Reconnector,
@@ -44,7 +43,6 @@ impl MqttConsumer {
             topics: topics.iter().map(|t| t.as_bytes().to_vec()).collect(),
             received: HashSet::new(),
             clean,
-            broken: false,
             paused: false,
             reconnector,
             store,
@@ -52,14 +50,12 @@ impl MqttConsumer {
     }
 
     fn recover(&mut self, timeout: Duration) {
-        if let Some(conn) = self.reconnector.attempt(timeout) {
+        if self.reconnector.recover_into(&mut self.conn, timeout) {
             // A session the broker no longer has (a clean one, or one a restarted broker lost)
             // starts its packet identifiers again: what was received under the old is forgotten.
-            if self.clean || !conn.connack.session_present {
+            if self.clean || !self.conn.connack.session_present {
                 self.received.clear();
             }
-            self.conn = conn;
-            self.broken = false;
         }
     }
 }
@@ -72,7 +68,7 @@ fn on_packet(
     version: Version,
     topics: &[Vec<u8>],
     received: &mut HashSet<u16>,
-    deliveries: &mut dyn FnMut(Delivery<'_>),
+    deliveries: Deliveries<'_>,
 ) -> Result<(), String> {
     let malformed = |e: packet::Malformed| format!("malformed_packet: {}", e.0);
     match p.kind {
@@ -105,20 +101,16 @@ fn on_packet(
 }
 
 impl Consumer for MqttConsumer {
-    fn poll(
-        &mut self,
-        timeout: Duration,
-        deliveries: &mut dyn FnMut(Delivery<'_>),
-    ) -> Result<(), String> {
-        if self.broken {
+    fn poll(&mut self, timeout: Duration, deliveries: Deliveries<'_>) -> Result<(), String> {
+        if self.reconnector.is_lost() {
             self.recover(timeout);
             return Ok(());
         }
         if self.paused {
-            return self.conn.idle(timeout).inspect_err(|_| {
-                self.broken = true;
-                self.reconnector.lost();
-            });
+            return self
+                .conn
+                .idle(timeout)
+                .inspect_err(|kind| self.reconnector.lose(kind));
         }
         let (version, topics, received) = (self.conn.version, &self.topics, &mut self.received);
         let result = self.conn.poll(timeout, &mut |p, out| {
@@ -127,8 +119,7 @@ impl Consumer for MqttConsumer {
         match result {
             Ok(_) => Ok(()),
             Err(kind) => {
-                self.broken = true;
-                self.reconnector.lost();
+                self.reconnector.lose(&kind);
                 Err(kind)
             }
         }

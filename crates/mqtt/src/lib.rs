@@ -25,7 +25,8 @@ pub mod url;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, ConsumerSlot, Dialed, Driver, DriverError, Producer, Topology};
+use brokerbench_driver::{Consumer, ConsumerSlot, Dialed, Driver, DriverError, Topology};
+use brokerbench_driver::{Producer, ProducerSlot};
 
 use crate::config::{MqttDriverConfig, Version};
 use crate::conn::{Conn, ConnectError, Session};
@@ -220,12 +221,10 @@ impl Driver for MqttDriver {
         Ok(())
     }
 
-    fn producer(
-        &self,
-        topic: u32,
-        producer: u32,
-        _thread: u32,
-    ) -> Result<Box<dyn Producer>, DriverError> {
+    fn producer(&self, slot: ProducerSlot) -> Result<Box<dyn Producer>, DriverError> {
+        let ProducerSlot {
+            topic, producer, ..
+        } = slot;
         let session = self.session(format!("{}-p{producer}", self.client_prefix));
         let publishing = producer::Publishing {
             topics: self.topic_names(topic)?.to_vec(),
@@ -353,11 +352,7 @@ impl Driver for MqttDriver {
     /// MQTT topics need no removing).
     fn cleanup(&mut self) -> Result<(), DriverError> {
         let failed = self.end_sessions();
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(DriverError::Other(failed.join("; ")))
-        }
+        DriverError::unless_failed(failed)
     }
 }
 

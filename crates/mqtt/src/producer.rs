@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use brokerbench_driver::arrival::LastRead;
-use brokerbench_driver::{fail_all, Ack, Envelope, OutgoingMessage, Producer, SendError, Sent};
+use brokerbench_driver::{fail_all, Ack, OutgoingMessage, Producer, SendError, Sent};
 
 use crate::conn::{Conn, CONNECTION_CLOSED};
 use crate::packet::{self, Packet};
@@ -43,7 +43,6 @@ pub struct MqttProducer {
     /// In flight at most: `max_outstanding`, and no more than the broker's receive maximum.
     limit: usize,
     max_outstanding: usize,
-    broken: Option<String>,
     reconnector: Reconnector,
 }
 
@@ -64,7 +63,6 @@ impl MqttProducer {
             next_id: 0,
             limit: max_outstanding,
             max_outstanding,
-            broken: None,
             reconnector,
         };
         producer.heed_broker();
@@ -101,20 +99,16 @@ impl MqttProducer {
 
     /// The connection is gone: what is in flight fails; later sends wait for a new one, or
     /// fail at once without reconnecting.
-    fn lose(&mut self, kind: String, acks: &mut dyn FnMut(Ack)) {
+    fn lose(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
         self.conn.out().clear();
-        self.fail_pending(&kind, acks);
-        self.broken = Some(kind);
-        self.reconnector.lost();
+        fail_pending(&mut self.pending, kind, acks);
+        self.reconnector.lose(kind);
     }
+}
 
-    fn fail_pending(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
-        fail_all(self.pending.drain().map(|(_, sent)| sent), kind, acks);
-    }
-
-    fn unavailable(&self, kind: String) -> SendError {
-        SendError::lost(&self.reconnector.policy, kind)
-    }
+/// Fails everything in flight with `kind`.
+fn fail_pending(pending: &mut HashMap<u16, Sent>, kind: &str, acks: &mut dyn FnMut(Ack)) {
+    fail_all(pending.drain().map(|(_, sent)| sent), kind, acks);
 }
 
 /// What one packet from the broker does to what is in flight: an acknowledgement (PUBACK,
@@ -150,14 +144,11 @@ fn on_packet(
 
 impl Producer for MqttProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
-        if let Some(kind) = &self.broken {
-            return Err(self.unavailable(kind.clone()));
-        }
-        if self.qos > 0 && self.pending.len() >= self.limit {
-            return Err(SendError::Backpressure);
-        }
-        let envelope = Envelope::read(message.payload)
-            .map_err(|_| SendError::Failed("bad_envelope".into()))?;
+        // At QoS 0 nothing waits for an acknowledgement.
+        let in_flight = if self.qos > 0 { self.pending.len() } else { 0 };
+        let envelope = self
+            .reconnector
+            .admit(in_flight, self.limit, message.payload)?;
         let partition = self.partition_for(message.key);
         if let Some(max) = self.conn.maximum_packet_size() {
             let topic = self.topics[partition].len();
@@ -189,9 +180,8 @@ impl Producer for MqttProducer {
         // and every 64 sends at the maximum rate): the PUBLISHes of a burst in one system call.
         if self.conn.out().len() >= FLUSH_AT && self.conn.flush().is_err() {
             self.conn.out().clear();
-            self.broken = Some(CONNECTION_CLOSED.to_string());
-            self.reconnector.lost();
-            return Err(self.unavailable(CONNECTION_CLOSED.to_string()));
+            self.reconnector.lose(CONNECTION_CLOSED);
+            return Err(self.reconnector.unavailable(CONNECTION_CLOSED));
         }
         if qos > 0 {
             self.pending.insert(id, Sent::of(envelope, &message));
@@ -200,11 +190,9 @@ impl Producer for MqttProducer {
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
-        if let Some(kind) = self.broken.clone() {
-            self.fail_pending(&kind, acks);
-            if let Some(conn) = self.reconnector.attempt(timeout) {
-                self.conn = conn;
-                self.broken = None;
+        if let Some(kind) = self.reconnector.lost_as() {
+            fail_pending(&mut self.pending, kind, acks);
+            if self.reconnector.recover_into(&mut self.conn, timeout) {
                 self.heed_broker();
             }
             return;
@@ -214,14 +202,14 @@ impl Producer for MqttProducer {
             on_packet(p, out, pending, &arrived, acks)
         });
         if let Err(kind) = result {
-            self.lose(kind, acks);
+            self.lose(&kind, acks);
         }
     }
 
     /// What awaits its acknowledgement; at QoS 0, a burst still to be written counts as one
     /// (so that the drain polls it out).
     fn in_flight(&self) -> usize {
-        let unsent = self.qos == 0 && self.broken.is_none() && self.conn.unsent();
+        let unsent = self.qos == 0 && !self.reconnector.is_lost() && self.conn.unsent();
         self.pending.len() + usize::from(unsent)
     }
 
@@ -258,7 +246,7 @@ impl Producer for MqttProducer {
 /// means to go.
 impl Drop for MqttProducer {
     fn drop(&mut self) {
-        if self.broken.is_none() {
+        if !self.reconnector.is_lost() {
             self.conn.disconnect(false);
         }
     }
@@ -267,6 +255,7 @@ impl Drop for MqttProducer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use brokerbench_driver::Envelope;
 
     #[test]
     fn qos_2_answers_pubrec_and_acknowledges_at_pubcomp() {

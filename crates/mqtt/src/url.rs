@@ -43,16 +43,9 @@ mod tests {
             (u.address(), u.user.as_deref(), u.password()),
             ("127.0.0.1:1884".into(), Some("bench"), Some("s3cret"))
         );
-        for shown in [
-            format!("{u:?}"),
-            u.to_string(),
-            serde_json::to_string(&u).unwrap(),
-        ] {
-            assert!(
-                !shown.contains("s3cret") && shown.contains("bench:***@"),
-                "{shown}"
-            );
-        }
+        // The generic redaction (Debug, Display, Serialize) is driver::url's; the family's
+        // scheme shows the user and hides the password.
+        assert_eq!(u.to_string(), "mqtt://bench:***@127.0.0.1:1884");
         assert_eq!(u.with_secret(), "mqtt://bench:s3cret@127.0.0.1:1884");
         let tls = MqttUrl::parse("ssl://h").unwrap();
         assert_eq!((tls.port, tls.tls.is_some()), (8883, true));

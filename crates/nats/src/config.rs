@@ -238,16 +238,9 @@ mod tests {
             (u.address(), u.password()),
             ("127.0.0.1:4300".into(), Some("s3cret"))
         );
-        for shown in [
-            format!("{u:?}"),
-            u.to_string(),
-            serde_json::to_string(&u).unwrap(),
-        ] {
-            assert!(
-                !shown.contains("s3cret") && shown.contains("bench:***@"),
-                "{shown}"
-            );
-        }
+        // The generic redaction (Debug, Display, Serialize) is driver::url's; the family's
+        // scheme shows the user and hides the password.
+        assert_eq!(u.to_string(), "nats://bench:***@127.0.0.1:4300");
         // A user without a password is a token: hidden whole.
         let token = NatsUrl::parse("nats://t0ken@127.0.0.1:4300").unwrap();
         for shown in [format!("{token:?}"), token.to_string()] {

@@ -322,10 +322,10 @@ pub fn write_publish(
     }
     let header_len = headers.map_or(0, <[u8]>::len);
     if headers.is_some() {
-        push_number(out, header_len);
+        push_number(out, header_len as u64);
         out.push(b' ');
     }
-    push_number(out, header_len + payload.len());
+    push_number(out, (header_len + payload.len()) as u64);
     out.extend_from_slice(b"\r\n");
     if let Some(headers) = headers {
         out.extend_from_slice(headers);
@@ -334,20 +334,8 @@ pub fn write_publish(
     out.extend_from_slice(b"\r\n");
 }
 
-/// Appends a number in decimal without formatting machinery.
-pub fn push_number(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
+/// Numbers are written in decimal as every family writes them.
+pub use brokerbench_driver::push_number;
 
 pub use brokerbench_driver::CONNECTION_CLOSED;
 

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use brokerbench_driver::{Consumer, Delivery, Unread};
+use brokerbench_driver::{Consumer, Deliveries, Delivery, Unread};
 
 use crate::config::{AckPolicy, NatsDriverConfig, NatsUrl};
 use crate::conn::{write_publish, Conn, Msg};
@@ -60,11 +60,7 @@ impl NatsConsumer {
     }
 
     /// Receives, or waits out a lost connection: its error is returned once.
-    fn receive(
-        &mut self,
-        timeout: Duration,
-        deliveries: &mut dyn FnMut(Delivery<'_>),
-    ) -> Result<(), String> {
+    fn receive(&mut self, timeout: Duration, deliveries: Deliveries<'_>) -> Result<(), String> {
         if self.broken {
             // Connects again when reconnecting; the durable consumer on the server kept its
             // place, and what was delivered and not acknowledged comes again after its ack
@@ -178,7 +174,7 @@ impl NatsConsumer {
     fn pull_and_receive(
         &mut self,
         timeout: Duration,
-        deliveries: &mut dyn FnMut(Delivery<'_>),
+        deliveries: Deliveries<'_>,
     ) -> Result<(), String> {
         if self.outstanding < self.batch / 2 + 1 {
             self.conn
@@ -228,11 +224,7 @@ impl NatsConsumer {
 }
 
 impl Consumer for NatsConsumer {
-    fn poll(
-        &mut self,
-        timeout: Duration,
-        deliveries: &mut dyn FnMut(Delivery<'_>),
-    ) -> Result<(), String> {
+    fn poll(&mut self, timeout: Duration, deliveries: Deliveries<'_>) -> Result<(), String> {
         self.receive(timeout, deliveries)
     }
 

@@ -20,9 +20,8 @@ mod unread;
 
 use std::time::Duration;
 
-use brokerbench_driver::{
-    Consumer, ConsumerSlot, Dialed, Driver, DriverError, Led, Producer, Topology,
-};
+use brokerbench_driver::{Consumer, ConsumerSlot, Dialed, Driver, DriverError, Led, Topology};
+use brokerbench_driver::{Producer, ProducerSlot};
 
 use crate::config::{AckPolicy, Discard, NatsDriverConfig, NatsUrl, Storage};
 use crate::conn::Conn;
@@ -328,12 +327,10 @@ impl Driver for NatsDriver {
         Ok(())
     }
 
-    fn producer(
-        &self,
-        topic: u32,
-        producer: u32,
-        _thread: u32,
-    ) -> Result<Box<dyn Producer>, DriverError> {
+    fn producer(&self, slot: ProducerSlot) -> Result<Box<dyn Producer>, DriverError> {
+        let ProducerSlot {
+            topic, producer, ..
+        } = slot;
         let stream = self
             .streams
             .get(topic as usize)
@@ -384,11 +381,7 @@ impl Driver for NatsDriver {
                 failed.push(e.to_string());
             }
         }
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(DriverError::Other(failed.join("; ")))
-        }
+        DriverError::unless_failed(failed)
     }
 }
 

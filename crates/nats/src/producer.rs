@@ -95,13 +95,13 @@ impl Producer for NatsProducer {
         self.next += 1;
         self.reply.clear();
         self.reply.extend_from_slice(&self.inbox);
-        push_number(&mut self.reply, self.next as usize);
+        push_number(&mut self.reply, self.next);
         let headers = if self.msg_id {
             self.headers.clear();
             self.headers.extend_from_slice(b"NATS/1.0\r\nNats-Msg-Id: ");
-            push_number(&mut self.headers, envelope.producer as usize);
+            push_number(&mut self.headers, envelope.producer as u64);
             self.headers.push(b':');
-            push_number(&mut self.headers, envelope.sequence as usize);
+            push_number(&mut self.headers, envelope.sequence);
             self.headers.extend_from_slice(b"\r\n\r\n");
             Some(self.headers.as_slice())
         } else {

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, Delivery, Unread};
+use brokerbench_driver::{Consumer, Deliveries, Delivery, Unread};
 
 use crate::admin::Admin;
 
@@ -66,7 +66,6 @@ pub struct PulsarConsumer {
     conn: Conn,
     subscription: Subscription,
     parts: Vec<Part>,
-    broken: bool,
     /// Backlog mode's pause: no permits are granted (the broker stops once the queue's
     /// worth is sent), PINGs are still answered.
     paused: bool,
@@ -102,7 +101,6 @@ impl PulsarConsumer {
             conn,
             subscription,
             parts,
-            broken: false,
             paused: false,
             reconnector,
             admin,
@@ -113,15 +111,16 @@ impl PulsarConsumer {
     /// before the loss comes again.
     fn recover(&mut self, timeout: Duration) {
         let subscription = &self.subscription;
-        if let Some(conn) = self.reconnector.attempt_then(timeout, |conn| {
-            subscription.subscribe_all(conn, brokerbench_driver::REDIAL_TIMEOUT)
-        }) {
-            self.conn = conn;
+        if self
+            .reconnector
+            .recover_then(&mut self.conn, timeout, |conn| {
+                subscription.subscribe_all(conn, brokerbench_driver::REDIAL_TIMEOUT)
+            })
+        {
             for part in &mut self.parts {
                 part.used = 0;
                 part.acks.clear();
             }
-            self.broken = false;
         }
     }
 
@@ -147,20 +146,11 @@ impl PulsarConsumer {
             }
         }
     }
-
-    fn lose(&mut self) {
-        self.broken = true;
-        self.reconnector.lost();
-    }
 }
 
 impl Consumer for PulsarConsumer {
-    fn poll(
-        &mut self,
-        timeout: Duration,
-        deliveries: &mut dyn FnMut(Delivery<'_>),
-    ) -> Result<(), String> {
-        if self.broken {
+    fn poll(&mut self, timeout: Duration, deliveries: Deliveries<'_>) -> Result<(), String> {
+        if self.reconnector.is_lost() {
             self.recover(timeout);
             return Ok(());
         }
@@ -187,17 +177,17 @@ impl Consumer for PulsarConsumer {
         if closed {
             // The broker closed a consumer of ours (its topic moved or was unloaded):
             // everything is set up again on a new connection.
-            self.lose();
+            self.reconnector.lose("closed_by_broker");
             return Err("closed_by_broker".into());
         }
         match (result, error) {
             (Err(kind), _) => {
-                self.lose();
+                self.reconnector.lose(&kind);
                 Err(kind)
             }
             (Ok(_), Some(kind)) => Err(kind),
             (Ok(_), None) if flushed.is_err() => {
-                self.lose();
+                self.reconnector.lose(crate::conn::CONNECTION_CLOSED);
                 Err(crate::conn::CONNECTION_CLOSED.into())
             }
             (Ok(_), None) => Ok(()),
@@ -229,7 +219,7 @@ impl Consumer for PulsarConsumer {
 fn deliver(
     frame: commands::Frame<'_>,
     parts: &mut [Part],
-    deliveries: &mut dyn FnMut(Delivery<'_>),
+    deliveries: Deliveries<'_>,
 ) -> Result<(), String> {
     let i = frame.number(1).unwrap_or(0) as usize;
     let id = crate::proto::field(frame.command, 2)

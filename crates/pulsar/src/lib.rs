@@ -27,7 +27,8 @@ mod unread;
 
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, ConsumerSlot, Dialed, Driver, DriverError, Producer, Topology};
+use brokerbench_driver::{Consumer, ConsumerSlot, Dialed, Driver, DriverError, Topology};
+use brokerbench_driver::{Producer, ProducerSlot};
 
 use crate::admin::Admin;
 use crate::config::{PulsarDriverConfig, PulsarUrl};
@@ -225,12 +226,8 @@ impl Driver for PulsarDriver {
         Ok(())
     }
 
-    fn producer(
-        &self,
-        topic: u32,
-        _producer: u32,
-        _thread: u32,
-    ) -> Result<Box<dyn Producer>, DriverError> {
+    fn producer(&self, slot: ProducerSlot) -> Result<Box<dyn Producer>, DriverError> {
+        let ProducerSlot { topic, .. } = slot;
         let topic = self.topic(topic)?;
         let batching = producer::Batching {
             enabled: self.config.batching,
@@ -297,11 +294,7 @@ impl Driver for PulsarDriver {
             return Ok(());
         }
         let failed = self.delete_all();
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(DriverError::Other(failed.join("; ")))
-        }
+        DriverError::unless_failed(failed)
     }
 }
 

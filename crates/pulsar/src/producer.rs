@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use brokerbench_driver::{Ack, Clock, Envelope, OutgoingMessage, Producer, SendError, Sent};
+use brokerbench_driver::{Ack, Clock, OutgoingMessage, Producer, SendError, Sent};
 
 use crate::commands::{self, kind};
 use crate::conn::Reconnector;
@@ -61,7 +61,6 @@ pub struct PulsarProducer {
     max_pending: usize,
     metadata: Vec<u8>,
     clock: Clock,
-    broken: Option<String>,
     reconnector: Reconnector,
 }
 
@@ -109,7 +108,6 @@ impl PulsarProducer {
             max_pending: max_pending as usize,
             metadata: Vec::with_capacity(128),
             clock: Clock::process(),
-            broken: None,
             reconnector,
         })
     }
@@ -211,10 +209,9 @@ impl PulsarProducer {
 
     /// The connection is gone: what is in flight or batched fails; later sends wait for a
     /// new one, or fail at once without reconnecting.
-    fn lose(&mut self, kind: String, acks: &mut dyn FnMut(Ack)) {
-        self.fail_all(&kind, acks);
-        self.broken = Some(kind);
-        self.reconnector.lost();
+    fn lose(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
+        self.fail_all(kind, acks);
+        self.reconnector.lose(kind);
     }
 
     fn fail_all(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
@@ -232,16 +229,16 @@ impl PulsarProducer {
     fn recover(&mut self, timeout: Duration) {
         let topics: Vec<String> = self.parts.iter().map(|p| p.topic.clone()).collect();
         let mut names = Vec::new();
-        let conn = self.reconnector.attempt_then(timeout, |conn| {
-            names = create_all(conn, &topics, REDIAL_TIMEOUT)?;
-            Ok::<(), String>(())
-        });
-        if let Some(conn) = conn {
-            self.conn = conn;
+        let made = self
+            .reconnector
+            .recover_then(&mut self.conn, timeout, |conn| {
+                names = create_all(conn, &topics, REDIAL_TIMEOUT)?;
+                Ok::<(), String>(())
+            });
+        if made {
             for (part, name) in self.parts.iter_mut().zip(names) {
                 part.name = name;
             }
-            self.broken = None;
         }
     }
 }
@@ -276,14 +273,9 @@ pub(crate) fn kind_of(code: u64) -> String {
 
 impl Producer for PulsarProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
-        if let Some(kind) = &self.broken {
-            return Err(SendError::lost(&self.reconnector.policy, kind.clone()));
-        }
-        if self.in_flight >= self.max_pending {
-            return Err(SendError::Backpressure);
-        }
-        let envelope = Envelope::read(message.payload)
-            .map_err(|_| SendError::Failed("bad_envelope".into()))?;
+        let envelope = self
+            .reconnector
+            .admit(self.in_flight, self.max_pending, message.payload)?;
         let member = Sent::of(envelope, &message);
         self.in_flight += 1;
         let i = self.part_for(message.key);
@@ -302,14 +294,13 @@ impl Producer for PulsarProducer {
         }
         if self.conn.flush().is_err() {
             // Failed in `poll` with what is in flight.
-            self.broken = Some(CONNECTION_CLOSED.to_string());
-            self.reconnector.lost();
+            self.reconnector.lose(CONNECTION_CLOSED);
         }
         Ok(())
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
-        if let Some(kind) = self.broken.clone() {
+        if let Some(kind) = self.reconnector.lost_as().map(str::to_owned) {
             self.fail_all(&kind, acks);
             self.recover(timeout);
             return;
@@ -344,11 +335,11 @@ impl Producer for PulsarProducer {
             }
         });
         if let Some(kind) = result.err().or(lost) {
-            return self.lose(kind, acks);
+            return self.lose(&kind, acks);
         }
         self.send_due();
         if self.conn.flush().is_err() {
-            self.lose(CONNECTION_CLOSED.to_string(), acks);
+            self.lose(CONNECTION_CLOSED, acks);
         }
     }
 

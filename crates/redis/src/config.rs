@@ -202,16 +202,9 @@ mod tests {
             (u.address(), u.password(), u.path),
             ("127.0.0.1:6380".into(), Some("s3cret"), 2)
         );
-        for shown in [
-            format!("{u:?}"),
-            u.to_string(),
-            serde_json::to_string(&u).unwrap(),
-        ] {
-            assert!(
-                !shown.contains("s3cret") && shown.contains("bench:***@"),
-                "{shown}"
-            );
-        }
+        // The generic redaction (Debug, Display, Serialize) is driver::url's; the family's
+        // scheme shows the user and hides the password.
+        assert_eq!(u.to_string(), "redis://bench:***@127.0.0.1:6380/2");
         let only_password = RedisUrl::parse("rediss://:pw@h").unwrap();
         assert_eq!(
             (only_password.user.as_deref(), only_password.password()),

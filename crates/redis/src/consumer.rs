@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use brokerbench_driver::{Consumer, Delivery, Unread};
+use brokerbench_driver::{Consumer, Deliveries, Delivery, Unread};
 
 use crate::conn::Conn;
 use crate::conn::Reconnector;
@@ -41,7 +41,6 @@ pub struct RedisConsumer {
     /// After a new connection: read first what the group delivered to this member and it did
     /// not acknowledge (id `0`), then new entries (`>`).
     history: bool,
-    broken: bool,
     paused: bool,
     /// After a read the server refused (NOGROUP: the stream was deleted), the next waits
     /// until then.
@@ -83,7 +82,6 @@ impl RedisConsumer {
             member,
             expect: VecDeque::new(),
             history: false,
-            broken: false,
             paused: false,
             retry_at: None,
             reconnector,
@@ -93,17 +91,10 @@ impl RedisConsumer {
     /// Connects again when due; the member first reads what it was delivered and did not
     /// acknowledge before the loss.
     fn recover(&mut self, timeout: Duration) {
-        if let Some(conn) = self.reconnector.attempt(timeout) {
-            self.conn = conn;
+        if self.reconnector.recover_into(&mut self.conn, timeout) {
             self.expect.clear();
             self.history = true;
-            self.broken = false;
         }
-    }
-
-    fn lose(&mut self) {
-        self.broken = true;
-        self.reconnector.lost();
     }
 }
 
@@ -113,7 +104,7 @@ fn take_read(
     member: &Membership,
     reply: &Value,
     out: &mut Vec<u8>,
-    deliveries: &mut dyn FnMut(Delivery<'_>),
+    deliveries: Deliveries<'_>,
 ) -> (usize, bool) {
     let (mut acks, mut any) = (0, false);
     for stream in reply.items() {
@@ -148,12 +139,8 @@ fn take_read(
 }
 
 impl Consumer for RedisConsumer {
-    fn poll(
-        &mut self,
-        timeout: Duration,
-        deliveries: &mut dyn FnMut(Delivery<'_>),
-    ) -> Result<(), String> {
-        if self.broken {
+    fn poll(&mut self, timeout: Duration, deliveries: Deliveries<'_>) -> Result<(), String> {
+        if self.reconnector.is_lost() {
             self.recover(timeout);
             return Ok(());
         }
@@ -199,7 +186,7 @@ impl Consumer for RedisConsumer {
         }
         match (result, error) {
             (Err(kind), _) => {
-                self.lose();
+                self.reconnector.lose(&kind);
                 Err(kind)
             }
             (Ok(_), Some(kind)) => Err(kind),

@@ -23,7 +23,8 @@ mod unread;
 
 use std::time::Duration;
 
-use brokerbench_driver::{Consumer, ConsumerSlot, Dialed, Driver, DriverError, Producer, Topology};
+use brokerbench_driver::{Consumer, ConsumerSlot, Dialed, Driver, DriverError, Topology};
+use brokerbench_driver::{Producer, ProducerSlot};
 
 use crate::config::{RedisDriverConfig, RedisUrl};
 use crate::conn::Conn;
@@ -210,12 +211,8 @@ impl Driver for RedisDriver {
         Ok(())
     }
 
-    fn producer(
-        &self,
-        topic: u32,
-        _producer: u32,
-        _thread: u32,
-    ) -> Result<Box<dyn Producer>, DriverError> {
+    fn producer(&self, slot: ProducerSlot) -> Result<Box<dyn Producer>, DriverError> {
+        let ProducerSlot { topic, .. } = slot;
         let trim = self.config.max_len.map(|max_len| producer::Trim {
             approximate: self.config.approximate_trim,
             max_len,
@@ -275,11 +272,7 @@ impl Driver for RedisDriver {
                 }
             }
         }
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(DriverError::Other(failed.join("; ")))
-        }
+        DriverError::unless_failed(failed)
     }
 }
 

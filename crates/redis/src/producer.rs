@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use brokerbench_driver::{fail_all, Ack, Envelope, OutgoingMessage, Producer, SendError, Sent};
+use brokerbench_driver::{fail_all, Ack, OutgoingMessage, Producer, SendError, Sent};
 
 use crate::conn::Reconnector;
 use crate::conn::{Conn, CONNECTION_CLOSED};
@@ -30,7 +30,6 @@ pub struct RedisProducer {
     trim: Option<(&'static [u8], Vec<u8>)>,
     pending: VecDeque<Sent>,
     max_outstanding: usize,
-    broken: Option<String>,
     reconnector: Reconnector,
 }
 
@@ -54,7 +53,6 @@ impl RedisProducer {
             trim,
             pending: VecDeque::new(),
             max_outstanding: max_outstanding as usize,
-            broken: None,
             reconnector,
         }
     }
@@ -73,18 +71,9 @@ impl RedisProducer {
 
     /// The connection is gone: what is in flight fails; later sends wait for a new one, or
     /// fail at once without reconnecting.
-    fn lose(&mut self, kind: String, acks: &mut dyn FnMut(Ack)) {
-        self.fail_pending(&kind, acks);
-        self.broken = Some(kind);
-        self.reconnector.lost();
-    }
-
-    fn fail_pending(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
+    fn lose(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
         fail_all(self.pending.drain(..), kind, acks);
-    }
-
-    fn unavailable(&self, kind: String) -> SendError {
-        SendError::lost(&self.reconnector.policy, kind)
+        self.reconnector.lose(kind);
     }
 }
 
@@ -96,14 +85,10 @@ pub(crate) fn kind_of(text: &str) -> String {
 
 impl Producer for RedisProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
-        if let Some(kind) = &self.broken {
-            return Err(self.unavailable(kind.clone()));
-        }
-        if self.pending.len() >= self.max_outstanding {
-            return Err(SendError::Backpressure);
-        }
-        let envelope = Envelope::read(message.payload)
-            .map_err(|_| SendError::Failed("bad_envelope".into()))?;
+        let in_flight = self.pending.len();
+        let envelope = self
+            .reconnector
+            .admit(in_flight, self.max_outstanding, message.payload)?;
         let stream = self.stream_for(message.key);
         let key = &self.streams[stream];
         let out = self.conn.out();
@@ -127,21 +112,17 @@ impl Producer for RedisProducer {
         // and every 64 sends at the maximum rate): the XADDs of a burst go in one system call.
         if self.conn.out().len() >= FLUSH_AT && self.conn.flush().is_err() {
             // Failed in `poll` with what is in flight; this one waits or fails now.
-            self.broken = Some(CONNECTION_CLOSED.to_string());
-            self.reconnector.lost();
-            return Err(self.unavailable(CONNECTION_CLOSED.to_string()));
+            self.reconnector.lose(CONNECTION_CLOSED);
+            return Err(self.reconnector.unavailable(CONNECTION_CLOSED));
         }
         self.pending.push_back(Sent::of(envelope, &message));
         Ok(())
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
-        if let Some(kind) = self.broken.clone() {
-            self.fail_pending(&kind, acks);
-            if let Some(conn) = self.reconnector.attempt(timeout) {
-                self.conn = conn;
-                self.broken = None;
-            }
+        if let Some(kind) = self.reconnector.lost_as() {
+            fail_all(self.pending.drain(..), kind, acks);
+            self.reconnector.recover_into(&mut self.conn, timeout);
             return;
         }
         let pending = &mut self.pending;
@@ -159,8 +140,8 @@ impl Producer for RedisProducer {
             acks(entry.settled(Some(arrived.get()), result));
         });
         match (result, stray) {
-            (Err(kind), _) => self.lose(kind, acks),
-            (Ok(_), true) => self.lose("unexpected_reply".into(), acks),
+            (Err(kind), _) => self.lose(&kind, acks),
+            (Ok(_), true) => self.lose("unexpected_reply", acks),
             _ => {}
         }
     }

@@ -79,20 +79,8 @@ pub fn write_command(out: &mut Vec<u8>, args: &[&[u8]]) {
     }
 }
 
-/// Appends `n` in decimal.
-pub fn push_number(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
-}
+/// Numbers are written in decimal as every family writes them.
+pub use brokerbench_driver::push_number;
 
 /// Bytes that are not RESP.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,9 @@ mod study_secrets;
 
 use std::time::{Duration, Instant};
 
-use brokerbench_driver::{Consumer, ConsumerSlot, Driver, Envelope, OutgoingMessage, SendError};
+use brokerbench_driver::{
+    Consumer, ConsumerSlot, Driver, Envelope, OutgoingMessage, ProducerSlot, SendError,
+};
 use brokerbench_nats::config::{NatsDriverConfig, NatsUrl};
 use brokerbench_nats::NatsDriver;
 
@@ -289,7 +291,13 @@ fn a_stream_limit_with_discard_new_fails_the_refused_publishes() {
 /// Publishes `count` enveloped messages through the driver's producer and waits until the
 /// stream acknowledged every one.
 fn publish_acknowledged(driver: &dyn Driver, count: u64) {
-    let mut producer = driver.producer(0, 0, 0).unwrap();
+    let mut producer = driver
+        .producer(ProducerSlot {
+            topic: 0,
+            producer: 0,
+            thread: 0,
+        })
+        .unwrap();
     let mut payload = vec![0u8; 64];
     let (mut sent, mut acknowledged) = (0, 0);
     let started = Instant::now();

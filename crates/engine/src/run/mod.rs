@@ -41,7 +41,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use brokerbench_driver::{
-    ConsumerSlot, Driver, DriverError, Envelope, OutgoingMessage, Producer, SendError, Topology,
+    ConsumerSlot, Driver, DriverError, Envelope, OutgoingMessage, Producer, ProducerSlot,
+    SendError, Topology,
 };
 use brokerbench_model::{
     BacklogReport, Block, ClientCost, ConsumerShare, Counts, IntervalRow, Latencies, Outage, Phase,

@@ -132,7 +132,12 @@ pub(super) fn open_producers(
             }
             let body = payload.source(id, workload.seed)?;
             let thread = producers.len() as u32 % threads;
-            let producer = driver.producer(topic, id, thread)?;
+            let slot = ProducerSlot {
+                topic,
+                producer: id,
+                thread,
+            };
+            let producer = driver.producer(slot)?;
             confirms &= producer.confirms();
             producers.push((id, topic, producer, body));
         }
