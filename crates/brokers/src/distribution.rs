@@ -76,6 +76,22 @@ impl Distribution {
         fs::rename(&partial, &target).map_err(BrokerError::io("renaming to", &target))
     }
 
+    /// [`Self::install`], and one line saying what is installed where.
+    pub fn install_said(
+        &self,
+        dir: &Path,
+        installed: impl Fn() -> bool,
+    ) -> Result<String, BrokerError> {
+        self.install(dir, installed)?;
+        let home = self.home(dir);
+        Ok(format!(
+            "{} {} installed in {}",
+            self.broker,
+            self.version,
+            home.display()
+        ))
+    }
+
     /// The archive from Maven Central, into `dir`.
     fn fetch(&self, dir: &Path) -> Result<PathBuf, BrokerError> {
         let mut maven = Command::new("mvn");

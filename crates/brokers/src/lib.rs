@@ -19,6 +19,7 @@ pub mod cgroup;
 pub mod cluster;
 pub mod daemon;
 pub mod distribution;
+pub mod driver_file;
 pub mod free_ports;
 pub mod http;
 pub mod lifecycle;

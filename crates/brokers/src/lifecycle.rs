@@ -7,6 +7,8 @@
 
 use std::path::PathBuf;
 
+mod commands;
+
 use crate::{managed, BrokerError, BrokerStatus};
 
 /// What differs between managed brokers.

@@ -11,11 +11,12 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use crate::daemon::{self, Daemon};
+use crate::driver_file::DriverFile;
 use crate::lifecycle;
 use crate::managed::{PortRule, PortSetting};
 use crate::one_process::OneProcess;
 use crate::system_package::{self, DebianPackage};
-use crate::tls::TlsFiles;
+use crate::tls::{self, TlsFiles};
 use crate::{BrokerError, BrokerStatus, ManagedBroker};
 
 /// The highest port setting: with `--tls` the TLS port is the next.
@@ -43,6 +44,13 @@ pub struct Spec {
     pub version_argument: &'static str,
     /// The scheme of its clients' URLs (`redis`): `redis://127.0.0.1:6379`.
     pub scheme: &'static str,
+    /// The scheme over TLS (`rediss`).
+    pub tls_scheme: &'static str,
+    /// What its driver file reaches (`Redis`), and the field of its URL (`redis_url`).
+    pub title: &'static str,
+    pub url_field: &'static str,
+    /// How one logs in on the TLS port, `{user}` standing for [`tls::USER`].
+    pub tls_login: &'static str,
     /// How long `down` waits after SIGTERM before SIGKILL.
     pub stop_grace: Duration,
 }
@@ -78,16 +86,9 @@ pub trait Package: Send + Sync + 'static {
     fn arguments(&self, configuration: &Path) -> Vec<OsString>;
     /// Whether a broker on 127.0.0.1:`port` answers its clients.
     fn answers(&self, port: u16) -> bool;
-    /// What `broker up` and `status` print below the address.
-    fn endpoints(&self, folder: &Folder, port: u16, tls_port: Option<u16>) -> Vec<String>;
-    /// The driver file `broker status --driver-file` prints: for `address`, or for the TLS
-    /// port when the running broker has one.
-    fn driver_file(
-        &self,
-        folder: &Folder,
-        address: &str,
-        tls_port: Option<u16>,
-    ) -> Result<String, BrokerError>;
+    /// What `broker up` and `status` print below the address (the TLS listener's lines
+    /// follow from the spec).
+    fn endpoints(&self, folder: &Folder, port: u16) -> Vec<String>;
 }
 
 /// A packaged broker's port setting: its port, and the TLS port beside it.
@@ -290,18 +291,7 @@ impl<P: Package + Clone> ManagedBroker for Packaged<P> {
         lifecycle::up(self)
     }
 
-    fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
-        self.restart(id)
-    }
-
-    fn down(&self) -> Result<Option<u32>, BrokerError> {
-        lifecycle::down(self)
-    }
-
-    fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
-        self.port()?;
-        Ok(lifecycle::status(self))
-    }
+    crate::lifecycle_commands!();
 
     fn client_address(&self, status: &BrokerStatus) -> String {
         format!("{}://{}", self.spec().scheme, status.address)
@@ -321,22 +311,29 @@ impl<P: Package + Clone> ManagedBroker for Packaged<P> {
     }
 
     fn endpoints(&self) -> Vec<String> {
-        self.package
-            .endpoints(&self.folder(), self.running_port(), self.running_tls_port())
+        let (spec, folder) = (self.spec(), self.folder());
+        let mut lines = self.package.endpoints(&folder, self.running_port());
+        if let Some(port) = self.running_tls_port() {
+            let url = format!("{}://127.0.0.1:{port}", spec.tls_scheme);
+            let login = spec.tls_login.replace("{user}", tls::USER);
+            let file = DriverFile { name: spec.name };
+            lines.extend(file.tls_endpoints(&url, &login, &folder.tls, "password"));
+        }
+        lines
     }
 
     fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
-        let running = self.daemon.running_pid();
-        let started_with_tls = self.running_tls_port().is_some();
-        self.tls().switch(
-            self.spec().name,
-            running.map(|pid| (pid, started_with_tls)),
-            on,
-        )
+        let running = (self.daemon.running_pid(), self.running_tls_port().is_some());
+        self.tls().switch(self.spec().name, running, on)
     }
 
     fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
-        self.package
-            .driver_file(&self.folder(), &status.address, self.running_tls_port())
+        let (spec, tls) = (self.spec(), self.tls());
+        DriverFile { name: spec.name }.one_url(
+            (spec.title, spec.url_field),
+            [spec.scheme, spec.tls_scheme],
+            &status.address,
+            self.running_tls_port().map(|port| (port, &tls)),
+        )
     }
 }

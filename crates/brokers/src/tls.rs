@@ -110,15 +110,15 @@ impl TlsFiles {
     }
 
     /// `broker up --tls`/`--no-tls` for the broker `broker`: refused while it runs (`running`:
-    /// its pid and whether it was started with TLS) the other way, with the commands that
-    /// restart it; else TLS is turned on or off for its next starts.
+    /// its pid; `running_tls`: whether it was started with TLS) the other way, with the
+    /// commands that restart it; else TLS is turned on or off for its next starts.
     pub fn switch(
         &self,
         broker: &'static str,
-        running: Option<(u32, bool)>,
+        (running, running_tls): (Option<u32>, bool),
         on: bool,
     ) -> Result<(), BrokerError> {
-        if let Some((pid, running_tls)) = running {
+        if let Some(pid) = running {
             if running_tls != on {
                 return Err(BrokerError::TlsMismatch {
                     broker,

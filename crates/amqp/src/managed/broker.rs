@@ -1,6 +1,7 @@
 //! The managed RabbitMQ as the CLI and the harness see it ([`ManagedBroker`]): install, up and
 //! down, its addresses and metrics endpoints, TLS, and the driver file for it.
 
+use brokerbench_brokers::driver_file::DriverFile;
 use brokerbench_brokers::tls;
 use brokerbench_brokers::{lifecycle, managed};
 use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker, NodeUrl, UpOptions};
@@ -84,39 +85,27 @@ impl ManagedBroker for RabbitMq {
         lines
     }
     fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
-        self.tls().switch(
-            NAME,
-            self.running_pid()
-                .map(|pid| (pid, self.running_tls_port().is_some())),
-            on,
-        )
+        let running = (self.running_pid(), self.running_tls_port().is_some());
+        self.tls().switch(NAME, running, on)
     }
     fn driver_file(&self, _status: &BrokerStatus) -> Result<String, BrokerError> {
+        let file = DriverFile { name: NAME };
         let Some(tls_port) = self.running_tls_port() else {
-            return Ok(format!(
-                "\
-# The managed RabbitMQ's AMQP listener (`brokerbench broker status rabbitmq --driver-file`).
-# Start it with TLS and a user of its own: brokerbench broker down rabbitmq; brokerbench broker up rabbitmq --tls
-driver: rabbitmq
-uri: amqp://guest:guest@127.0.0.1:{}/%2f
-",
+            let fields = format!(
+                "uri: amqp://guest:guest@127.0.0.1:{}/%2f\n",
                 self.amqp_port()
-            ));
+            );
+            return Ok(file.plain("RabbitMQ's AMQP listener", "a user of its own", &fields));
         };
         let password = self.tls().password()?;
-        Ok(format!(
-            "\
-# The managed RabbitMQ's amqps:// listener (`brokerbench broker status rabbitmq --driver-file`).
-# It holds the password of the user `{user}`: keep it private. brokerbench writes it into no
-# result, log or report. With the uri set, a run samples the broker's process when given
-# --broker-process beam.smp. To log in with the client certificate (SASL EXTERNAL) instead:
-# uri: {external}
-driver: rabbitmq
-uri: {plain}
-",
-            user = tls::USER,
-            external = self.tls_uri(tls_port, "", true),
-            plain = self.tls_uri(tls_port, &password, false),
-        ))
+        let more = format!(
+            " With the uri set, a run samples the broker's process when given\n\
+             # --broker-process beam.smp. To log in with the client certificate (SASL EXTERNAL) instead:\n\
+             # uri: {}",
+            self.tls_uri(tls_port, "", true)
+        );
+        let fields = format!("uri: {}\n", self.tls_uri(tls_port, &password, false));
+        let what = "RabbitMQ's amqps:// listener";
+        Ok(file.with_password(what, tls::USER, &more, &fields))
     }
 }

@@ -6,6 +6,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use brokerbench_brokers::driver_file::DriverFile;
 use brokerbench_brokers::tls;
 use brokerbench_brokers::{managed, BrokerError};
 
@@ -102,14 +103,14 @@ impl RabbitMq {
         let Some(tls_port) = self.running_tls_port() else {
             return Vec::new();
         };
-        vec![
-            format!(
-                "TLS:  amqps://127.0.0.1:{tls_port} (PLAIN as user `{}`, or EXTERNAL with the client certificate)",
-                tls::USER
-            ),
-            format!("CA:   {}", self.tls().ca().display()),
-            "`brokerbench broker status rabbitmq --driver-file > rabbitmq-tls.yaml` writes a driver file for it (it holds the password)".into(),
-        ]
+        let url = format!("amqps://127.0.0.1:{tls_port}");
+        let login = format!(
+            "PLAIN as user `{}`, or EXTERNAL with the client certificate",
+            tls::USER
+        );
+        let file = DriverFile { name: NAME };
+        file.tls_endpoints(&url, &login, &self.tls(), "password")
+            .to_vec()
     }
 }
 

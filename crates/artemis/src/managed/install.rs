@@ -43,10 +43,6 @@ impl ManagedArtemis {
     /// Fetches, checks and unpacks the pinned release unless it is there; one line saying
     /// what is installed where.
     pub fn install_pinned(&self) -> Result<String, BrokerError> {
-        RELEASE.install(&self.daemon.dir, || self.is_installed())?;
-        Ok(format!(
-            "artemis {VERSION} installed in {}",
-            self.distribution().display()
-        ))
+        RELEASE.install_said(&self.daemon.dir, || self.is_installed())
     }
 }

@@ -13,6 +13,7 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use brokerbench_brokers::daemon::{self, Daemon};
+use brokerbench_brokers::driver_file::DriverFile;
 use brokerbench_brokers::lifecycle;
 use brokerbench_brokers::managed::{PortRule, PortSetting};
 use brokerbench_brokers::one_process::OneProcess;
@@ -271,18 +272,7 @@ impl ManagedBroker for ManagedArtemis {
         lifecycle::up(self)
     }
 
-    fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
-        self.restart(id)
-    }
-
-    fn down(&self) -> Result<Option<u32>, BrokerError> {
-        lifecycle::down(self)
-    }
-
-    fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
-        self.port()?;
-        Ok(lifecycle::status(self))
-    }
+    brokerbench_brokers::lifecycle_commands!();
 
     fn client_address(&self, status: &BrokerStatus) -> String {
         format!("tcp://{}", status.address)
@@ -307,49 +297,31 @@ impl ManagedBroker for ManagedArtemis {
         });
         let mut lines: Vec<String> = std::iter::once(protocols).chain(console).collect();
         if let Some(port) = self.running_tls_port() {
-            lines.push(format!(
-                "TLS:  ssl://127.0.0.1:{port} (user `{}`, or no login as a guest; plain tcp:// goes on as before)",
+            let url = format!("ssl://127.0.0.1:{port}");
+            let login = format!(
+                "user `{}`, or no login as a guest; plain tcp:// goes on as before",
                 tls::USER
-            ));
-            lines.push(format!("CA:   {}", self.tls().ca().display()));
-            lines.push("`brokerbench broker status artemis --driver-file > artemis-tls.yaml` writes a driver file for it (it holds the password)".into());
+            );
+            let file = DriverFile { name: NAME };
+            lines.extend(file.tls_endpoints(&url, &login, &self.tls(), "password"));
         }
         lines
     }
 
     fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
-        let running = self.daemon.running_pid();
-        let started_with_tls = self.running_tls_port().is_some();
-        self.tls()
-            .switch(NAME, running.map(|pid| (pid, started_with_tls)), on)
+        let running = (self.daemon.running_pid(), self.running_tls_port().is_some());
+        self.tls().switch(NAME, running, on)
     }
 
     fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
-        let Some(port) = self.running_tls_port() else {
-            return Ok(format!(
-                "\
-# The managed Artemis (`brokerbench broker status artemis --driver-file`).
-# Start it with TLS and a user: brokerbench broker down artemis; brokerbench broker up artemis --tls
-driver: artemis
-broker_address: tcp://{}
-",
-                status.address
-            ));
-        };
         let files = self.tls();
-        Ok(format!(
-            "\
-# The managed Artemis over TLS (`brokerbench broker status artemis --driver-file`).
-# It holds the password of the user `{user}`: keep it private. brokerbench writes it into no
-# result, log or report.
-driver: artemis
-broker_address: ssl://{user}:{password}@127.0.0.1:{port}
-tls: {{ca_file: '{ca}'}}
-",
-            user = tls::USER,
-            password = files.password()?,
-            ca = files.ca().display(),
-        ))
+        let tls = self.running_tls_port().map(|port| (port, &files));
+        DriverFile { name: NAME }.one_url(
+            ("Artemis", "broker_address"),
+            ["tcp", "ssl"],
+            &status.address,
+            tls,
+        )
     }
 }
 

@@ -3,6 +3,7 @@
 //! --driver-file` prints.
 
 use super::*;
+use brokerbench_brokers::driver_file::DriverFile;
 
 impl brokerbench_brokers::ManagedBroker for Kafka {
     fn install(&self) -> Result<String, BrokerError> {
@@ -69,37 +70,30 @@ impl brokerbench_brokers::ManagedBroker for Kafka {
         lines
     }
     fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
-        self.tls().switch(
-            NAME,
-            self.running_pid()
-                .map(|pid| (pid, self.running_tls_ports().is_some())),
-            on,
-        )
+        let running = (self.running_pid(), self.running_tls_ports().is_some());
+        self.tls().switch(NAME, running, on)
     }
     fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
+        let file = DriverFile { name: NAME };
         let Some((ssl_port, sasl_port)) = self.running_tls_ports() else {
-            return Ok(format!(
-                "\
-# The managed Kafka's PLAINTEXT listener (`brokerbench broker status kafka --driver-file`).
-# Start it with TLS and a SASL user: brokerbench broker down kafka; brokerbench broker up kafka --tls
-driver: kafka
-bootstrap_servers: {address}
-replication_factor: 1
-producer_config: {{acks: \"1\"}}
-",
-                address = status.address
-            ));
+            let fields = format!(
+                "bootstrap_servers: {}\nreplication_factor: 1\nproducer_config: {{acks: \"1\"}}\n",
+                status.address
+            );
+            return Ok(file.plain("Kafka's PLAINTEXT listener", "a SASL user", &fields));
         };
-        let files = self.tls();
-        Ok(format!(
+        let (user, files) = (tls::USER, self.tls());
+        let ca = files.ca().display().to_string();
+        let more = format!(
+            " With bootstrap_servers set, a run samples the broker's process when\n\
+             # given --broker-process kafka.Kafka. The SSL listener, with the client certificate instead:\n\
+             #   bootstrap_servers: 127.0.0.1:{ssl_port}\n\
+             #   common_config: {{security.protocol: SSL, ssl.ca.location: {ca}, ssl.certificate.location: {certificate}, ssl.key.location: {key}}}",
+            certificate = files.client_certificate().display(),
+            key = files.client_key().display(),
+        );
+        let fields = format!(
             "\
-# The managed Kafka's SASL_SSL listener (`brokerbench broker status kafka --driver-file`).
-# It holds the password of the user `{user}`: keep it private. brokerbench writes it into no
-# result, log or report. With bootstrap_servers set, a run samples the broker's process when
-# given --broker-process kafka.Kafka. The SSL listener, with the client certificate instead:
-#   bootstrap_servers: 127.0.0.1:{ssl_port}
-#   common_config: {{security.protocol: SSL, ssl.ca.location: {ca}, ssl.certificate.location: {certificate}, ssl.key.location: {key}}}
-driver: kafka
 bootstrap_servers: 127.0.0.1:{sasl_port}
 replication_factor: 1
 common_config:
@@ -110,11 +104,8 @@ common_config:
   ssl.ca.location: {ca}
 producer_config: {{acks: \"1\"}}
 ",
-            user = tls::USER,
             password = files.password()?,
-            ca = files.ca().display(),
-            certificate = files.client_certificate().display(),
-            key = files.client_key().display(),
-        ))
+        );
+        Ok(file.with_password("Kafka's SASL_SSL listener", user, &more, &fields))
     }
 }

@@ -13,7 +13,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use brokerbench_brokers::packaged::{Folder, Package, Packaged, Spec};
-use brokerbench_brokers::tls;
 use brokerbench_brokers::BrokerError;
 
 static SPEC: Spec = Spec {
@@ -25,6 +24,10 @@ static SPEC: Spec = Spec {
     service: Some("mosquitto"),
     version_argument: "-h",
     scheme: "mqtt",
+    tls_scheme: "mqtts",
+    title: "MQTT broker",
+    url_field: "mqtt_url",
+    tls_login: "user `{user}` only; the plain listener stays anonymous",
     stop_grace: Duration::from_secs(5),
 };
 
@@ -93,8 +96,8 @@ impl Package for MosquittoPackage {
             .is_ok()
     }
 
-    fn endpoints(&self, folder: &Folder, port: u16, tls_port: Option<u16>) -> Vec<String> {
-        let mut lines = vec![
+    fn endpoints(&self, folder: &Folder, port: u16) -> Vec<String> {
+        vec![
             format!(
                 "persistence: {}/mosquitto.db, saved when the broker stops (and every 30 minutes): a killed broker loses what came since",
                 folder.data_dir.display()
@@ -102,46 +105,6 @@ impl Package for MosquittoPackage {
             format!(
                 "$SYS/# every 2 s; mosquitto_sub -p {port} -t '$SYS/#' -v shows it; one broker (bridges are not managed)"
             ),
-        ];
-        if let Some(port) = tls_port {
-            lines.push(format!(
-                "TLS:  mqtts://127.0.0.1:{port} (user `{}` only; the plain listener stays anonymous)",
-                tls::USER
-            ));
-            lines.push(format!("CA:   {}", folder.tls.ca().display()));
-            lines.push("`brokerbench broker status mqtt --driver-file > mqtt-tls.yaml` writes a driver file for it (it holds the password)".into());
-        }
-        lines
-    }
-
-    fn driver_file(
-        &self,
-        folder: &Folder,
-        address: &str,
-        tls_port: Option<u16>,
-    ) -> Result<String, BrokerError> {
-        let Some(port) = tls_port else {
-            return Ok(format!(
-                "\
-# The managed MQTT broker (`brokerbench broker status mqtt --driver-file`).
-# Start it with TLS and a user: brokerbench broker down mqtt; brokerbench broker up mqtt --tls
-driver: mqtt
-mqtt_url: mqtt://{address}
-"
-            ));
-        };
-        Ok(format!(
-            "\
-# The managed MQTT broker over TLS (`brokerbench broker status mqtt --driver-file`).
-# It holds the password of the user `{user}`: keep it private. brokerbench writes it into no
-# result, log or report.
-driver: mqtt
-mqtt_url: mqtts://{user}:{password}@127.0.0.1:{port}
-tls: {{ca_file: '{ca}'}}
-",
-            user = tls::USER,
-            password = folder.tls.password()?,
-            ca = folder.tls.ca().display(),
-        ))
+        ]
     }
 }

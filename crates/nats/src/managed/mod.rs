@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use brokerbench_brokers::cluster::{self, MAX_NODES};
 use brokerbench_brokers::daemon::{self, Daemon};
+use brokerbench_brokers::driver_file::DriverFile;
 use brokerbench_brokers::lifecycle::{self, Lifecycle};
 use brokerbench_brokers::managed::{PortRule, PortSetting};
 use brokerbench_brokers::settings::{self, Settings};
@@ -408,9 +409,7 @@ impl ManagedBroker for ManagedNats {
         lifecycle::up(self)
     }
 
-    fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
-        self.restart(id)
-    }
+    brokerbench_brokers::lifecycle_commands!();
     fn leader(&self, stream: &str) -> Result<u32, BrokerError> {
         self.leader_of(stream)
     }
@@ -423,15 +422,6 @@ impl ManagedBroker for ManagedNats {
             options: options.clone(),
             ..self.clone()
         })
-    }
-
-    fn down(&self) -> Result<Option<u32>, BrokerError> {
-        lifecycle::down(self)
-    }
-
-    fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
-        self.port()?;
-        Ok(lifecycle::status(self))
     }
 
     fn client_address(&self, status: &BrokerStatus) -> String {
@@ -466,53 +456,36 @@ impl ManagedBroker for ManagedNats {
             .into_iter()
             .collect();
         if let (true, Ok(port)) = (self.running_tls(), self.port()) {
-            lines.push(format!(
-                "TLS:  tls://127.0.0.1:{port} (user `{}`; plain nats:// on the same port goes on as before)",
+            let url = format!("tls://127.0.0.1:{port}");
+            let login = format!(
+                "user `{}`; plain nats:// on the same port goes on as before",
                 tls::USER
-            ));
-            lines.push(format!("CA:   {}", self.tls().ca().display()));
-            lines.push("`brokerbench broker status nats --driver-file > nats-tls.yaml` writes a driver file for it (it holds the password)".into());
+            );
+            let file = DriverFile { name: NAME };
+            lines.extend(file.tls_endpoints(&url, &login, &self.tls(), "password"));
         }
         lines
     }
 
     fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
-        self.tls().switch(
-            NAME,
-            self.daemon
-                .running_pid()
-                .map(|pid| (pid, self.running_tls())),
-            on,
-        )
+        let running = (self.daemon.running_pid(), self.running_tls());
+        self.tls().switch(NAME, running, on)
     }
 
     fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
+        let file = DriverFile { name: NAME };
         if !self.running_tls() {
-            return Ok(format!(
-                "\
-# The managed nats-server (`brokerbench broker status nats --driver-file`).
-# Start it with TLS and a user: brokerbench broker down nats; brokerbench broker up nats --tls
-driver: nats
-servers: nats://{}
-",
-                status.address
-            ));
+            let fields = format!("servers: nats://{}\n", status.address);
+            return Ok(file.plain("nats-server", "a user", &fields));
         }
-        let files = self.tls();
-        Ok(format!(
-            "\
-# The managed nats-server over TLS (`brokerbench broker status nats --driver-file`).
-# It holds the password of the user `{user}`: keep it private. brokerbench writes it into no
-# result, log or report. With servers set, a run samples the server's process when given
-# --broker-process nats-server.
-driver: nats
-servers: tls://{user}:{password}@{address}
-tls: {{ca_file: '{ca}'}}
-",
-            user = tls::USER,
+        let (user, files) = (tls::USER, self.tls());
+        let fields = format!(
+            "servers: tls://{user}:{password}@{address}\ntls: {{ca_file: '{ca}'}}\n",
             password = files.password()?,
             address = status.address,
             ca = files.ca().display(),
-        ))
+        );
+        let more = " With servers set, a run samples the server's process when given\n# --broker-process nats-server.";
+        Ok(file.with_password("nats-server over TLS", user, more, &fields))
     }
 }

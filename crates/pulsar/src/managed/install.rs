@@ -48,10 +48,6 @@ impl ManagedPulsar {
     /// Fetches, checks and unpacks the pinned release unless it is there; one line saying
     /// what is installed where.
     pub fn install_pinned(&self) -> Result<String, BrokerError> {
-        RELEASE.install(&self.daemon.dir, || self.is_installed())?;
-        Ok(format!(
-            "pulsar {VERSION} installed in {}",
-            self.distribution().display()
-        ))
+        RELEASE.install_said(&self.daemon.dir, || self.is_installed())
     }
 }

@@ -14,6 +14,7 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use brokerbench_brokers::daemon::{self, Daemon};
+use brokerbench_brokers::driver_file::DriverFile;
 use brokerbench_brokers::lifecycle;
 use brokerbench_brokers::managed::{PortRule, PortSetting};
 use brokerbench_brokers::one_process::OneProcess;
@@ -366,9 +367,7 @@ impl ManagedBroker for ManagedPulsar {
         lifecycle::up(self)
     }
 
-    fn restart_node(&self, id: u32) -> Result<u32, BrokerError> {
-        self.restart(id)
-    }
+    brokerbench_brokers::lifecycle_commands!();
 
     fn max_nodes(&self) -> u32 {
         MAX_BOOKIES
@@ -386,15 +385,6 @@ impl ManagedBroker for ManagedPulsar {
             ..self.clone()
         }
         .up()
-    }
-
-    fn down(&self) -> Result<Option<u32>, BrokerError> {
-        lifecycle::down(self)
-    }
-
-    fn status(&self) -> Result<Option<BrokerStatus>, BrokerError> {
-        self.port()?;
-        Ok(lifecycle::status(self))
     }
 
     fn client_address(&self, status: &BrokerStatus) -> String {
@@ -422,57 +412,46 @@ impl ManagedBroker for ManagedPulsar {
             ),
         ];
         if let Some(port) = self.running_tls_port() {
-            lines.push(format!(
-                "TLS:  pulsar+ssl://127.0.0.1:{port} (token of the role `{}`, or the client certificate; plain pulsar:// goes on as before)",
-                tls::USER
-            ));
-            lines.push(format!("CA:   {}", self.tls().ca().display()));
-            lines.push("`brokerbench broker status pulsar --driver-file > pulsar-tls.yaml` writes a driver file for it (it holds the token)".into());
+            let url = format!("pulsar+ssl://127.0.0.1:{port}");
+            let login = format!("token of the role `{}`, or the client certificate; plain pulsar:// goes on as before", tls::USER);
+            let file = DriverFile { name: NAME };
+            lines.extend(file.tls_endpoints(&url, &login, &self.tls(), "token"));
         }
         lines
     }
 
     fn set_tls(&self, on: bool) -> Result<(), BrokerError> {
-        let running = self.daemon.running_pid();
-        let started_with_tls = self.running_tls_port().is_some();
-        self.tls()
-            .switch(NAME, running.map(|pid| (pid, started_with_tls)), on)
+        let running = (self.daemon.running_pid(), self.running_tls_port().is_some());
+        self.tls().switch(NAME, running, on)
     }
 
     fn driver_file(&self, status: &BrokerStatus) -> Result<String, BrokerError> {
         let web = format!("http://127.0.0.1:{}", self.web_port());
+        let file = DriverFile { name: NAME };
         let Some(port) = self.running_tls_port() else {
-            return Ok(format!(
-                "\
-# The managed Pulsar (`brokerbench broker status pulsar --driver-file`).
-# Start it with TLS and token authentication: brokerbench broker down pulsar; brokerbench broker up pulsar --tls
-driver: pulsar
-service_url: pulsar://{}
-http_url: {web}
-",
+            let fields = format!(
+                "service_url: pulsar://{}\nhttp_url: {web}\n",
                 status.address
-            ));
+            );
+            return Ok(file.plain("Pulsar", "token authentication", &fields));
         };
         let files = self.tls();
-        Ok(format!(
-            "\
-# The managed Pulsar over TLS (`brokerbench broker status pulsar --driver-file`).
-# It holds the token of the role `{user}`: keep it private. brokerbench writes it into no
-# result, log or report. Pulsar's TLS authentication instead of the token (the client
-# certificate's common name is the role): remove auth_token and write
-#   tls: {{ca_file: '{ca}', cert_file: '{certificate}', key_file: '{key}'}}
-driver: pulsar
-service_url: pulsar+ssl://127.0.0.1:{port}
-http_url: {web}
-auth_token: {token}
-tls: {{ca_file: '{ca}'}}
-",
-            user = tls::USER,
-            ca = files.ca().display(),
-            certificate = files.client_certificate().display(),
-            key = files.client_key().display(),
+        let (ca, certificate, key) = (
+            files.ca().display().to_string(),
+            files.client_certificate().display().to_string(),
+            files.client_key().display().to_string(),
+        );
+        let more = format!(
+            " Pulsar's TLS authentication instead of the token (the client\n\
+             # certificate's common name is the role): remove auth_token and write\n\
+             #   tls: {{ca_file: '{ca}', cert_file: '{certificate}', key_file: '{key}'}}"
+        );
+        let fields = format!(
+            "service_url: pulsar+ssl://127.0.0.1:{port}\nhttp_url: {web}\nauth_token: {token}\ntls: {{ca_file: '{ca}'}}\n",
             token = secure::token(&files)?,
-        ))
+        );
+        let holds = format!("the token of the role `{}`", tls::USER);
+        Ok(file.over_tls("Pulsar over TLS", &holds, &more, &fields))
     }
 }
 

@@ -14,7 +14,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use brokerbench_brokers::packaged::{Folder, Package, Packaged, Spec};
-use brokerbench_brokers::tls;
 use brokerbench_brokers::BrokerError;
 
 static SPEC: Spec = Spec {
@@ -26,6 +25,10 @@ static SPEC: Spec = Spec {
     service: Some("redis-server"),
     version_argument: "--version",
     scheme: "redis",
+    tls_scheme: "rediss",
+    title: "Redis",
+    url_field: "redis_url",
+    tls_login: "user `{user}`, or no login as the default user; plain redis:// goes on as before",
     stop_grace: Duration::from_secs(10),
 };
 
@@ -82,8 +85,8 @@ impl Package for RedisPackage {
         crate::conn::Conn::connect(&url, Duration::from_secs(1)).is_ok()
     }
 
-    fn endpoints(&self, folder: &Folder, port: u16, tls_port: Option<u16>) -> Vec<String> {
-        let mut lines = vec![
+    fn endpoints(&self, folder: &Folder, port: u16) -> Vec<String> {
+        vec![
             format!(
                 "persistence: append-only file, appendfsync everysec (a driver file's appendfsync sets it for a run); data in {}",
                 folder.data_dir.display()
@@ -91,46 +94,6 @@ impl Package for RedisPackage {
             format!(
                 "redis-cli -p {port} opens a shell on it; one server (Redis Cluster and replicas are not managed)"
             ),
-        ];
-        if let Some(port) = tls_port {
-            lines.push(format!(
-                "TLS:  rediss://127.0.0.1:{port} (user `{}`, or no login as the default user; plain redis:// goes on as before)",
-                tls::USER
-            ));
-            lines.push(format!("CA:   {}", folder.tls.ca().display()));
-            lines.push("`brokerbench broker status redis --driver-file > redis-tls.yaml` writes a driver file for it (it holds the password)".into());
-        }
-        lines
-    }
-
-    fn driver_file(
-        &self,
-        folder: &Folder,
-        address: &str,
-        tls_port: Option<u16>,
-    ) -> Result<String, BrokerError> {
-        let Some(port) = tls_port else {
-            return Ok(format!(
-                "\
-# The managed Redis (`brokerbench broker status redis --driver-file`).
-# Start it with TLS and a user: brokerbench broker down redis; brokerbench broker up redis --tls
-driver: redis
-redis_url: redis://{address}
-"
-            ));
-        };
-        Ok(format!(
-            "\
-# The managed Redis over TLS (`brokerbench broker status redis --driver-file`).
-# It holds the password of the user `{user}`: keep it private. brokerbench writes it into no
-# result, log or report.
-driver: redis
-redis_url: rediss://{user}:{password}@127.0.0.1:{port}
-tls: {{ca_file: '{ca}'}}
-",
-            user = tls::USER,
-            password = folder.tls.password()?,
-            ca = folder.tls.ca().display(),
-        ))
+        ]
     }
 }
