@@ -126,10 +126,7 @@ fn every_client_counted(_prefix: &str, run: &Run, s: &serde_json::Value) {
         broker["maxima"]["connected_clients"].as_f64().unwrap() >= 2.0,
         "{broker:#}"
     );
-    let version = run.manifest()["broker"]["version"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let version = run.broker_version();
     assert!(
         version.starts_with("2.") && version.ends_with(" (mosquitto, MQTT 5)"),
         "{version}"
@@ -177,7 +174,7 @@ fn qos_0_qos_2_and_mqtt_3_1_1_each_deliver_every_message_once() {
         &["protocol=3.1.1", "subscribe_qos=2"],
     ));
     assert_lossless(&run);
-    let version = run.manifest()["broker"]["version"].to_string();
+    let version = run.broker_version();
     assert!(version.contains("(mosquitto, MQTT 3.1.1)"), "{version}");
 }
 

@@ -149,10 +149,7 @@ fn topics(part: &str) -> Vec<String> {
 /// The kept run's topic took every acknowledged message, and its subscription delivered them
 /// all; the manifest names the pinned release.
 fn the_topic_took_every_message(prefix: &str, run: &Run, s: &serde_json::Value) {
-    assert_eq!(
-        run.manifest()["broker"]["version"],
-        brokerbench_pulsar::managed::VERSION
-    );
+    assert_eq!(run.broker_version(), brokerbench_pulsar::managed::VERSION);
     let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
     let kept = topics(prefix);
     assert_eq!(kept.len(), 1, "{kept:?}");

@@ -241,10 +241,7 @@ fn the_runs_persistence_is_recorded_and_appendfsync_always_is_put_back_after() {
     );
     assert_eq!(after, before);
     assert_lossless(&run);
-    let version = run.manifest()["broker"]["version"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let version = run.broker_version();
     assert!(
         version.contains("appendonly yes, appendfsync always"),
         "{version}"
@@ -252,10 +249,7 @@ fn the_runs_persistence_is_recorded_and_appendfsync_always_is_put_back_after() {
     // A run that sets nothing records the managed server's own: 7.x, fsync every second.
     let plain = redis_run(&short_with("1000", 1, &[]));
     assert_lossless(&plain);
-    let version = plain.manifest()["broker"]["version"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let version = plain.broker_version();
     assert!(
         version.starts_with("7.") && version.contains("appendfsync everysec"),
         "{version}"

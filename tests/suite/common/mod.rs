@@ -234,6 +234,15 @@ impl Run {
             .unwrap()
     }
 
+    /// The version of the broker that ran, as the manifest names it.
+    pub fn broker_version(&self) -> String {
+        let manifest = self.manifest();
+        let version = manifest["broker"]["version"].as_str();
+        version
+            .unwrap_or_else(|| panic!("no broker version in {manifest:#}"))
+            .to_string()
+    }
+
     pub fn file(&self, name: &str) -> String {
         std::fs::read_to_string(self.folder.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
     }
