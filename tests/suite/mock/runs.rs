@@ -186,7 +186,14 @@ fn an_openmessaging_benchmark_workload_file_runs_unchanged() {
     );
     assert_eq!(w["keys"], "round-robin");
     assert_eq!(w["rate"], 3000.0);
-    assert_eq!(s["total"]["acknowledged"].as_u64(), Some(9000), "{s:#}");
+    // What was due in the window was sent and acknowledged, or counted as behind the
+    // schedule (a busy host starts the producers late): 8,705 and 295 in one CI rehearsal.
+    let behind = s["errors"]["not_sent_behind_schedule"]
+        .as_u64()
+        .unwrap_or(0);
+    let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
+    assert_eq!(acknowledged + behind, 9000, "{s:#}");
+    assert_eq!(s["total"]["sent"].as_u64(), Some(acknowledged), "{s:#}");
     assert_eq!(s["consumers"].as_array().map(Vec::len), Some(2));
 
     // OMB's TestResult: every field in its order, OMB's units, one (3-second) period.
