@@ -450,6 +450,7 @@ fn deliveries_cut_anywhere_are_put_together_and_a_broker_close_ends_the_channel(
 #[test]
 fn confirms_and_returns_reach_a_waiting_producer_and_a_lost_connection_ends_every_channel() {
     let (session, mut server) = pair();
+    let (wrote, written) = std::sync::mpsc::channel();
     let broker = std::thread::spawn(move || {
         let (_, channel, _) = read_frame(&mut server);
         let mut out = Vec::new();
@@ -473,6 +474,7 @@ fn confirms_and_returns_reach_a_waiting_producer_and_a_lost_connection_ends_ever
             out.push(1);
         });
         server.write_all(&out).unwrap();
+        wrote.send(()).unwrap();
         std::thread::sleep(Duration::from_millis(50));
         drop(server);
         frames
@@ -492,9 +494,10 @@ fn confirms_and_returns_reach_a_waiting_producer_and_a_lost_connection_ends_ever
     }
     session.write(&mut out).unwrap();
     let before = Clock::process().now_ns();
-    // The producer sleeps past the confirm's arrival (50 ms after the publishes) and reads it
-    // then: it keeps the time it arrived.
-    std::thread::sleep(Duration::from_millis(250));
+    // The producer sleeps past the confirm's arrival (50 ms after the publishes, later on a busy
+    // host: the broker says when it wrote it) and reads it then: it keeps the time it arrived.
+    written.recv().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
     let read_at = Clock::process().now_ns();
     assert!(
         session.wait(channel.state(), Duration::from_secs(10), &|i| i
