@@ -92,11 +92,6 @@ impl ArtemisConsumer {
             self.subscription.resume(&mut self.conn);
         }
     }
-
-    /// The connection is gone, as `kind`: later polls connect again (or wait); reported once.
-    fn lose(&mut self, kind: &str) {
-        self.reconnector.lose(kind);
-    }
 }
 
 impl Consumer for ArtemisConsumer {
@@ -107,7 +102,10 @@ impl Consumer for ArtemisConsumer {
         }
         if self.paused {
             std::thread::sleep(timeout);
-            return self.conn.heart_beat().inspect_err(|kind| self.lose(kind));
+            return self
+                .conn
+                .heart_beat()
+                .inspect_err(|kind| self.reconnector.lose(kind));
         }
         let mut error = None;
         let result = self
@@ -132,7 +130,7 @@ impl Consumer for ArtemisConsumer {
             (Ok(_), Some(text)) => crate::producer::kind_of(&text),
             (Ok(_), None) => return Ok(()),
         };
-        self.lose(&failed);
+        self.reconnector.lose(&failed);
         Err(failed)
     }
 

@@ -519,11 +519,9 @@ fn the_live_dashboard_grows_during_a_run_and_ends_on_its_report() {
     assert_eq!(browser.eval("document.body.dataset.live"), "running");
     browser.watch(Duration::from_secs(2));
     let first = points_and_updates(&mut browser);
-    let latency_until = |browser: &mut cdp::Browser| {
-        let x = browser.eval("window.brokerbenchReport.plot('chart-latency').scales.x.max");
-        x.as_f64().expect("the latency chart's x range is set")
-    };
-    let first_until = latency_until(&mut browser);
+    let latency_max = "window.brokerbenchReport.plot('chart-latency').scales.x.max";
+    let first_until = browser.eval(latency_max).as_f64();
+    let first_until = first_until.expect("the latency chart's x range is set");
     browser.screenshot(&shots().join("dashboard-1.png"));
     // A zoom and a series hidden from the legend outlive the page's redraws.
     browser.eval(&format!(
@@ -546,14 +544,7 @@ fn the_live_dashboard_grows_during_a_run_and_ends_on_its_report() {
         "the same page drew more points by itself: {first:?} then {second:?}"
     );
     // A chart nobody zoomed shows the new seconds (each chart takes them as they come).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while latency_until(&mut browser) <= first_until {
-        assert!(
-            Instant::now() < deadline,
-            "the latency chart showed no new second within 30 s"
-        );
-        browser.watch(Duration::from_millis(200));
-    }
+    wait_for(&mut browser, &format!("{latency_max} > {first_until}"));
     let view = browser.eval(&format!(
         "(() => {{ const p = {RATES}; return [p.scales.x.min, p.scales.x.max, p.series[1].show]; }})()"
     ));
