@@ -15,6 +15,9 @@ use crate::reconnect::Reconnector;
 /// How long a pull request waits on the server for messages.
 const PULL_EXPIRES_NS: u64 = 1_000_000_000;
 
+/// How long after an answer that is no consumer's info `CONSUMER.INFO` is asked again.
+const INFO_AGAIN_AFTER: Duration = Duration::from_millis(100);
+
 pub struct NatsConsumer {
     conn: Conn,
     next_subject: Vec<u8>,
@@ -147,28 +150,37 @@ impl NatsConsumer {
     /// The server's `CONSUMER.INFO` answer for this member's durable consumer, asked on the
     /// consumer's own connection (the server answers API requests apart from pull requests),
     /// and the deliveries that arrived before it; they are neither handed on nor acknowledged.
+    /// An answer that is no consumer's info (an API error, or no responder while the cluster
+    /// elects a leader) is asked again until `deadline`.
     fn consumer_info(&mut self, deadline: Instant) -> Option<(serde_json::Value, u64)> {
         let reply = [self.inbox.as_slice(), b".info"].concat();
         self.conn.subscribe(std::str::from_utf8(&reply).ok()?, 2);
-        self.conn
-            .publish(&self.info_subject, Some(&reply), None, b"")
-            .ok()?;
-        let mut answer: Option<Option<serde_json::Value>> = None;
         let mut late = 0;
-        while answer.is_none() {
-            let left = deadline.checked_duration_since(Instant::now())?;
-            let outstanding = &mut self.outstanding;
+        loop {
             self.conn
-                .poll(left, &mut |msg, _| {
-                    if msg.subject == reply.as_slice() {
-                        answer = Some(serde_json::from_slice(msg.payload).ok());
-                    } else if status(&msg, outstanding).is_none() {
-                        late += 1;
-                    }
-                })
+                .publish(&self.info_subject, Some(&reply), None, b"")
                 .ok()?;
+            let mut answer: Option<Option<serde_json::Value>> = None;
+            while answer.is_none() {
+                let left = deadline.checked_duration_since(Instant::now())?;
+                let outstanding = &mut self.outstanding;
+                self.conn
+                    .poll(left, &mut |msg, _| {
+                        if msg.subject == reply.as_slice() {
+                            answer = Some(serde_json::from_slice(msg.payload).ok());
+                        } else if status(&msg, outstanding).is_none() {
+                            late += 1;
+                        }
+                    })
+                    .ok()?;
+            }
+            match answer.flatten() {
+                Some(info) if info.get("num_pending").is_some() => return Some((info, late)),
+                _ => std::thread::sleep(
+                    INFO_AGAIN_AFTER.min(deadline.checked_duration_since(Instant::now())?),
+                ),
+            }
         }
-        Some((answer.flatten()?, late))
     }
 
     fn pull_and_receive(
