@@ -2,7 +2,6 @@
 //! through one buffer, frames in cut out of one buffer, and requests that wait for their
 //! RECEIPT.
 
-use brokerbench_driver::arrival::LastRead;
 use brokerbench_driver::framed::{Framed, Framing};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -35,19 +34,14 @@ impl Framing for Stomp {
 }
 
 pub struct Conn {
-    link: Framed,
+    /// The connection's socket and buffers: frames are written into `link.out()`, sent by
+    /// `link.flush()` or the next poll; `link.last_read()` stamps what a poll hands on.
+    pub link: Framed,
     /// CONNECTED's `server` header: `ActiveMQ-Artemis/2.40.0 ActiveMQ Artemis Messaging Engine`.
     pub server: String,
 }
 
 impl Conn {
-    /// When the bytes of the last read arrived; what a poll hands on came with it.
-    pub fn last_read(&self) -> LastRead {
-        self.link.last_read()
-    }
-
-    /// Connects and logs in within `timeout` in all; `client_id` names the connection (a
-    /// durable subscription's owner).
     /// A new connection for a producer or consumer that lost its own (an attempt of its
     /// [`Reconnector`]), or None.
     pub fn redial((url, client_id): &(ArtemisUrl, Option<String>)) -> Option<Conn> {
@@ -59,6 +53,8 @@ impl Conn {
         .ok()
     }
 
+    /// Connects and logs in within `timeout` in all; `client_id` names the connection (a
+    /// durable subscription's owner).
     pub fn connect(
         url: &ArtemisUrl,
         timeout: Duration,
@@ -75,52 +71,21 @@ impl Conn {
             &login_headers(url, client_id),
             b"",
         );
-        let logging_in = |e| brokerbench_driver::net::while_logging_in(url.tls.as_ref(), e);
-        conn.flush()
-            .map_err(|e| logging_in(ConnectError::Unreachable(e.to_string())))?;
-        conn.server = conn
-            .await_connected(deadline, timeout)
-            .map_err(logging_in)?;
+        let unanswered =
+            format!("no CONNECTED within {timeout:?}: is this a STOMP port of Artemis?");
+        conn.server =
+            conn.link
+                .log_in::<Stomp, _>(url.tls.as_ref(), deadline, unanswered, &mut |frame| {
+                    Some(match frame.command {
+                        b"CONNECTED" => Ok(frame.text(b"server")),
+                        b"ERROR" => Err(refusal(&frame.error_text())),
+                        other => Err(ConnectError::Protocol(format!(
+                            "{} instead of CONNECTED",
+                            String::from_utf8_lossy(other)
+                        ))),
+                    })
+                })?;
         Ok(conn)
-    }
-
-    /// The answer to CONNECT: CONNECTED's `server` header, or why not.
-    fn await_connected(
-        &mut self,
-        deadline: Instant,
-        timeout: Duration,
-    ) -> Result<String, ConnectError> {
-        let mut answer = None;
-        while answer.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(ConnectError::Protocol(format!(
-                    "no CONNECTED within {timeout:?}: is this a STOMP port of Artemis?"
-                )));
-            }
-            self.poll(left, &mut |frame, _| {
-                answer = Some(match frame.command {
-                    b"CONNECTED" => Ok(frame.text(b"server")),
-                    b"ERROR" => Err(refusal(&frame.error_text())),
-                    other => Err(ConnectError::Protocol(format!(
-                        "{} instead of CONNECTED",
-                        String::from_utf8_lossy(other)
-                    ))),
-                });
-            })
-            .map_err(ConnectError::Unreachable)?;
-        }
-        answer.expect("the loop ends with an answer")
-    }
-
-    /// The buffer frames are written into; [`Conn::flush`] or the next poll sends them.
-    pub fn out(&mut self) -> &mut Vec<u8> {
-        self.link.out()
-    }
-
-    /// Sends what is written.
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        self.link.flush()
     }
 
     /// Sends what is written (a heart-beat if nothing was sent for [`HEART_BEAT`]), then

@@ -66,7 +66,7 @@ impl Subscription {
     /// an ERROR to the next poll.
     fn resume(&self, conn: &mut Conn) {
         let window = self.window();
-        write_frame(conn.out(), b"SUBSCRIBE", &self.headers(&window), b"");
+        write_frame(conn.link.out(), b"SUBSCRIBE", &self.headers(&window), b"");
     }
 }
 

@@ -42,7 +42,7 @@ pub fn invoke(
         (b"_AMQ_OperationName", operation.as_bytes()),
         (b"reply-to", reply.as_bytes()),
     ];
-    write_text_frame(conn.out(), b"SEND", &send, &params.to_string());
+    write_text_frame(conn.link.out(), b"SEND", &send, &params.to_string());
     let answered = answer(conn, &reply, operation, deadline);
     // Not needed for the answer, and each call subscribes under an id of its own.
     let _ = conn.request(b"UNSUBSCRIBE", &[(b"id", reply.as_bytes())], left(deadline));

@@ -91,7 +91,7 @@ impl Producer for ArtemisProducer {
         self.receipt.clear();
         push_number(&mut self.receipt, self.next);
         write_frame(
-            self.conn.out(),
+            self.conn.link.out(),
             b"SEND",
             &[
                 (b"destination", &self.address),
@@ -101,7 +101,7 @@ impl Producer for ArtemisProducer {
             ],
             message.payload,
         );
-        if self.conn.flush().is_err() {
+        if self.conn.link.flush().is_err() {
             // Failed in `poll` with what is in flight; this one waits or fails now.
             self.reconnector.lose(CONNECTION_CLOSED);
             return Err(self.reconnector.unavailable(CONNECTION_CLOSED));
@@ -120,7 +120,7 @@ impl Producer for ArtemisProducer {
             return;
         }
         let pending = &mut self.pending;
-        let arrived = self.conn.last_read();
+        let arrived = self.conn.link.last_read();
         let mut refused = None;
         let result = self.conn.poll(timeout, &mut |frame, _| {
             let result = match frame.command {

@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 use crate::arrival::LastRead;
 use crate::{ReadBuf, CONNECTION_CLOSED};
 
+mod login;
+
+pub use login::Answer;
+
 /// A protocol's frames, as they lie in the bytes read.
 pub trait Framing: 'static {
     /// A frame, borrowing from the bytes it was read from.

@@ -2,7 +2,6 @@
 //! cut out of one buffer, a PINGREQ when the connection has been quiet for half its
 //! keep-alive, and SUBSCRIBE waited for.
 
-use brokerbench_driver::arrival::LastRead;
 use brokerbench_driver::framed::{Framed, Framing};
 use std::time::{Duration, Instant};
 
@@ -42,7 +41,9 @@ impl Framing for Mqtt {
 }
 
 pub struct Conn {
-    link: Framed,
+    /// The connection's socket and buffers: frames are written into `link.out()`, sent by
+    /// `link.flush()` or the next poll; `link.last_read()` stamps what a poll hands on.
+    pub link: Framed,
     pub version: Version,
     /// What the broker said in its CONNACK.
     pub connack: packet::ConnAck,
@@ -52,11 +53,6 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// When the bytes of the last read arrived; what a poll hands on came with it.
-    pub fn last_read(&self) -> LastRead {
-        self.link.last_read()
-    }
-
     /// Connects and logs in within `timeout` in all.
     pub fn connect(
         url: &MqttUrl,
@@ -95,7 +91,8 @@ impl Conn {
             receive_maximum: session.receive_maximum,
         };
         packet::write_connect(self.link.out(), &connect);
-        self.flush()
+        self.link
+            .flush()
             .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
         let left = deadline.saturating_duration_since(Instant::now());
         let body = self
@@ -112,21 +109,6 @@ impl Conn {
         }
         self.connack = ack;
         Ok(())
-    }
-
-    /// The buffer packets are written into; [`Conn::flush`] or the next poll sends them.
-    pub fn out(&mut self) -> &mut Vec<u8> {
-        self.link.out()
-    }
-
-    /// Whether packets are written that the next poll sends.
-    pub fn unsent(&self) -> bool {
-        self.link.unsent()
-    }
-
-    /// Sends what is written.
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        self.link.flush()
     }
 
     /// Sends what is written, then hands every whole packet that has arrived to `on_packet`,
@@ -203,7 +185,7 @@ impl Conn {
     /// session when `end_session`.
     pub fn disconnect(&mut self, end_session: bool) {
         packet::write_disconnect(self.link.out(), self.version, end_session);
-        let _ = self.flush();
+        let _ = self.link.flush();
     }
 
     /// The body of the first packet of `kind` to arrive within `timeout`, taken out of the

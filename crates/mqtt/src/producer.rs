@@ -100,7 +100,7 @@ impl MqttProducer {
     /// The connection is gone: what is in flight fails; later sends wait for a new one, or
     /// fail at once without reconnecting.
     fn lose(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
-        self.conn.out().clear();
+        self.conn.link.out().clear();
         fail_pending(&mut self.pending, kind, acks);
         self.reconnector.lose(kind);
     }
@@ -168,7 +168,7 @@ impl Producer for MqttProducer {
         let (version, qos, expiry_s) = (self.conn.version, self.qos, self.expiry_s);
         let topic = &self.topics[partition];
         packet::write_publish(
-            self.conn.out(),
+            self.conn.link.out(),
             version,
             topic,
             qos,
@@ -178,8 +178,8 @@ impl Producer for MqttProducer {
         );
         // Written with the next poll (the engine polls before it waits for a next send time,
         // and every 64 sends at the maximum rate): the PUBLISHes of a burst in one system call.
-        if self.conn.out().len() >= FLUSH_AT && self.conn.flush().is_err() {
-            self.conn.out().clear();
+        if self.conn.link.out().len() >= FLUSH_AT && self.conn.link.flush().is_err() {
+            self.conn.link.out().clear();
             self.reconnector.lose(CONNECTION_CLOSED);
             return Err(self.reconnector.unavailable(CONNECTION_CLOSED));
         }
@@ -197,7 +197,7 @@ impl Producer for MqttProducer {
             }
             return;
         }
-        let (pending, arrived) = (&mut self.pending, self.conn.last_read());
+        let (pending, arrived) = (&mut self.pending, self.conn.link.last_read());
         let result = self.conn.poll(timeout, &mut |p, out| {
             on_packet(p, out, pending, &arrived, acks)
         });
@@ -209,13 +209,13 @@ impl Producer for MqttProducer {
     /// What awaits its acknowledgement; at QoS 0, a burst still to be written counts as one
     /// (so that the drain polls it out).
     fn in_flight(&self) -> usize {
-        let unsent = self.qos == 0 && !self.reconnector.is_lost() && self.conn.unsent();
+        let unsent = self.qos == 0 && !self.reconnector.is_lost() && self.conn.link.unsent();
         self.pending.len() + usize::from(unsent)
     }
 
     fn abandon(&mut self) {
         self.pending.clear();
-        self.conn.out().clear();
+        self.conn.link.out().clear();
     }
 
     fn confirms(&self) -> bool {

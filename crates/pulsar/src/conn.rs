@@ -2,7 +2,6 @@
 //! or ERROR), commands out through one buffer, frames in cut out of one buffer, requests
 //! that wait for the answer carrying their request id, and the broker's PINGs answered.
 
-use brokerbench_driver::arrival::LastRead;
 use brokerbench_driver::framed::{Framed, Framing};
 use std::net::TcpStream;
 
@@ -60,7 +59,9 @@ impl Framing for Pulsar {
 }
 
 pub struct Conn {
-    link: Framed,
+    /// The connection's socket and buffers: frames are written into `link.out()`, sent by
+    /// `link.flush()` or the next poll; `link.last_read()` stamps what a poll hands on.
+    pub link: Framed,
     /// Whole frames that came while a request waited for its answer (deliveries, a change
     /// of the active consumer): handed out first by the next poll.
     stash: Vec<u8>,
@@ -70,18 +71,13 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// When the bytes of the last read arrived; what a poll hands on came with it.
-    pub fn last_read(&self) -> LastRead {
-        self.link.last_read()
-    }
-
-    /// Connects and logs in within `timeout` in all.
     /// A new connection for a producer or consumer that lost its own (an attempt of its
     /// [`Reconnector`]), or None.
     pub fn redial(url: &PulsarUrl) -> Option<Conn> {
         Conn::connect(url, brokerbench_driver::REDIAL_TIMEOUT).ok()
     }
 
+    /// Connects and logs in within `timeout` in all.
     pub fn connect(url: &PulsarUrl, timeout: Duration) -> Result<Conn, ConnectError> {
         let deadline = Instant::now() + timeout;
         let mut conn = Conn {
@@ -91,51 +87,22 @@ impl Conn {
             server: String::new(),
         };
         commands::connect(conn.link.out(), credentials(url));
-        let logging_in = |e| brokerbench_driver::net::while_logging_in(url.tls.as_ref(), e);
-        conn.flush()
-            .map_err(|e| logging_in(ConnectError::Unreachable(e.to_string())))?;
-        conn.server = conn
-            .await_connected(deadline, timeout)
-            .map_err(logging_in)?;
+        let unanswered =
+            format!("no CONNECTED within {timeout:?}: is this Pulsar's binary port (6650)?");
+        conn.server = conn.link.log_in::<Pulsar, _>(
+            url.tls.as_ref(),
+            deadline,
+            unanswered,
+            &mut |frame| match frame.kind {
+                kind::PING => None,
+                kind::CONNECTED => Some(Ok(frame.text(1))),
+                kind::ERROR => Some(Err(refusal(&frame))),
+                other => Some(Err(ConnectError::Protocol(format!(
+                    "command {other} instead of CONNECTED"
+                )))),
+            },
+        )?;
         Ok(conn)
-    }
-
-    /// The answer to CONNECT: CONNECTED's server version, or why not.
-    fn await_connected(
-        &mut self,
-        deadline: Instant,
-        timeout: Duration,
-    ) -> Result<String, ConnectError> {
-        let mut answer = None;
-        while answer.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(ConnectError::Protocol(format!(
-                    "no CONNECTED within {timeout:?}: is this Pulsar's binary port (6650)?"
-                )));
-            }
-            self.poll(left, &mut |frame, _| {
-                answer = Some(match frame.kind {
-                    kind::CONNECTED => Ok(frame.text(1)),
-                    kind::ERROR => Err(refusal(&frame)),
-                    other => Err(ConnectError::Protocol(format!(
-                        "command {other} instead of CONNECTED"
-                    ))),
-                });
-            })
-            .map_err(ConnectError::Unreachable)?;
-        }
-        answer.expect("the loop ends with an answer")
-    }
-
-    /// The buffer commands are written into; [`Conn::flush`] or the next poll sends them.
-    pub fn out(&mut self) -> &mut Vec<u8> {
-        self.link.out()
-    }
-
-    /// Sends what is written.
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        self.link.flush()
     }
 
     /// A new request id.

@@ -129,7 +129,7 @@ impl PulsarConsumer {
     fn settle(&mut self) {
         let cumulative = self.subscription.ack == AckMode::Cumulative;
         let half = (self.subscription.queue / 2).max(1);
-        let out = self.conn.out();
+        let out = self.conn.link.out();
         for (i, part) in self.parts.iter_mut().enumerate() {
             if !part.acks.is_empty() {
                 let ids = if cumulative {
@@ -173,7 +173,7 @@ impl Consumer for PulsarConsumer {
             _ => {}
         });
         self.settle();
-        let flushed = self.conn.flush();
+        let flushed = self.conn.link.flush();
         if closed {
             // The broker closed a consumer of ours (its topic moved or was unloaded):
             // everything is set up again on a new connection.

@@ -137,7 +137,7 @@ impl PulsarProducer {
             message.key,
         );
         commands::send(
-            self.conn.out(),
+            self.conn.link.out(),
             i as u64,
             sequence_id,
             1,
@@ -172,7 +172,7 @@ impl PulsarProducer {
             batch.payload.len(),
         );
         commands::send(
-            self.conn.out(),
+            self.conn.link.out(),
             i as u64,
             sequence_id,
             count,
@@ -292,7 +292,7 @@ impl Producer for PulsarProducer {
                 self.send_batch(i);
             }
         }
-        if self.conn.flush().is_err() {
+        if self.conn.link.flush().is_err() {
             // Failed in `poll` with what is in flight.
             self.reconnector.lose(CONNECTION_CLOSED);
         }
@@ -309,7 +309,7 @@ impl Producer for PulsarProducer {
         let (parts, in_flight) = (&mut self.parts, &mut self.in_flight);
         // A receipt keeps the time it reached the socket. (The producer still wakes when a
         // batch is due, so it does not claim `stamps_acknowledgements`.)
-        let arrived = self.conn.last_read();
+        let arrived = self.conn.link.last_read();
         let mut lost = None;
         let result = self.conn.poll(wait, &mut |frame, _| {
             let outcome = match frame.kind {
@@ -338,7 +338,7 @@ impl Producer for PulsarProducer {
             return self.lose(&kind, acks);
         }
         self.send_due();
-        if self.conn.flush().is_err() {
+        if self.conn.link.flush().is_err() {
             self.lose(CONNECTION_CLOSED, acks);
         }
     }

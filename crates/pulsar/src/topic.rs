@@ -105,8 +105,9 @@ pub fn subscribe(
         commands::subscribe(out, s, id)
     })
     .map_err(|e| refused(e, &owner))?;
-    commands::flow(conn.out(), s.consumer_id, permits);
-    conn.flush()
+    commands::flow(conn.link.out(), s.consumer_id, permits);
+    conn.link
+        .flush()
         .map_err(|_| crate::conn::CONNECTION_CLOSED.to_string())
 }
 

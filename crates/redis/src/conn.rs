@@ -1,7 +1,6 @@
 //! One RESP connection to Redis: connect (AUTH, SELECT, PING), commands out through one
 //! buffer, replies in cut out of one buffer, and requests that wait for their reply.
 
-use brokerbench_driver::arrival::LastRead;
 use brokerbench_driver::framed::{Framed, Framing};
 use std::time::{Duration, Instant};
 
@@ -27,24 +26,21 @@ impl Framing for Resp {
 }
 
 pub struct Conn {
-    link: Framed,
+    /// The connection's socket and buffers: frames are written into `link.out()`, sent by
+    /// `link.flush()` or the next poll; `link.last_read()` stamps what a poll hands on.
+    pub link: Framed,
     /// A reply timed out: the connection is out of step with its commands, not used again.
     desynced: bool,
 }
 
 impl Conn {
-    /// When the bytes of the last read arrived; what a poll hands on came with it.
-    pub fn last_read(&self) -> LastRead {
-        self.link.last_read()
-    }
-
-    /// Connects, logs in and selects the URL's database within `timeout` in all.
     /// A new connection for a producer or consumer that lost its own (an attempt of its
     /// [`Reconnector`]), or None.
     pub fn redial(url: &RedisUrl) -> Option<Conn> {
         Conn::connect(url, brokerbench_driver::REDIAL_TIMEOUT).ok()
     }
 
+    /// Connects, logs in and selects the URL's database within `timeout` in all.
     pub fn connect(url: &RedisUrl, timeout: Duration) -> Result<Conn, ConnectError> {
         let deadline = Instant::now() + timeout;
         let stream =
@@ -75,7 +71,8 @@ impl Conn {
             sent += 1;
         }
         write_command(self.link.out(), &[b"PING"]);
-        self.flush()
+        self.link
+            .flush()
             .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
         let left = deadline.saturating_duration_since(Instant::now());
         for answer in self
@@ -93,16 +90,6 @@ impl Conn {
             }
         }
         Ok(())
-    }
-
-    /// The buffer commands are written into; [`Conn::flush`] or the next poll sends them.
-    pub fn out(&mut self) -> &mut Vec<u8> {
-        self.link.out()
-    }
-
-    /// Sends what is written.
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        self.link.flush()
     }
 
     /// Sends what is written, then hands every whole reply that has arrived to `on_reply`,

@@ -151,7 +151,7 @@ impl Consumer for RedisConsumer {
         }
         let reading = self.expect.contains(&Expect::Read);
         if !reading && !self.paused {
-            self.member.write_read(self.conn.out(), self.history);
+            self.member.write_read(self.conn.link.out(), self.history);
             self.expect.push_back(Expect::Read);
         } else if !reading && self.expect.is_empty() {
             std::thread::sleep(timeout);

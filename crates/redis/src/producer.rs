@@ -91,7 +91,7 @@ impl Producer for RedisProducer {
             .admit(in_flight, self.max_outstanding, message.payload)?;
         let stream = self.stream_for(message.key);
         let key = &self.streams[stream];
-        let out = self.conn.out();
+        let out = self.conn.link.out();
         match &self.trim {
             Some((how, len)) => write_command(
                 out,
@@ -110,7 +110,7 @@ impl Producer for RedisProducer {
         }
         // Written with the next poll (the engine polls before it waits for a next send time,
         // and every 64 sends at the maximum rate): the XADDs of a burst go in one system call.
-        if self.conn.out().len() >= FLUSH_AT && self.conn.flush().is_err() {
+        if self.conn.link.out().len() >= FLUSH_AT && self.conn.link.flush().is_err() {
             // Failed in `poll` with what is in flight; this one waits or fails now.
             self.reconnector.lose(CONNECTION_CLOSED);
             return Err(self.reconnector.unavailable(CONNECTION_CLOSED));
@@ -126,7 +126,7 @@ impl Producer for RedisProducer {
             return;
         }
         let pending = &mut self.pending;
-        let arrived = self.conn.last_read();
+        let arrived = self.conn.link.last_read();
         let mut stray = false;
         let result = self.conn.poll(timeout, &mut |value, _| {
             let Some(entry) = pending.pop_front() else {
