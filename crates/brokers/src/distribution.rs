@@ -24,6 +24,11 @@ pub struct Distribution {
     pub sha256: &'static str,
     /// The folder the archive unpacks to (`apache-artemis-2.40.0`).
     pub unpacked: &'static str,
+    /// What in that folder shows the release is all there (`lib/artemis-boot.jar`): an
+    /// interrupted install never has it.
+    pub installed: &'static [&'static str],
+    /// What the first start says of the download (`once, 245 MB`).
+    pub download: &'static str,
 }
 
 impl Distribution {
@@ -50,14 +55,43 @@ impl Distribution {
         format!("{artifact}-{}-{}.tar.gz", self.version, self.classifier)
     }
 
-    /// Fetches, checks and unpacks the release into `dir` unless `installed` says it is
-    /// there; one install at a time (another waits, then finds it done).
-    pub fn install(&self, dir: &Path, installed: impl Fn() -> bool) -> Result<(), BrokerError> {
-        if installed() {
+    /// Whether the release is unpacked under the broker's folder `dir`.
+    pub fn is_installed(&self, dir: &Path) -> bool {
+        let home = self.home(dir);
+        self.installed.iter().all(|path| home.join(path).exists())
+    }
+
+    /// Err([`BrokerError::NotInstalled`]) unless the release is there.
+    pub fn check_installed(&self, dir: &Path) -> Result<(), BrokerError> {
+        if self.is_installed(dir) {
+            return Ok(());
+        }
+        Err(BrokerError::NotInstalled {
+            broker: self.broker,
+            dir: self.home(dir),
+        })
+    }
+
+    /// Installs the release before a start when it is not there, saying so on stderr first.
+    pub fn install_first(&self, dir: &Path) -> Result<(), BrokerError> {
+        if self.is_installed(dir) {
+            return Ok(());
+        }
+        eprintln!(
+            "installing {} {} from Maven Central ({}) ...",
+            self.title, self.version, self.download
+        );
+        self.install(dir)
+    }
+
+    /// Fetches, checks and unpacks the release into `dir` unless it is there; one install at
+    /// a time (another waits, then finds it done).
+    pub fn install(&self, dir: &Path) -> Result<(), BrokerError> {
+        if self.is_installed(dir) {
             return Ok(());
         }
         let _lock = crate::managed::create_and_lock(dir)?;
-        if installed() {
+        if self.is_installed(dir) {
             return Ok(());
         }
         let target = self.version_dir(dir);
@@ -77,12 +111,8 @@ impl Distribution {
     }
 
     /// [`Self::install`], and one line saying what is installed where.
-    pub fn install_said(
-        &self,
-        dir: &Path,
-        installed: impl Fn() -> bool,
-    ) -> Result<String, BrokerError> {
-        self.install(dir, installed)?;
+    pub fn install_said(&self, dir: &Path) -> Result<String, BrokerError> {
+        self.install(dir)?;
         let home = self.home(dir);
         Ok(format!(
             "{} {} installed in {}",
@@ -192,6 +222,8 @@ mod tests {
             classifier: "bin",
             sha256: "",
             unpacked: "apache-artemis-2.40.0",
+            installed: &["lib/artemis-boot.jar"],
+            download: "once",
         };
         assert_eq!(
             artemis.artifact(),
@@ -202,5 +234,33 @@ mod tests {
             artemis.home(Path::new("/h/artemis")),
             Path::new("/h/artemis/2.40.0/apache-artemis-2.40.0")
         );
+    }
+
+    #[test]
+    fn a_release_is_installed_once_all_its_marks_are_there() {
+        let dir = std::env::temp_dir().join(format!("bb-distribution-{}", std::process::id()));
+        let pulsar = Distribution {
+            broker: "pulsar",
+            title: "Apache Pulsar",
+            coordinates: "org.apache.pulsar:pulsar-server-distribution",
+            version: "4.0.8",
+            classifier: "bin",
+            sha256: "",
+            unpacked: "apache-pulsar-4.0.8",
+            installed: &["bin/pulsar", "lib"],
+            download: "once, 245 MB",
+        };
+        let home = pulsar.home(&dir);
+        fs::create_dir_all(home.join("bin")).unwrap();
+        fs::write(home.join("bin/pulsar"), "").unwrap();
+        let error = pulsar.check_installed(&dir).unwrap_err();
+        assert!(
+            matches!(&error, BrokerError::NotInstalled { broker: "pulsar", dir } if *dir == home),
+            "{error:?}"
+        );
+        fs::create_dir(home.join("lib")).unwrap();
+        assert!(pulsar.is_installed(&dir));
+        pulsar.check_installed(&dir).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

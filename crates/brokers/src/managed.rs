@@ -55,6 +55,32 @@ impl PortSetting {
 }
 
 impl PortRule {
+    /// The rule of a broker whose node 1 listens on `offsets` from its client port (0 first):
+    /// the highest usable port leaves room for the highest of them, which `why` names.
+    pub const fn above(
+        broker: &'static str,
+        variable: &'static str,
+        default: u16,
+        offsets: &'static [u16],
+        why: &'static str,
+    ) -> PortRule {
+        let (mut highest, mut i) = (0, 0);
+        while i < offsets.len() {
+            if offsets[i] > highest {
+                highest = offsets[i];
+            }
+            i += 1;
+        }
+        PortRule {
+            broker,
+            variable,
+            default,
+            max: u16::MAX - highest,
+            why,
+            offsets,
+        }
+    }
+
     /// Reads the variable into a [`PortSetting`].
     pub fn setting(&self) -> PortSetting {
         let (port, invalid) = self.read();
@@ -182,6 +208,14 @@ mod tests {
         for bad in ["0", "1000", "65536", "http", "-1"] {
             assert_eq!(parse(Some(bad)), (80, Some(bad.to_string())), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_rule_above_its_offsets_leaves_room_for_the_highest() {
+        const RULE: PortRule = PortRule::above("toy", "V", 80, &[0, 1000, 1], "the port + 1000");
+        assert_eq!(RULE.max, 64535);
+        assert_eq!(RULE.offsets, &[0, 1000, 1]);
+        assert_eq!(PortRule::above("toy", "V", 80, &[0], "").max, u16::MAX);
     }
 
     #[test]

@@ -5,7 +5,6 @@
 //! ([`Package`]); the lifecycle, the port checks, the restart after a kill and the TLS switch
 //! are here, once.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
@@ -19,9 +18,6 @@ use crate::system_package::{self, DebianPackage};
 use crate::tls::{self, TlsFiles};
 use crate::{BrokerError, BrokerStatus, ManagedBroker};
 
-/// The highest port setting: with `--tls` the TLS port is the next.
-const MAX_PORT: u16 = 65534;
-const WHY_MAX: &str = "with --tls the TLS port is the port + 1";
 /// The TLS port is the plain port + this.
 pub const TLS_OFFSET: u16 = 1;
 /// Where Debian (or a hand install) puts a package's program.
@@ -40,8 +36,15 @@ pub struct Spec {
     pub package: &'static str,
     /// The system service the package starts on installation (stopped and disabled then).
     pub service: Option<&'static str>,
-    /// The argument that makes the program print its version (`--version`).
+    /// The argument that makes the program print its version (`--version`), and what comes
+    /// just before the version in its answer (`v=`: `Redis server v=7.0.15 sha=…`).
     pub version_argument: &'static str,
+    pub version_after: &'static str,
+    /// The program's arguments before its configuration file's path (`-c`), if any.
+    pub config_flag: Option<&'static str>,
+    /// The port and the TLS port a configuration names.
+    pub port_of: fn(&str) -> Option<u16>,
+    pub tls_port_of: fn(&str) -> Option<u16>,
     /// The scheme of its clients' URLs (`redis`): `redis://127.0.0.1:6379`.
     pub scheme: &'static str,
     /// The scheme over TLS (`rediss`).
@@ -69,8 +72,6 @@ pub struct Folder {
 /// What a family says about its packaged broker.
 pub trait Package: Send + Sync + 'static {
     fn spec(&self) -> &'static Spec;
-    /// The version in the program's answer to [`Spec::version_argument`] (`7.0.15`).
-    fn version_of(&self, answer: &str) -> Option<String>;
     /// The configuration of a start on `port`, with the TLS port `tls_port` when TLS is on
     /// (the TLS material generated already).
     fn configuration(
@@ -79,11 +80,6 @@ pub trait Package: Send + Sync + 'static {
         port: u16,
         tls_port: Option<u16>,
     ) -> Result<String, BrokerError>;
-    /// The port and the TLS port a configuration names.
-    fn port_of(&self, configuration: &str) -> Option<u16>;
-    fn tls_port_of(&self, configuration: &str) -> Option<u16>;
-    /// The program's arguments that name its configuration file.
-    fn arguments(&self, configuration: &Path) -> Vec<OsString>;
     /// Whether a broker on 127.0.0.1:`port` answers its clients.
     fn answers(&self, port: u16) -> bool;
     /// What `broker up` and `status` print below the address (the TLS listener's lines
@@ -91,16 +87,25 @@ pub trait Package: Send + Sync + 'static {
     fn endpoints(&self, folder: &Folder, port: u16) -> Vec<String>;
 }
 
+/// The version (digits and dots) just after `marker` in a program's answer.
+fn version_after(answer: &str, marker: &str) -> Option<String> {
+    let at = answer.find(marker)? + marker.len();
+    let version: String = answer[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    (!version.is_empty()).then_some(version)
+}
+
 /// A packaged broker's port setting: its port, and the TLS port beside it.
 fn port_rule(spec: &'static Spec) -> PortRule {
-    PortRule {
-        broker: spec.name,
-        variable: spec.port_variable,
-        default: spec.default_port,
-        max: MAX_PORT,
-        why: WHY_MAX,
-        offsets: &[0, TLS_OFFSET],
-    }
+    PortRule::above(
+        spec.name,
+        spec.port_variable,
+        spec.default_port,
+        &[0, TLS_OFFSET],
+        "with --tls the TLS port is the port + 1",
+    )
 }
 
 /// The managed broker of a [`Package`].
@@ -141,13 +146,13 @@ impl<P: Package + Clone> Packaged<P> {
     /// The port the running broker was started on, else this handle's.
     fn running_port(&self) -> u16 {
         self.running_configuration()
-            .and_then(|text| self.package.port_of(&text))
+            .and_then(|text| (self.spec().port_of)(&text))
             .unwrap_or(self.port.or_default())
     }
 
     /// The TLS port of the running broker, when it was started with TLS.
     fn running_tls_port(&self) -> Option<u16> {
-        self.package.tls_port_of(&self.running_configuration()?)
+        (self.spec().tls_port_of)(&self.running_configuration()?)
     }
 
     /// The program a start runs.
@@ -190,8 +195,10 @@ impl<P: Package + Clone> Packaged<P> {
                     .arg(self.spec().version_argument)
                     .output()
                     .ok()?;
-                self.package
-                    .version_of(&String::from_utf8_lossy(&output.stdout))
+                version_after(
+                    &String::from_utf8_lossy(&output.stdout),
+                    self.spec().version_after,
+                )
             })
             .unwrap_or_else(|| "unknown".into())
     }
@@ -227,7 +234,7 @@ impl<P: Package + Clone> Packaged<P> {
     fn spawn_with(&self, port: u16, text: &str) -> Result<Child, BrokerError> {
         self.daemon.wait_previous_exit();
         let spec = self.spec();
-        for port in std::iter::once(port).chain(self.package.tls_port_of(text)) {
+        for port in std::iter::once(port).chain((spec.tls_port_of)(text)) {
             if !daemon::can_listen(port) {
                 return Err(BrokerError::PortInUse {
                     broker: spec.name,
@@ -239,7 +246,9 @@ impl<P: Package + Clone> Packaged<P> {
             }
         }
         let mut command = Command::new(self.program()?);
-        command.args(self.package.arguments(&self.daemon.config_file()));
+        command
+            .args(spec.config_flag)
+            .arg(self.daemon.config_file());
         self.daemon.spawn(text, command)
     }
 }
@@ -335,5 +344,24 @@ impl<P: Package + Clone> ManagedBroker for Packaged<P> {
             &status.address,
             self.running_tls_port().map(|port| (port, &tls)),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_version_is_read_after_its_marker() {
+        let redis = "Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=1";
+        assert_eq!(super::version_after(redis, "v="), Some("7.0.15".into()));
+        let mosquitto = "mosquitto version 2.0.11\n\nmosquitto is an MQTT v5.0/v3.1.1/v3.1 broker.";
+        assert_eq!(
+            super::version_after(mosquitto, "version "),
+            Some("2.0.11".into())
+        );
+        assert_eq!(
+            super::version_after("mosquitto version x", "version "),
+            None
+        );
+        assert_eq!(super::version_after("", "v="), None);
     }
 }

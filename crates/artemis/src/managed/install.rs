@@ -6,7 +6,6 @@
 use std::path::PathBuf;
 
 use brokerbench_brokers::distribution::Distribution;
-use brokerbench_brokers::BrokerError;
 
 use super::{ManagedArtemis, NAME};
 
@@ -15,7 +14,7 @@ pub const VERSION: &str = "2.40.0";
 
 /// The pinned release: `apache-artemis-2.40.0-bin.tar.gz` and its SHA-256 as Maven Central
 /// serves it.
-const RELEASE: Distribution = Distribution {
+pub(super) const RELEASE: Distribution = Distribution {
     broker: NAME,
     title: "ActiveMQ Artemis",
     coordinates: "org.apache.activemq:apache-artemis",
@@ -23,7 +22,12 @@ const RELEASE: Distribution = Distribution {
     classifier: "bin",
     sha256: "3add67e7b0af89f81eac1e6c577427b049b4e7502fb278c591838465d5ca93b5",
     unpacked: "apache-artemis-2.40.0",
+    installed: &[BOOT_JAR],
+    download: "once",
 };
+
+/// The jar the broker's JVM starts from, in the distribution.
+const BOOT_JAR: &str = "lib/artemis-boot.jar";
 
 impl ManagedArtemis {
     /// The unpacked distribution (`bin/`, `lib/`).
@@ -31,18 +35,8 @@ impl ManagedArtemis {
         RELEASE.home(&self.daemon.dir)
     }
 
-    pub fn is_installed(&self) -> bool {
-        self.boot_jar().is_file()
-    }
-
     /// The jar the broker's JVM starts from.
     pub(super) fn boot_jar(&self) -> PathBuf {
-        self.distribution().join("lib/artemis-boot.jar")
-    }
-
-    /// Fetches, checks and unpacks the pinned release unless it is there; one line saying
-    /// what is installed where.
-    pub fn install_pinned(&self) -> Result<String, BrokerError> {
-        RELEASE.install_said(&self.daemon.dir, || self.is_installed())
+        self.distribution().join(BOOT_JAR)
     }
 }

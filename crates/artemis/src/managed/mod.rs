@@ -14,26 +14,25 @@ use std::time::Duration;
 
 use brokerbench_brokers::daemon::{self, Daemon};
 use brokerbench_brokers::driver_file::DriverFile;
-use brokerbench_brokers::lifecycle;
 use brokerbench_brokers::managed::{PortRule, PortSetting};
 use brokerbench_brokers::one_process::OneProcess;
 use brokerbench_brokers::tls::{self, TlsFiles};
 use brokerbench_brokers::{BrokerError, BrokerStatus, ManagedBroker};
 
+use install::RELEASE;
 pub use install::VERSION;
 
 const NAME: &str = "artemis";
 const DEFAULT_PORT: u16 = 61616;
 /// The management console (the web server) listens on the acceptor's port + this.
 const WEB_OFFSET: u16 = 1000;
-const PORT_RULE: PortRule = PortRule {
-    broker: NAME,
-    variable: "BROKERBENCH_ARTEMIS_PORT",
-    default: DEFAULT_PORT,
-    max: 65535 - WEB_OFFSET,
-    why: "the management console listens on the port + 1000",
-    offsets: &[0, secure::TLS_OFFSET, WEB_OFFSET],
-};
+const PORT_RULE: PortRule = PortRule::above(
+    NAME,
+    "BROKERBENCH_ARTEMIS_PORT",
+    DEFAULT_PORT,
+    &[0, secure::TLS_OFFSET, WEB_OFFSET],
+    "the management console listens on the port + 1000",
+);
 const MAIN_CLASS: &str = "org.apache.activemq.artemis.boot.Artemis";
 /// The broker's heap: Artemis pages an address to disk when it holds more than half of it.
 const HEAP: &str = "-Xmx1G";
@@ -220,13 +219,7 @@ impl OneProcess for ManagedArtemis {
 
     fn check(&self) -> Result<(), BrokerError> {
         self.port()?;
-        if self.is_installed() {
-            return Ok(());
-        }
-        Err(BrokerError::NotInstalled {
-            broker: NAME,
-            dir: self.distribution(),
-        })
+        RELEASE.check_installed(&self.daemon.dir)
     }
 
     fn status_of(&self, pid: u32) -> BrokerStatus {
@@ -258,21 +251,7 @@ impl OneProcess for ManagedArtemis {
 }
 
 impl ManagedBroker for ManagedArtemis {
-    fn install(&self) -> Result<String, BrokerError> {
-        self.install_pinned()
-    }
-
-    /// Installs the pinned release first when it is not there (a 47 MB download).
-    fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
-        self.port()?;
-        if !self.is_installed() {
-            eprintln!("installing ActiveMQ Artemis {VERSION} from Maven Central (once) ...");
-            self.install_pinned()?;
-        }
-        lifecycle::up(self)
-    }
-
-    brokerbench_brokers::lifecycle_commands!();
+    brokerbench_brokers::lifecycle_commands!(installs RELEASE);
 
     fn client_address(&self, status: &BrokerStatus) -> String {
         format!("tcp://{}", status.address)

@@ -47,16 +47,6 @@ pub fn port_of(configuration: &str) -> Option<u16> {
         .and_then(|p| p.parse().ok())
 }
 
-/// The version in `mosquitto -h`'s answer (`mosquitto version 2.0.11`).
-pub fn version_of(answer: &str) -> Option<String> {
-    let at = answer.find("version ")? + "version ".len();
-    let version: String = answer[at..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.')
-        .collect();
-    (!version.is_empty()).then_some(version)
-}
-
 /// Whether this process runs as root (the owner of `/proc/self`).
 pub fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
@@ -68,14 +58,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_port_and_version_are_read_back() {
+    fn the_port_is_read_back() {
         let text = mosquitto_conf(1890, Path::new("/tmp/x/data"), true);
         assert_eq!(port_of(&text), Some(1890));
         assert!(text.starts_with("# Written") && text.contains("\nuser root\n"));
         assert!(text.contains("persistence_location /tmp/x/data/\n"));
-        assert_eq!(
-            version_of("mosquitto version 2.0.11\n\nmosquitto is an MQTT v5.0/v3.1.1/v3.1 broker."),
-            Some("2.0.11".into())
-        );
     }
 }

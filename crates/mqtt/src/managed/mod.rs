@@ -8,7 +8,6 @@
 mod layout;
 mod secure;
 
-use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
@@ -23,6 +22,10 @@ static SPEC: Spec = Spec {
     package: "mosquitto",
     service: Some("mosquitto"),
     version_argument: "-h",
+    version_after: "version ",
+    config_flag: Some("-c"),
+    port_of: layout::port_of,
+    tls_port_of: secure::tls_port,
     scheme: "mqtt",
     tls_scheme: "mqtts",
     title: "MQTT broker",
@@ -48,10 +51,6 @@ impl Package for MosquittoPackage {
         &SPEC
     }
 
-    fn version_of(&self, answer: &str) -> Option<String> {
-        layout::version_of(answer)
-    }
-
     fn configuration(
         &self,
         folder: &Folder,
@@ -65,18 +64,6 @@ impl Package for MosquittoPackage {
             text += &secure::tls_lines(&folder.tls, tls_port, &passwords);
         }
         Ok(text)
-    }
-
-    fn port_of(&self, configuration: &str) -> Option<u16> {
-        layout::port_of(configuration)
-    }
-
-    fn tls_port_of(&self, configuration: &str) -> Option<u16> {
-        secure::tls_port(configuration)
-    }
-
-    fn arguments(&self, configuration: &Path) -> Vec<OsString> {
-        vec!["-c".into(), configuration.into()]
     }
 
     /// Whether a broker on 127.0.0.1:`port` accepts an MQTT connection.

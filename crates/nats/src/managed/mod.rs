@@ -41,14 +41,13 @@ const DEBIAN_PACKAGE: DebianPackage = DebianPackage {
 const PROGRAM: &str = "nats-server";
 const DEFAULT_PORT: u16 = 4322;
 const MONITOR_OFFSET: u16 = 4000;
-const PORT_RULE: PortRule = PortRule {
-    broker: NAME,
-    variable: "BROKERBENCH_NATS_PORT",
-    default: DEFAULT_PORT,
-    max: 65535 - MONITOR_OFFSET,
-    why: "the monitoring port is the client port + 4000",
-    offsets: &[0, MONITOR_OFFSET],
-};
+const PORT_RULE: PortRule = PortRule::above(
+    NAME,
+    "BROKERBENCH_NATS_PORT",
+    DEFAULT_PORT,
+    &[0, MONITOR_OFFSET],
+    "the monitoring port is the client port + 4000",
+);
 
 #[derive(Clone)]
 pub struct ManagedNats {

@@ -6,7 +6,6 @@
 use std::path::PathBuf;
 
 use brokerbench_brokers::distribution::Distribution;
-use brokerbench_brokers::BrokerError;
 
 use super::{ManagedPulsar, NAME};
 
@@ -15,7 +14,7 @@ pub const VERSION: &str = "4.0.8";
 
 /// The pinned release: `pulsar-server-distribution-4.0.8-bin.tar.gz` and its SHA-256 as
 /// Maven Central serves it.
-const RELEASE: Distribution = Distribution {
+pub(super) const RELEASE: Distribution = Distribution {
     broker: NAME,
     title: "Apache Pulsar",
     coordinates: "org.apache.pulsar:pulsar-server-distribution",
@@ -23,7 +22,12 @@ const RELEASE: Distribution = Distribution {
     classifier: "bin",
     sha256: "35c7d064c9e0928edbf2e708989faba0379662f98aa84ce0d4190c59efb6765e",
     unpacked: "apache-pulsar-4.0.8",
+    installed: &[SCRIPT, "lib"],
+    download: "once, 245 MB",
 };
+
+/// The script that starts the standalone broker, in the distribution.
+const SCRIPT: &str = "bin/pulsar";
 
 impl ManagedPulsar {
     /// The unpacked distribution (`bin/`, `conf/`, `lib/`).
@@ -31,23 +35,13 @@ impl ManagedPulsar {
         RELEASE.home(&self.daemon.dir)
     }
 
-    pub fn is_installed(&self) -> bool {
-        self.script().is_file() && self.distribution().join("lib").is_dir()
-    }
-
     /// `bin/pulsar`, which starts the standalone broker.
     pub(super) fn script(&self) -> PathBuf {
-        self.distribution().join("bin/pulsar")
+        self.distribution().join(SCRIPT)
     }
 
     /// `bin/pulsar-perf`, Pulsar's own load generator (the bench's peer).
     pub fn perf_script(&self) -> PathBuf {
         self.distribution().join("bin/pulsar-perf")
-    }
-
-    /// Fetches, checks and unpacks the pinned release unless it is there; one line saying
-    /// what is installed where.
-    pub fn install_pinned(&self) -> Result<String, BrokerError> {
-        RELEASE.install_said(&self.daemon.dir, || self.is_installed())
     }
 }

@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use brokerbench_brokers::daemon::{self, Daemon};
 use brokerbench_brokers::driver_file::DriverFile;
-use brokerbench_brokers::lifecycle;
 use brokerbench_brokers::managed::{PortRule, PortSetting};
 use brokerbench_brokers::one_process::OneProcess;
 use brokerbench_brokers::tls::{self, TlsFiles};
@@ -23,20 +22,20 @@ use brokerbench_brokers::{
     cluster, BrokerError, BrokerStatus, ManagedBroker, NodeStatus, UpOptions,
 };
 
+use install::RELEASE;
 pub use install::VERSION;
 
 const NAME: &str = "pulsar";
 const DEFAULT_PORT: u16 = 6650;
 /// The web service (admin API, metrics) listens on the binary port + this: 8080 by default.
 const WEB_OFFSET: u16 = 1430;
-const PORT_RULE: PortRule = PortRule {
-    broker: NAME,
-    variable: "BROKERBENCH_PULSAR_PORT",
-    default: DEFAULT_PORT,
-    max: 65535 - WEB_OFFSET,
-    why: "the admin API and metrics listen on the port + 1430",
-    offsets: &[0, secure::TLS_OFFSET, WEB_OFFSET],
-};
+const PORT_RULE: PortRule = PortRule::above(
+    NAME,
+    "BROKERBENCH_PULSAR_PORT",
+    DEFAULT_PORT,
+    &[0, secure::TLS_OFFSET, WEB_OFFSET],
+    "the admin API and metrics listen on the port + 1430",
+);
 /// The JVM's memory for this machine: Pulsar's defaults (2 GiB heap, 4 GiB direct) are for a
 /// server of its own.
 const MEMORY: &str = "-Xms256m -Xmx1g -XX:MaxDirectMemorySize=1g";
@@ -290,13 +289,7 @@ impl OneProcess for ManagedPulsar {
         if let Some(nodes) = self.options.nodes {
             cluster::check_size(NAME, nodes, MAX_BOOKIES)?;
         }
-        if self.is_installed() {
-            return Ok(());
-        }
-        Err(BrokerError::NotInstalled {
-            broker: NAME,
-            dir: self.distribution(),
-        })
+        RELEASE.check_installed(&self.daemon.dir)
     }
 
     /// Node 1 is the broker's JVM; nodes 2 and 3 are its other bookies, which run in it (no
@@ -353,21 +346,7 @@ impl OneProcess for ManagedPulsar {
 }
 
 impl ManagedBroker for ManagedPulsar {
-    fn install(&self) -> Result<String, BrokerError> {
-        self.install_pinned()
-    }
-
-    /// Installs the pinned release first when it is not there (a 245 MB download).
-    fn up(&self) -> Result<(BrokerStatus, bool), BrokerError> {
-        self.port()?;
-        if !self.is_installed() {
-            eprintln!("installing Apache Pulsar {VERSION} from Maven Central (once, 245 MB) ...");
-            self.install_pinned()?;
-        }
-        lifecycle::up(self)
-    }
-
-    brokerbench_brokers::lifecycle_commands!();
+    brokerbench_brokers::lifecycle_commands!(installs RELEASE);
 
     fn max_nodes(&self) -> u32 {
         MAX_BOOKIES

@@ -37,30 +37,14 @@ pub fn port_of(configuration: &str) -> Option<u16> {
         .and_then(|p| p.trim().parse().ok())
 }
 
-/// The version in `redis-server --version`'s answer (`Redis server v=7.0.15 sha=…`).
-pub fn version_of(answer: &str) -> Option<String> {
-    let at = answer.find("v=")? + 2;
-    let version: String = answer[at..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.')
-        .collect();
-    (!version.is_empty()).then_some(version)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_port_and_version_are_read_back() {
+    fn the_port_is_read_back() {
         let text = redis_conf(6390, Path::new("/tmp/x/data"));
         assert_eq!(port_of(&text), Some(6390));
         assert!(text.contains("dir \"/tmp/x/data\"\n"));
-        assert_eq!(
-            version_of(
-                "Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=1"
-            ),
-            Some("7.0.15".into())
-        );
     }
 }

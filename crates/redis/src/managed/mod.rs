@@ -9,7 +9,6 @@
 mod layout;
 mod secure;
 
-use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
@@ -24,6 +23,10 @@ static SPEC: Spec = Spec {
     package: "redis-server",
     service: Some("redis-server"),
     version_argument: "--version",
+    version_after: "v=",
+    config_flag: None,
+    port_of: layout::port_of,
+    tls_port_of: secure::tls_port,
     scheme: "redis",
     tls_scheme: "rediss",
     title: "Redis",
@@ -49,10 +52,6 @@ impl Package for RedisPackage {
         &SPEC
     }
 
-    fn version_of(&self, answer: &str) -> Option<String> {
-        layout::version_of(answer)
-    }
-
     fn configuration(
         &self,
         folder: &Folder,
@@ -64,18 +63,6 @@ impl Package for RedisPackage {
             text += &secure::tls_lines(&folder.tls, tls_port)?;
         }
         Ok(text)
-    }
-
-    fn port_of(&self, configuration: &str) -> Option<u16> {
-        layout::port_of(configuration)
-    }
-
-    fn tls_port_of(&self, configuration: &str) -> Option<u16> {
-        secure::tls_port(configuration)
-    }
-
-    fn arguments(&self, configuration: &Path) -> Vec<OsString> {
-        vec![configuration.into()]
     }
 
     /// Whether a server on 127.0.0.1:`port` answers PING (not while it loads its data).
