@@ -39,6 +39,12 @@ impl<C, T> Reconnector<C, T> {
         &self.target
     }
 
+    /// What it connects to, to change (NATS's pool learns the servers a new connection
+    /// announces).
+    pub fn target_mut(&mut self) -> &mut T {
+        &mut self.target
+    }
+
     /// The connection is gone, a failure of the kind `kind` (what is in flight on it fails
     /// as): from now on the producer or consumer counts as disconnected.
     pub fn lose(&mut self, kind: &str) {

@@ -10,7 +10,7 @@ use brokerbench_driver::{Consumer, Deliveries, Delivery, Unread};
 
 use crate::config::{AckPolicy, NatsDriverConfig, NatsUrl};
 use crate::conn::{write_publish, Conn, Msg};
-use crate::reconnect::Reconnector;
+use crate::reconnect::{reconnector, Reconnector};
 
 /// How long a pull request waits on the server for messages.
 const PULL_EXPIRES_NS: u64 = 1_000_000_000;
@@ -30,8 +30,7 @@ pub struct NatsConsumer {
     batch: u64,
     outstanding: u64,
     ack: bool,
-    /// Set once the connection is gone (reported once; later polls wait or reconnect).
-    broken: bool,
+    /// Knows once the connection is gone (reported once; later polls wait or reconnect).
     reconnector: Reconnector,
 }
 
@@ -46,7 +45,7 @@ impl NatsConsumer {
         let inbox = crate::unique_inbox();
         conn.subscribe(&inbox, 1);
         let batch = config.pull_batch as u64;
-        let reconnector = Reconnector::new(url, config.reconnect, &conn.info);
+        let reconnector = reconnector(url, config.reconnect, &conn.info);
         NatsConsumer {
             conn,
             next_subject: format!("$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}").into_bytes(),
@@ -57,27 +56,14 @@ impl NatsConsumer {
             batch,
             outstanding: 0,
             ack: config.ack_policy == AckPolicy::Explicit,
-            broken: false,
             reconnector,
         }
     }
 
     /// Receives, or waits out a lost connection: its error is returned once.
     fn receive(&mut self, timeout: Duration, deliveries: Deliveries<'_>) -> Result<(), String> {
-        if self.broken {
-            // Connects again when reconnecting; the durable consumer on the server kept its
-            // place, and what was delivered and not acknowledged comes again after its ack
-            // wait.
-            if !self.reconnector.policy.enabled {
-                std::thread::sleep(timeout);
-            } else if let Some(conn) = self
-                .reconnector
-                .attempt(timeout, &String::from_utf8_lossy(&self.inbox))
-            {
-                self.conn = conn;
-                self.outstanding = 0;
-                self.broken = false;
-            }
+        if self.reconnector.is_lost() {
+            self.recover(timeout);
             return Ok(());
         }
         let result = self.pull_and_receive(timeout, deliveries);
@@ -85,9 +71,27 @@ impl NatsConsumer {
             .as_ref()
             .is_err_and(|kind| kind == crate::conn::CONNECTION_CLOSED)
         {
-            self.broken = true;
+            self.reconnector.lose(crate::conn::CONNECTION_CLOSED);
         }
         result
+    }
+
+    /// Connects again when reconnecting, to the pool's next server: the durable consumer on
+    /// the server kept its place, and what was delivered and not acknowledged comes again
+    /// after its ack wait.
+    fn recover(&mut self, timeout: Duration) {
+        let inbox = String::from_utf8_lossy(&self.inbox).into_owned();
+        let listen = |conn: &mut Conn| {
+            conn.subscribe(&inbox, 1);
+            Ok::<(), ()>(())
+        };
+        if self
+            .reconnector
+            .recover_then(&mut self.conn, timeout, listen)
+        {
+            self.reconnector.target_mut().learn(&self.conn.info);
+            self.outstanding = 0;
+        }
     }
 }
 
@@ -245,7 +249,7 @@ impl Consumer for NatsConsumer {
     }
 
     fn unread(&mut self) -> Option<Vec<Unread>> {
-        if self.broken {
+        if self.reconnector.is_lost() {
             return None;
         }
         let deadline = Instant::now() + crate::unread::UNREAD_WITHIN;

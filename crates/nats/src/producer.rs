@@ -4,11 +4,12 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use brokerbench_driver::{fail_all, Ack, Envelope, OutgoingMessage, Producer, SendError, Sent};
+use brokerbench_driver::naming::key_partition;
+use brokerbench_driver::{fail_all, Ack, OutgoingMessage, Producer, SendError, Sent};
 
 use crate::config::{NatsDriverConfig, NatsUrl};
 use crate::conn::{push_number, Conn};
-use crate::reconnect::Reconnector;
+use crate::reconnect::{reconnector, Reconnector};
 
 struct Pending {
     n: u64,
@@ -26,7 +27,6 @@ pub struct NatsProducer {
     max_outstanding: usize,
     msg_id: bool,
     headers: Vec<u8>,
-    broken: Option<String>,
     reconnector: Reconnector,
 }
 
@@ -41,7 +41,7 @@ impl NatsProducer {
     ) -> Self {
         let inbox = crate::unique_inbox();
         conn.subscribe(&format!("{inbox}.*"), 1);
-        let reconnector = Reconnector::new(url, config.reconnect, &conn.info);
+        let reconnector = reconnector(url, config.reconnect, &conn.info);
         NatsProducer {
             conn,
             subjects: (0..partitions)
@@ -55,7 +55,6 @@ impl NatsProducer {
             max_outstanding: config.max_outstanding as usize,
             msg_id: config.msg_id,
             headers: Vec::new(),
-            broken: None,
             reconnector,
         }
     }
@@ -64,34 +63,36 @@ impl NatsProducer {
     fn fail_pending(&mut self, kind: &str, acks: &mut dyn FnMut(Ack)) {
         fail_all(self.pending.drain(..).map(|p| p.sent), kind, acks);
     }
-}
 
-fn key_hash(key: &[u8]) -> usize {
-    // FNV-1a: stable across runs and processes.
-    let mut h: u64 = 0xcbf29ce484222325;
-    for &b in key {
-        h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+    /// While the connection is lost: one attempt on the pool's next server, whose new
+    /// connection listens on the producer's inbox again.
+    fn recover(&mut self, timeout: Duration) {
+        let inbox = format!("{}*", String::from_utf8_lossy(&self.inbox));
+        let listen = |conn: &mut Conn| {
+            conn.subscribe(&inbox, 1);
+            Ok::<(), ()>(())
+        };
+        if self
+            .reconnector
+            .recover_then(&mut self.conn, timeout, listen)
+        {
+            self.reconnector.target_mut().learn(&self.conn.info);
+        }
     }
-    h as usize
 }
 
 impl Producer for NatsProducer {
     fn send(&mut self, message: OutgoingMessage<'_>) -> Result<(), SendError> {
-        if let Some(kind) = &self.broken {
-            return Err(SendError::lost(&self.reconnector.policy, kind.clone()));
-        }
-        if self.pending.len() >= self.max_outstanding {
-            return Err(SendError::Backpressure);
-        }
-        let envelope = Envelope::read(message.payload)
-            .map_err(|_| SendError::Failed("bad_envelope".into()))?;
+        let envelope =
+            self.reconnector
+                .admit(self.pending.len(), self.max_outstanding, message.payload)?;
         let partition = match message.key {
-            Some(key) => key_hash(key),
+            Some(key) => key_partition(key, self.subjects.len()),
             None => {
                 self.next_subject = self.next_subject.wrapping_add(1);
-                self.next_subject
+                self.next_subject % self.subjects.len()
             }
-        } % self.subjects.len();
+        };
         self.next += 1;
         self.reply.clear();
         self.reply.extend_from_slice(&self.inbox);
@@ -116,12 +117,9 @@ impl Producer for NatsProducer {
             )
             .map_err(|_| {
                 // Failed in `poll` with what is in flight; this one waits or fails now.
-                let kind = crate::conn::CONNECTION_CLOSED.to_string();
-                self.broken = Some(kind.clone());
-                if self.reconnector.policy.enabled {
-                    self.reconnector.redial.lost();
-                }
-                SendError::lost(&self.reconnector.policy, kind)
+                let kind = crate::conn::CONNECTION_CLOSED;
+                self.reconnector.lose(kind);
+                self.reconnector.unavailable(kind)
             })?;
         self.pending.push_back(Pending {
             n: self.next,
@@ -131,17 +129,9 @@ impl Producer for NatsProducer {
     }
 
     fn poll(&mut self, timeout: Duration, acks: &mut dyn FnMut(Ack)) {
-        if let Some(kind) = self.broken.clone() {
+        if let Some(kind) = self.reconnector.lost_as().map(str::to_string) {
             self.fail_pending(&kind, acks);
-            if !self.reconnector.policy.enabled {
-                std::thread::sleep(timeout.min(Duration::from_millis(10)));
-            } else {
-                let inbox = String::from_utf8_lossy(&self.inbox).into_owned();
-                if let Some(conn) = self.reconnector.attempt(timeout, &format!("{inbox}*")) {
-                    self.conn = conn;
-                    self.broken = None;
-                }
-            }
+            self.recover(timeout);
             return;
         }
         let pending = &mut self.pending;
@@ -182,10 +172,7 @@ impl Producer for NatsProducer {
             // The connection is gone: everything in flight fails; later sends wait for the
             // reconnect, or fail at once without it.
             self.fail_pending(&kind, acks);
-            self.broken = Some(kind);
-            if self.reconnector.policy.enabled {
-                self.reconnector.redial.lost();
-            }
+            self.reconnector.lose(&kind);
         }
     }
 

@@ -2,51 +2,52 @@
 //! the servers of the cluster in turn: the driver file's, then every server a server announced
 //! in its INFO (`connect_urls`), as NATS's own clients do — so that losing one server of a
 //! cluster costs a client the time to reach another, not the time that server takes to return.
+//! The backoff and the loss are the shared [`brokerbench_driver::Reconnector`]'s; the pool of
+//! servers is its target.
 
-use std::time::Duration;
+use std::cell::Cell;
+
+use brokerbench_model::reconnect::Reconnect;
 
 use crate::config::NatsUrl;
 use crate::conn::Conn;
 
-/// How long one attempt to connect again may take.
-const REDIAL_TIMEOUT: Duration = Duration::from_secs(2);
+/// A producer's or consumer's way back to the cluster, one server of the pool an attempt.
+pub type Reconnector = brokerbench_driver::Reconnector<Conn, Pool>;
 
-pub struct Reconnector {
+/// The way back for a connection to `url` whose server sent `info`.
+pub fn reconnector(url: &NatsUrl, policy: Reconnect, info: &serde_json::Value) -> Reconnector {
+    Reconnector::new(Pool::new(url, info), policy, Pool::redial)
+}
+
+/// The servers a client may connect to again.
+pub struct Pool {
     /// The driver file's server: credentials and TLS for every server of the pool.
     url: NatsUrl,
     /// Servers to try, as (host, port): the driver file's first.
-    pool: Vec<(String, u16)>,
-    /// The pool's entry the next attempt tries (the one after the server just lost).
-    next: usize,
-    pub policy: brokerbench_model::reconnect::Reconnect,
-    pub redial: brokerbench_driver::Redial,
+    servers: Vec<(String, u16)>,
+    /// The entry the next attempt tries (the one after the server just lost).
+    next: Cell<usize>,
 }
 
-impl Reconnector {
-    /// For a connection to `url` whose server sent `info`.
-    pub fn new(
-        url: &NatsUrl,
-        policy: brokerbench_model::reconnect::Reconnect,
-        info: &serde_json::Value,
-    ) -> Self {
-        let mut reconnector = Reconnector {
+impl Pool {
+    fn new(url: &NatsUrl, info: &serde_json::Value) -> Self {
+        let mut pool = Pool {
             url: url.clone(),
-            pool: vec![(url.host.clone(), url.port)],
-            next: 1,
-            policy,
-            redial: Default::default(),
+            servers: vec![(url.host.clone(), url.port)],
+            next: Cell::new(1),
         };
-        reconnector.learn(info);
-        reconnector
+        pool.learn(info);
+        pool
     }
 
     /// Adds the servers an INFO announces that the pool lacks (the same address under another
     /// name, `localhost` and `127.0.0.1`, is the same server).
-    fn learn(&mut self, info: &serde_json::Value) {
+    pub fn learn(&mut self, info: &serde_json::Value) {
         for server in announced(info) {
-            let known = self.pool.iter().any(|p| same_server(p, &server));
+            let known = self.servers.iter().any(|p| same_server(p, &server));
             if !known {
-                self.pool.push(server);
+                self.servers.push(server);
             }
         }
     }
@@ -56,34 +57,19 @@ impl Reconnector {
     /// otherwise: an announced address is where that server listens, not its name.
     fn server(&self, index: usize) -> NatsUrl {
         let mut server = self.url.clone();
-        (server.host, server.port) = self.pool[index].clone();
+        (server.host, server.port) = self.servers[index].clone();
         if let Some(tls) = server.tls.as_mut() {
             tls.server_name.get_or_insert_with(|| self.url.host.clone());
         }
         server
     }
 
-    /// One attempt, when due (else waits up to `timeout` for it), to the pool's next server:
-    /// a new connection that listens on `subject`, or None.
-    pub fn attempt(&mut self, timeout: Duration, subject: &str) -> Option<Conn> {
-        if !self.redial.due() {
-            std::thread::sleep(timeout.min(self.redial.wait()));
-            return None;
-        }
-        let index = self.next % self.pool.len();
-        self.next = index + 1;
-        match Conn::connect(&self.server(index), REDIAL_TIMEOUT) {
-            Ok(mut conn) => {
-                conn.subscribe(subject, 1);
-                self.learn(&conn.info);
-                self.redial.succeeded();
-                Some(conn)
-            }
-            Err(_) => {
-                self.redial.failed(&self.policy);
-                None
-            }
-        }
+    /// One attempt (of the [`Reconnector`]) on the pool's next server: a new connection, or
+    /// None.
+    fn redial(&self) -> Option<Conn> {
+        let index = self.next.get() % self.servers.len();
+        self.next.set(index + 1);
+        Conn::connect(&self.server(index), brokerbench_driver::REDIAL_TIMEOUT).ok()
     }
 }
 
@@ -127,9 +113,9 @@ mod tests {
         let url = NatsUrl::parse("nats://127.0.0.1:4322").unwrap();
         let info =
             json!({"connect_urls": ["127.0.0.1:4322", "127.0.0.1:4400", "[::1]:4401", "bad"]});
-        let r = Reconnector::new(&url, Default::default(), &info);
+        let r = Pool::new(&url, &info);
         assert_eq!(
-            r.pool,
+            r.servers,
             [
                 ("127.0.0.1".to_string(), 4322),
                 ("127.0.0.1".to_string(), 4400),
@@ -137,11 +123,12 @@ mod tests {
             ]
         );
         assert_eq!(
-            r.next, 1,
+            r.next.get(),
+            1,
             "the first attempt tries another server than the lost one"
         );
-        let alone = Reconnector::new(&url, Default::default(), &json!({}));
-        assert_eq!(alone.pool.len(), 1);
+        let alone = Pool::new(&url, &json!({}));
+        assert_eq!(alone.servers.len(), 1);
     }
 
     #[test]
@@ -149,8 +136,8 @@ mod tests {
         let mut url = NatsUrl::parse("nats://localhost:4322").unwrap();
         url.tls = Some(Default::default());
         let info = json!({"connect_urls": ["127.0.0.1:4322", "127.0.0.1:4400"]});
-        let r = Reconnector::new(&url, Default::default(), &info);
-        assert_eq!(r.pool.len(), 2, "{:?}", r.pool);
+        let r = Pool::new(&url, &info);
+        assert_eq!(r.servers.len(), 2, "{:?}", r.servers);
         let other = r.server(1);
         assert_eq!((other.host.as_str(), other.port), ("127.0.0.1", 4400));
         let name = other.tls.and_then(|t| t.server_name);
