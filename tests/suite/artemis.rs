@@ -5,16 +5,8 @@
 use crate::common::*;
 use crate::conformance::*;
 
-/// The bundled Artemis driver file.
-const ARTEMIS_DRIVER: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/workloads/drivers/artemis.yaml"
-);
-
 pub static SUBJECT: Subject = Subject {
     family: "artemis",
-    driver: ARTEMIS_DRIVER,
-    up: artemis,
     // The broker's own count: its addresses' routed messages, read from Jolokia.
     counted: Counted {
         seconds: 2,
@@ -57,12 +49,7 @@ pub static SUBJECT: Subject = Subject {
     // subscription queue does not keep what Artemis confirms (an auto-deleted queue is the
     // likeliest cause, for the durability issue to measure). Nothing acknowledged before the
     // kill, and nothing after the consumers are back, may be lost.
-    kill: Kill {
-        sets: &[],
-        prepare: None,
-        may_lose: MayLose::UntilTheConsumersAreBack,
-        check: None,
-    },
+    kill: Kill::with(&[], MayLose::UntilTheConsumersAreBack),
     tls: Some(Tls {
         secret: Secret::InUrl("broker_address: ssl://"),
         shown: "ssl://brokerbench:***@",

@@ -11,8 +11,6 @@ const MQTT_DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/driver
 
 pub static SUBJECT: Subject = Subject {
     family: "mqtt",
-    driver: MQTT_DRIVER,
-    up: mqtt,
     // mosquitto keeps no objects for a run: its count is $SYS's, and nothing is left behind.
     // It publishes its figures every 2 s: a warm-up and a window of two updates and more
     // each, so that every rate of the window is the run's.
@@ -50,12 +48,7 @@ pub static SUBJECT: Subject = Subject {
     // lost, and so is what it acknowledges after the restart before the consumer has
     // subscribed again (1,517 of 1,980 in the first second after the restart once, with both
     // cores busy; a few dozen on an idle host).
-    kill: Kill {
-        sets: &[],
-        prepare: None,
-        may_lose: MayLose::UntilTheConsumersAreBack,
-        check: None,
-    },
+    kill: Kill::with(&[], MayLose::UntilTheConsumersAreBack),
     tls: Some(Tls {
         secret: Secret::InUrl("mqtt_url: mqtts://"),
         shown: "mqtts://brokerbench:***@",
@@ -98,11 +91,6 @@ conformance!(super::SUBJECT, tls, unconsumed, dropped);
 /// returns its port.
 fn mqtt() -> u16 {
     family_port("mqtt")
-}
-
-fn mqtt_run(sets: &[String]) -> Run {
-    mqtt();
-    run_driver(MQTT_DRIVER, sets)
 }
 
 /// The broker's `$SYS` value at `topic` (below `$SYS/broker/`), read with mosquitto_sub after
@@ -160,19 +148,27 @@ fn omb_driver_files(port: u16) -> Vec<OmbFile> {
 #[test]
 fn qos_0_qos_2_and_mqtt_3_1_1_each_deliver_every_message_once() {
     let _turn = serial();
-    let s = assert_received_all_sent(&mqtt_run(&short_with("2000", 2, &["qos=0"])));
+    let s = assert_received_all_sent(&family_run(
+        "mqtt",
+        MQTT_DRIVER,
+        &short_with("2000", 2, &["qos=0"]),
+    ));
     assert_eq!(
         s["total"]["acknowledged"], 0,
         "QoS 0 confirms nothing: {s:#}"
     );
-    let s = assert_lossless(&mqtt_run(&short_with("2000", 2, &["qos=2"])));
+    let s = assert_lossless(&family_run(
+        "mqtt",
+        MQTT_DRIVER,
+        &short_with("2000", 2, &["qos=2"]),
+    ));
     let notes = s["notes"].to_string();
     assert!(notes.contains("PUBCOMP"), "{notes}");
-    let run = mqtt_run(&short_with(
-        "2000",
-        2,
-        &["protocol=3.1.1", "subscribe_qos=2"],
-    ));
+    let run = family_run(
+        "mqtt",
+        MQTT_DRIVER,
+        &short_with("2000", 2, &["protocol=3.1.1", "subscribe_qos=2"]),
+    );
     assert_lossless(&run);
     let version = run.broker_version();
     assert!(version.contains("(mosquitto, MQTT 3.1.1)"), "{version}");

@@ -15,8 +15,6 @@ const WEB_OFFSET: u16 = 1430;
 
 pub static SUBJECT: Subject = Subject {
     family: "pulsar",
-    driver: PULSAR_DRIVER,
-    up: pulsar,
     // Its metrics endpoint counts the same messages in; the topic's stats say what it took.
     counted: Counted {
         seconds: 2,
@@ -56,12 +54,7 @@ pub static SUBJECT: Subject = Subject {
     // MayLose::AsTheKillLanded for what was, once, as it landed). After a SIGKILL the
     // standalone's bookie registration sometimes loops and the start is done again (see
     // ManagedPulsar::wait_settled): with a core kept busy the two starts took 29 s.
-    kill: Kill {
-        sets: &[],
-        prepare: None,
-        may_lose: MayLose::AsTheKillLanded,
-        check: None,
-    },
+    kill: Kill::with(&[], MayLose::AsTheKillLanded),
     tls: Some(Tls {
         secret: Secret::Line("auth_token: "),
         shown: "pulsar+ssl://127.0.0.1:",
@@ -115,11 +108,6 @@ fn pulsar() -> u16 {
 /// The admin API's port.
 fn web() -> u16 {
     pulsar() + WEB_OFFSET
-}
-
-fn pulsar_run(sets: &[String]) -> Run {
-    pulsar();
-    run_driver(PULSAR_DRIVER, sets)
 }
 
 /// GET `path` of the managed broker's admin API, as JSON.
@@ -249,19 +237,27 @@ fn failover_cumulative_and_unbatched_runs_are_lossless() {
     let _turn = serial();
     // Two members of a Failover subscription on two partitions: one active consumer per
     // partition; acknowledgements cumulative; every message its own entry.
-    let run = pulsar_run(&short_with(
-        "2000",
-        2,
-        &[
-            "partitions_per_topic=2",
-            "consumers_per_topic=2",
-            "ack=cumulative",
-            "batching=false",
-        ],
-    ));
+    let run = family_run(
+        "pulsar",
+        PULSAR_DRIVER,
+        &short_with(
+            "2000",
+            2,
+            &[
+                "partitions_per_topic=2",
+                "consumers_per_topic=2",
+                "ack=cumulative",
+                "batching=false",
+            ],
+        ),
+    );
     assert_lossless(&run);
     // A non-persistent topic: held in the broker's memory, confirmed on arrival.
-    let run = pulsar_run(&short_with("2000", 2, &["topic_type=non-persistent"]));
+    let run = family_run(
+        "pulsar",
+        PULSAR_DRIVER,
+        &short_with("2000", 2, &["topic_type=non-persistent"]),
+    );
     assert_lossless(&run);
 }
 

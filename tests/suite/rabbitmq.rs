@@ -9,8 +9,6 @@ use crate::conformance::*;
 
 pub static SUBJECT: Subject = Subject {
     family: "rabbitmq",
-    driver: RABBITMQ_DRIVER,
-    up: rabbitmq,
     // The broker's own rates (from its Prometheus endpoint): messages in, confirmed and
     // delivered agree with brokerbench's; its count is a sampled counter, not exact.
     counted: Counted {
@@ -36,12 +34,7 @@ pub static SUBJECT: Subject = Subject {
     ],
     // Confirms, persistent messages and a quorum queue: nothing confirmed is lost. RabbitMQ
     // 3.10 answers again 13-17 s after a SIGKILL here, once 25 s.
-    kill: Kill {
-        sets: &["queue.type=quorum", "persistent=true"],
-        prepare: None,
-        may_lose: MayLose::Nothing,
-        check: None,
-    },
+    kill: Kill::with(&["queue.type=quorum", "persistent=true"], MayLose::Nothing),
     tls: Some(Tls {
         secret: Secret::InUrl("uri: amqps://"),
         shown: "amqps://brokerbench:***@",
@@ -80,12 +73,6 @@ conformance!(super::SUBJECT, tls, unconsumed, dropped);
 /// --tls`: the plain listener is unchanged); its AMQP port.
 fn rabbitmq() -> u16 {
     family_port("rabbitmq")
-}
-
-/// Runs against RabbitMQ with the bundled driver file plus `sets`.
-fn rabbit_run(sets: &[String]) -> Run {
-    rabbitmq();
-    run_driver(RABBITMQ_DRIVER, sets)
 }
 
 /// The broker confirmed and delivered at brokerbench's rates; the kept queue is deleted.
@@ -194,22 +181,22 @@ fn backlog_mode_stops_taking_deliveries_builds_and_drains_losslessly() {
     // (prefetch bounds what the paused consumer's connection takes). At 5,000 msg/s a host
     // with both cores busy (a core kept busy, and the suite's other lanes) confirmed 4,264
     // msg/s, and the sends the client's buffer held back were counted not sent.
-    let run = rabbit_run(&short_with(
-        "2000",
-        2,
-        &["backlog.size=500KB", "backlog.drain_ratio=1"],
-    ));
+    let run = family_run(
+        "rabbitmq",
+        RABBITMQ_DRIVER,
+        &short_with("2000", 2, &["backlog.size=500KB", "backlog.drain_ratio=1"]),
+    );
     assert_backlog(&run, 5_000, 2.0);
 }
 
 #[test]
 fn fanout_queues_each_receive_every_message() {
     let _turn = serial();
-    let run = rabbit_run(&short_with(
-        "1000",
-        2,
-        &["exchange.type=fanout", "queues_per_topic=3"],
-    ));
+    let run = family_run(
+        "rabbitmq",
+        RABBITMQ_DRIVER,
+        &short_with("1000", 2, &["exchange.type=fanout", "queues_per_topic=3"]),
+    );
     let s = assert_lossless_copies(&run, 3);
     let shares = received_per_consumer(&s);
     let acknowledged = s["total"]["acknowledged"].as_u64().unwrap();
@@ -223,13 +210,21 @@ fn fanout_queues_each_receive_every_message() {
 #[test]
 fn workload_subscriptions_are_queues_and_a_conflicting_queue_count_exits_2() {
     let _turn = serial();
-    let run = rabbit_run(&short_with("1000", 2, &["subscriptions_per_topic=2"]));
+    let run = family_run(
+        "rabbitmq",
+        RABBITMQ_DRIVER,
+        &short_with("1000", 2, &["subscriptions_per_topic=2"]),
+    );
     assert_lossless_copies(&run, 2);
-    let run = rabbit_run(&short_with(
-        "1000",
-        1,
-        &["subscriptions_per_topic=2", "queues_per_topic=3"],
-    ));
+    let run = family_run(
+        "rabbitmq",
+        RABBITMQ_DRIVER,
+        &short_with(
+            "1000",
+            1,
+            &["subscriptions_per_topic=2", "queues_per_topic=3"],
+        ),
+    );
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
         run.stderr.contains("subscriptions_per_topic: 2")
@@ -242,7 +237,11 @@ fn workload_subscriptions_are_queues_and_a_conflicting_queue_count_exits_2() {
 #[test]
 fn without_confirms_only_sent_is_counted_and_the_summary_says_so() {
     let _turn = serial();
-    let run = rabbit_run(&short_with("2000", 2, &["confirms.enabled=false"]));
+    let run = family_run(
+        "rabbitmq",
+        RABBITMQ_DRIVER,
+        &short_with("2000", 2, &["confirms.enabled=false"]),
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let s = run.summary();
     assert_eq!(s["total"]["acknowledged"], 0);
@@ -260,7 +259,11 @@ fn without_confirms_only_sent_is_counted_and_the_summary_says_so() {
 #[test]
 fn auto_ack_consumers_are_lossless() {
     let _turn = serial();
-    let run = rabbit_run(&short_with("2000", 2, &["ack.mode=auto"]));
+    let run = family_run(
+        "rabbitmq",
+        RABBITMQ_DRIVER,
+        &short_with("2000", 2, &["ack.mode=auto"]),
+    );
     assert_lossless(&run);
 }
 
@@ -280,11 +283,11 @@ fn lazy_quorum_and_stream_queues_are_lossless_and_the_broker_says_it_made_them_s
     let runs: Vec<Run> = (0..cases.len())
         .map(|i| {
             let exchange = format!("exchange.name={prefix}{i}");
-            rabbit_run(&short_with(
-                "1000",
-                1,
-                &[cases[i].0, "delete_queues=false", &exchange],
-            ))
+            family_run(
+                "rabbitmq",
+                RABBITMQ_DRIVER,
+                &short_with("1000", 1, &[cases[i].0, "delete_queues=false", &exchange]),
+            )
         })
         .collect();
     let queues = queues_with_statistics(&prefix);
@@ -326,15 +329,19 @@ fn queues_with_statistics(prefix: &str) -> Vec<serde_json::Value> {
 #[test]
 fn a_queue_length_limit_with_reject_publish_counts_rejections_as_errors() {
     let _turn = serial();
-    let run = rabbit_run(&short_with(
-        "2000",
-        2,
-        &[
-            "consumers_per_topic=0",
-            "queue.max_length=100",
-            "queue.overflow=reject-publish",
-        ],
-    ));
+    let run = family_run(
+        "rabbitmq",
+        RABBITMQ_DRIVER,
+        &short_with(
+            "2000",
+            2,
+            &[
+                "consumers_per_topic=0",
+                "queue.max_length=100",
+                "queue.overflow=reject-publish",
+            ],
+        ),
+    );
     assert_eq!(run.code, 1, "completed with errors\nstderr: {}", run.stderr);
     let s = run.summary();
     assert_eq!(s["status"], "complete");

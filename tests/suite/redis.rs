@@ -9,8 +9,6 @@ const REDIS_DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/drive
 
 pub static SUBJECT: Subject = Subject {
     family: "redis",
-    driver: REDIS_DRIVER,
-    up: redis,
     counted: Counted {
         seconds: 2,
         sets: &["delete_streams=false"],
@@ -91,11 +89,6 @@ conformance!(super::SUBJECT, tls, unconsumed, dropped);
 /// other test runs against it unchanged); returns its port.
 fn redis() -> u16 {
     family_port("redis")
-}
-
-fn redis_run(sets: &[String]) -> Run {
-    redis();
-    run_driver(REDIS_DRIVER, sets)
 }
 
 /// `redis-cli --json` on the managed server: its answer to `args`.
@@ -232,7 +225,11 @@ fn the_runs_persistence_is_recorded_and_appendfsync_always_is_put_back_after() {
     // The append-only file off before the run: the run turns it on, and off again after.
     cli(&["CONFIG", "SET", "appendonly", "no"]);
     let before = cli(&["CONFIG", "GET", "append*"]);
-    let run = redis_run(&short_with("1000", 1, &["appendfsync=always"]));
+    let run = family_run(
+        "redis",
+        REDIS_DRIVER,
+        &short_with("1000", 1, &["appendfsync=always"]),
+    );
     let after = cli(&["CONFIG", "GET", "append*"]);
     cli(&["CONFIG", "SET", "appendonly", "yes"]);
     assert!(
@@ -247,7 +244,7 @@ fn the_runs_persistence_is_recorded_and_appendfsync_always_is_put_back_after() {
         "{version}"
     );
     // A run that sets nothing records the managed server's own: 7.x, fsync every second.
-    let plain = redis_run(&short_with("1000", 1, &[]));
+    let plain = family_run("redis", REDIS_DRIVER, &short_with("1000", 1, &[]));
     assert_lossless(&plain);
     let version = plain.broker_version();
     assert!(

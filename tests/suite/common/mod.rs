@@ -359,6 +359,13 @@ pub fn short_with(rate: &str, seconds: u32, extra: &[&str]) -> Vec<String> {
 }
 
 /// A run with the driver file `driver` (the family's broker already up) plus `sets`.
+/// A run on the managed broker of `family` (started once for the suite, see [`family_port`])
+/// with the driver file `driver`.
+pub fn family_run(family: &str, driver: &str, sets: &[String]) -> Run {
+    family_port(family);
+    run_driver(driver, sets)
+}
+
 pub fn run_driver(driver: &str, sets: &[String]) -> Run {
     let mut args = vec!["--driver", driver];
     args.extend(with_sets(sets, &[]));

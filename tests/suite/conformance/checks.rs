@@ -7,8 +7,7 @@ use crate::common::*;
 
 /// A short run of the bundled driver file with `sets`, the broker up.
 fn run_on(subject: &Subject, sets: &[String]) -> Run {
-    (subject.up)();
-    run_driver(subject.driver, sets)
+    family_run(subject.family, &subject.driver(), sets)
 }
 
 /// `template`s with `{prefix}` replaced.
@@ -95,7 +94,7 @@ pub fn two_subscriptions_of_two_members_each_receive_every_message_once(subject:
 /// in), runs or is refused with the fix, and the manifest says what it was read as.
 pub fn openmessaging_benchmark_driver_files_run_unchanged(subject: &Subject) {
     let _turn = serial();
-    let port = (subject.up)();
+    let port = family_port(subject.family);
     let dir = tempfile::tempdir().unwrap();
     for file in (subject.omb)(port) {
         let path = write(dir.path(), file.name, &file.text);
@@ -133,10 +132,8 @@ pub fn openmessaging_benchmark_driver_files_run_unchanged(subject: &Subject) {
 /// the password given is not.
 pub fn an_unreachable_broker_exits_3_fast_naming_how_to_start_it(subject: &Subject) {
     let started = Instant::now();
-    let run = run(&with_sets_of(
-        subject.unreachable,
-        &["--driver", subject.driver],
-    ));
+    let driver = subject.driver();
+    let run = run(&with_sets_of(subject.unreachable, &["--driver", &driver]));
     assert_eq!(run.code, 3, "{}", run.stderr);
     assert!(
         started.elapsed() < REFUSED_WITHIN,
@@ -159,17 +156,15 @@ pub fn an_unreachable_broker_exits_3_fast_naming_how_to_start_it(subject: &Subje
 /// Each bad setting exits 2 before anything starts, naming its field and the fix, and the
 /// driver file or the assignment it is in.
 pub fn bad_driver_fields_exit_2_naming_the_field(subject: &Subject) {
-    let file = std::path::Path::new(subject.driver)
-        .file_name()
-        .unwrap()
-        .to_string_lossy();
+    let driver = subject.driver();
+    let file = format!("{}.yaml", subject.family);
     for (set, says) in subject.bad_fields {
-        let run = run(&["--driver", subject.driver, "--set", set]);
+        let run = run(&["--driver", &driver, "--set", set]);
         assert_eq!(run.code, 2, "{set}: {}", run.stderr);
         assert!(run.stderr.contains(says), "{set}: {}", run.stderr);
         // A workload field the family refuses names the workload (the built-in quickstart).
         let named = [
-            file.to_string(),
+            file.clone(),
             format!("--set {set}"),
             "quickstart".to_string(),
         ];
@@ -190,7 +185,7 @@ pub fn bad_driver_fields_exit_2_naming_the_field(subject: &Subject) {
 /// which drains as the end of a run does.
 pub fn a_killed_broker_started_again_gets_its_clients_back(subject: &Subject) {
     let _turn = serial();
-    (subject.up)();
+    family_port(subject.family);
     if let Some(prepare) = subject.kill.prepare {
         prepare();
     }
@@ -204,7 +199,8 @@ pub fn a_killed_broker_started_again_gets_its_clients_back(subject: &Subject) {
         "drain_timeout=10s",
     ];
     sets.extend(subject.kill.sets);
-    let mut args = vec!["--driver", subject.driver];
+    let driver = subject.driver();
+    let mut args = vec!["--driver", driver.as_str()];
     let fault = "at=2s,action=kill,node=1,restart_after=1s";
     args.extend(["--fault", fault]);
     let mut spawned = Spawned::run(&sets, &args);
@@ -365,7 +361,7 @@ fn recovered_after_fault(rows: &[Row], least: u64) -> bool {
 pub fn a_run_over_tls_keeps_secrets_and_wrong_credentials_are_refused_at_once(subject: &Subject) {
     let _turn = serial();
     let tls = subject.tls.as_ref().expect("the subject lists tls");
-    (subject.up)();
+    family_port(subject.family);
     let (driver, secret) = tls_driver(subject.family, &tls.secret);
     assert_tls_run_keeps_secrets(subject.family, &driver, &secret, tls.shown);
     assert_tls_refusals(

@@ -15,13 +15,9 @@ use crate::common::Run;
 
 /// A family as the conformance suite drives it.
 pub struct Subject {
-    /// The family's registry name (`driver: NAME`, `broker up NAME`).
+    /// The family's registry name (`driver: NAME`, `broker up NAME`): its managed broker is
+    /// started once for the suite ([`family_port`](crate::common::family_port)).
     pub family: &'static str,
-    /// The bundled driver file.
-    pub driver: &'static str,
-    /// Starts the managed broker once for the suite (TLS on where the family has it, the
-    /// plain listener unchanged); its client port.
-    pub up: fn() -> u16,
     /// The broker's own count of a lossless run: what it checks besides brokerbench's ledger.
     pub counted: Counted,
     /// Two subscriptions of two members each (and partitions where the family has them).
@@ -127,6 +123,26 @@ pub struct Kill {
     pub may_lose: MayLose,
     /// What else the family promises of such a run (its summary).
     pub check: Option<fn(summary: &serde_json::Value)>,
+}
+
+impl Subject {
+    /// The family's bundled driver file (`workloads/drivers/NAME.yaml`).
+    pub fn driver(&self) -> String {
+        let drivers = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/drivers");
+        format!("{drivers}/{}.yaml", self.family)
+    }
+}
+
+impl Kill {
+    /// A kill with the `sets` of its run, nothing to prepare and nothing else to check.
+    pub const fn with(sets: &'static [&'static str], may_lose: MayLose) -> Kill {
+        Kill {
+            sets,
+            prepare: None,
+            may_lose,
+            check: None,
+        }
+    }
 }
 
 /// What a killed broker may lose of what it acknowledged.

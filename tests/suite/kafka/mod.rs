@@ -16,13 +16,8 @@ use std::time::Duration;
 use crate::common::*;
 use crate::conformance::*;
 
-/// The bundled Kafka driver file.
-const KAFKA_DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/drivers/kafka.yaml");
-
 pub static SUBJECT: Subject = Subject {
     family: "kafka",
-    driver: KAFKA_DRIVER,
-    up: kafka,
     // The broker's MessagesInPerSec (its JMX exporter's counter, read over the run) within 1%
     // of what was acknowledged; the kept topic's high watermark is exactly that.
     counted: Counted {

@@ -18,8 +18,6 @@ use crate::conformance::*;
 
 pub static SUBJECT: Subject = Subject {
     family: "nats",
-    driver: NATS_DRIVER,
-    up: nats_port,
     // The streams' own count (JetStream's stored messages) is exactly what was acknowledged.
     counted: Counted {
         seconds: 2,
@@ -44,12 +42,7 @@ pub static SUBJECT: Subject = Subject {
         ("bootstrap_servers=x:1", "field of the kafka driver"),
     ],
     // File storage: JetStream writes a message before it acknowledges it.
-    kill: Kill {
-        sets: &["storage=file"],
-        prepare: None,
-        may_lose: MayLose::Nothing,
-        check: None,
-    },
+    kill: Kill::with(&["storage=file"], MayLose::Nothing),
     tls: Some(Tls {
         secret: Secret::InUrl("servers: tls://"),
         shown: "tls://brokerbench:***@",
@@ -102,12 +95,6 @@ fn nats_port() -> u16 {
 /// The managed server's client address.
 fn nats() -> String {
     format!("127.0.0.1:{}", nats_port())
-}
-
-/// Runs against NATS with the bundled driver file plus `sets`.
-fn nats_run(sets: &[String]) -> Run {
-    nats_port();
-    run_driver(NATS_DRIVER, sets)
 }
 
 /// The stream names that start with `prefix`.
@@ -208,11 +195,11 @@ fn watched_as_the_managed_server(run: &Run, s: &serde_json::Value) {
 #[test]
 fn backlog_mode_stops_pulling_builds_and_drains_losslessly() {
     let _turn = serial();
-    let run = nats_run(&short_with(
-        "5000",
-        2,
-        &["backlog.size=1MB", "backlog.drain_ratio=1"],
-    ));
+    let run = family_run(
+        "nats",
+        NATS_DRIVER,
+        &short_with("5000", 2, &["backlog.size=1MB", "backlog.drain_ratio=1"]),
+    );
     assert_backlog(&run, 10_000, 2.0);
 }
 
@@ -225,21 +212,25 @@ fn partitions_memory_storage_msg_ids_and_two_members_stay_lossless_and_the_serve
     let prefix = format!("readback{}", std::process::id());
     let stream_prefix = format!("stream_prefix={prefix}");
     // 2,000 msg/s: at 4,000 a host with both cores busy held 426 sends back past the run's end.
-    let run = nats_run(&short_with(
-        "2000",
-        2,
-        &[
-            "partitions_per_topic=4",
-            "consumers_per_topic=2",
-            "keys=random",
-            "storage=memory",
-            "msg_id=true",
-            "duplicate_window=1m",
-            "ack_policy=none",
-            "delete_streams=false",
-            &stream_prefix,
-        ],
-    ));
+    let run = family_run(
+        "nats",
+        NATS_DRIVER,
+        &short_with(
+            "2000",
+            2,
+            &[
+                "partitions_per_topic=4",
+                "consumers_per_topic=2",
+                "keys=random",
+                "storage=memory",
+                "msg_id=true",
+                "duplicate_window=1m",
+                "ack_policy=none",
+                "delete_streams=false",
+                &stream_prefix,
+            ],
+        ),
+    );
     let streams = take_nats_streams_at(&nats(), &format!("{prefix}-"));
     let s = assert_lossless(&run);
     let shares = received_per_consumer(&s);
@@ -270,11 +261,15 @@ fn partitions_memory_storage_msg_ids_and_two_members_stay_lossless_and_the_serve
 #[test]
 fn a_stream_limit_with_discard_new_fails_the_refused_publishes() {
     let _turn = serial();
-    let run = nats_run(&short_with(
-        "2000",
-        2,
-        &["consumers_per_topic=0", "max_msgs=100", "discard=new"],
-    ));
+    let run = family_run(
+        "nats",
+        NATS_DRIVER,
+        &short_with(
+            "2000",
+            2,
+            &["consumers_per_topic=0", "max_msgs=100", "discard=new"],
+        ),
+    );
     assert_eq!(run.code, 1, "completed with errors\nstderr: {}", run.stderr);
     let s = run.summary();
     let refused = s["errors"]["maximum_messages_exceeded"]
