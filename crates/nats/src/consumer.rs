@@ -10,7 +10,7 @@ use brokerbench_driver::{Consumer, Deliveries, Delivery, Unread};
 
 use crate::config::{AckPolicy, NatsDriverConfig, NatsUrl};
 use crate::conn::{write_publish, Conn, Msg};
-use crate::reconnect::{reconnector, Reconnector};
+use crate::reconnect::{self, reconnector, Reconnector};
 
 /// How long a pull request waits on the server for messages.
 const PULL_EXPIRES_NS: u64 = 1_000_000_000;
@@ -81,15 +81,7 @@ impl NatsConsumer {
     /// after its ack wait.
     fn recover(&mut self, timeout: Duration) {
         let inbox = String::from_utf8_lossy(&self.inbox).into_owned();
-        let listen = |conn: &mut Conn| {
-            conn.subscribe(&inbox, 1);
-            Ok::<(), ()>(())
-        };
-        if self
-            .reconnector
-            .recover_then(&mut self.conn, timeout, listen)
-        {
-            self.reconnector.target_mut().learn(&self.conn.info);
+        if reconnect::recover(&mut self.reconnector, &mut self.conn, timeout, &inbox) {
             self.outstanding = 0;
         }
     }

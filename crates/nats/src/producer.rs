@@ -9,7 +9,7 @@ use brokerbench_driver::{fail_all, Ack, OutgoingMessage, Producer, SendError, Se
 
 use crate::config::{NatsDriverConfig, NatsUrl};
 use crate::conn::{push_number, Conn};
-use crate::reconnect::{reconnector, Reconnector};
+use crate::reconnect::{self, reconnector, Reconnector};
 
 struct Pending {
     n: u64,
@@ -68,16 +68,7 @@ impl NatsProducer {
     /// connection listens on the producer's inbox again.
     fn recover(&mut self, timeout: Duration) {
         let inbox = format!("{}*", String::from_utf8_lossy(&self.inbox));
-        let listen = |conn: &mut Conn| {
-            conn.subscribe(&inbox, 1);
-            Ok::<(), ()>(())
-        };
-        if self
-            .reconnector
-            .recover_then(&mut self.conn, timeout, listen)
-        {
-            self.reconnector.target_mut().learn(&self.conn.info);
-        }
+        reconnect::recover(&mut self.reconnector, &mut self.conn, timeout, &inbox);
     }
 }
 

@@ -20,6 +20,26 @@ pub fn reconnector(url: &NatsUrl, policy: Reconnect, info: &serde_json::Value) -
     Reconnector::new(Pool::new(url, info), policy, Pool::redial)
 }
 
+/// While the connection is lost: one attempt (when due) on the pool's next server, whose new
+/// connection replaces `conn` and listens on `subject`; the pool then learns the servers it
+/// announces. True when it connected again.
+pub fn recover(
+    reconnector: &mut Reconnector,
+    conn: &mut Conn,
+    timeout: std::time::Duration,
+    subject: &str,
+) -> bool {
+    let listen = |conn: &mut Conn| {
+        conn.subscribe(subject, 1);
+        Ok::<(), ()>(())
+    };
+    let back = reconnector.recover_then(conn, timeout, listen);
+    if back {
+        reconnector.target_mut().learn(&conn.info);
+    }
+    back
+}
+
 /// The servers a client may connect to again.
 pub struct Pool {
     /// The driver file's server: credentials and TLS for every server of the pool.
@@ -43,7 +63,7 @@ impl Pool {
 
     /// Adds the servers an INFO announces that the pool lacks (the same address under another
     /// name, `localhost` and `127.0.0.1`, is the same server).
-    pub fn learn(&mut self, info: &serde_json::Value) {
+    fn learn(&mut self, info: &serde_json::Value) {
         for server in announced(info) {
             let known = self.servers.iter().any(|p| same_server(p, &server));
             if !known {
