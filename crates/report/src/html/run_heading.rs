@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use brokerbench_model::units::format_rate;
+use brokerbench_model::units::{format_rate, group_thousands};
 use serde_json::Value as Json;
 
 use super::data::number_at;
@@ -43,7 +43,11 @@ pub(super) fn heading(
                     .iter()
                     .all(|k| number_at(s, &format!("integrity.{k}")).unwrap_or(0.0) == 0.0);
             if clean {
-                body.push_str("<div class=\"banner good\">Complete and clean: no failures, nothing lost, duplicated, out of order or unacknowledged.</div>");
+                let _ = write!(
+                    body,
+                    "<div class=\"banner good\">Complete and clean: no failures, nothing lost, duplicated, out of order or unacknowledged.{}</div>",
+                    esc(&not_delivered(s))
+                );
             } else {
                 body.push_str("<div class=\"banner bad\">Complete, NOT clean: see the notes, errors and integrity table below.</div>");
             }
@@ -54,6 +58,27 @@ pub(super) fn heading(
             let _ = write!(body, "<div class=\"banner bad\">FAILED: {}</div>", esc(error));
         }
     }
+}
+
+/// What a clean run did not deliver without breaking a promise (the broker's drops by policy,
+/// a backlog still stored, messages sent at most once), as a sentence after the banner's;
+/// empty when it delivered everything.
+fn not_delivered(s: &Json) -> String {
+    let parts: Vec<String> = [
+        ("dropped_by_broker", "dropped by the broker's policy"),
+        ("unconsumed", "still stored beyond the consumers' positions"),
+        ("undelivered", "sent at most once and never received"),
+    ]
+    .iter()
+    .filter_map(|(field, what)| {
+        let count = number_at(s, &format!("integrity.{field}")).unwrap_or(0.0) as u64;
+        (count > 0).then(|| format!("{} {what}", group_thousands(count)))
+    })
+    .collect();
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(" Not delivered, and not lost: {}.", parts.join(", "))
 }
 
 /// The broker as the manifest names it: version, address, whether brokerbench manages it.
@@ -144,4 +169,45 @@ pub(super) fn meta(body: &mut String, m: &Json, s: Option<&Json>, driver: &str) 
         esc(&serde_json::to_string_pretty(&m["workload"]).unwrap_or_default()),
         esc(&serde_json::to_string_pretty(&m["driver"]).unwrap_or_default())
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::Json;
+
+    fn banner(integrity: Json) -> String {
+        let m = json!({"status": "complete", "run_id": "r", "started_at": "t"});
+        let s = json!({"errors": {}, "integrity": integrity});
+        let mut body = String::new();
+        super::heading(
+            &mut body,
+            &m,
+            Some(&s),
+            "w",
+            "d",
+            super::super::Written::Final,
+        );
+        let at = body.find("<div class=\"banner").expect("a banner");
+        body[at..].to_string()
+    }
+
+    #[test]
+    fn a_clean_banner_says_what_was_not_delivered_and_not_lost() {
+        let all = banner(json!({"lost": 0}));
+        assert!(
+            all.starts_with("<div class=\"banner good\">Complete and clean"),
+            "{all}"
+        );
+        assert!(!all.contains("Not delivered"), "{all}");
+        let some = banner(json!({"lost": 0, "dropped_by_broker": 1200, "unconsumed": 40}));
+        let said = "unacknowledged. Not delivered, and not lost: 1,200 dropped by the broker&#39;s policy, 40 still stored beyond the consumers&#39; positions.</div>";
+        assert!(some.contains(said), "{some}");
+        let lossy = banner(json!({"lost": 3, "dropped_by_broker": 5}));
+        assert!(
+            lossy.starts_with("<div class=\"banner bad\">Complete, NOT clean"),
+            "{lossy}"
+        );
+    }
 }
