@@ -990,7 +990,8 @@ fn server_info(address: &str) -> serde_json::Value {
 /// Node 1's `/varz` (monitoring on the client port + 4000).
 fn nats_varz(cluster: &ClusterHome) -> serde_json::Value {
     use std::io::{Read, Write};
-    let port: u16 = cluster.port.parse::<u16>().unwrap() + 4000;
+    let port: u16 =
+        cluster.port.parse::<u16>().unwrap() + brokerbench_nats::managed::MONITOR_OFFSET;
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     write!(stream, "GET /varz HTTP/1.0\r\n\r\n").unwrap();
     let mut answer = String::new();

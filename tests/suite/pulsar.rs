@@ -4,14 +4,14 @@
 
 use std::time::Duration;
 
+// The admin API's port is the broker's client port + this, as the managed broker says.
+use brokerbench_pulsar::managed::WEB_OFFSET;
+
 use crate::common::*;
 use crate::conformance::*;
 
 /// The bundled Pulsar driver file.
 const PULSAR_DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/drivers/pulsar.yaml");
-
-/// The admin API's port is the broker's client port + this.
-const WEB_OFFSET: u16 = 1430;
 
 pub static SUBJECT: Subject = Subject {
     family: "pulsar",

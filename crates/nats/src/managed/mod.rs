@@ -40,7 +40,8 @@ const DEBIAN_PACKAGE: DebianPackage = DebianPackage {
 };
 const PROGRAM: &str = "nats-server";
 const DEFAULT_PORT: u16 = 4322;
-const MONITOR_OFFSET: u16 = 4000;
+/// The monitoring port (`/varz`, `/jsz`) is the client port + this.
+pub const MONITOR_OFFSET: u16 = 4000;
 const PORT_RULE: PortRule = PortRule::above(
     NAME,
     "BROKERBENCH_NATS_PORT",

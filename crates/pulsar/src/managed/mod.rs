@@ -28,7 +28,7 @@ pub use install::VERSION;
 const NAME: &str = "pulsar";
 const DEFAULT_PORT: u16 = 6650;
 /// The web service (admin API, metrics) listens on the binary port + this: 8080 by default.
-const WEB_OFFSET: u16 = 1430;
+pub const WEB_OFFSET: u16 = 1430;
 const PORT_RULE: PortRule = PortRule::above(
     NAME,
     "BROKERBENCH_PULSAR_PORT",
