@@ -56,6 +56,11 @@ impl Framed {
         self.read_at.clone()
     }
 
+    /// The socket (to clone it for a TLS connection that starts on it).
+    pub fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+
     /// When the connection last sent anything (or was opened).
     pub fn sent_at(&self) -> Instant {
         self.sent_at

@@ -4,11 +4,10 @@
 //! The protocol is text control lines (`MSG`, `HMSG`, `PING`, `+OK`, `-ERR`, `INFO`) followed
 //! by sized bodies; see the NATS client protocol documentation.
 
-use std::io::Write;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use brokerbench_driver::ReadBuf;
+use brokerbench_driver::framed::{Framed, Framing};
 
 use crate::config::NatsUrl;
 
@@ -27,13 +26,84 @@ pub struct Msg<'a> {
 
 pub use brokerbench_driver::net::ConnectError;
 
+/// What the server sends: a message, a control line.
+pub enum Frame<'a> {
+    /// `MSG` or `HMSG`, its arrival not yet stamped.
+    Msg(Msg<'a>),
+    Ping,
+    /// `-ERR`'s text.
+    Error(&'a [u8]),
+    /// Another control line (`+OK`, `PONG`, `INFO`).
+    Line(&'a [u8]),
+}
+
+/// The NATS protocol's frames: control lines, `MSG` and `HMSG` with their sized bodies.
+pub struct Nats;
+
+impl Framing for Nats {
+    type Frame<'a> = Frame<'a>;
+
+    fn next(bytes: &[u8]) -> Result<Option<(Frame<'_>, usize)>, String> {
+        let Some(end) = find_crlf(bytes) else {
+            return Ok(None);
+        };
+        let line = &bytes[..end];
+        let body_at = end + 2;
+        if !(line.starts_with(b"MSG ") || line.starts_with(b"HMSG ")) {
+            let frame = match line.strip_prefix(b"-ERR ") {
+                Some(error) => Frame::Error(error),
+                None if line == b"PING" => Frame::Ping,
+                None => Frame::Line(line),
+            };
+            return Ok(Some((frame, body_at)));
+        }
+        let (subject, reply, header_len, total) = msg_line(line)?;
+        if bytes.len() < body_at + total + 2 {
+            return Ok(None);
+        }
+        let body = &bytes[body_at..body_at + total];
+        let msg = Msg {
+            subject,
+            reply,
+            headers: (line[0] == b'H').then(|| &body[..header_len]),
+            payload: &body[header_len..],
+            arrived_ns: 0,
+        };
+        Ok(Some((Frame::Msg(msg), body_at + total + 2)))
+    }
+}
+
+/// A `MSG` or `HMSG` line's subject, reply, header size and total size.
+type MsgLine<'a> = (&'a [u8], Option<&'a [u8]>, usize, usize);
+
+/// A `MSG` or `HMSG` line's fields; Err(`protocol_error`) for a line that is neither.
+fn msg_line(line: &[u8]) -> Result<MsgLine<'_>, String> {
+    let headered = line[0] == b'H';
+    let (fields, count_of_fields) = split_fields(line);
+    let fields = &fields[..count_of_fields];
+    let count = |f: &[u8]| -> Result<usize, String> {
+        std::str::from_utf8(f)
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(|| "protocol_error".to_string())
+    };
+    let (reply, header_len, total) = match (headered, fields.len()) {
+        (false, 4) => (None, 0, count(fields[3])?),
+        (false, 5) => (Some(fields[3]), 0, count(fields[4])?),
+        (true, 5) => (None, count(fields[3])?, count(fields[4])?),
+        (true, 6) => (Some(fields[3]), count(fields[4])?, count(fields[5])?),
+        _ => return Err("protocol_error".into()),
+    };
+    if header_len > total {
+        return Err("protocol_error".into());
+    }
+    Ok((fields[1], reply, header_len, total))
+}
+
 /// One connection.
 pub struct Conn {
-    stream: TcpStream,
-    out: Vec<u8>,
-    inbox: ReadBuf,
-    /// When the bytes of the last read arrived.
-    read_at_ns: u64,
+    /// The socket and its buffers: writes go out when the owner polls (or the buffer grows).
+    pub link: Framed,
     /// The server's INFO JSON.
     pub info: serde_json::Value,
 }
@@ -43,21 +113,8 @@ const FLUSH_AT: usize = 64 * 1024;
 impl Conn {
     /// Connects, sends CONNECT, and waits for the server's PONG.
     pub fn connect(url: &NatsUrl, timeout: Duration) -> Result<Conn, ConnectError> {
-        let address = url
-            .address()
-            .to_socket_addrs()
-            .map_err(|e| ConnectError::Unreachable(e.to_string()))?
-            .next()
-            .ok_or_else(|| ConnectError::Unreachable("no address".into()))?;
-        let stream = TcpStream::connect_timeout(&address, timeout)
-            .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
-        let _ = stream.set_nodelay(true);
-        brokerbench_driver::net::stamped(&stream);
         let mut conn = Conn {
-            stream,
-            out: Vec::with_capacity(FLUSH_AT * 2),
-            inbox: ReadBuf::default(),
-            read_at_ns: 0,
+            link: Framed::new(dial(url, timeout)?),
             info: serde_json::Value::Null,
         };
         let deadline = Instant::now() + timeout;
@@ -80,9 +137,11 @@ impl Conn {
                 connect["pass"] = password.into();
             }
         }
-        conn.out
+        conn.link
+            .out()
             .extend_from_slice(format!("CONNECT {connect}\r\nPING\r\n").as_bytes());
-        conn.flush()
+        conn.link
+            .flush()
             .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
         loop {
             let line = conn
@@ -103,7 +162,9 @@ impl Conn {
     }
 
     /// Goes over to TLS after the server's INFO when the URL asks for it (`tls://`, or the
-    /// driver file's `tls:` block); refuses a server that requires TLS when it does not.
+    /// driver file's `tls:` block); refuses a server that requires TLS when it does not. The
+    /// server says nothing more before the client's CONNECT: the TLS connection starts with
+    /// empty buffers.
     fn upgrade(&mut self, url: &NatsUrl, deadline: Instant) -> Result<(), ConnectError> {
         let offered = |key: &str| self.info[key].as_bool().unwrap_or(false);
         let required = offered("tls_required");
@@ -128,10 +189,11 @@ impl Conn {
         };
         let config = settings.client_config().map_err(failed)?;
         let raw = self
-            .stream
+            .link
+            .stream()
             .try_clone()
             .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
-        self.stream = brokerbench_driver::tls::connect(
+        let stream = brokerbench_driver::tls::connect(
             raw,
             config,
             &url.host,
@@ -139,24 +201,25 @@ impl Conn {
             deadline,
         )
         .map_err(failed)?;
-        brokerbench_driver::net::stamped(&self.stream);
+        brokerbench_driver::net::stamped(&stream);
+        self.link = Framed::new(stream);
         Ok(())
     }
 
     /// Reads one control line before `deadline` (during the handshake only).
     fn read_line(&mut self, deadline: Instant) -> Result<String, String> {
         loop {
-            let unread = self.inbox.unread();
+            let unread = self.link.unread();
             if let Some(end) = find_crlf(unread) {
                 let line = String::from_utf8_lossy(&unread[..end]).into_owned();
-                self.inbox.consume(end + 2);
+                self.link.consume(end + 2);
                 return Ok(line);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err("timed out".into());
             }
-            if self.fill(left).map_err(|e| e.to_string())? == 0 {
+            if self.link.fill(left).map_err(|e| e.to_string())? == 0 {
                 return Err("the server closed the connection".into());
             }
         }
@@ -164,7 +227,8 @@ impl Conn {
 
     /// Subscribes `sid` to `subject`.
     pub fn subscribe(&mut self, subject: &str, sid: u32) {
-        self.out
+        self.link
+            .out()
             .extend_from_slice(format!("SUB {subject} {sid}\r\n").as_bytes());
     }
 
@@ -176,113 +240,65 @@ impl Conn {
         headers: Option<&[u8]>,
         payload: &[u8],
     ) -> std::io::Result<()> {
-        write_publish(&mut self.out, subject, reply, headers, payload);
-        if self.out.len() >= FLUSH_AT {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Writes everything queued.
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        if !self.out.is_empty() {
-            self.stream.write_all(&self.out)?;
-            self.out.clear();
+        write_publish(self.link.out(), subject, reply, headers, payload);
+        if self.link.out().len() >= FLUSH_AT {
+            self.link.flush()?;
         }
         Ok(())
     }
 
     /// Flushes, then hands every message that has arrived to `on_msg`, waiting at most
     /// `timeout` for the first bytes. `on_msg` may queue publishes (acks) in the buffer it
-    /// gets. Answers PINGs. A `-ERR` from the server is returned as an error.
+    /// gets. Answers PINGs. A `-ERR` from the server is returned as an error, once (what came
+    /// with it is handed on); Err([`CONNECTION_CLOSED`]) once the connection is gone. How many
+    /// messages it handed on.
     pub fn poll(
         &mut self,
         timeout: Duration,
         on_msg: &mut dyn FnMut(Msg<'_>, &mut Vec<u8>),
     ) -> Result<usize, String> {
-        // Any failed read or write means the connection is gone.
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
-        let mut handled = self.drain(on_msg)?;
-        if handled == 0 {
-            match self.fill(timeout) {
-                Ok(0) => return Err(CONNECTION_CLOSED.into()),
-                Ok(_) => handled = self.drain(on_msg)?,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(_) => return Err(CONNECTION_CLOSED.into()),
+        let arrived = self.link.last_read();
+        let mut refused = None;
+        let mut messages = 0;
+        self.link.poll::<Nats>(timeout, &mut |frame, out| {
+            match frame {
+                Frame::Msg(msg) => {
+                    on_msg(
+                        Msg {
+                            arrived_ns: arrived.get(),
+                            ..msg
+                        },
+                        out,
+                    );
+                    messages += 1;
+                }
+                Frame::Ping => out.extend_from_slice(b"PONG\r\n"),
+                Frame::Error(error) => {
+                    let text = String::from_utf8_lossy(error);
+                    refused.get_or_insert_with(|| kind_of(text.trim_matches('\'')));
+                }
+                Frame::Line(_) => {}
             }
-        }
-        self.flush().map_err(|_| CONNECTION_CLOSED.to_string())?;
-        Ok(handled)
+            Ok(())
+        })?;
+        refused.map_or(Ok(messages), Err)
     }
+}
 
-    /// Reads what the socket has, waiting up to `timeout` (to the microsecond).
-    fn fill(&mut self, timeout: Duration) -> std::io::Result<usize> {
-        let read = self.inbox.fill(&self.stream, timeout)?;
-        self.read_at_ns = read.at_ns.unwrap_or(self.read_at_ns);
-        Ok(read.bytes)
-    }
-
-    /// Handles every complete frame in the buffer.
-    fn drain(&mut self, on_msg: &mut dyn FnMut(Msg<'_>, &mut Vec<u8>)) -> Result<usize, String> {
-        let mut handled = 0;
-        loop {
-            let rest = self.inbox.unread();
-            let Some(end) = find_crlf(rest) else { break };
-            let line = &rest[..end];
-            let body_at = end + 2;
-            if line.starts_with(b"MSG ") || line.starts_with(b"HMSG ") {
-                let headered = line[0] == b'H';
-                let (fields, count_of_fields) = split_fields(line);
-                let fields = &fields[..count_of_fields];
-                let count = |f: &[u8]| -> Result<usize, String> {
-                    std::str::from_utf8(f)
-                        .ok()
-                        .and_then(|t| t.parse().ok())
-                        .ok_or_else(|| "protocol_error".to_string())
-                };
-                let (reply, header_len, total) = match (headered, fields.len()) {
-                    (false, 4) => (None, 0, count(fields[3])?),
-                    (false, 5) => (Some(fields[3]), 0, count(fields[4])?),
-                    (true, 5) => (None, count(fields[3])?, count(fields[4])?),
-                    (true, 6) => (Some(fields[3]), count(fields[4])?, count(fields[5])?),
-                    _ => return Err("protocol_error".into()),
-                };
-                if header_len > total {
-                    return Err("protocol_error".into());
-                }
-                if rest.len() < body_at + total + 2 {
-                    break;
-                }
-                let body = &rest[body_at..body_at + total];
-                let msg = Msg {
-                    subject: fields[1],
-                    reply,
-                    headers: headered.then(|| &body[..header_len]),
-                    payload: &body[header_len..],
-                    arrived_ns: self.read_at_ns,
-                };
-                on_msg(msg, &mut self.out);
-                handled += 1;
-                self.inbox.consume(body_at + total + 2);
-            } else {
-                if line == b"PING" {
-                    self.out.extend_from_slice(b"PONG\r\n");
-                } else if let Some(error) = line.strip_prefix(b"-ERR ") {
-                    let error = String::from_utf8_lossy(error)
-                        .trim_matches('\'')
-                        .to_string();
-                    self.inbox.consume(body_at);
-                    return Err(kind_of(&error));
-                }
-                self.inbox.consume(body_at);
-            }
-        }
-        Ok(handled)
-    }
+/// A TCP connection to the URL's server within `timeout`, without Nagle's delay, its arrivals
+/// stamped.
+fn dial(url: &NatsUrl, timeout: Duration) -> Result<TcpStream, ConnectError> {
+    let address = url
+        .address()
+        .to_socket_addrs()
+        .map_err(|e| ConnectError::Unreachable(e.to_string()))?
+        .next()
+        .ok_or_else(|| ConnectError::Unreachable("no address".into()))?;
+    let stream = TcpStream::connect_timeout(&address, timeout)
+        .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
+    let _ = stream.set_nodelay(true);
+    brokerbench_driver::net::stamped(&stream);
+    Ok(stream)
 }
 
 /// Most fields a `MSG` or `HMSG` line has: the verb, subject, sid, reply, header size and
@@ -392,6 +408,48 @@ mod tests {
             started.elapsed()
         );
         server.join().unwrap();
+    }
+
+    #[test]
+    fn messages_are_handed_on_pings_answered_and_an_error_said_once() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let ours = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let mut conn = Conn {
+            link: Framed::new(ours),
+            info: serde_json::Value::Null,
+        };
+        server
+            .write_all(b"MSG a 1 5\r\nhello\r\nPING\r\n-ERR 'Permissions Violation'\r\nHMSG b 1 r 12 14\r\nNATS/1.0\r\n\r\nhi\r\nMSG c 1 2\r\nh")
+            .unwrap();
+        let mut got = Vec::new();
+        let poll = |conn: &mut Conn, got: &mut Vec<String>| {
+            conn.poll(Duration::from_secs(5), &mut |m, _| {
+                assert!(m.arrived_ns > 0, "stamped");
+                let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                let reply = m.reply.map(text).unwrap_or_default();
+                let headers = m.headers.map_or(0, <[u8]>::len);
+                got.push(format!(
+                    "{} {reply} {headers} {}",
+                    text(m.subject),
+                    text(m.payload)
+                ));
+            })
+        };
+        let first = poll(&mut conn, &mut got);
+        assert_eq!(first, Err("permissions_violation".to_string()));
+        let mut pong = [0u8; 6];
+        server.read_exact(&mut pong).unwrap();
+        assert_eq!(&pong, b"PONG\r\n");
+        server.write_all(b"a\r\n").unwrap();
+        let second = poll(&mut conn, &mut got);
+        assert_eq!(second, Ok(1), "the error is said once, the poll goes on");
+        assert_eq!(got, ["a  0 hello", "b r 12 hi", "c  0 ha"]);
+        assert!(
+            Nats::next(b"MSG a 1 x\r\n").is_err(),
+            "a size that is no number"
+        );
     }
 
     #[test]
