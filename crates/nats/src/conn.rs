@@ -4,10 +4,10 @@
 //! The protocol is text control lines (`MSG`, `HMSG`, `PING`, `+OK`, `-ERR`, `INFO`) followed
 //! by sized bodies; see the NATS client protocol documentation.
 
-use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use brokerbench_driver::framed::{Framed, Framing};
+use brokerbench_driver::net::open;
 
 use crate::config::NatsUrl;
 
@@ -114,7 +114,7 @@ impl Conn {
     /// Connects, sends CONNECT, and waits for the server's PONG.
     pub fn connect(url: &NatsUrl, timeout: Duration) -> Result<Conn, ConnectError> {
         let mut conn = Conn {
-            link: Framed::new(dial(url, timeout)?),
+            link: Framed::new(open(&url.host, url.port, None, Instant::now() + timeout)?),
             info: serde_json::Value::Null,
         };
         let deadline = Instant::now() + timeout;
@@ -283,22 +283,6 @@ impl Conn {
         })?;
         refused.map_or(Ok(messages), Err)
     }
-}
-
-/// A TCP connection to the URL's server within `timeout`, without Nagle's delay, its arrivals
-/// stamped.
-fn dial(url: &NatsUrl, timeout: Duration) -> Result<TcpStream, ConnectError> {
-    let address = url
-        .address()
-        .to_socket_addrs()
-        .map_err(|e| ConnectError::Unreachable(e.to_string()))?
-        .next()
-        .ok_or_else(|| ConnectError::Unreachable("no address".into()))?;
-    let stream = TcpStream::connect_timeout(&address, timeout)
-        .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
-    let _ = stream.set_nodelay(true);
-    brokerbench_driver::net::stamped(&stream);
-    Ok(stream)
 }
 
 /// Most fields a `MSG` or `HMSG` line has: the verb, subject, sid, reply, header size and
